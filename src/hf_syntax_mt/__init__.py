@@ -1,0 +1,24 @@
+"""hf-syntax-mt: syntax-aware and document-aware NMT for the Hugging Face ecosystem."""
+
+from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
+
+from .configuration_syntax_mt import SyntaxMTConfig
+from .modeling_syntax_mt import (
+    SyntaxMTForConditionalGeneration,
+    SyntaxMTModel,
+    SyntaxMTPreTrainedModel,
+)
+
+__version__ = "0.1.0"
+
+AutoConfig.register(SyntaxMTConfig.model_type, SyntaxMTConfig, exist_ok=True)
+AutoModel.register(SyntaxMTConfig, SyntaxMTModel, exist_ok=True)
+AutoModelForSeq2SeqLM.register(SyntaxMTConfig, SyntaxMTForConditionalGeneration, exist_ok=True)
+
+__all__ = [
+    "SyntaxMTConfig",
+    "SyntaxMTForConditionalGeneration",
+    "SyntaxMTModel",
+    "SyntaxMTPreTrainedModel",
+    "__version__",
+]
