@@ -51,6 +51,15 @@ class SyntaxMTConfig(MarianConfig):
         if self.encoder_pascal_heads is not None:
             self.encoder_pascal_heads = list(self.encoder_pascal_heads)
         super().__post_init__(**kwargs)
+        self.validate_syntax_options()  # raise a plain ValueError at creation, not strict's wrapper
+
+    @classmethod
+    def get_config_dict(cls, pretrained_model_name_or_path, **kwargs):
+        """Read a `config.json`; a Marian one (opus-mt style) is upgraded to `syntax_mt` for retrofitting."""
+        config_dict, kwargs = super().get_config_dict(pretrained_model_name_or_path, **kwargs)
+        if config_dict.get("model_type") == "marian":
+            config_dict = {**config_dict, "model_type": cls.model_type, "architectures": None}
+        return config_dict, kwargs
 
     @property
     def uses_pascal(self) -> bool:
