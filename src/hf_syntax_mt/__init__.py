@@ -22,3 +22,20 @@ __all__ = [
     "SyntaxMTPreTrainedModel",
     "__version__",
 ]
+
+
+def _register_pipeline() -> None:
+    from transformers.pipelines import PIPELINE_REGISTRY
+
+    from .pipeline_syntax_mt import SyntaxTranslationPipeline
+
+    if "syntax-translation" not in PIPELINE_REGISTRY.supported_tasks:
+        PIPELINE_REGISTRY.register_pipeline(
+            "syntax-translation",
+            pipeline_class=SyntaxTranslationPipeline,
+            pt_model=AutoModelForSeq2SeqLM,
+            type="text",
+        )
+
+
+_register_pipeline()

@@ -8,6 +8,7 @@ attention kernel (SDPA by default), and the two are concatenated before `out_pro
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 
 import torch
@@ -233,6 +234,18 @@ class SyntaxMTDecoderLayer(MarianDecoderLayer):
         self.encoder_attn = SyntaxMTAttention(self.embed_dim, config.decoder_attention_heads, **common)
 
 
+# Auto class -> (shim module saved beside the weights, class, what the shim imports)
+_SHIMS = {
+    "AutoConfig": ("configuration_syntax_mt", "SyntaxMTConfig", "hf_syntax_mt.configuration_syntax_mt import SyntaxMTConfig"),
+    "AutoModel": ("modeling_syntax_mt", "SyntaxMTModel", "hf_syntax_mt.modeling_syntax_mt import SyntaxMTModel"),
+    "AutoModelForSeq2SeqLM": (
+        "modeling_syntax_mt",
+        "SyntaxMTForConditionalGeneration",
+        "hf_syntax_mt.modeling_syntax_mt import SyntaxMTForConditionalGeneration, SyntaxMTModel",
+    ),
+}
+
+
 class SyntaxMTPreTrainedModel(MarianPreTrainedModel):
     config_class = SyntaxMTConfig
     config: SyntaxMTConfig
@@ -244,6 +257,28 @@ class SyntaxMTPreTrainedModel(MarianPreTrainedModel):
         super()._init_weights(module)
         if isinstance(module, SyntaxMTForConditionalGeneration):
             module.final_logits_bias.zero_()
+
+    def save_pretrained(self, save_directory, *args, **kwargs):
+        """`PreTrainedModel.save_pretrained` plus the declarations that let the directory load anywhere the package
+        is installed: `auto_map` (Auto classes with `trust_remote_code=True`) and `custom_pipelines`, which routes
+        `pipeline("translation", model=DIR, trust_remote_code=True)` to `SyntaxTranslationPipeline`. The files it
+        names are one-line shims that import the installed `hf_syntax_mt`."""
+        self.config.auto_map = {name: f"{module}.{cls}" for name, (module, cls, _) in _SHIMS.items()}
+        self.config.custom_pipelines = {
+            "translation": {
+                "impl": "pipeline_syntax_mt.SyntaxTranslationPipeline",
+                "pt": ["AutoModelForSeq2SeqLM"],
+                "tf": [],
+                "type": "text",
+            }
+        }
+        super().save_pretrained(save_directory, *args, **kwargs)
+        if kwargs.get("is_main_process", True):
+            files = {module: source for module, _, source in _SHIMS.values()}
+            files["pipeline_syntax_mt"] = "hf_syntax_mt.pipeline_syntax_mt import SyntaxTranslationPipeline"
+            for module, source in files.items():
+                with open(os.path.join(save_directory, f"{module}.py"), "w", encoding="utf-8") as f:
+                    f.write(f'"""Written by hf-syntax-mt: `pip install hf-syntax-mt`."""\n\nfrom {source}  # noqa: F401\n')
 
 
 def check_parent_positions(parent_positions: torch.Tensor, input_shape: torch.Size, attention_mask=None) -> None:

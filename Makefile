@@ -1,0 +1,34 @@
+# Two set-up commands that work on a fresh machine with nothing but Python 3.10+:
+#   make demo   creates .venv, installs, trains vanilla vs PASCAL on the built-in synthetic pair
+#   make test   creates .venv, installs, runs the fast test suite
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test test-slow bench lint clean
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	# The CPU wheel of torch 2.13.0 lies on the build machines' disk; elsewhere pip takes it from PyPI.
+	$(BIN)/python -m pip install --quiet "torch==2.13.0" || $(BIN)/python -m pip install --quiet "torch>=2.4"
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/hf-syntax-mt demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_pascal.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests scripts benchmarks
+
+clean:
+	rm -rf $(VENV) runs build dist src/*.egg-info

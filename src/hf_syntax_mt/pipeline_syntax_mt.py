@@ -1,0 +1,108 @@
+"""`SyntaxTranslationPipeline`: raw source text -> parse -> subword parent positions -> generate -> text.
+
+Registered as `"syntax-translation"` when `hf_syntax_mt` is imported; a model directory saved by this package also
+declares it under the name `"translation"` so that `pipeline("translation", model=DIR, trust_remote_code=True)`
+works (transformers 5 removed the core translation task).
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import Pipeline
+
+from .data.parsers import Parser, get_parser
+from .data.subwords import align_parse
+
+
+class SyntaxTranslationPipeline(Pipeline):
+    """Translate raw sentences with a syntax-aware model; the pipeline parses the input itself.
+
+    Args:
+        parser (`Parser` or `dict`, *optional*): the source parser; defaults to `model.config.source_parser`.
+            Models without syntax heads need none.
+        max_length (`int`, *optional*): source truncation length in subword tokens (default: the model's
+            `max_position_embeddings`).
+        Any other keyword (`num_beams`, `max_new_tokens`, ...) goes to `model.generate()`.
+
+    Returns:
+        For one string, `[{"translation_text": str}]`; for a list of strings, one such dict per string.
+    """
+
+    _load_processor = False
+    _load_image_processor = False
+    _load_feature_extractor = False
+    _load_tokenizer = True
+
+    def __init__(self, *args, parser: Parser | dict | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Marian positions start at 0 on the left: pad encoder inputs on the right.
+        self.tokenizer.padding_side = "right"
+        self.parser = self._resolve_parser(parser)
+
+    def _resolve_parser(self, parser):
+        if isinstance(parser, Parser):
+            return parser
+        if parser is None:
+            parser = getattr(self.model.config, "source_parser", None)
+        if parser is None:
+            if getattr(self.model.config, "uses_pascal", False):
+                raise ValueError(
+                    "This model has syntax heads but its config records no `source_parser` and none was given: pass "
+                    "one, e.g. pipeline(..., parser=hf_syntax_mt.data.get_parser('spacy', model='fr_core_news_sm'))."
+                )
+            return None
+        return get_parser(**parser)
+
+    def _sanitize_parameters(self, max_length=None, parser=None, clean_up_tokenization_spaces=None, **generate_kwargs):
+        preprocess = {} if max_length is None else {"max_length": max_length}
+        if parser is not None:
+            self.parser = self._resolve_parser(parser)
+        postprocess = {}
+        if clean_up_tokenization_spaces is not None:
+            postprocess["clean_up_tokenization_spaces"] = clean_up_tokenization_spaces
+        return preprocess, generate_kwargs, postprocess
+
+    def __call__(self, inputs: str | list[str], **kwargs):
+        single = isinstance(inputs, str)
+        texts = [inputs] if single else list(inputs)
+        if not all(isinstance(t, str) for t in texts):
+            raise TypeError("SyntaxTranslationPipeline takes a string or a list of strings.")
+        # parse the whole input at once (parsers are much faster batched), then translate pair by pair
+        to_parse = [i for i, t in enumerate(texts) if t.strip()]
+        parses = [None] * len(texts)
+        if self.parser is not None and to_parse:
+            for i, parse in zip(to_parse, self.parser.parse([texts[i] for i in to_parse]), strict=True):
+                parses[i] = parse
+        results = super().__call__(list(zip(texts, parses, strict=True)), **kwargs)
+        return [r[0] if isinstance(r, list) else r for r in results]
+
+    def preprocess(self, item, max_length=None):
+        text, parse = item
+        max_length = max_length or self.model.config.max_position_embeddings
+        if parse is None:  # empty input or a model without syntax heads
+            enc = self.tokenizer(text, truncation=True, max_length=max_length)
+            input_ids = enc["input_ids"]
+            parents = [float(i) for i in range(len(input_ids))]
+        else:
+            enc = align_parse(self.tokenizer, parse, text=text, max_length=max_length)
+            input_ids, parents = enc["input_ids"], enc["parent_positions"]
+        out = {
+            "input_ids": torch.tensor([input_ids]),
+            "attention_mask": torch.ones(1, len(input_ids), dtype=torch.long),
+        }
+        if getattr(self.model.config, "uses_pascal", False):
+            out["parent_positions"] = torch.tensor([parents], dtype=torch.float)
+        return out
+
+    def _forward(self, model_inputs, **generate_kwargs):
+        return {"output_ids": self.model.generate(**model_inputs, **generate_kwargs)}
+
+    def postprocess(self, model_outputs, clean_up_tokenization_spaces=False):
+        texts = self.tokenizer.batch_decode(
+            model_outputs["output_ids"], skip_special_tokens=True,
+            clean_up_tokenization_spaces=clean_up_tokenization_spaces,
+        )  # fmt: skip
+        return [{"translation_text": t} for t in texts]
+
+
+__all__ = ["SyntaxTranslationPipeline"]
