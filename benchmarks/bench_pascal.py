@@ -1,0 +1,213 @@
+"""PASCAL vs vanilla `MarianMTModel` of the same dims: training-step and generation throughput, peak memory.
+
+Both models are built from the same weights and timed interleaved in one process (alternating order every round)
+with a fixed thread count; the report gives medians and PASCAL/vanilla ratios. Peak memory of a training step is
+measured in a fresh child process per model (CPU: peak RSS above the pre-step baseline; CUDA: max allocated).
+
+    python benchmarks/bench_pascal.py                    # writes benchmarks/results/pascal.json
+    python benchmarks/bench_pascal.py --device cuda --d-model 512 --layers 6 --heads 8
+
+Targets (issue 2): training >= 0.95x, generation >= 0.97x, peak memory <= 1.05x vanilla.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import platform
+import resource
+import statistics
+import time
+from pathlib import Path
+
+import torch
+from transformers import MarianMTModel
+
+import hf_syntax_mt
+from hf_syntax_mt.data.subwords import align_parse
+from hf_syntax_mt.data.synthetic import generate_corpus
+from hf_syntax_mt.training import build_model, model_config, train_tokenizer
+
+TARGETS = {"train_ratio": 0.95, "generate_ratio": 0.97, "memory_ratio": 1.05}
+
+
+def make_batch(args, device):
+    """A batch of real synthetic sentences with gold parent positions, padded on the right."""
+    pairs = generate_corpus(max(400, args.batch_size), seed=args.seed, min_words=args.min_words, max_words=args.max_words)
+    tokenizer = train_tokenizer([p.source for p in pairs] + [p.target for p in pairs], vocab_size=args.vocab_size)
+    rows = [align_parse(tokenizer, p.source_tree.to_parsed(p.source), text=p.source) for p in pairs[: args.batch_size]]
+    labels = [tokenizer(text_target=p.target)["input_ids"] for p in pairs[: args.batch_size]]
+    S, T = max(len(r["input_ids"]) for r in rows), max(len(x) for x in labels)
+    batch = {
+        "input_ids": torch.full((len(rows), S), tokenizer.pad_token_id),
+        "attention_mask": torch.zeros(len(rows), S, dtype=torch.long),
+        "parent_positions": torch.arange(S, dtype=torch.float).repeat(len(rows), 1),
+        "labels": torch.full((len(rows), T), -100),
+    }
+    for i, (r, y) in enumerate(zip(rows, labels, strict=True)):
+        n = len(r["input_ids"])
+        batch["input_ids"][i, :n] = torch.tensor(r["input_ids"])
+        batch["attention_mask"][i, :n] = 1
+        batch["parent_positions"][i, :n] = torch.tensor(r["parent_positions"])
+        batch["labels"][i, : len(y)] = torch.tensor(y)
+    return tokenizer, {k: v.to(device) for k, v in batch.items()}
+
+
+def make_models(args, tokenizer, device):
+    dims = dict(d_model=args.d_model, layers=args.layers, heads=args.heads, ffn_dim=4 * args.d_model, dropout=0.1)
+    pascal_heads = [args.pascal_heads] + [0] * (args.layers - 1)
+    pascal = build_model(model_config(tokenizer, encoder_pascal_heads=pascal_heads, **dims), seed=args.seed)
+    vanilla = MarianMTModel(model_config(tokenizer, marian=True, **dims))
+    vanilla.load_state_dict(pascal.state_dict())
+    return {"vanilla": vanilla.to(device), "pascal": pascal.to(device)}
+
+
+def inputs_for(name, batch):
+    return batch if name == "pascal" else {k: v for k, v in batch.items() if k != "parent_positions"}
+
+
+def sync(device):
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def train_step(model, optimizer, inputs):
+    loss = model(**inputs).loss
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
+def generate(model, inputs, new_tokens):
+    gen_inputs = {k: v for k, v in inputs.items() if k != "labels"}
+    return model.generate(**gen_inputs, max_new_tokens=new_tokens, min_new_tokens=new_tokens, num_beams=1, do_sample=False)
+
+
+def time_interleaved(fns: dict, rounds: int, warmup: int, device: str) -> dict[str, list[float]]:
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    times = {name: [] for name in fns}
+    for r in range(rounds):
+        order = list(fns) if r % 2 == 0 else list(reversed(fns))
+        for name in order:
+            sync(device)
+            start = time.perf_counter()
+            fns[name]()
+            sync(device)
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize()
+
+
+def _memory_child(args, name, queue):
+    torch.set_num_threads(args.threads)
+    tokenizer, batch = make_batch(args, args.device)
+    model = make_models(args, tokenizer, args.device)[name].train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    train_step(model, optimizer, inputs_for(name, batch))  # optimizer state allocated
+    if args.device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        train_step(model, optimizer, inputs_for(name, batch))
+        queue.put(torch.cuda.max_memory_allocated() - base)
+        return
+    base = _rss_bytes()
+    train_step(model, optimizer, inputs_for(name, batch))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+    queue.put(peak - base)
+
+
+def peak_step_memory(args, name) -> int:
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_memory_child, args=(args, name, queue))
+    proc.start()
+    value = queue.get(timeout=1800)
+    proc.join()
+    return value
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--d-model", type=int, default=256)
+    p.add_argument("--layers", type=int, default=6)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--pascal-heads", type=int, default=4, help="PASCAL heads in encoder layer 0")
+    p.add_argument("--vocab-size", type=int, default=2000)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--min-words", type=int, default=10)
+    p.add_argument("--max-words", type=int, default=60)
+    p.add_argument("--new-tokens", type=int, default=32)
+    p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--output", default="benchmarks/results/pascal.json")
+    args = p.parse_args()
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    tokenizer, batch = make_batch(args, args.device)
+    models = make_models(args, tokenizer, args.device)
+    n_src, n_tgt = int(batch["attention_mask"].sum()), int((batch["labels"] != -100).sum())
+
+    for m in models.values():
+        m.train()
+    optimizers = {name: torch.optim.AdamW(m.parameters(), lr=1e-4) for name, m in models.items()}
+    train_times = time_interleaved(
+        {name: (lambda n=name: train_step(models[n], optimizers[n], inputs_for(n, batch))) for name in models},
+        args.rounds, args.warmup, args.device,
+    )  # fmt: skip
+    for m in models.values():
+        m.eval()
+    with torch.inference_mode():
+        gen_times = time_interleaved(
+            {name: (lambda n=name: generate(models[n], inputs_for(n, batch), args.new_tokens)) for name in models},
+            max(5, args.rounds // 2), 1, args.device,
+        )  # fmt: skip
+    memory = {name: peak_step_memory(args, name) for name in models}
+
+    med = {k: statistics.median(v) for k, v in train_times.items()}
+    gmed = {k: statistics.median(v) for k, v in gen_times.items()}
+    result = {
+        "benchmark": "pascal_vs_vanilla_marian",
+        "package": hf_syntax_mt.__version__,
+        "torch": torch.__version__,
+        "device": args.device if args.device == "cpu" else torch.cuda.get_device_name(),
+        "cpu": platform.processor() or platform.machine(),
+        "threads": args.threads,
+        "config": {k: v for k, v in vars(args).items() if k not in ("output",)},
+        "batch": {"sentences": args.batch_size, "source_tokens": n_src, "target_tokens": n_tgt},
+        "train_step_seconds_median": med,
+        "train_tokens_per_second": {k: (n_src + n_tgt) / v for k, v in med.items()},
+        "generate_seconds_median": gmed,
+        "generate_tokens_per_second": {k: args.batch_size * args.new_tokens / v for k, v in gmed.items()},
+        "peak_train_step_memory_bytes": memory,
+        "ratios": {
+            "train_ratio": med["vanilla"] / med["pascal"],
+            "generate_ratio": gmed["vanilla"] / gmed["pascal"],
+            "memory_ratio": memory["pascal"] / max(memory["vanilla"], 1),
+        },
+        "targets": TARGETS,
+    }
+    result["meets_targets"] = {
+        "train_ratio": result["ratios"]["train_ratio"] >= TARGETS["train_ratio"],
+        "generate_ratio": result["ratios"]["generate_ratio"] >= TARGETS["generate_ratio"],
+        "memory_ratio": result["ratios"]["memory_ratio"] <= TARGETS["memory_ratio"],
+    }
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2))
+    print(json.dumps({"ratios": result["ratios"], "meets_targets": result["meets_targets"]}, indent=2))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
