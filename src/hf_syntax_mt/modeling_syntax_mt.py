@@ -24,8 +24,8 @@ from transformers.models.marian.modeling_marian import (
     MarianDecoderLayer,
     MarianEncoder,
     MarianEncoderLayer,
-    MarianMTModel,
     MarianModel,
+    MarianMTModel,
     MarianPreTrainedModel,
     MarianSinusoidalPositionalEmbedding,
     eager_attention_forward,
@@ -467,8 +467,9 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         model = SyntaxMTForConditionalGeneration.from_pretrained(marian_dir, encoder_pascal_heads=[8, 0, 0, 0, 0, 0])
     """
 
-    # The Trainer must scale the loss for gradient accumulation itself: this model computes a mean loss.
-    accepts_loss_kwargs = False
+    # The Trainer passes `num_items_in_batch` (target tokens over all accumulated micro-batches) and the loss is
+    # normalised by it, so gradient accumulation gives exactly the gradient of the full batch.
+    accepts_loss_kwargs = True
     _keys_to_ignore_on_load_missing = MarianMTModel._keys_to_ignore_on_load_missing
     _keys_to_ignore_on_save = MarianMTModel._keys_to_ignore_on_save
 
@@ -501,6 +502,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
         parent_positions: torch.Tensor | None = None,
+        num_items_in_batch: int | torch.Tensor | None = None,
         **kwargs,
     ) -> Seq2SeqLMOutput:
         r"""
@@ -508,6 +510,9 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
             See [`SyntaxMTModel.forward`].
         labels (`torch.LongTensor` of shape `(batch_size, target_length)`, *optional*):
             Target token ids, -100 for ignored positions; the loss uses `config.label_smoothing`.
+        num_items_in_batch (`int`, *optional*):
+            Number of target tokens in the whole (accumulated) batch; the Trainer passes it. The loss is then the
+            summed token loss divided by it instead of the mean over this micro-batch.
         """
         if labels is not None:
             use_cache = False
@@ -533,10 +538,13 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         if labels is not None:
             loss = nn.functional.cross_entropy(
                 logits.view(-1, logits.shape[-1]).float(),
-                labels.view(-1),
+                labels.view(-1).to(logits.device),
                 ignore_index=-100,
                 label_smoothing=float(self.config.label_smoothing),
+                reduction="mean" if num_items_in_batch is None else "sum",
             )
+            if num_items_in_batch is not None:
+                loss = loss / num_items_in_batch
         return Seq2SeqLMOutput(
             loss=loss,
             logits=logits,
