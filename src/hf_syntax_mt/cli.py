@@ -17,9 +17,8 @@ def _demo(args: argparse.Namespace) -> int:
     from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, pipeline
     from transformers.utils import logging as hf_logging
 
-    import hf_syntax_mt
     from hf_syntax_mt.data import DataCollatorForSyntaxMT, SyntaxMTPreprocessor
-    from hf_syntax_mt.data.synthetic import load_synthetic_dataset, write_corpus
+    from hf_syntax_mt.data.synthetic import gold_source_parses, load_synthetic_dataset, write_corpus
     from hf_syntax_mt.evaluation import bucket_scores, corpus_scores, format_comparison, signature
     from hf_syntax_mt.training import TimeBudgetCallback, build_model, model_config, train_tokenizer
 
@@ -38,7 +37,7 @@ def _demo(args: argparse.Namespace) -> int:
 
     # 2. gold source trees -> subword parent positions, in one datasets.map pass
     print("[2/5] Mapping gold trees onto subwords ...", flush=True)
-    data = data.map(_gold_parse_column, batched=True, desc="Collecting gold parses")
+    data = data.map(gold_source_parses, batched=True, desc="Collecting gold parses")
     preprocess = SyntaxMTPreprocessor(
         tokenizer, source_parse_column="source_parse", max_source_length=args.max_length,
         max_target_length=args.max_length,
@@ -89,6 +88,7 @@ def _demo(args: argparse.Namespace) -> int:
         results[name] = corpus_scores(hypotheses, references)
         buckets[name] = bucket_scores(lengths, hypotheses, references)
         if name == "PASCAL":
+            model.generation_config.max_length = args.max_length
             model.save_pretrained(out / "pascal")
             tokenizer.save_pretrained(out / "pascal")
 
@@ -96,7 +96,7 @@ def _demo(args: argparse.Namespace) -> int:
     for name, (n, seconds) in steps.items():
         print(f"{name}: {n} training steps in {seconds:.0f} s")
     model_sig = signature(
-        package=f"hf-syntax-mt:{hf_syntax_mt.__version__}", data=f"synthetic(seed={args.seed},train={args.train_size})",
+        data=f"synthetic(seed={args.seed},train={args.train_size})",
         variant=f"pascal(layer0:{args.pascal_heads}/{args.heads} heads,sigma=1.0)", parser="gold", seed=args.seed,
     )  # fmt: skip
     print(f"model signature: {model_sig}")
@@ -115,16 +115,6 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"Saved the PASCAL model to {out / 'pascal'} and the scores to {out / 'results.json'} "
           f"({summary['seconds']:.0f} s in all).")  # fmt: skip
     return 0
-
-
-def _gold_parse_column(batch: dict) -> dict:
-    """Gold source trees of the synthetic corpus as the parse dicts `SyntaxMTPreprocessor` reads."""
-    keys = ("words", "heads", "deprels", "upos")
-    columns = [batch[f"source_{k}"] for k in keys]
-    parses = [dict(zip(keys, row, strict=True)) for row in zip(*columns, strict=True)]
-    for parse, text in zip(parses, batch["source"], strict=True):
-        parse["text"] = text
-    return {"source_parse": parses}
 
 
 def _translate(args: argparse.Namespace) -> int:

@@ -75,6 +75,7 @@ __all__ = [
     "SyntheticPair",
     "generate_corpus",
     "generate_pair",
+    "gold_source_parses",
     "load_synthetic_dataset",
     "to_conllu",
     "translate_tree",
@@ -713,3 +714,11 @@ def load_synthetic_dataset(
                 columns[f"{side}_upos"].append(tree.upos)
         dataset[name] = Dataset.from_dict(columns, features=features)
     return DatasetDict(dataset)
+
+
+def gold_source_parses(batch: dict) -> dict:
+    """`datasets.map(batched=True)` function: the gold source trees of `load_synthetic_dataset` as a
+    `source_parse` column of parse dicts, the form `SyntaxMTPreprocessor(source_parse_column=...)` reads."""
+    keys = ("words", "heads", "deprels", "upos")
+    rows = zip(batch["source"], *(batch[f"source_{k}"] for k in keys), strict=True)
+    return {"source_parse": [{"text": text, **dict(zip(keys, row, strict=True))} for text, *row in rows]}

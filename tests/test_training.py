@@ -1,0 +1,114 @@
+"""Seq2SeqTrainer integration on the synthetic pair: the loss goes down, gradient accumulation equals the full
+batch, resume_from_checkpoint continues the same run, predict_with_generate equals generate()."""
+
+import pytest
+import torch
+from torch.utils.data import SequentialSampler
+from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments
+
+from hf_syntax_mt import SyntaxMTForConditionalGeneration
+from hf_syntax_mt.data import DataCollatorForSyntaxMT, SyntaxMTPreprocessor
+from hf_syntax_mt.data.synthetic import gold_source_parses, load_synthetic_dataset
+from hf_syntax_mt.training import build_model, model_config, train_tokenizer
+
+
+@pytest.fixture(scope="module")
+def synthetic():
+    raw = load_synthetic_dataset(n_train=96, n_valid=8, n_test=8, seed=5, max_words=20)
+    tokenizer = train_tokenizer(list(raw["train"]["source"]) + list(raw["train"]["target"]), vocab_size=300)
+    raw = raw.map(gold_source_parses, batched=True)
+    prep = SyntaxMTPreprocessor(tokenizer, source_parse_column="source_parse", max_source_length=64,
+                                max_target_length=64)  # fmt: skip
+    data = raw.map(prep, batched=True, remove_columns=raw["train"].column_names)
+    return tokenizer, data
+
+
+def tiny_model(tokenizer, seed=0, **overrides):
+    dims = dict(d_model=32, layers=2, heads=4, ffn_dim=64, max_position_embeddings=128, dropout=0.0)
+    config = model_config(tokenizer, encoder_pascal_heads=[2, 0], **{**dims, **overrides})
+    return build_model(config, seed=seed)
+
+
+class SequentialTrainer(Seq2SeqTrainer):
+    """No shuffling, so that runs with different batch shapes see the same examples in the same order."""
+
+    def _get_train_sampler(self, *args, **kwargs):
+        return SequentialSampler(self.train_dataset)
+
+
+def trainer_for(model, tokenizer, data, tmp_path, cls=Seq2SeqTrainer, **overrides):
+    args = dict(
+        output_dir=str(tmp_path), per_device_train_batch_size=8, per_device_eval_batch_size=8, learning_rate=5e-3,
+        max_steps=40, logging_steps=10, save_strategy="no", report_to=[], seed=0, use_cpu=True,
+        dataloader_num_workers=0, disable_tqdm=True, predict_with_generate=True, generation_max_length=40,
+    )  # fmt: skip
+    return cls(
+        model=model,
+        args=Seq2SeqTrainingArguments(**{**args, **overrides}),
+        train_dataset=data["train"],
+        data_collator=DataCollatorForSyntaxMT(tokenizer, model=model),
+        processing_class=tokenizer,
+    )
+
+
+def mean_loss(model, tokenizer, dataset):
+    collate = DataCollatorForSyntaxMT(tokenizer, model=model)
+    model.eval()
+    with torch.no_grad():
+        return float(model(**collate([dataset[i] for i in range(len(dataset))])).loss)
+
+
+def test_training_lowers_the_loss(synthetic, tmp_path):
+    tokenizer, data = synthetic
+    model = tiny_model(tokenizer)
+    before = mean_loss(model, tokenizer, data["train"])
+    trainer_for(model, tokenizer, data, tmp_path, max_steps=200).train()
+    after = mean_loss(model, tokenizer, data["train"])
+    assert after < 0.6 * before, (before, after)
+
+
+def test_gradient_accumulation_equals_the_full_batch(synthetic, tmp_path):
+    """One SGD step on 16 examples == one step on 2 accumulated micro-batches of 8 (different target lengths)."""
+    tokenizer, data = synthetic
+    results = []
+    for batch, accumulation in [(16, 1), (8, 2)]:
+        model = tiny_model(tokenizer, seed=1)
+        trainer = trainer_for(model, tokenizer, data, tmp_path / f"{batch}", cls=SequentialTrainer, max_steps=1,
+                              per_device_train_batch_size=batch, gradient_accumulation_steps=accumulation,
+                              optim="sgd", learning_rate=1.0, lr_scheduler_type="constant", max_grad_norm=0.0)  # fmt: skip
+        trainer.train()
+        results.append({k: v.detach().clone() for k, v in model.named_parameters()})
+    lengths = [sum(x != -100 for x in data["train"][i]["labels"]) for i in range(16)]
+    assert sum(lengths[:8]) != sum(lengths[8:])  # the micro-batches really differ in size
+    for name, value in results[0].items():
+        torch.testing.assert_close(results[1][name], value, atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_resume_from_checkpoint_continues_the_same_run(synthetic, tmp_path):
+    tokenizer, data = synthetic
+    kw = dict(max_steps=6, save_strategy="steps", save_steps=3, learning_rate=1e-3)
+    full = tiny_model(tokenizer, parent_ignoring=0.3)
+    trainer_for(full, tokenizer, data, tmp_path / "full", **kw).train()
+    checkpoint = tmp_path / "full" / "checkpoint-3"
+    assert (checkpoint / "model.safetensors").exists() and not list(checkpoint.glob("pytorch_model*.bin"))
+
+    resumed = tiny_model(tokenizer, seed=123, parent_ignoring=0.3)  # different init: the checkpoint must win
+    trainer = trainer_for(resumed, tokenizer, data, tmp_path / "resumed", **kw)
+    trainer.train(resume_from_checkpoint=str(checkpoint))
+    assert trainer.state.global_step == 6
+    for (name, a), (_, b) in zip(full.named_parameters(), resumed.named_parameters(), strict=True):
+        torch.testing.assert_close(b, a, atol=1e-6, rtol=1e-5, msg=name)
+
+
+def test_predict_with_generate_equals_generate(synthetic, tmp_path):
+    tokenizer, data = synthetic
+    model = tiny_model(tokenizer, init_std=0.3)
+    trainer = trainer_for(model, tokenizer, data, tmp_path)
+    prediction = trainer.predict(data["test"], max_length=40, num_beams=2)
+    batch = DataCollatorForSyntaxMT(tokenizer, model=model)([data["test"][i] for i in range(8)])
+    expected = model.generate(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                              parent_positions=batch["parent_positions"], max_length=40, num_beams=2)  # fmt: skip
+    got = torch.as_tensor(prediction.predictions)
+    got[got == -100] = tokenizer.pad_token_id
+    assert torch.equal(got[:, : expected.shape[1]], expected)
+    assert isinstance(model, SyntaxMTForConditionalGeneration)
