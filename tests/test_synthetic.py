@@ -60,7 +60,7 @@ HAND_BUILT = [
     (
         "balani/3/nsubj/NOUN binly/3/advmod/ADV bemek/0/root/VERB bemose/3/obj/NOUN vo/6/case/ADP "
         "binani/4/nmod/NOUN pem/8/case/ADP balose/3/obl/NOUN",
-        "foheraga fifane ha vizurani jawatuo ze fohetude vezisa suru",
+        "foheraga hajane ha vizurani jawatuo ze fohetude vezisa suru",
     ),
     # "very" adjective (balish -> oto huvoki), NP coordination (conj inherits -ga), relative clause
     # before its noun, clause coordination, intransitive light verb (bemumi -> vezisa naru).
@@ -86,7 +86,7 @@ def test_hand_built_trees_translate_head_final(source, expected):
 
 def test_hand_built_target_tree():
     target, t = translate_tree(tree(HAND_BUILT[1][0]))
-    # foheraga fifane ha vizurani jawatuo ze fohetude vezisa suru
+    # foheraga hajane ha vizurani jawatuo ze fohetude vezisa suru
     assert t.heads == [9, 9, 4, 5, 9, 7, 9, 9, 0]
     assert t.deprels == ["nsubj", "advmod", "case", "nmod", "obj", "case", "obl", "compound", "root"]
     assert t.upos == ["NOUN", "ADV", "ADP", "NOUN", "NOUN", "ADP", "NOUN", "NOUN", "VERB"]
@@ -208,7 +208,7 @@ def test_words_split_into_subwords(corpus):
     tokenizer = Tokenizer(models.BPE(unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tokenizer.train_from_iterator(
-        texts, trainers.BpeTrainer(vocab_size=1000, special_tokens=["[UNK]"], show_progress=False)
+        texts, trainers.BpeTrainer(vocab_size=300, special_tokens=["[UNK]"], show_progress=False)
     )
     words = [w for text in texts for w in text.split()]
     pieces = {w: len(tokenizer.encode(w).tokens) for w in set(words)}

@@ -3,11 +3,12 @@ batch, resume_from_checkpoint continues the same run, predict_with_generate equa
 
 import pytest
 import torch
+from datasets import Dataset, concatenate_datasets
 from torch.utils.data import SequentialSampler
 from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments
 
 from hf_syntax_mt import SyntaxMTForConditionalGeneration
-from hf_syntax_mt.data import DataCollatorForSyntaxMT, SyntaxMTPreprocessor
+from hf_syntax_mt.data import DataCollatorForSyntaxMT, ParsedSentence, Parser, SyntaxMTPreprocessor
 from hf_syntax_mt.data.synthetic import gold_source_parses, load_synthetic_dataset
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
@@ -112,3 +113,45 @@ def test_predict_with_generate_equals_generate(synthetic, tmp_path):
     got[got == -100] = tokenizer.pad_token_id
     assert torch.equal(got[:, : expected.shape[1]], expected)
     assert isinstance(model, SyntaxMTForConditionalGeneration)
+
+
+class ChainParser(Parser):
+    """A stand-in parser: every whitespace word depends on the next one, the last word is the root."""
+
+    name, model = "chain", "test"
+
+    def parse(self, texts):
+        trees = []
+        for text in texts:
+            words = text.split()
+            heads = [i + 2 for i in range(len(words) - 1)] + [0]
+            trees.append(ParsedSentence(words=words, heads=heads, deprels=["dep"] * len(words),
+                                        upos=["X"] * len(words), text=text))  # fmt: skip
+        return trees
+
+    def signature(self):
+        return "chain:test"
+
+    def to_config(self):
+        return {"backend": "chain"}
+
+
+def test_training_with_empty_lines(synthetic, tmp_path):
+    """Empty source and target lines are kept (source = `</s>` alone, labels = `</s>`) and train like any row."""
+    tokenizer, _ = synthetic
+    raw = load_synthetic_dataset(n_train=30, n_valid=1, n_test=1, seed=6, max_words=12)["train"]
+    empty = Dataset.from_dict({"source": ["", "ba ke", ""], "target": ["", "", "xo"]})
+    raw = concatenate_datasets([raw.select_columns(["source", "target"]), empty])
+    prep = SyntaxMTPreprocessor(tokenizer, parser=ChainParser(), max_source_length=64, max_target_length=64)
+    data = {"train": raw.map(prep, batched=True, remove_columns=["source", "target"])}
+    rows = data["train"]
+    assert len(rows) == 33
+    assert rows[30]["input_ids"] == [tokenizer.eos_token_id] and rows[30]["parent_positions"] == [0.0]
+    assert rows[31]["labels"] == [tokenizer.eos_token_id]
+    # "ba ke": ke is the root, ba's parent is ke's middle subword
+    enc = tokenizer("ba ke")
+    ke = [i for i, w in enumerate(enc.word_ids()) if w == 1]
+    assert rows[31]["parent_positions"][0] == sum(ke) / len(ke)
+    model = tiny_model(tokenizer)
+    trainer = trainer_for(model, tokenizer, data, tmp_path, max_steps=5, per_device_train_batch_size=11)
+    assert trainer.train().training_loss > 0

@@ -20,6 +20,7 @@ def _demo(args: argparse.Namespace) -> int:
     from hf_syntax_mt.data import DataCollatorForSyntaxMT, SyntaxMTPreprocessor
     from hf_syntax_mt.data.synthetic import gold_source_parses, load_synthetic_dataset, write_corpus
     from hf_syntax_mt.evaluation import bucket_scores, corpus_scores, format_comparison, signature
+    from hf_syntax_mt.model_card import write_model_card
     from hf_syntax_mt.training import TimeBudgetCallback, build_model, model_config, train_tokenizer
 
     hf_logging.set_verbosity_error()
@@ -69,7 +70,7 @@ def _demo(args: argparse.Namespace) -> int:
                 per_device_train_batch_size=args.batch_size, per_device_eval_batch_size=64,
                 learning_rate=args.learning_rate, warmup_steps=min(200, args.max_steps // 10),
                 lr_scheduler_type="inverse_sqrt", weight_decay=0.0, logging_steps=50, save_strategy="no",
-                report_to=[], seed=args.seed, predict_with_generate=True, generation_num_beams=1,
+                report_to=[], seed=args.seed, predict_with_generate=True, group_by_length=True, generation_num_beams=1,
                 generation_max_length=args.max_length, dataloader_num_workers=0, disable_tqdm=False,
                 use_cpu=True,
             ),  # fmt: skip
@@ -88,10 +89,21 @@ def _demo(args: argparse.Namespace) -> int:
         results[name] = corpus_scores(hypotheses, references)
         buckets[name] = bucket_scores(lengths, hypotheses, references)
         if name == "PASCAL":
+            pascal_model = model
             model.generation_config.max_length = args.max_length
             model.save_pretrained(out / "pascal")
             tokenizer.save_pretrained(out / "pascal")
 
+    write_model_card(
+        out / "pascal", model=pascal_model, title="PASCAL on the hf-syntax-mt synthetic language pair",
+        data=f"Built-in synthetic SVO -> head-final pair (`hf_syntax_mt.data.synthetic`, seed {args.seed}): "
+        f"{args.train_size} training pairs, {args.test_size} test pairs, gold dependency trees.",
+        parser="Gold trees. At inference the pipeline looks sentences up in the generated test CoNLL-U file "
+        "(backend `conllu`); no off-the-shelf parser knows the synthetic language.",
+        scores={"synthetic test (greedy)": results["PASCAL"]},
+        limitations=f"A demonstration model trained for {steps['PASCAL'][0]} steps on 2 CPU cores; it only knows the "
+        "synthetic language, and translates only sentences present in its CoNLL-U file through the pipeline.",
+    )  # fmt: skip
     print("\n" + format_comparison(results, buckets))
     for name, (n, seconds) in steps.items():
         print(f"{name}: {n} training steps in {seconds:.0f} s")
@@ -149,15 +161,15 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--train-size", type=int, default=20000)
     d.add_argument("--valid-size", type=int, default=200)
     d.add_argument("--test-size", type=int, default=500)
-    d.add_argument("--vocab-size", type=int, default=800)
+    d.add_argument("--vocab-size", type=int, default=400)
     d.add_argument("--d-model", type=int, default=128)
     d.add_argument("--layers", type=int, default=3)
     d.add_argument("--heads", type=int, default=4)
     d.add_argument("--pascal-heads", type=int, default=2, help="PASCAL heads in the first encoder layer")
     d.add_argument("--batch-size", type=int, default=32)
-    d.add_argument("--learning-rate", type=float, default=1e-3)
+    d.add_argument("--learning-rate", type=float, default=2e-3)
     d.add_argument("--max-steps", type=int, default=1500)
-    d.add_argument("--budget", type=float, default=200.0, help="training seconds per model (wall clock)")
+    d.add_argument("--budget", type=float, default=230.0, help="training seconds per model (wall clock)")
     d.add_argument("--max-length", type=int, default=128)
     d.add_argument("--threads", type=int, default=2)
     d.set_defaults(func=_demo)

@@ -86,7 +86,7 @@ __all__ = [
 # Lexicon
 # ----------------------------------------------------------------------------------------------------
 
-NUM_STEMS = 100
+NUM_STEMS = 30  # small on purpose: the demo budget should go to syntax (reordering, case), not vocabulary
 
 
 def _stems(onsets: str, vowels: str, codas: list[str], stride: int) -> tuple[str, ...]:

@@ -1,0 +1,108 @@
+"""Model cards for saved syntax-aware models: a `README.md` with Hub metadata, filled from a training run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+TEMPLATE = """---
+library_name: transformers
+pipeline_tag: translation
+tags:
+- hf-syntax-mt
+- syntax-aware-nmt
+{tags}license: apache-2.0
+---
+
+# {title}
+
+A syntax-aware Marian translation model trained with [hf-syntax-mt](https://pypi.org/project/hf-syntax-mt/).
+
+## Method and options
+{method}
+
+Configuration (syntax options): `{options}`
+Model size: d_model={d_model}, {encoder_layers}+{decoder_layers} layers, {heads} heads, {parameters:,} parameters.
+
+## Data
+{data}
+
+## Parser
+{parser}
+
+## Use
+```python
+from transformers import pipeline
+translate = pipeline("translation", model="{path}", trust_remote_code=True)  # needs `pip install hf-syntax-mt`
+translate(["..."])
+```
+The pipeline parses raw input itself with the parser recorded in the config (`source_parser`).
+
+## Scores
+{scores}
+
+## Limitations
+{limitations}
+"""
+
+
+def describe_method(config) -> str:
+    """A sentence per syntax method that the config switches on."""
+    lines = []
+    if getattr(config, "uses_pascal", False):
+        layers = [f"layer {i}: {k} heads" for i, k in enumerate(config.encoder_pascal_heads) if k]
+        lines.append(
+            f"- PASCAL parent-scaled self-attention (Bugliarello & Okazaki 2020, Eqs. 1-3) in encoder "
+            f"{', '.join(layers)}; {config.pascal_weighting} weighting, sigma={config.pascal_sigma}, "
+            f"parent ignoring q={config.parent_ignoring}."
+        )
+    return "\n".join(lines) or "- none (vanilla Marian)"
+
+
+def render_model_card(
+    model,
+    path: str,
+    title: str,
+    data: str,
+    parser: str,
+    scores: dict | None = None,
+    limitations: str = "",
+    tags: tuple[str, ...] = (),
+) -> str:
+    """Fill the card. `scores` maps a split name to the dict of `evaluation.corpus_scores` (signatures kept)."""
+    config = model.config
+    options = {
+        k: getattr(config, k)
+        for k in ("encoder_pascal_heads", "pascal_sigma", "pascal_weighting", "parent_ignoring", "label_smoothing")
+        if hasattr(config, k)
+    }
+    score_lines = []
+    for split, s in (scores or {}).items():
+        score_lines.append(f"- {split}: BLEU {s['bleu']:.2f} (`{s['bleu_signature']}`), "
+                           f"chrF {s['chrf']:.2f} (`{s['chrf_signature']}`)")  # fmt: skip
+    return TEMPLATE.format(
+        tags="".join(f"- {t}\n" for t in tags),
+        title=title,
+        method=describe_method(config),
+        options=json.dumps(options),
+        d_model=config.d_model,
+        encoder_layers=config.encoder_layers,
+        decoder_layers=config.decoder_layers,
+        heads=config.encoder_attention_heads,
+        parameters=model.num_parameters(),
+        data=data,
+        parser=parser,
+        path=path,
+        scores="\n".join(score_lines) or "not evaluated",
+        limitations=limitations or "Not evaluated outside its training domain.",
+    )
+
+
+def write_model_card(directory: str | Path, **kwargs) -> Path:
+    """Write `README.md` (the Hub's model card) into a saved model directory."""
+    path = Path(directory) / "README.md"
+    path.write_text(render_model_card(path=str(directory), **kwargs), encoding="utf-8")
+    return path
+
+
+__all__ = ["TEMPLATE", "describe_method", "render_model_card", "write_model_card"]

@@ -1,0 +1,21 @@
+"""The model card written beside a saved model: Hub metadata, the method actually configured, scores with their
+sacrebleu signatures."""
+
+from hf_syntax_mt.evaluation import corpus_scores
+from hf_syntax_mt.model_card import write_model_card
+from hf_syntax_mt.training import build_model, model_config, train_tokenizer
+
+
+def test_model_card_reflects_config_and_scores(tmp_path):
+    tokenizer = train_tokenizer(["a b c d", "b c d e"] * 5, vocab_size=40, min_frequency=1)
+    config = model_config(tokenizer, d_model=16, layers=2, heads=4, ffn_dim=32, encoder_pascal_heads=[3, 0],
+                          pascal_sigma=0.5, parent_ignoring=0.1)  # fmt: skip
+    model = build_model(config)
+    scores = corpus_scores(["a b c", "d e"], ["a b c", "d f"])
+    path = write_model_card(tmp_path, model=model, title="T", data="D", parser="P", scores={"test": scores})
+    card = path.read_text()
+    assert card.startswith("---\nlibrary_name: transformers\npipeline_tag: translation\n")
+    assert "encoder layer 0: 3 heads; gaussian weighting, sigma=0.5, parent ignoring q=0.1" in card
+    assert f"BLEU {scores['bleu']:.2f} (`{scores['bleu_signature']}`)" in card
+    assert f"{model.num_parameters():,} parameters" in card
+    assert 'pipeline("translation", model="' + str(tmp_path) + '", trust_remote_code=True)' in card
