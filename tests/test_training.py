@@ -4,7 +4,6 @@ batch, resume_from_checkpoint continues the same run, predict_with_generate equa
 import pytest
 import torch
 from datasets import Dataset, concatenate_datasets
-from torch.utils.data import SequentialSampler
 from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments
 
 from hf_syntax_mt import SyntaxMTForConditionalGeneration
@@ -28,13 +27,6 @@ def tiny_model(tokenizer, seed=0, **overrides):
     dims = dict(d_model=32, layers=2, heads=4, ffn_dim=64, max_position_embeddings=128, dropout=0.0)
     config = model_config(tokenizer, encoder_pascal_heads=[2, 0], **{**dims, **overrides})
     return build_model(config, seed=seed)
-
-
-class SequentialTrainer(Seq2SeqTrainer):
-    """No shuffling, so that runs with different batch shapes see the same examples in the same order."""
-
-    def _get_train_sampler(self, *args, **kwargs):
-        return SequentialSampler(self.train_dataset)
 
 
 def trainer_for(model, tokenizer, data, tmp_path, cls=Seq2SeqTrainer, **overrides):
@@ -74,7 +66,7 @@ def test_gradient_accumulation_equals_the_full_batch(synthetic, tmp_path):
     results = []
     for batch, accumulation in [(16, 1), (8, 2)]:
         model = tiny_model(tokenizer, seed=1)
-        trainer = trainer_for(model, tokenizer, data, tmp_path / f"{batch}", cls=SequentialTrainer, max_steps=1,
+        trainer = trainer_for(model, tokenizer, data, tmp_path / f"{batch}", max_steps=1, train_sampling_strategy="sequential",
                               per_device_train_batch_size=batch, gradient_accumulation_steps=accumulation,
                               optim="sgd", learning_rate=1.0, lr_scheduler_type="constant", max_grad_norm=0.0)  # fmt: skip
         trainer.train()

@@ -68,9 +68,9 @@ def _demo(args: argparse.Namespace) -> int:
             args=Seq2SeqTrainingArguments(
                 output_dir=str(out / "checkpoints" / name.split()[0].lower()), max_steps=args.max_steps,
                 per_device_train_batch_size=args.batch_size, per_device_eval_batch_size=64,
-                learning_rate=args.learning_rate, warmup_steps=min(200, args.max_steps // 10),
+                learning_rate=args.learning_rate, warmup_steps=min(300, args.max_steps // 5),
                 lr_scheduler_type="inverse_sqrt", weight_decay=0.0, logging_steps=50, save_strategy="no",
-                report_to=[], seed=args.seed, predict_with_generate=True, group_by_length=True, generation_num_beams=1,
+                report_to=[], seed=args.seed, predict_with_generate=True, train_sampling_strategy="group_by_length", generation_num_beams=1,
                 generation_max_length=args.max_length, dataloader_num_workers=0, disable_tqdm=False,
                 use_cpu=True,
             ),  # fmt: skip
@@ -167,9 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--heads", type=int, default=4)
     d.add_argument("--pascal-heads", type=int, default=2, help="PASCAL heads in the first encoder layer")
     d.add_argument("--batch-size", type=int, default=32)
-    d.add_argument("--learning-rate", type=float, default=2e-3)
-    d.add_argument("--max-steps", type=int, default=1500)
-    d.add_argument("--budget", type=float, default=230.0, help="training seconds per model (wall clock)")
+    d.add_argument("--learning-rate", type=float, default=1e-3)
+    d.add_argument("--max-steps", type=int, default=3000)
+    d.add_argument("--budget", type=float, default=240.0, help="training seconds per model (wall clock)")
     d.add_argument("--max-length", type=int, default=128)
     d.add_argument("--threads", type=int, default=2)
     d.set_defaults(func=_demo)

@@ -27,7 +27,6 @@ from transformers.models.marian.modeling_marian import (
     MarianModel,
     MarianMTModel,
     MarianPreTrainedModel,
-    MarianSinusoidalPositionalEmbedding,
     eager_attention_forward,
     shift_tokens_right,
 )
@@ -252,12 +251,6 @@ class SyntaxMTPreTrainedModel(MarianPreTrainedModel):
     # PASCAL adds no parameter: every weight has Marian's name, so Marian checkpoints load as they are.
     _no_split_modules = ["SyntaxMTEncoderLayer", "SyntaxMTDecoderLayer"]
 
-    @torch.no_grad()
-    def _init_weights(self, module):
-        super()._init_weights(module)
-        if isinstance(module, SyntaxMTForConditionalGeneration):
-            module.final_logits_bias.zero_()
-
     def save_pretrained(self, save_directory, *args, **kwargs):
         """`PreTrainedModel.save_pretrained` plus the declarations that let the directory load anywhere the package
         is installed: `auto_map` (Auto classes with `trust_remote_code=True`) and `custom_pipelines`, which routes
@@ -308,16 +301,8 @@ class SyntaxMTEncoder(MarianEncoder):
     _can_record_outputs = {"hidden_states": SyntaxMTEncoderLayer, "attentions": SyntaxMTAttention}
 
     def __init__(self, config: SyntaxMTConfig):
-        MarianPreTrainedModel.__init__(self, config)
-        self.dropout = config.dropout
-        self.layerdrop = config.encoder_layerdrop
-        self.padding_idx = config.pad_token_id
-        self.max_source_positions = config.max_position_embeddings
-        self.embed_scale = math.sqrt(config.d_model) if config.scale_embedding else 1.0
-        self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model, self.padding_idx)
-        self.embed_positions = MarianSinusoidalPositionalEmbedding(config.max_position_embeddings, config.d_model)
+        super().__init__(config)
         self.layers = nn.ModuleList([SyntaxMTEncoderLayer(config, i) for i in range(config.encoder_layers)])
-        self.gradient_checkpointing = False
         self.post_init()
 
     @merge_with_config_defaults
@@ -371,16 +356,8 @@ class SyntaxMTDecoder(MarianDecoder):
     }
 
     def __init__(self, config: SyntaxMTConfig):
-        MarianPreTrainedModel.__init__(self, config)
-        self.dropout = config.dropout
-        self.layerdrop = config.decoder_layerdrop
-        self.padding_idx = config.pad_token_id
-        self.max_target_positions = config.max_position_embeddings
-        self.embed_scale = math.sqrt(config.d_model) if config.scale_embedding else 1.0
-        self.embed_tokens = nn.Embedding(config.decoder_vocab_size, config.d_model, self.padding_idx)
-        self.embed_positions = MarianSinusoidalPositionalEmbedding(config.max_position_embeddings, config.d_model)
+        super().__init__(config)
         self.layers = nn.ModuleList([SyntaxMTDecoderLayer(config, i) for i in range(config.decoder_layers)])
-        self.gradient_checkpointing = False
         self.post_init()
 
 
@@ -390,15 +367,7 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
     _keys_to_ignore_on_load_missing = MarianModel._keys_to_ignore_on_load_missing
 
     def __init__(self, config: SyntaxMTConfig):
-        SyntaxMTPreTrainedModel.__init__(self, config)
-        if config.share_encoder_decoder_embeddings:
-            self.shared = nn.Embedding(config.vocab_size, config.d_model, config.pad_token_id)
-            self._tied_weights_keys = {
-                "decoder.embed_tokens.weight": "shared.weight",
-                "encoder.embed_tokens.weight": "shared.weight",
-            }
-        else:
-            self._tied_weights_keys = None
+        super().__init__(config)  # MarianModel: shared embeddings and their tying
         self.encoder = SyntaxMTEncoder(config)
         self.decoder = SyntaxMTDecoder(config)
         self.post_init()
@@ -474,19 +443,8 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
     _keys_to_ignore_on_save = MarianMTModel._keys_to_ignore_on_save
 
     def __init__(self, config: SyntaxMTConfig):
-        SyntaxMTPreTrainedModel.__init__(self, config)
+        super().__init__(config)  # MarianMTModel: LM head, final_logits_bias and weight tying
         self.model = SyntaxMTModel(config)
-        if config.share_encoder_decoder_embeddings:
-            self._tied_weights_keys = {
-                "lm_head.weight": "model.shared.weight",
-                "model.decoder.embed_tokens.weight": "model.shared.weight",
-                "model.encoder.embed_tokens.weight": "model.shared.weight",
-            }
-        else:
-            self._tied_weights_keys = {"lm_head.weight": "model.decoder.embed_tokens.weight"}
-        vocab = config.vocab_size if config.share_encoder_decoder_embeddings else config.decoder_vocab_size
-        self.final_logits_bias = nn.Buffer(torch.zeros((1, vocab)))
-        self.lm_head = nn.Linear(config.d_model, vocab, bias=False)
         self.post_init()
 
     def forward(

@@ -119,34 +119,33 @@ class DataCollatorForSyntaxMT:
                 padded.append(row)
             batch[name] = (padded, is_float)
 
-        out: dict[str, Any] = {}
         if return_tensors == "pt":
             import torch
 
-            for name, value in batch.items():
-                if isinstance(value, tuple):
-                    rows, is_float = value
-                    out[name] = torch.tensor(rows, dtype=torch.float32 if is_float else torch.long)
-                elif all(isinstance(v, (int, float, bool)) for v in value):
-                    out[name] = torch.tensor(value)
-                else:
-                    out[name] = value
-            if (
-                self.model is not None
-                and "labels" in out
-                and "decoder_input_ids" not in out
-                and hasattr(self.model, "prepare_decoder_input_ids_from_labels")
-            ):
-                out["decoder_input_ids"] = self.model.prepare_decoder_input_ids_from_labels(labels=out["labels"])
+            def array(rows, is_float=None):
+                dtype = None if is_float is None else torch.float32 if is_float else torch.long
+                return torch.tensor(rows, dtype=dtype)
         else:
             import numpy as np
 
-            for name, value in batch.items():
-                if isinstance(value, tuple):
-                    rows, is_float = value
-                    out[name] = np.array(rows, dtype=np.float32 if is_float else np.int64)
-                elif all(isinstance(v, (int, float, bool)) for v in value):
-                    out[name] = np.array(value)
-                else:
-                    out[name] = value
+            def array(rows, is_float=None):
+                dtype = None if is_float is None else np.float32 if is_float else np.int64
+                return np.array(rows, dtype=dtype)
+
+        out: dict[str, Any] = {}
+        for name, value in batch.items():
+            if isinstance(value, tuple):
+                out[name] = array(*value)
+            elif all(isinstance(v, (int, float, bool)) for v in value):
+                out[name] = array(value)
+            else:
+                out[name] = value
+        if (
+            return_tensors == "pt"
+            and self.model is not None
+            and "labels" in out
+            and "decoder_input_ids" not in out
+            and hasattr(self.model, "prepare_decoder_input_ids_from_labels")
+        ):
+            out["decoder_input_ids"] = self.model.prepare_decoder_input_ids_from_labels(labels=out["labels"])
         return out
