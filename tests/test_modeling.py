@@ -278,3 +278,24 @@ def test_config_round_trip(tmp_path):
     config.save_pretrained(tmp_path)
     loaded = SyntaxMTConfig.from_pretrained(tmp_path)
     assert loaded.to_dict() == config.to_dict()
+
+
+def test_generation_attentions_under_sdpa_equal_marian_eager():
+    """Cached decoding with output_attentions=True (our own projection and cache path, SDPA model) returns the
+    probabilities of transformers' own MarianMTModel under eager attention, step by step."""
+    ids, mask, _ = batch()
+    ours = make_model(seed=4, encoder_pascal_heads=None)
+    marian = MarianMTModel(MarianConfig(**TINY, attn_implementation="eager")).eval()
+    marian.load_state_dict(ours.state_dict())
+    assert ours.config._attn_implementation == "sdpa" and marian.config._attn_implementation == "eager"
+    kw = dict(input_ids=ids, attention_mask=mask, max_new_tokens=6, do_sample=False, output_attentions=True,
+              return_dict_in_generate=True)  # fmt: skip
+    a, e = ours.generate(**kw), marian.generate(**kw)
+    assert torch.equal(a.sequences, e.sequences)
+    for name in ("encoder_attentions", "cross_attentions", "decoder_attentions"):
+        steps_a, steps_e = getattr(a, name), getattr(e, name)
+        if name == "encoder_attentions":
+            steps_a, steps_e = [steps_a], [steps_e]
+        for step_a, step_e in zip(steps_a, steps_e, strict=True):
+            for x, y in zip(step_a, step_e, strict=True):
+                torch.testing.assert_close(x, y, atol=1e-5, rtol=1e-4)
