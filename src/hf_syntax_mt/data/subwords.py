@@ -96,27 +96,21 @@ def word_middle_positions(word_ids: Sequence[int | None], num_words: int | None 
     return [sum(p) / len(p) if p else float("nan") for p in _positions_per_word(word_ids, num_words)]
 
 
-def _pascal(word_ids: Sequence[int | None], heads: Sequence[int], positions: list[list[int]]) -> list[float]:
-    out: list[float] = []
+def _parents(word_ids: Sequence[int | None], heads: Sequence[int], positions: list[list[int]], reduce) -> list:
+    """Each subword of word w gets `reduce(subword positions of head(w))` (root -> itself); special tokens -> own
+    position. `reduce` = mean gives PASCAL's middle position, `min` LISA's first subword."""
+    out = []
     for t, w in enumerate(word_ids):
         if w is None:
-            out.append(float(t))
+            out.append(reduce([t]))  # special token: its own position (a float for PASCAL)
             continue
         target = w if heads[w] == 0 else heads[w] - 1
-        p = _require(positions, target, f"word {w}")
-        out.append(sum(p) / len(p))
+        out.append(reduce(_require(positions, target, f"word {w}")))
     return out
 
 
-def _lisa(word_ids: Sequence[int | None], heads: Sequence[int], positions: list[list[int]]) -> list[int]:
-    out: list[int] = []
-    for t, w in enumerate(word_ids):
-        if w is None:
-            out.append(t)
-            continue
-        target = w if heads[w] == 0 else heads[w] - 1
-        out.append(min(_require(positions, target, f"word {w}")))
-    return out
+def _middle(p: list[int]) -> float:
+    return sum(p) / len(p)
 
 
 def _dbsa(word_ids: Sequence[int | None], heads: Sequence[int], positions: list[list[int]]) -> list[int]:
@@ -148,14 +142,14 @@ def parent_positions_from_word_ids(word_ids: Sequence[int | None], heads: Sequen
         gets its own position. Raises ``ValueError`` if a head word has no subword.
     """
     _check_heads(heads)
-    return _pascal(word_ids, heads, _positions_per_word(word_ids, len(heads)))
+    return _parents(word_ids, heads, _positions_per_word(word_ids, len(heads)), _middle)
 
 
 def lisa_parents_from_word_ids(word_ids: Sequence[int | None], heads: Sequence[int]) -> list[int]:
     """LISA parents: ``(T,)`` position of the first subword of the token's head word (root word: its own first
     subword; ``None`` tokens: their own position)."""
     _check_heads(heads)
-    return _lisa(word_ids, heads, _positions_per_word(word_ids, len(heads)))
+    return _parents(word_ids, heads, _positions_per_word(word_ids, len(heads)), min)
 
 
 def dbsa_heads_from_word_ids(word_ids: Sequence[int | None], heads: Sequence[int]) -> list[int]:
@@ -354,9 +348,9 @@ def align_parse(
             positions[w] = [later[0] if later else content[-1]]
 
     # 3. parents on the full sequence
-    result: dict[str, Any] = {"parent_positions": _pascal(assigned, parse.heads, positions)}
+    result: dict[str, Any] = {"parent_positions": _parents(assigned, parse.heads, positions, _middle)}
     if compute_lisa:
-        result["lisa_parents"] = _lisa(assigned, parse.heads, positions)
+        result["lisa_parents"] = _parents(assigned, parse.heads, positions, min)
     if compute_dbsa:
         result["dbsa_heads"] = _dbsa(assigned, parse.heads, positions)
 
