@@ -11,6 +11,7 @@ import torch
 from transformers import Pipeline
 
 from .data.parsers import Parser, get_parser
+from .data.preprocess import parse_texts
 from .data.subwords import align_parse
 
 
@@ -68,23 +69,18 @@ class SyntaxTranslationPipeline(Pipeline):
         if not all(isinstance(t, str) for t in texts):
             raise TypeError("SyntaxTranslationPipeline takes a string or a list of strings.")
         # parse the whole input at once (parsers are much faster batched), then translate pair by pair
-        to_parse = [i for i, t in enumerate(texts) if t.strip()]
-        parses = [None] * len(texts)
-        if self.parser is not None and to_parse:
-            for i, parse in zip(to_parse, self.parser.parse([texts[i] for i in to_parse]), strict=True):
-                parses[i] = parse
+        parses = [None] * len(texts) if self.parser is None else parse_texts(self.parser, texts, lambda k: f"input {k}")
         results = super().__call__(list(zip(texts, parses, strict=True)), **kwargs)
         return [r[0] if isinstance(r, list) else r for r in results]
 
     def preprocess(self, item, max_length=None):
         text, parse = item
         max_length = max_length or self.model.config.max_position_embeddings
-        if parse is None:  # empty input or a model without syntax heads
-            enc = self.tokenizer(text, truncation=True, max_length=max_length)
-            input_ids = enc["input_ids"]
-            parents = [float(i) for i in range(len(input_ids))]
+        if parse is None:  # a model without syntax heads
+            input_ids = self.tokenizer(text, truncation=True, max_length=max_length)["input_ids"]
+            parents = None
         else:
-            enc = align_parse(self.tokenizer, parse, text=text, max_length=max_length)
+            enc = align_parse(self.tokenizer, parse, text=text if text.strip() else None, max_length=max_length)
             input_ids, parents = enc["input_ids"], enc["parent_positions"]
         out = {
             "input_ids": torch.tensor([input_ids]),

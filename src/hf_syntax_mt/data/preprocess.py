@@ -46,6 +46,36 @@ def _truncate_ids(ids: list[int], max_length: int | None, special_ids: set[int])
     return ids[:max_length]
 
 
+def parse_texts(parser: Parser, texts: list[str], describe=lambda k: f"batch row {k}") -> list[ParsedSentence]:
+    """Parse `texts` in one batched call; empty texts get an empty parse without reaching the parser. When the batch
+    fails, rows are re-parsed one by one to name the failing one (`describe(k)` says which row it is)."""
+    out: list[ParsedSentence | None] = [None] * len(texts)
+    todo = []
+    for k, text in enumerate(texts):
+        if text is None or not str(text).strip():
+            out[k] = ParsedSentence([], [], [], [], text=text or "", spans=[])
+        else:
+            todo.append(k)
+    if todo:
+        batch = [texts[k] for k in todo]
+        try:
+            parsed = parser.parse(batch)
+            if len(parsed) != len(batch):
+                raise ValueError(f"parser returned {len(parsed)} parses for {len(batch)} texts")
+        except Exception as batch_error:
+            for k in todo:  # find the failing row
+                try:
+                    parser.parse([texts[k]])
+                except Exception as e:
+                    raise ValueError(
+                        f"parser {parser!r} failed on {describe(k)}: {texts[k]!r}: {type(e).__name__}: {e}"
+                    ) from e
+            raise ValueError(f"parser {parser!r} failed on a batch: {batch_error}") from batch_error
+        for k, p in zip(todo, parsed, strict=True):
+            out[k] = p
+    return out  # type: ignore[return-value]
+
+
 class SyntaxMTPreprocessor:
     """Batched ``datasets.map`` function: parse, tokenize, align.
 
@@ -97,32 +127,7 @@ class SyntaxMTPreprocessor:
         return f"row {indices[k]}" if indices is not None else f"batch row {k}"
 
     def _parse(self, texts: list[str], indices: Sequence[int] | None) -> list[ParsedSentence]:
-        out: list[ParsedSentence | None] = [None] * len(texts)
-        todo = []
-        for k, text in enumerate(texts):
-            if text is None or not str(text).strip():
-                out[k] = ParsedSentence([], [], [], [], text=text or "", spans=[])
-            else:
-                todo.append(k)
-        if todo:
-            batch = [texts[k] for k in todo]
-            try:
-                parsed = self.parser.parse(batch)  # type: ignore[union-attr]
-                if len(parsed) != len(batch):
-                    raise ValueError(f"parser returned {len(parsed)} parses for {len(batch)} texts")
-            except Exception as batch_error:
-                for k in todo:  # find the failing row
-                    try:
-                        self.parser.parse([texts[k]])  # type: ignore[union-attr]
-                    except Exception as e:
-                        raise ValueError(
-                            f"parser {self.parser!r} failed on {self._row_label(k, indices)}: {texts[k]!r}: "
-                            f"{type(e).__name__}: {e}"
-                        ) from e
-                raise ValueError(f"parser {self.parser!r} failed on a batch: {batch_error}") from batch_error
-            for k, p in zip(todo, parsed, strict=True):
-                out[k] = p
-        return out  # type: ignore[return-value]
+        return parse_texts(self.parser, texts, lambda k: self._row_label(k, indices))  # type: ignore[arg-type]
 
     def __call__(self, batch: dict[str, list[Any]], indices: Sequence[int] | None = None) -> dict[str, list[Any]]:
         if self.source_column not in batch:
