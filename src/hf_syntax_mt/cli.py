@@ -38,6 +38,7 @@ def _demo(args: argparse.Namespace) -> int:
 
     # 2. gold source trees -> subword parent positions, in one datasets.map pass
     print("[2/5] Mapping gold trees onto subwords ...", flush=True)
+    test_sources = data["test"]  # raw text of the test split, kept for scoring and the pipeline
     data = data.map(gold_source_parses, batched=True, desc="Collecting gold parses")
     preprocess = SyntaxMTPreprocessor(
         tokenizer, source_parse_column="source_parse", max_source_length=args.max_length,
@@ -48,7 +49,6 @@ def _demo(args: argparse.Namespace) -> int:
 
     # 3. the same budget for a vanilla Marian and a PASCAL model of the same size
     results, buckets, steps = {}, {}, {}
-    test_sources = load_synthetic_dataset(args.train_size, args.valid_size, args.test_size, seed=args.seed)["test"]
     lengths = [len(s.split()) for s in test_sources["source"]]
     references = list(test_sources["target"])
     dims = dict(d_model=args.d_model, layers=args.layers, heads=args.heads, ffn_dim=4 * args.d_model)
