@@ -6,6 +6,27 @@ from huggingface_hub.dataclasses import strict
 from transformers import MarianConfig
 
 PASCAL_WEIGHTINGS = ("gaussian", "parent_only")
+FEATURE_COMBINATIONS = ("sum", "concat")
+
+# Fixed vocabularies of the linguistic input features (Sennrich & Haddow 2016); id 0 = none (special / padding /
+# unknown). Dependency relations are reduced to their universal part ("nmod:poss" -> "nmod").
+UPOS_TAGS = (
+    "ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN", "PUNCT", "SCONJ",
+    "SYM", "VERB", "X",
+)  # fmt: skip
+DEPRELS = (
+    "acl", "advcl", "advmod", "amod", "appos", "aux", "case", "cc", "ccomp", "clf", "compound", "conj", "cop",
+    "csubj", "dep", "det", "discourse", "dislocated", "expl", "fixed", "flat", "goeswith", "iobj", "list", "mark",
+    "nmod", "nsubj", "nummod", "obj", "obl", "orphan", "parataxis", "punct", "reparandum", "root", "vocative",
+    "xcomp",
+)  # fmt: skip
+SUBWORD_TAGS = ("B", "I", "E", "O")  # begin / inside / end of a split word, O = a word of one subword
+INPUT_FEATURES = {"pos": UPOS_TAGS, "deprel": DEPRELS, "subword_tag": SUBWORD_TAGS}
+
+
+_PER_LAYER = (
+    "encoder_pascal_heads", "encoder_tree_heads", "encoder_lisa_heads", "encoder_dbsa_heads", "decoder_dbsa_heads",
+)  # fmt: skip
 
 
 @strict
@@ -33,6 +54,51 @@ class SyntaxMTConfig(MarianConfig):
         label_smoothing (`float`, *optional*, defaults to 0.0):
             Label smoothing of the translation loss, computed inside the model so that auxiliary losses survive the
             Trainer (use this instead of `Seq2SeqTrainingArguments.label_smoothing_factor`).
+        encoder_tree_heads (`list[int]`, *optional*):
+            Number of syntax-directed attention heads (Chen et al. 2017, thesis review) in each encoder layer: the
+            attention probabilities are multiplied by exp(-d^2 / (2 (D/2)^2)) with d the distance in the dependency
+            tree between the two tokens' words, and 0 beyond `tree_window` = D. They follow the PASCAL heads.
+            Needs `word_index` and `word_heads` inputs.
+        tree_window (`int`, *optional*, defaults to 2):
+            D, the largest tree distance a syntax-directed head attends to (sigma = D / 2, as Chen et al.).
+        encoder_lisa_heads (`list[int]`, *optional*):
+            Number of LISA heads (Strubell et al. 2018, on subwords as in the PASCAL paper) per encoder layer:
+            bi-affine heads trained to attend to the first subword of the token's head word (`lisa_parents`).
+            They follow the syntax-directed heads.
+        encoder_dbsa_heads (`list[int]`, *optional*):
+            Number of DBSA heads (dependency-based self-attention, Deguchi et al. 2019; Eq. 4-5 of the synchronous
+            syntactic attention paper) per encoder layer: bi-affine heads `softmax(Q U K^T / sqrt(d))` trained on
+            the subword heads `dbsa_heads`. They follow the LISA heads. Paper: one head in the first layer.
+        decoder_dbsa_heads (`list[int]`, *optional*):
+            The same for the decoder (causal), trained on `decoder_dbsa_heads`; heads `0..k-1` of the layer.
+        dbsa_loss_weight (`float`, *optional*, defaults to 0.5):
+            lambda_dep of Eq. 5-6 (paper: 0.5). The source and target parse losses are summed (Eq. 5).
+        lisa_loss_weight (`float`, *optional*, defaults to 1.0):
+            Weight of the LISA parse loss.
+        decoder_dbsa_full_context (`bool`, *optional*, defaults to `False`):
+            Target arcs that point to a later token cannot be predicted by a causal head and are left out of the
+            decoder's parse loss. With `True`, the decoder parse loss is computed from the same bi-affine scores
+            softmaxed over the *whole* target (a training-only auxiliary view; the attention that feeds the
+            translation stays causal), so every arc is supervised.
+        sync_loss_weight (`float`, *optional*, defaults to 0.0):
+            lambda_sync of Eq. 6 (synchronous syntactic attention); > 0 needs DBSA heads in encoder and decoder.
+        sync_cross_attention_layer (`int`, *optional*):
+            l_sync, the decoder layer (0-based) whose encoder-decoder attention C maps E into the target space
+            (Eq. 7). Default: the penultimate layer (the paper's 5 of 6).
+        input_features (`list[str]`, *optional*):
+            Linguistic input features (Sennrich & Haddow 2016) embedded and combined with the token embedding:
+            any of `"pos"` (UPOS), `"deprel"` (universal relation) and `"subword_tag"` (B/I/E/O). Inputs:
+            `pos_ids`, `deprel_ids`, `subword_tag_ids` (ids in `INPUT_FEATURES`, 0 = none).
+        feature_combination (`str`, *optional*, defaults to `"sum"`):
+            `"sum"`: each feature has a d_model embedding added to the token embedding. `"concat"`: each feature
+            has a `feature_embedding_dim` embedding and they replace the last dimensions of the token embedding
+            (concatenation at a fixed total size, as the paper).
+        feature_embedding_dim (`int`, *optional*, defaults to 8):
+            Size of each feature embedding with `feature_combination="concat"`.
+        task_token_ids (`dict`, *optional*):
+            Multi-task learning (Currey & Heafield 2019): `{"translate": id, "parse": id}`, the target-side task
+            tokens that choose the task (`hf_syntax_mt.data.multitask`). Generation forces the `"translate"` token
+            first unless told otherwise.
         source_parser (`dict`, *optional*):
             How to parse raw source text at inference, as given by `Parser.to_config()`, e.g.
             `{"backend": "spacy", "model": "fr_core_news_sm"}`; the translation pipeline uses it.
@@ -45,11 +111,28 @@ class SyntaxMTConfig(MarianConfig):
     pascal_weighting: str = "gaussian"
     parent_ignoring: float | int = 0.0
     label_smoothing: float | int = 0.0
+    encoder_tree_heads: list[int] | None = None
+    tree_window: int = 2
+    encoder_lisa_heads: list[int] | None = None
+    encoder_dbsa_heads: list[int] | None = None
+    decoder_dbsa_heads: list[int] | None = None
+    dbsa_loss_weight: float | int = 0.5
+    lisa_loss_weight: float | int = 1.0
+    decoder_dbsa_full_context: bool = False
+    sync_loss_weight: float | int = 0.0
+    sync_cross_attention_layer: int | None = None
+    input_features: list[str] | None = None
+    feature_combination: str = "sum"
+    feature_embedding_dim: int = 8
+    task_token_ids: dict | None = None
     source_parser: dict | None = None
 
     def __post_init__(self, **kwargs):
-        if self.encoder_pascal_heads is not None:
-            self.encoder_pascal_heads = list(self.encoder_pascal_heads)
+        for name in _PER_LAYER:
+            if getattr(self, name) is not None:
+                setattr(self, name, list(getattr(self, name)))
+        if self.input_features is not None:
+            self.input_features = list(self.input_features)
         super().__post_init__(**kwargs)
         self.validate_syntax_options()  # raise a plain ValueError at creation, not strict's wrapper
 
@@ -65,26 +148,113 @@ class SyntaxMTConfig(MarianConfig):
     def uses_pascal(self) -> bool:
         return any(self.encoder_pascal_heads or [])
 
+    @property
+    def uses_tree(self) -> bool:
+        return any(self.encoder_tree_heads or [])
+
+    @property
+    def uses_lisa(self) -> bool:
+        return any(self.encoder_lisa_heads or [])
+
+    @property
+    def uses_encoder_dbsa(self) -> bool:
+        return any(self.encoder_dbsa_heads or [])
+
+    @property
+    def uses_decoder_dbsa(self) -> bool:
+        return any(self.decoder_dbsa_heads or [])
+
+    @property
+    def uses_sync(self) -> bool:
+        return self.sync_loss_weight > 0
+
+    @property
+    def sync_layer(self) -> int:
+        """l_sync, 0-based."""
+        if self.sync_cross_attention_layer is not None:
+            return self.sync_cross_attention_layer
+        return max(self.decoder_layers - 2, 0)
+
     def pascal_heads_of_layer(self, layer_idx: int) -> int:
         """Number of PASCAL heads in encoder layer `layer_idx` (0 when none)."""
         return self.encoder_pascal_heads[layer_idx] if self.encoder_pascal_heads else 0
 
+    def encoder_head_layout(self, layer_idx: int) -> dict[str, int]:
+        """Number of heads of each kind in encoder layer `layer_idx`, in head order: PASCAL, syntax-directed (tree),
+        LISA, DBSA, then standard heads."""
+        return {
+            kind: (getattr(self, f"encoder_{kind}_heads") or [0] * self.encoder_layers)[layer_idx]
+            for kind in ("pascal", "tree", "lisa", "dbsa")
+        }
+
+    def decoder_head_layout(self, layer_idx: int) -> dict[str, int]:
+        """Number of heads of each kind in decoder layer `layer_idx` (only DBSA; heads `0..k-1`)."""
+        return {"dbsa": (self.decoder_dbsa_heads or [0] * self.decoder_layers)[layer_idx]}
+
     def validate_syntax_options(self):
         """Part of `@strict` validation: every syntax option, with an error that says what to change."""
-        heads = self.encoder_pascal_heads
-        if heads is not None:
-            if len(heads) != self.encoder_layers:
+        for name in _PER_LAYER:
+            heads = getattr(self, name)
+            if heads is None:
+                continue
+            side = name.split("_")[0]
+            n_layers, n_heads = getattr(self, f"{side}_layers"), getattr(self, f"{side}_attention_heads")
+            if len(heads) != n_layers:
                 raise ValueError(
-                    f"encoder_pascal_heads has {len(heads)} entries but the model has encoder_layers="
-                    f"{self.encoder_layers}: give one number of PASCAL heads per encoder layer, e.g. "
-                    f"{[self.encoder_attention_heads] + [0] * (self.encoder_layers - 1)}."
+                    f"{name} has {len(heads)} entries but the model has {side}_layers={n_layers}: give one number "
+                    f"of heads per {side} layer, e.g. {[1] + [0] * (n_layers - 1)}."
                 )
             for layer, k in enumerate(heads):
-                if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= self.encoder_attention_heads:
+                if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= n_heads:
                     raise ValueError(
-                        f"encoder_pascal_heads[{layer}]={k!r} but encoder_attention_heads="
-                        f"{self.encoder_attention_heads}: each entry must be an int in 0..{self.encoder_attention_heads}."
+                        f"{name}[{layer}]={k!r} but {side}_attention_heads={n_heads}: each entry must be an int in "
+                        f"0..{n_heads}."
                     )
+        for layer in range(self.encoder_layers):
+            layout = self.encoder_head_layout(layer)
+            if sum(layout.values()) > self.encoder_attention_heads:
+                raise ValueError(
+                    f"encoder layer {layer} asks for {sum(layout.values())} syntax heads {layout} but has only "
+                    f"encoder_attention_heads={self.encoder_attention_heads}: lower the per-layer counts."
+                )
+        if not isinstance(self.tree_window, int) or self.tree_window < 1:
+            raise ValueError(f"tree_window={self.tree_window!r} must be an int >= 1 (Chen et al. use 2 or more).")
+        for name in ("dbsa_loss_weight", "lisa_loss_weight", "sync_loss_weight"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name}={getattr(self, name)} must be >= 0.")
+        if self.uses_sync and not (self.uses_encoder_dbsa and self.uses_decoder_dbsa):
+            raise ValueError(
+                f"sync_loss_weight={self.sync_loss_weight} needs DBSA heads in both the encoder and the decoder "
+                f"(encoder_dbsa_heads={self.encoder_dbsa_heads}, decoder_dbsa_heads={self.decoder_dbsa_heads})."
+            )
+        if self.sync_cross_attention_layer is not None and not 0 <= self.sync_cross_attention_layer < self.decoder_layers:
+            raise ValueError(
+                f"sync_cross_attention_layer={self.sync_cross_attention_layer} is not a decoder layer: use "
+                f"0..{self.decoder_layers - 1} (0-based; the paper uses the penultimate layer)."
+            )
+        if self.input_features is not None:
+            unknown = [f for f in self.input_features if f not in INPUT_FEATURES]
+            if unknown or len(set(self.input_features)) != len(self.input_features):
+                raise ValueError(
+                    f"input_features={self.input_features} must be distinct names among {sorted(INPUT_FEATURES)}."
+                )
+        if self.feature_combination not in FEATURE_COMBINATIONS:
+            raise ValueError(f"feature_combination={self.feature_combination!r} must be one of {FEATURE_COMBINATIONS}.")
+        n_features = len(self.input_features or [])
+        if self.feature_combination == "concat" and n_features:
+            if not 1 <= self.feature_embedding_dim * n_features < self.d_model:
+                raise ValueError(
+                    f"feature_embedding_dim={self.feature_embedding_dim} x {n_features} features must leave room for "
+                    f"the token embedding in d_model={self.d_model}."
+                )
+        if self.task_token_ids is not None:
+            if set(self.task_token_ids) != {"translate", "parse"} or not all(
+                isinstance(v, int) and 0 <= v < self.vocab_size for v in self.task_token_ids.values()
+            ):
+                raise ValueError(
+                    f"task_token_ids={self.task_token_ids!r} must map 'translate' and 'parse' to token ids in "
+                    f"0..{self.vocab_size - 1}; build it with `hf_syntax_mt.data.multitask.add_task_tokens`."
+                )
         if not self.pascal_sigma > 0:
             raise ValueError(f"pascal_sigma={self.pascal_sigma} must be > 0 (the paper uses 1.0).")
         if self.pascal_weighting not in PASCAL_WEIGHTINGS:
@@ -100,4 +270,4 @@ class SyntaxMTConfig(MarianConfig):
             )
 
 
-__all__ = ["SyntaxMTConfig"]
+__all__ = ["INPUT_FEATURES", "SyntaxMTConfig"]

@@ -10,10 +10,12 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 from transformers import GenerationMixin
+from transformers import initialization as init
 from transformers.cache_utils import EncoderDecoderCache
 from transformers.masking_utils import create_bidirectional_mask
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput, Seq2SeqModelOutput
@@ -33,7 +35,7 @@ from transformers.models.marian.modeling_marian import (
 from transformers.utils.generic import merge_with_config_defaults
 from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
-from .configuration_syntax_mt import SyntaxMTConfig
+from .configuration_syntax_mt import INPUT_FEATURES, SyntaxMTConfig
 
 # Gaussian weights whose exponent is below -_MAX_EXPONENT are set to exactly 0: exp(-80) ~ 1.8e-35 is still a normal
 # float32, while the far tail underflows to denormals that make CPU matmuls 3-5x slower.
@@ -88,16 +90,87 @@ def _additive_mask(
     return attention_mask.to(dtype)
 
 
-class SyntaxMTAttention(MarianAttention):
-    """Marian multi-head attention whose first `num_pascal_heads` heads are PASCAL heads.
+def tree_distances(word_index: torch.Tensor, word_heads: torch.Tensor) -> torch.Tensor:
+    """Distance in the dependency tree (number of edges) between the words of every two subword tokens.
 
-    With `num_pascal_heads == 0` this is exactly `MarianAttention`, except that `output_attentions=True` returns the
-    probabilities of every head whatever the attention implementation (SDPA returns none).
+    Args:
+        word_index: `(B, S)` long, 1-based index of each token's word, 0 for special and padding tokens.
+        word_heads: `(B, W)` long, UD heads of the words (1-based, 0 = root; padding words 0).
+
+    Returns:
+        `(B, S, S)` float distances; a special token is at distance 0 from itself and `inf` from every other token.
+    """
+    B, W = word_heads.shape
+    own = torch.arange(W, device=word_heads.device).expand(B, W)  # (B, W)
+    parent = torch.where(word_heads > 0, word_heads - 1, own).clamp(0, W - 1)  # root -> itself
+    # ancestors-or-self by pointer doubling: after step k, anc[w] holds the ancestors at distance <= 2^k
+    anc = torch.nn.functional.one_hot(own, W).bool() | torch.nn.functional.one_hot(parent, W).bool()  # (B, W, W)
+    jump = parent
+    for _ in range(max(W - 1, 1).bit_length()):
+        anc = anc | torch.gather(anc, 1, jump.unsqueeze(-1).expand(B, W, W))
+        jump = torch.gather(jump, 1, jump)
+    a = anc.float()
+    n = a.sum(-1)  # (B, W) depth + 1
+    # dist(u, v) = depth(u) + depth(v) - 2 depth(lca(u, v)); common ancestors = depth(lca) + 1
+    dist_w = n.unsqueeze(-1) + n.unsqueeze(-2) - 2.0 * torch.bmm(a, a.transpose(1, 2))  # (B, W, W)
+    idx = (word_index - 1).clamp(min=0)  # (B, S)
+    S = idx.shape[1]
+    dist = torch.gather(dist_w, 1, idx.unsqueeze(-1).expand(B, S, W))  # (B, S, W)
+    dist = torch.gather(dist, 2, idx.unsqueeze(1).expand(B, S, S))  # (B, S, S)
+    special = word_index <= 0  # (B, S)
+    either = special.unsqueeze(-1) | special.unsqueeze(-2)  # (B, S, S)
+    eye = torch.eye(S, dtype=torch.bool, device=dist.device)
+    return dist.masked_fill(either, float("inf")).masked_fill(either & eye, 0.0)
+
+
+def tree_weights(word_index: torch.Tensor, word_heads: torch.Tensor, window: int) -> torch.Tensor:
+    """Syntax-directed attention weights `(B, S, S)` (Chen et al. 2017): exp(-d^2 / (2 sigma^2)), sigma = D / 2,
+    for tree distance d <= D = `window`, else 0."""
+    d = tree_distances(word_index, word_heads)
+    sigma = window / 2.0
+    return torch.exp(-d.square() / (2.0 * sigma**2)).masked_fill(d > window, 0.0)
+
+
+class SyntaxMTAttention(MarianAttention):
+    """Marian multi-head attention with syntax heads, in head order:
+
+    - PASCAL heads (`num_pascal_heads`): scores scaled by the Gaussian around the parent (Eqs. 1-3 of PASCAL);
+    - syntax-directed heads (`num_tree_heads`): probabilities weighted by a Gaussian of the tree distance;
+    - bi-affine heads (`num_lisa_heads`, then `num_dbsa_heads`): `softmax(Q U K^T / sqrt(d))` (Eq. 4 of the
+      synchronous syntactic attention paper), supervised by a parse loss computed by the model;
+    - the remaining heads: the configured kernel (SDPA by default).
+
+    A bi-affine head is a dot-product head whose query is `Q U`, so when no probability is needed (inference) it
+    runs in the fast kernel with the others. With `syntax_store` (a dict, given by the model when it computes
+    auxiliary losses) the bi-affine heads' masked logits are stored under `(side, layer, kind)`, and an attention
+    with `record_probs` (the cross-attention of the synchronous layer) stores its head-averaged probabilities.
+    With no syntax head this is exactly `MarianAttention`, except that `output_attentions=True` returns the
+    probabilities of every head whatever the kernel.
     """
 
-    def __init__(self, *args, num_pascal_heads: int = 0, **kwargs):
+    def __init__(
+        self,
+        *args,
+        num_pascal_heads: int = 0,
+        num_tree_heads: int = 0,
+        num_lisa_heads: int = 0,
+        num_dbsa_heads: int = 0,
+        record_probs: bool = False,
+        **kwargs,
+    ):
         super().__init__(*args, **kwargs)
         self.num_pascal_heads = num_pascal_heads
+        self.num_tree_heads = num_tree_heads
+        self.num_lisa_heads = num_lisa_heads
+        self.num_dbsa_heads = num_dbsa_heads
+        self.record_probs = record_probs
+        num_biaffine = num_lisa_heads + num_dbsa_heads
+        # U of Eq. 4, one (d, d) matrix per bi-affine head; initialised to the identity (a plain head)
+        self.biaffine_u = nn.Parameter(torch.empty(num_biaffine, self.head_dim, self.head_dim)) if num_biaffine else None
+
+    @property
+    def num_syntax_heads(self) -> int:
+        return self.num_pascal_heads + self.num_tree_heads + self.num_lisa_heads + self.num_dbsa_heads
 
     def _project(self, hidden_states, key_value_states, past_key_values):
         """q, k, v `(B, H, T|S, d)` with Marian's cache handling (self- and cross-attention)."""
@@ -127,16 +200,26 @@ class SyntaxMTAttention(MarianAttention):
         past_key_values=None,
         attention_mask: torch.Tensor | None = None,
         parent_positions: torch.Tensor | None = None,
+        tree_weights: torch.Tensor | None = None,
+        syntax_store: dict | None = None,
         **kwargs,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """`hidden_states` `(B, T, D)`; `parent_positions` `(B, T)` (self-attention with PASCAL heads only)."""
+        """`hidden_states` `(B, T, D)`; `parent_positions` `(B, T)` (PASCAL heads); `tree_weights` `(B, T, S)`
+        (syntax-directed heads)."""
         output_attentions = kwargs.get("output_attentions", False)
-        if self.num_pascal_heads == 0 and not output_attentions:
+        kp, kt, kb = self.num_pascal_heads, self.num_tree_heads, self.num_lisa_heads + self.num_dbsa_heads
+        store = syntax_store is not None and (kb > 0 or self.record_probs)
+        if kp + kt + kb == 0 and not output_attentions and not store:
             return super().forward(hidden_states, key_value_states, past_key_values, attention_mask, **kwargs)
 
         input_shape = hidden_states.shape[:-1]  # (B, T)
         query, key, value = self._project(hidden_states, key_value_states, past_key_values)
-        k = self.num_pascal_heads
+        ob = kp + kt  # first bi-affine head
+        if kb:
+            q_u = torch.einsum("bhtd,hde->bhte", query[:, ob : ob + kb], self.biaffine_u)  # Eq. 4: Q_h U, (B, kb, T, d)
+            query = torch.cat([query[:, :ob], q_u, query[:, ob + kb :]], dim=1)  # (B, H, T, d)
+        # heads [0, n_eager) take the eager score path; the rest the configured kernel
+        n_eager = self.num_heads if output_attentions or (store and self.record_probs) else ob + (kb if store else 0)
         dropout = self.dropout if self.training else 0.0
         mask = _additive_mask(
             attention_mask, query.shape[2], key.shape[2], self.is_causal and key_value_states is None,
@@ -144,61 +227,79 @@ class SyntaxMTAttention(MarianAttention):
         )  # (B|1, 1, T, S) or None  # fmt: skip
 
         outputs, probs = [], []
-        if k > 0:
-            if parent_positions is None:
-                raise ValueError(
-                    f"This layer has {k} PASCAL heads and needs `parent_positions` (B, S): parse the source with "
-                    "`hf_syntax_mt.data.SyntaxMTPreprocessor` or translate with the `syntax-translation` pipeline."
-                )
-            out, p = self._pascal(query[:, :k], key[:, :k], value[:, :k], mask, parent_positions, dropout)
-            outputs.append(out)  # (B, T, k, d)
+        if n_eager > 0:
+            out, p = self._eager(query[:, :n_eager], key[:, :n_eager], value[:, :n_eager], mask, dropout,
+                                 parent_positions, tree_weights, syntax_store if store else None)  # fmt: skip
+            outputs.append(out)  # (B, T, n_eager, d)
             probs.append(p)
-        if k < self.num_heads:
-            q, kk, v = query[:, k:], key[:, k:], value[:, k:]  # (B, H-k, T|S, d)
-            if output_attentions:
-                out, p = eager_attention_forward(self, q, kk, v, mask, scaling=self.scaling, dropout=dropout)
-            else:
-                interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(
-                    self.config._attn_implementation, eager_attention_forward
-                )
-                out, p = interface(self, q, kk, v, attention_mask, dropout=dropout, scaling=self.scaling, **kwargs)
-            outputs.append(out)  # (B, T, H-k, d)
-            probs.append(p)
+        if n_eager < self.num_heads:
+            q, k, v = query[:, n_eager:], key[:, n_eager:], value[:, n_eager:]  # (B, H-n, T|S, d)
+            interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(
+                self.config._attn_implementation, eager_attention_forward
+            )
+            out, _ = interface(self, q, k, v, attention_mask, dropout=dropout, scaling=self.scaling, **kwargs)
+            outputs.append(out)  # (B, T, H-n, d)
         attn_output = torch.cat(outputs, dim=2) if len(outputs) > 1 else outputs[0]  # (B, T, H, d)
         attn_output = self.out_proj(attn_output.reshape(*input_shape, -1).contiguous())  # (B, T, D)
-        attn_weights = torch.cat(probs, dim=1) if output_attentions else None  # (B, H, T, S)
-        return attn_output, attn_weights
+        return attn_output, (probs[0] if output_attentions else None)  # (B, H, T, S)
 
-    def _pascal(self, query, key, value, mask, parent_positions, dropout):
-        """PASCAL heads: `query`/`key`/`value` `(B, k, T, d)`; returns `(B, T, k, d)` and probabilities `(B, k, T, S)`."""
-        scores = torch.matmul(query, key.transpose(2, 3)) * self.scaling  # Eq. 1: S = Q K^T / sqrt(d), (B, k, T, S)
-        weights = pascal_weights(
-            parent_positions, key.shape[2], self.config.pascal_sigma, self.config.pascal_weighting
-        )  # D_p, (B, T, S)
-        if self.training and self.config.parent_ignoring > 0:
-            # parent ignoring: each row d_t of D_p is set to 1 with probability q, during training only
-            ignore = torch.rand(weights.shape[:2], device=weights.device) < self.config.parent_ignoring  # (B, T)
-            weights = weights.masked_fill(ignore.unsqueeze(-1), 1.0)
-        scores = scores * weights.unsqueeze(1).to(scores.dtype)  # Eq. 2: n_tj = s_tj * d^p_tj, (B, k, T, S)
-        if mask is not None:
-            scores = scores + mask
-        probs = nn.functional.softmax(scores, dim=-1)  # (B, k, T, S)
-        out = torch.matmul(nn.functional.dropout(probs, p=dropout, training=self.training), value)  # (B, k, T, d)
+    def _eager(self, query, key, value, mask, dropout, parent_positions, tree_weights, syntax_store):
+        """The first `n` heads by matmul-softmax: `query`/`key`/`value` `(B, n, T|S, d)`; returns `(B, T, n, d)`
+        and probabilities `(B, n, T, S)`."""
+        kp, kt = self.num_pascal_heads, self.num_tree_heads
+        scores = torch.matmul(query, key.transpose(2, 3)) * self.scaling  # Eq. 1: S = Q K^T / sqrt(d), (B, n, T, S)
+        if kp:
+            if parent_positions is None:
+                raise ValueError(
+                    f"This layer has {kp} PASCAL heads and needs `parent_positions` (B, S): parse the source with "
+                    "`hf_syntax_mt.data.SyntaxMTPreprocessor` or translate with the `syntax-translation` pipeline."
+                )
+            weights = pascal_weights(
+                parent_positions, key.shape[2], self.config.pascal_sigma, self.config.pascal_weighting
+            )  # D_p, (B, T, S)
+            if self.training and self.config.parent_ignoring > 0:
+                # parent ignoring: each row d_t of D_p is set to 1 with probability q, during training only
+                ignore = torch.rand(weights.shape[:2], device=weights.device) < self.config.parent_ignoring  # (B, T)
+                weights = weights.masked_fill(ignore.unsqueeze(-1), 1.0)
+            pascal = scores[:, :kp] * weights.unsqueeze(1).to(scores.dtype)  # Eq. 2: n_tj = s_tj * d^p_tj
+            scores = torch.cat([pascal, scores[:, kp:]], dim=1)  # (B, n, T, S)
+        logits = scores if mask is None else scores + mask  # (B, n, T, S)
+        probs = nn.functional.softmax(logits, dim=-1)  # (B, n, T, S)
+        if kt:
+            if tree_weights is None:
+                raise ValueError(
+                    f"This layer has {kt} syntax-directed heads and needs `word_index` and `word_heads`: prepare "
+                    "data with `SyntaxMTPreprocessor(compute_tree=True)`."
+                )
+            # Chen et al. (2017): alpha_tj = align(t, j) * exp(-d_tree(t, j)^2 / (2 sigma^2)), no renormalisation
+            tree = probs[:, kp : kp + kt] * tree_weights.unsqueeze(1).to(probs.dtype)  # (B, kt, T, S)
+            probs = torch.cat([probs[:, :kp], tree, probs[:, kp + kt :]], dim=1)
+        if syntax_store is not None:
+            side = "decoder" if self.is_decoder else "encoder"
+            ob = kp + kt
+            for kind, k in (("lisa", self.num_lisa_heads), ("dbsa", self.num_dbsa_heads)):
+                if k:
+                    syntax_store[(side, self.layer_idx, kind)] = (logits[:, ob : ob + k], scores[:, ob : ob + k])
+                    ob += k
+            if self.record_probs:
+                syntax_store[("cross", self.layer_idx)] = probs.mean(dim=1)  # (B, T, S), heads averaged
+        out = torch.matmul(nn.functional.dropout(probs, p=dropout, training=self.training), value)  # (B, n, T, d)
         return out.transpose(1, 2), probs
 
 
 class SyntaxMTEncoderLayer(MarianEncoderLayer):
-    """Marian encoder layer whose self-attention may have PASCAL heads."""
+    """Marian encoder layer whose self-attention may have syntax heads."""
 
     def __init__(self, config: SyntaxMTConfig, layer_idx: int):
         super().__init__(config, layer_idx)
+        layout = config.encoder_head_layout(layer_idx)
         self.self_attn = SyntaxMTAttention(
             embed_dim=self.embed_dim,
             num_heads=config.encoder_attention_heads,
             dropout=config.attention_dropout,
             config=config,
             layer_idx=layer_idx,
-            num_pascal_heads=config.pascal_heads_of_layer(layer_idx),
+            **{f"num_{kind}_heads": k for kind, k in layout.items()},
         )
 
     def forward(
@@ -206,12 +307,15 @@ class SyntaxMTEncoderLayer(MarianEncoderLayer):
         hidden_states: torch.Tensor,
         attention_mask: torch.Tensor | None,
         parent_positions: torch.Tensor | None = None,
+        tree_weights: torch.Tensor | None = None,
+        syntax_store: dict | None = None,
         **kwargs,
     ) -> torch.Tensor:
         residual = hidden_states
         hidden_states, _ = self.self_attn(
-            hidden_states, attention_mask=attention_mask, parent_positions=parent_positions, **kwargs
-        )
+            hidden_states, attention_mask=attention_mask, parent_positions=parent_positions,
+            tree_weights=tree_weights, syntax_store=syntax_store, **kwargs,
+        )  # fmt: skip
         hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
         hidden_states = self.self_attn_layer_norm(residual + hidden_states)
 
@@ -224,13 +328,20 @@ class SyntaxMTEncoderLayer(MarianEncoderLayer):
 
 
 class SyntaxMTDecoderLayer(MarianDecoderLayer):
-    """Marian decoder layer; its attention modules return probabilities under any kernel."""
+    """Marian decoder layer: its self-attention may have DBSA heads (causal); the cross-attention of the
+    synchronous layer records its probabilities for the synchronous loss."""
 
     def __init__(self, config: SyntaxMTConfig, layer_idx: int):
         super().__init__(config, layer_idx)
         common = dict(dropout=config.attention_dropout, is_decoder=True, config=config, layer_idx=layer_idx)
-        self.self_attn = SyntaxMTAttention(self.embed_dim, config.decoder_attention_heads, is_causal=True, **common)
-        self.encoder_attn = SyntaxMTAttention(self.embed_dim, config.decoder_attention_heads, **common)
+        self.self_attn = SyntaxMTAttention(
+            self.embed_dim, config.decoder_attention_heads, is_causal=True,
+            num_dbsa_heads=config.decoder_head_layout(layer_idx)["dbsa"], **common,
+        )  # fmt: skip
+        self.encoder_attn = SyntaxMTAttention(
+            self.embed_dim, config.decoder_attention_heads,
+            record_probs=config.uses_sync and layer_idx == config.sync_layer, **common,
+        )  # fmt: skip
 
 
 # Auto class -> (shim module saved beside the weights, class, what the shim imports)
@@ -248,8 +359,16 @@ _SHIMS = {
 class SyntaxMTPreTrainedModel(MarianPreTrainedModel):
     config_class = SyntaxMTConfig
     config: SyntaxMTConfig
-    # PASCAL adds no parameter: every weight has Marian's name, so Marian checkpoints load as they are.
+    # Every Marian weight keeps its name, so Marian checkpoints load as they are; the parameters added by some options
+    # (bi-affine U, feature embeddings) are initialised by `_init_weights`.
     _no_split_modules = ["SyntaxMTEncoderLayer", "SyntaxMTDecoderLayer"]
+
+    def _init_weights(self, module):
+        super()._init_weights(module)
+        if isinstance(module, SyntaxMTAttention) and module.biaffine_u is not None:
+            # U = I: a bi-affine head starts as a plain dot-product head (a retrofitted checkpoint is unchanged)
+            eye = torch.eye(module.head_dim, dtype=module.biaffine_u.dtype, device=module.biaffine_u.device)
+            init.copy_(module.biaffine_u, eye.expand_as(module.biaffine_u))
 
     def save_pretrained(self, save_directory, *args, **kwargs):
         """`PreTrainedModel.save_pretrained` plus the declarations that let the directory load anywhere the package
@@ -295,15 +414,52 @@ def check_parent_positions(parent_positions: torch.Tensor, input_shape: torch.Si
         )
 
 
-class SyntaxMTEncoder(MarianEncoder):
-    """Marian encoder whose layers may hold PASCAL heads; takes `parent_positions` `(B, S)`."""
+# Supervision given to `forward()` for the auxiliary losses only; the encoder ignores them (generate() passes every
+# non-decoder keyword argument to the encoder).
+_SUPERVISION = ("lisa_parents", "dbsa_heads")
+
+
+class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
+    """Marian encoder with syntax heads and linguistic input features.
+
+    Inputs besides Marian's (all `(B, S)` aligned with `input_ids` unless said otherwise): `parent_positions` (PASCAL),
+    `word_index` + `word_heads` `(B, W)` (syntax-directed heads), `pos_ids` / `deprel_ids` / `subword_tag_ids`
+    (input features).
+    """
 
     _can_record_outputs = {"hidden_states": SyntaxMTEncoderLayer, "attentions": SyntaxMTAttention}
 
     def __init__(self, config: SyntaxMTConfig):
         super().__init__(config)
         self.layers = nn.ModuleList([SyntaxMTEncoderLayer(config, i) for i in range(config.encoder_layers)])
+        features = config.input_features or []
+        dim = config.d_model if config.feature_combination == "sum" else config.feature_embedding_dim
+        # Sennrich & Haddow (2016): one embedding table per feature, id 0 = none
+        self.feature_embeddings = nn.ModuleDict(
+            {name: nn.Embedding(len(INPUT_FEATURES[name]) + 1, dim, padding_idx=0) for name in features}
+        )
         self.post_init()
+
+    def embed(self, input_ids, features: dict[str, torch.Tensor | None]) -> torch.Tensor:
+        """Token embeddings (scaled as Marian) combined with the feature embeddings, `(B, S, D)`."""
+        embeds = self.embed_tokens(input_ids) * self.embed_scale  # (B, S, D)
+        if not self.feature_embeddings:
+            return embeds
+        feats = []
+        for name, table in self.feature_embeddings.items():
+            ids = features.get(f"{name}_ids")
+            if ids is None:
+                raise ValueError(
+                    f"This model uses the input feature {name!r} (input_features={self.config.input_features}) and "
+                    f"needs `{name}_ids` (B, S): prepare data with `SyntaxMTPreprocessor(compute_features=True)`."
+                )
+            if ids.shape != input_ids.shape:
+                raise ValueError(f"{name}_ids has shape {tuple(ids.shape)} but input_ids {tuple(input_ids.shape)}.")
+            feats.append(table(ids))  # (B, S, d_f)
+        if self.config.feature_combination == "sum":
+            return embeds + sum(feats)  # E x + sum_k E_k f_k
+        width = sum(f.shape[-1] for f in feats)
+        return torch.cat([embeds[..., : embeds.shape[-1] - width], *feats], dim=-1)  # [E x ; E_1 f_1 ; ...]
 
     @merge_with_config_defaults
     @capture_outputs
@@ -313,12 +469,21 @@ class SyntaxMTEncoder(MarianEncoder):
         attention_mask: torch.LongTensor | None = None,
         inputs_embeds: torch.Tensor | None = None,
         parent_positions: torch.Tensor | None = None,
+        word_index: torch.LongTensor | None = None,
+        word_heads: torch.LongTensor | None = None,
+        pos_ids: torch.LongTensor | None = None,
+        deprel_ids: torch.LongTensor | None = None,
+        subword_tag_ids: torch.LongTensor | None = None,
+        syntax_store: dict | None = None,
         **kwargs,
     ) -> BaseModelOutput:
+        for name in _SUPERVISION:
+            kwargs.pop(name, None)
         if (input_ids is None) ^ (inputs_embeds is not None):
             raise ValueError("You must specify exactly one of input_ids or inputs_embeds")
         if inputs_embeds is None:
-            inputs_embeds = self.embed_tokens(input_ids) * self.embed_scale
+            features = {"pos_ids": pos_ids, "deprel_ids": deprel_ids, "subword_tag_ids": subword_tag_ids}
+            inputs_embeds = self.embed(input_ids, features)
         seq_len = inputs_embeds.shape[1]
         if seq_len > self.max_source_positions:
             raise ValueError(
@@ -333,6 +498,17 @@ class SyntaxMTEncoder(MarianEncoder):
                     "translate raw text with `pipeline('syntax-translation', model=...)`."
                 )
             check_parent_positions(parent_positions, inputs_embeds.shape[:2], attention_mask)
+        weights = None
+        if self.config.uses_tree:
+            if word_index is None or word_heads is None:
+                raise ValueError(
+                    f"This model has syntax-directed heads (encoder_tree_heads={self.config.encoder_tree_heads}) and "
+                    "needs `word_index` (B, S) and `word_heads` (B, W): prepare data with "
+                    "`SyntaxMTPreprocessor(compute_tree=True)`."
+                )
+            if word_index.shape != inputs_embeds.shape[:2]:
+                raise ValueError(f"word_index has shape {tuple(word_index.shape)} but the input {tuple(inputs_embeds.shape[:2])}.")
+            weights = tree_weights(word_index, word_heads, self.config.tree_window)  # (B, S, S)
 
         hidden_states = inputs_embeds + self.embed_positions(inputs_embeds.shape[:-1])  # (B, S, D)
         hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
@@ -342,11 +518,14 @@ class SyntaxMTEncoder(MarianEncoder):
         for layer in self.layers:
             if self.training and self.layerdrop > 0.0 and torch.rand([]) < self.layerdrop:
                 continue
-            hidden_states = layer(hidden_states, mask, parent_positions=parent_positions, **kwargs)
+            hidden_states = layer(
+                hidden_states, mask, parent_positions=parent_positions, tree_weights=weights,
+                syntax_store=syntax_store, **kwargs,
+            )  # fmt: skip
         return BaseModelOutput(last_hidden_state=hidden_states)
 
 
-class SyntaxMTDecoder(MarianDecoder):
+class SyntaxMTDecoder(SyntaxMTPreTrainedModel, MarianDecoder):
     """Marian decoder whose attention modules return probabilities under any kernel."""
 
     _can_record_outputs = {
@@ -384,6 +563,12 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
         decoder_inputs_embeds: torch.Tensor | None = None,
         use_cache: bool | None = None,
         parent_positions: torch.Tensor | None = None,
+        word_index: torch.LongTensor | None = None,
+        word_heads: torch.LongTensor | None = None,
+        pos_ids: torch.LongTensor | None = None,
+        deprel_ids: torch.LongTensor | None = None,
+        subword_tag_ids: torch.LongTensor | None = None,
+        syntax_store: dict | None = None,
         **kwargs,
     ) -> Seq2SeqModelOutput:
         r"""
@@ -391,6 +576,15 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
             Entry t = position (in subword tokens, may be x.5) of the middle of token t's parent word; the root's
             parent is itself; special and padding tokens hold their own position. Required when the config has
             PASCAL heads; ignored when `encoder_outputs` is given.
+        word_index (`torch.LongTensor` of shape `(batch_size, sequence_length)`, *optional*):
+            1-based index of each token's word (0 for special and padding tokens); syntax-directed heads.
+        word_heads (`torch.LongTensor` of shape `(batch_size, num_words)`, *optional*):
+            UD heads of the words (1-based, 0 = root); syntax-directed heads.
+        pos_ids, deprel_ids, subword_tag_ids (`torch.LongTensor` of shape `(batch_size, sequence_length)`, *optional*):
+            Linguistic input features (ids in `INPUT_FEATURES`, 0 = none), for `config.input_features`.
+        syntax_store (`dict`, *optional*):
+            Filled with the bi-affine heads' logits and the synchronous layer's cross-attention for the auxiliary
+            losses (the translation model passes it).
         """
         if encoder_outputs is None:
             encoder_outputs = self.encoder(
@@ -398,6 +592,12 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
                 attention_mask=attention_mask,
                 inputs_embeds=inputs_embeds,
                 parent_positions=parent_positions,
+                word_index=word_index,
+                word_heads=word_heads,
+                pos_ids=pos_ids,
+                deprel_ids=deprel_ids,
+                subword_tag_ids=subword_tag_ids,
+                syntax_store=syntax_store,
                 **kwargs,
             )
         elif not isinstance(encoder_outputs, BaseModelOutput):
@@ -414,6 +614,7 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
             past_key_values=past_key_values,
             inputs_embeds=decoder_inputs_embeds,
             use_cache=use_cache,
+            **({} if syntax_store is None else {"syntax_store": syntax_store}),
             **kwargs,
         )
         return Seq2SeqModelOutput(
@@ -428,12 +629,66 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
         )
 
 
+@dataclass
+class SyntaxMTSeq2SeqLMOutput(Seq2SeqLMOutput):
+    r"""
+    `Seq2SeqLMOutput` plus each term of the objective (already included in `loss`, unweighted here):
+
+    translation_loss: the (label-smoothed) cross-entropy L_t.
+    dbsa_loss: L_dep of Eq. 5, source and target parse losses of the DBSA heads.
+    lisa_loss: the LISA heads' parse loss.
+    sync_loss: L_sync of Eq. 9.
+    """
+
+    translation_loss: torch.FloatTensor | None = None
+    dbsa_loss: torch.FloatTensor | None = None
+    lisa_loss: torch.FloatTensor | None = None
+    sync_loss: torch.FloatTensor | None = None
+
+
+AUXILIARY_LOSSES = ("dbsa_loss", "lisa_loss", "sync_loss")
+
+
+def dependency_nll(logits: torch.Tensor, heads: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """Summed -log P(head(t) = q) over valid tokens t, averaged over the heads of a layer (Eq. 5, one term).
+
+    Args:
+        logits: `(B, k, T, S)` masked attention logits of k supervised heads (softmax over S gives A_h).
+        heads: `(B, T)` long, the position q of each token's head.
+        valid: `(B, T)` bool, tokens that count.
+    """
+    B, k, T, S = logits.shape
+    logp = nn.functional.log_softmax(logits.float(), dim=-1)  # (B, k, T, S)
+    index = heads.clamp(0, S - 1).view(B, 1, T, 1).expand(B, k, T, 1)
+    nll = -logp.gather(-1, index).squeeze(-1)  # (B, k, T)
+    return nll.masked_fill(~valid.unsqueeze(1), 0.0).sum() / k
+
+
+def synchronous_loss(E: torch.Tensor, D: torch.Tensor, C: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """L_sync of the synchronous syntactic attention paper, summed over the batch.
+
+    Args:
+        E: `(B, S, S)` encoder DBSA attention. D: `(B, T, T)` decoder DBSA attention (causal).
+        C: `(B, T, S)` encoder-decoder attention of layer l_sync. valid: `(B, T)` bool, real target positions.
+    """
+    mapped = C @ E @ C.transpose(1, 2)  # Eq. 7: D_mapped = C E C^T, (B, T, T)
+    T = mapped.shape[-1]
+    future = torch.ones(T, T, dtype=torch.bool, device=mapped.device).triu(1)  # (T, T)
+    d_prime = nn.functional.softmax(mapped.float().masked_fill(future, float("-inf")), dim=-1)  # Eq. 8
+    squared = (d_prime - D.float()).square().masked_fill(future, 0.0).sum(-1)  # Eq. 9, (B, T)
+    return squared.masked_fill(~valid, 0.0).sum()
+
+
 class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, GenerationMixin):
     """Syntax-aware Marian translation model.
 
     Load a Marian checkpoint with PASCAL heads added (the method adds no parameter)::
 
         model = SyntaxMTForConditionalGeneration.from_pretrained(marian_dir, encoder_pascal_heads=[8, 0, 0, 0, 0, 0])
+
+    The loss is `L_t + dbsa_loss_weight * L_dep + lisa_loss_weight * L_lisa + sync_loss_weight * L_sync`; each term
+    is summed over tokens and divided by the number of target tokens (the Trainer's `num_items_in_batch`), as
+    fairseq normalises every term of a criterion, so gradient accumulation stays exact.
     """
 
     # The Trainer passes `num_items_in_batch` (target tokens over all accumulated micro-batches) and the loss is
@@ -460,17 +715,32 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
         parent_positions: torch.Tensor | None = None,
+        word_index: torch.LongTensor | None = None,
+        word_heads: torch.LongTensor | None = None,
+        pos_ids: torch.LongTensor | None = None,
+        deprel_ids: torch.LongTensor | None = None,
+        subword_tag_ids: torch.LongTensor | None = None,
+        lisa_parents: torch.LongTensor | None = None,
+        dbsa_heads: torch.LongTensor | None = None,
+        decoder_dbsa_heads: torch.LongTensor | None = None,
         num_items_in_batch: int | torch.Tensor | None = None,
         **kwargs,
-    ) -> Seq2SeqLMOutput:
+    ) -> SyntaxMTSeq2SeqLMOutput:
         r"""
-        parent_positions (`torch.FloatTensor` of shape `(batch_size, sequence_length)`, *optional*):
+        parent_positions, word_index, word_heads, pos_ids, deprel_ids, subword_tag_ids:
             See [`SyntaxMTModel.forward`].
         labels (`torch.LongTensor` of shape `(batch_size, target_length)`, *optional*):
             Target token ids, -100 for ignored positions; the loss uses `config.label_smoothing`.
+        lisa_parents (`torch.LongTensor` of shape `(batch_size, sequence_length)`, *optional*):
+            Training only: position of the first subword of each token's head word (LISA heads' targets).
+        dbsa_heads (`torch.LongTensor` of shape `(batch_size, sequence_length)`, *optional*):
+            Training only: DBSA subword head of each source token (encoder DBSA heads' targets).
+        decoder_dbsa_heads (`torch.LongTensor` of shape `(batch_size, target_length)`, *optional*):
+            Training only: DBSA subword head of each *label* token, as a position in `labels` (-100: none). The
+            model shifts it onto the decoder inputs like `labels`.
         num_items_in_batch (`int`, *optional*):
-            Number of target tokens in the whole (accumulated) batch; the Trainer passes it. The loss is then the
-            summed token loss divided by it instead of the mean over this micro-batch.
+            Number of target tokens in the whole (accumulated) batch; the Trainer passes it. Every loss term is then
+            summed and divided by it instead of averaged over this micro-batch.
         """
         if labels is not None:
             use_cache = False
@@ -478,6 +748,14 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
                 decoder_input_ids = shift_tokens_right(
                     labels, self.config.pad_token_id, self.config.decoder_start_token_id
                 )
+        config = self.config
+        need_store = (
+            (config.uses_lisa and lisa_parents is not None)
+            or (config.uses_encoder_dbsa and dbsa_heads is not None)
+            or (config.uses_decoder_dbsa and decoder_dbsa_heads is not None)
+            or (config.uses_sync and labels is not None)
+        ) and past_key_values is None
+        store: dict | None = {} if need_store else None
         outputs = self.model(
             input_ids,
             attention_mask=attention_mask,
@@ -489,21 +767,36 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
             decoder_inputs_embeds=decoder_inputs_embeds,
             use_cache=use_cache,
             parent_positions=parent_positions,
+            word_index=word_index,
+            word_heads=word_heads,
+            pos_ids=pos_ids,
+            deprel_ids=deprel_ids,
+            subword_tag_ids=subword_tag_ids,
+            syntax_store=store,
             **kwargs,
         )
         logits = self.lm_head(outputs[0]) + self.final_logits_bias  # (B, T, V)
-        loss = None
+        loss = translation_loss = None
         if labels is not None:
-            loss = nn.functional.cross_entropy(
+            translation_loss = nn.functional.cross_entropy(
                 logits.view(-1, logits.shape[-1]).float(),
                 labels.view(-1).to(logits.device),
                 ignore_index=-100,
-                label_smoothing=float(self.config.label_smoothing),
-                reduction="mean" if num_items_in_batch is None else "sum",
+                label_smoothing=float(config.label_smoothing),
+                reduction="sum",
             )
-            if num_items_in_batch is not None:
-                loss = loss / num_items_in_batch
-        return Seq2SeqLMOutput(
+            normalizer = num_items_in_batch if num_items_in_batch is not None else (labels != -100).sum().clamp(min=1)
+            translation_loss = translation_loss / normalizer
+            loss = translation_loss
+        aux = {}
+        if store:
+            aux = self._auxiliary_losses(store, labels, attention_mask, lisa_parents, dbsa_heads, decoder_dbsa_heads)
+            if labels is not None:
+                aux = {name: value / normalizer for name, value in aux.items()}
+                weights = {"dbsa_loss": config.dbsa_loss_weight, "lisa_loss": config.lisa_loss_weight,
+                           "sync_loss": config.sync_loss_weight}  # fmt: skip
+                loss = loss + sum(weights[name] * value for name, value in aux.items())  # Eq. 6
+        return SyntaxMTSeq2SeqLMOutput(
             loss=loss,
             logits=logits,
             past_key_values=outputs.past_key_values,
@@ -513,11 +806,80 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
             encoder_last_hidden_state=outputs.encoder_last_hidden_state,
             encoder_hidden_states=outputs.encoder_hidden_states,
             encoder_attentions=outputs.encoder_attentions,
+            translation_loss=translation_loss,
+            **aux,
         )
+
+    def _auxiliary_losses(self, store, labels, attention_mask, lisa_parents, dbsa_heads, decoder_dbsa_heads):
+        """Summed (not yet normalised) auxiliary losses from what the attention modules stored."""
+        aux: dict[str, torch.Tensor] = {}
+
+        def add(name, value):
+            aux[name] = aux[name] + value if name in aux else value
+
+        enc_probs, dec_probs, cross = [], [], None
+        dec_valid = None
+        for key, value in store.items():
+            if key[0] == "cross":
+                cross = value  # (B, T, S)
+                continue
+            side, _, kind = key
+            logits, raw = value  # (B, k, T, S)
+            B, _, T, _ = logits.shape
+            if side == "encoder":
+                valid = (
+                    torch.ones(B, T, dtype=torch.bool, device=logits.device)
+                    if attention_mask is None else attention_mask.bool()
+                )  # fmt: skip
+                enc_probs.append(nn.functional.softmax(logits.float(), -1).mean(1)) if kind == "dbsa" else None
+                target = lisa_parents if kind == "lisa" else dbsa_heads
+                if target is not None:
+                    add(f"{kind}_loss", dependency_nll(logits, target.to(logits.device), valid & (target >= 0)))
+                continue
+            # decoder DBSA: position k holds label k-1 (shifted like labels); position 0 is the start token
+            if dec_valid is None:
+                dec_valid = torch.ones(B, T, dtype=torch.bool, device=logits.device)
+                if labels is not None:
+                    dec_valid[:, 1:] = labels[:, :-1] != -100
+            dec_probs.append(nn.functional.softmax(logits.float(), -1).mean(1))
+            if decoder_dbsa_heads is None:
+                continue
+            lab = decoder_dbsa_heads.to(logits.device)
+            heads = torch.full_like(lab, -100)
+            heads[:, 1:] = torch.where(lab[:, :-1] >= 0, lab[:, :-1] + 1, -100)  # (B, T) decoder positions
+            position = torch.arange(T, device=logits.device)
+            valid = dec_valid & (heads >= 0) & (heads < T)
+            if self.config.decoder_dbsa_full_context:
+                # training-only view over the whole target: the same bi-affine scores, padding keys masked
+                keys = torch.zeros_like(raw[:, :1, :1, :]).masked_fill(~dec_valid[:, None, None, :], float("-inf"))
+                logits = raw + keys
+            else:
+                valid = valid & (heads <= position)  # an arc to a later token cannot be predicted causally
+            add("dbsa_loss", dependency_nll(logits, heads, valid))
+        if self.config.uses_sync and labels is not None and enc_probs and dec_probs and cross is not None:
+            # several DBSA heads (or layers) are combined by averaging their attention matrices; C averages the
+            # heads of layer l_sync
+            E = torch.stack(enc_probs).mean(0)  # (B, S, S)
+            D = torch.stack(dec_probs).mean(0)  # (B, T, T)
+            aux["sync_loss"] = synchronous_loss(E, D, cross.float(), dec_valid)
+        return aux
+
+    def generate(self, *args, **kwargs):
+        """`GenerationMixin.generate`; a multi-task model starts every output with its `"translate"` task token
+        unless `forced_bos_token_id` or `decoder_input_ids` say otherwise."""
+        if self.config.task_token_ids and "forced_bos_token_id" not in kwargs and "decoder_input_ids" not in kwargs:
+            kwargs["forced_bos_token_id"] = self.config.task_token_ids["translate"]
+        return super().generate(*args, **kwargs)
 
 
 __all__ = [
+    "AUXILIARY_LOSSES",
     "SyntaxMTAttention",
+    "SyntaxMTSeq2SeqLMOutput",
+    "dependency_nll",
+    "synchronous_loss",
+    "tree_distances",
+    "tree_weights",
     "SyntaxMTForConditionalGeneration",
     "SyntaxMTModel",
     "SyntaxMTPreTrainedModel",
