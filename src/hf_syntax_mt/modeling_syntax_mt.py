@@ -100,6 +100,8 @@ def tree_distances(word_index: torch.Tensor, word_heads: torch.Tensor) -> torch.
     Returns:
         `(B, S, S)` float distances; a special token is at distance 0 from itself and `inf` from every other token.
     """
+    if word_heads.shape[1] == 0:  # a batch of empty sentences
+        word_heads = word_heads.new_zeros(word_heads.shape[0], 1)
     B, W = word_heads.shape
     own = torch.arange(W, device=word_heads.device).expand(B, W)  # (B, W)
     parent = torch.where(word_heads > 0, word_heads - 1, own).clamp(0, W - 1)  # root -> itself

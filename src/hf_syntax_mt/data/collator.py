@@ -11,11 +11,15 @@ __all__ = ["DataCollatorForSyntaxMT"]
 # Fields whose values are positions in the same sequence: a padding token points to itself.
 _POSITION_FIELDS = ("parent_positions", "lisa_parents")
 _POSITION_SUFFIX = "_heads"
+# Word-level fields: one entry per syntactic word (UD heads), padded to the longest sentence with 0.
+_WORD_FIELDS = ("word_heads",)
 # Fields aligned with the decoder side (``labels``) rather than ``input_ids``.
 _TARGET_PREFIXES = ("decoder_", "target_")
 
 
 def _is_position_field(name: str) -> bool:
+    if name in _WORD_FIELDS:
+        return False
     return name in _POSITION_FIELDS or name.endswith(_POSITION_SUFFIX) or name.endswith("_parent_positions")
 
 
@@ -36,7 +40,8 @@ class DataCollatorForSyntaxMT:
     - ``input_ids``: the tokenizer's pad id; ``attention_mask``: 0; ``labels``: ``label_pad_token_id`` (-100);
     - ``parent_positions`` (float), ``lisa_parents`` and ``*_heads`` (int): the padding token's **own position**
       (DESIGN.md); with left padding the real tokens' positions are shifted by the padding length;
-    - any other list field: 0 for ints, 0.0 for floats.
+    - ``word_heads`` (one UD head per syntactic word, its own length): 0;
+    - any other list field: 0 for ints, 0.0 for floats (``word_index`` and the feature ids: 0 = none).
 
     Fields named ``labels``, ``decoder_*`` or ``target_*`` are aligned with ``labels``; every other list field
     with ``input_ids``. A row whose field length differs from its reference raises ``ValueError``. Scalar fields
@@ -92,8 +97,12 @@ class DataCollatorForSyntaxMT:
                 batch[name] = column  # scalars / strings, converted below
                 continue
             column = [c.tolist() if hasattr(c, "tolist") else list(c) for c in column]
-            ref = "target" if _is_target_field(name) and "target" in lengths else "source"
-            ref_name = "labels" if ref == "target" else "input_ids"
+            if name in _WORD_FIELDS:
+                lengths[name] = [len(values) for values in column]
+                ref, ref_name = name, name
+            else:
+                ref = "target" if _is_target_field(name) and "target" in lengths else "source"
+                ref_name = "labels" if ref == "target" else "input_ids"
             for i, (values, n) in enumerate(zip(column, lengths[ref], strict=True)):
                 if len(values) != n:
                     raise ValueError(

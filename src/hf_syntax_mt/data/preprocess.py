@@ -3,8 +3,10 @@
 :class:`SyntaxMTPreprocessor` is the batched map function: it parses the source side (or reads pre-computed
 parses), tokenizes it, maps the tree onto the subwords (:func:`~hf_syntax_mt.data.subwords.align_parse`) and
 tokenizes the target side into ``labels``. Output columns are named like ``forward()`` arguments:
-``input_ids``, ``attention_mask``, ``parent_positions``, ``labels`` and, on request, ``lisa_parents`` and
-``dbsa_heads``.
+``input_ids``, ``attention_mask``, ``parent_positions``, ``labels`` and, on request, every supervision and
+feature column of the syntax options, computed in the same pass: ``lisa_parents``, ``dbsa_heads`` (source),
+``decoder_dbsa_heads`` (target, aligned with ``labels``; needs target parses), ``word_index`` + ``word_heads``
+(syntax-directed heads) and ``pos_ids``, ``deprel_ids``, ``subword_tag_ids`` (input features).
 
 Edge cases:
 
@@ -90,6 +92,11 @@ class SyntaxMTPreprocessor:
         max_target_length: maximum ``labels`` length in tokens (special tokens included).
         compute_lisa: also produce ``lisa_parents``.
         compute_dbsa: also produce ``dbsa_heads``.
+        compute_tree: also produce ``word_index`` and ``word_heads`` (syntax-directed heads).
+        compute_features: also produce ``pos_ids``, ``deprel_ids`` and ``subword_tag_ids`` (input features).
+        target_parser: a parser for the target side; with it (or ``target_parse_column``) the preprocessor also
+            produces ``decoder_dbsa_heads`` (decoder DBSA heads), and ``labels`` come from the same tokenization.
+        target_parse_column: column with pre-computed target parses (like ``source_parse_column``).
 
     Call it as ``preprocessor(batch, indices)`` (``map(batched=True, with_indices=True)``); ``indices`` only
     serve error messages. Returns a dict of per-row lists: ``input_ids``, ``attention_mask``,
@@ -107,6 +114,10 @@ class SyntaxMTPreprocessor:
         max_target_length: int | None = None,
         compute_lisa: bool = False,
         compute_dbsa: bool = False,
+        compute_tree: bool = False,
+        compute_features: bool = False,
+        target_parser: Parser | None = None,
+        target_parse_column: str | None = None,
     ):
         if parser is None and source_parse_column is None:
             raise ValueError("SyntaxMTPreprocessor needs a parser or a source_parse_column with pre-computed parses")
@@ -122,6 +133,38 @@ class SyntaxMTPreprocessor:
         self.max_target_length = max_target_length
         self.compute_lisa = compute_lisa
         self.compute_dbsa = compute_dbsa
+        self.compute_tree = compute_tree
+        self.compute_features = compute_features
+        self.target_parser = target_parser
+        self.target_parse_column = target_parse_column
+
+    @classmethod
+    def for_config(cls, config, tokenizer, parser=None, **kwargs) -> SyntaxMTPreprocessor:
+        """A preprocessor that produces every column the options of `config` (a `SyntaxMTConfig`) consume."""
+        options = dict(
+            compute_lisa=config.uses_lisa,
+            compute_dbsa=config.uses_encoder_dbsa,
+            compute_tree=config.uses_tree,
+            compute_features=bool(config.input_features),
+        )
+        needs_target = config.uses_decoder_dbsa and config.dbsa_loss_weight > 0
+        if needs_target and kwargs.get("target_parser") is None and kwargs.get("target_parse_column") is None:
+            raise ValueError(
+                f"decoder_dbsa_heads={config.decoder_dbsa_heads} is trained on target parses: give target_parser= "
+                "or target_parse_column=."
+            )
+        return cls(tokenizer, parser, **{**options, **kwargs})
+
+    def _read_parses(self, batch, column: str, texts: list[str], indices) -> list[ParsedSentence]:
+        if column not in batch:
+            raise KeyError(f"parse column {column!r} not in the dataset columns {sorted(batch)}")
+        parses = []
+        for k, d in enumerate(batch[column]):
+            try:
+                parses.append(d if isinstance(d, ParsedSentence) else ParsedSentence.from_dict(d))
+            except (ValueError, TypeError) as e:
+                raise ValueError(f"invalid parse in {self._row_label(k, indices)} ({texts[k]!r}): {e}") from e
+        return parses
 
     def _row_label(self, k: int, indices: Sequence[int] | None) -> str:
         return f"row {indices[k]}" if indices is not None else f"batch row {k}"
@@ -134,25 +177,18 @@ class SyntaxMTPreprocessor:
             raise KeyError(f"source column {self.source_column!r} not in the dataset columns {sorted(batch)}")
         texts = ["" if t is None else t for t in batch[self.source_column]]
         if self.source_parse_column is not None:
-            if self.source_parse_column not in batch:
-                raise KeyError(f"parse column {self.source_parse_column!r} not in the dataset columns {sorted(batch)}")
-            parses = []
-            for k, d in enumerate(batch[self.source_parse_column]):
-                try:
-                    parses.append(d if isinstance(d, ParsedSentence) else ParsedSentence.from_dict(d))
-                except (ValueError, TypeError) as e:
-                    raise ValueError(f"invalid parse in {self._row_label(k, indices)} ({texts[k]!r}): {e}") from e
+            parses = self._read_parses(batch, self.source_parse_column, texts, indices)
         else:
             parses = self._parse(texts, indices)
         n_empty = sum(1 for t in texts if not t.strip())
         if n_empty:
             logger.warning("%d empty source line(s) kept with special tokens only as input", n_empty)
 
-        out: dict[str, list[Any]] = {"input_ids": [], "attention_mask": [], "parent_positions": []}
-        if self.compute_lisa:
-            out["lisa_parents"] = []
-        if self.compute_dbsa:
-            out["dbsa_heads"] = []
+        names = ["input_ids", "attention_mask", "parent_positions"]
+        names += ["lisa_parents"] * self.compute_lisa + ["dbsa_heads"] * self.compute_dbsa
+        names += ["word_index", "word_heads"] * self.compute_tree
+        names += ["pos_ids", "deprel_ids", "subword_tag_ids"] * self.compute_features
+        out: dict[str, list[Any]] = {name: [] for name in names}
         for k, (text, parse) in enumerate(zip(texts, parses, strict=True)):
             try:
                 aligned = align_parse(
@@ -162,6 +198,8 @@ class SyntaxMTPreprocessor:
                     max_length=self.max_source_length,
                     compute_lisa=self.compute_lisa,
                     compute_dbsa=self.compute_dbsa,
+                    compute_tree=self.compute_tree,
+                    compute_features=self.compute_features,
                 )
             except Exception as e:
                 raise ValueError(
@@ -172,9 +210,33 @@ class SyntaxMTPreprocessor:
 
         if self.target_column in batch:
             targets = ["" if t is None else t for t in batch[self.target_column]]
-            special_ids = set(self.tokenizer.all_special_ids)
-            labels = self.tokenizer(text_target=targets)["input_ids"]
-            out["labels"] = [_truncate_ids(list(ids), self.max_target_length, special_ids) for ids in labels]
+            if self.target_parser is not None or self.target_parse_column is not None:
+                out.update(self._target_with_heads(batch, targets, indices))
+            else:
+                special_ids = set(self.tokenizer.all_special_ids)
+                labels = self.tokenizer(text_target=targets)["input_ids"]
+                out["labels"] = [_truncate_ids(list(ids), self.max_target_length, special_ids) for ids in labels]
+        return out
+
+    def _target_with_heads(self, batch, targets: list[str], indices) -> dict[str, list[Any]]:
+        """``labels`` and ``decoder_dbsa_heads`` (positions in ``labels``) from target parses."""
+        if self.target_parse_column is not None:
+            parses = self._read_parses(batch, self.target_parse_column, targets, indices)
+        else:
+            parses = parse_texts(self.target_parser, targets, lambda k: f"target of {self._row_label(k, indices)}")
+        out: dict[str, list[Any]] = {"labels": [], "decoder_dbsa_heads": []}
+        for k, (text, parse) in enumerate(zip(targets, parses, strict=True)):
+            try:
+                aligned = align_parse(
+                    self.tokenizer, parse, text=text if text.strip() else None, max_length=self.max_target_length,
+                    compute_dbsa=True, target=True,
+                )  # fmt: skip
+            except Exception as e:
+                raise ValueError(
+                    f"cannot align the target parse with the tokens in {self._row_label(k, indices)}: {text!r}: {e}"
+                ) from e
+            out["labels"].append(aligned["input_ids"])
+            out["decoder_dbsa_heads"].append(aligned["dbsa_heads"])
         return out
 
 

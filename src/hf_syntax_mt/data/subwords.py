@@ -231,11 +231,20 @@ def _sp_offsets(sp, text: str) -> tuple[list[str], list[tuple[int, int]]]:
 
 
 def _tokenize_with_offsets(
-    tokenizer, text: str, token_spans: list[tuple[int, int]]
+    tokenizer, text: str, token_spans: list[tuple[int, int]], target: bool = False
 ) -> tuple[list[int], list[bool], list[tuple[int, int] | None]]:
-    """Returns ``input_ids`` (with special tokens), a special-token mask and each token's character offsets."""
+    """Returns ``input_ids`` (with special tokens), a special-token mask and each token's character offsets.
+    ``target=True`` tokenizes as ``tokenizer(text_target=...)`` does (the target vocabulary of a Marian model)."""
+    switch = getattr(tokenizer, "_switch_to_target_mode", None)
+    if target and switch is not None and not getattr(tokenizer, "is_fast", False):
+        switch()
+        try:
+            return _tokenize_with_offsets(tokenizer, text, token_spans)
+        finally:
+            tokenizer._switch_to_input_mode()
     if getattr(tokenizer, "is_fast", False):
-        enc = tokenizer(text, add_special_tokens=True, return_offsets_mapping=True, return_special_tokens_mask=True)
+        side = {"text_target": text} if target else {"text": text}
+        enc = tokenizer(**side, add_special_tokens=True, return_offsets_mapping=True, return_special_tokens_mask=True)
         ids = list(enc["input_ids"])
         special = [bool(s) for s in enc["special_tokens_mask"]]
         offsets = [None if s else tuple(o) for o, s in zip(enc["offset_mapping"], special, strict=True)]
@@ -285,6 +294,9 @@ def align_parse(
     max_length: int | None = None,
     compute_lisa: bool = False,
     compute_dbsa: bool = False,
+    compute_tree: bool = False,
+    compute_features: bool = False,
+    target: bool = False,
 ) -> dict[str, Any]:
     """Tokenize a parsed sentence and map its tree onto the subwords (rules in the module docstring).
 
@@ -296,16 +308,20 @@ def align_parse(
         max_length: maximum number of tokens, special tokens included.
         compute_lisa: also return ``lisa_parents``.
         compute_dbsa: also return ``dbsa_heads``.
+        compute_tree: also return ``word_index`` (``(T,)``, 1-based word of each subword, 0 for special tokens)
+            and ``word_heads`` (``(n,)``, the parse's UD heads), for syntax-directed attention.
+        compute_features: also return the Sennrich & Haddow features ``pos_ids``, ``deprel_ids`` and
+            ``subword_tag_ids`` (``(T,)``, ids into ``INPUT_FEATURES``, 0 for special tokens).
+        target: tokenize as a target sentence (``tokenizer(text_target=...)``), for target-side supervision.
 
     Returns:
         dict of ``(T,)`` lists: ``input_ids``, ``attention_mask`` (all 1), ``parent_positions`` (floats),
-        ``word_ids`` (syntactic word index of each subword, ``None`` for special tokens), and ``lisa_parents`` /
-        ``dbsa_heads`` (ints) when requested.
+        ``word_ids`` (syntactic word index of each subword, ``None`` for special tokens), and the requested ones.
     """
     text, spans = _resolve_text_and_spans(parse, text)
     tokens = _representatives(parse)
     token_spans = [spans[ws] for ws, _, _ in tokens]
-    ids, special, offsets = _tokenize_with_offsets(tokenizer, text, token_spans)
+    ids, special, offsets = _tokenize_with_offsets(tokenizer, text, token_spans, target=target)
     T = len(ids)
     n = len(parse.words)
 
@@ -353,6 +369,11 @@ def align_parse(
         result["lisa_parents"] = _parents(assigned, parse.heads, positions, min)
     if compute_dbsa:
         result["dbsa_heads"] = _dbsa(assigned, parse.heads, positions)
+    tokens_out: dict[str, list[int]] = {}  # per-token values that are not positions
+    if compute_tree:
+        tokens_out["word_index"] = [0 if w is None else w + 1 for w in assigned]
+    if compute_features:
+        tokens_out.update(_features(parse, assigned))
 
     # 4. truncation: keep leading/trailing special tokens, cut the content, clamp parents past the cut
     keep = list(range(T))
@@ -374,9 +395,36 @@ def align_parse(
                 new_values.append(cast(j) if special[t] else (cast(last) if values[t] > last else values[t]))
             new_result[name] = new_values
         result = new_result
-    return {
+    out = {
         "input_ids": [ids[t] for t in keep],
         "attention_mask": [1] * len(keep),
         **result,
+        **{name: [values[t] for t in keep] for name, values in tokens_out.items()},
         "word_ids": [assigned[t] for t in keep],
     }
+    if compute_tree:
+        out["word_heads"] = list(parse.heads)
+    return out
+
+
+def _features(parse: ParsedSentence, assigned: Sequence[int | None]) -> dict[str, list[int]]:
+    """Sennrich & Haddow features of each subword: its word's UPOS and universal relation, and its B/I/E/O tag."""
+    from ..configuration_syntax_mt import DEPRELS, SUBWORD_TAGS, UPOS_TAGS
+
+    pos_vocab = {tag: k + 1 for k, tag in enumerate(UPOS_TAGS)}
+    rel_vocab = {rel: k + 1 for k, rel in enumerate(DEPRELS)}
+    tag_id = {tag: k + 1 for k, tag in enumerate(SUBWORD_TAGS)}
+    positions = _positions_per_word(assigned, len(parse.words))
+    pos_ids, deprel_ids, tags = [], [], []
+    for t, w in enumerate(assigned):
+        if w is None:
+            pos_ids.append(0)
+            deprel_ids.append(0)
+            tags.append(0)
+            continue
+        pos_ids.append(pos_vocab.get(parse.upos[w] if parse.upos else "", 0))
+        deprel_ids.append(rel_vocab.get((parse.deprels[w] if parse.deprels else "").split(":")[0].lower(), 0))
+        own = positions[w]
+        tag = "O" if len(own) == 1 else "B" if t == own[0] else "E" if t == own[-1] else "I"
+        tags.append(tag_id[tag])
+    return {"pos_ids": pos_ids, "deprel_ids": deprel_ids, "subword_tag_ids": tags}

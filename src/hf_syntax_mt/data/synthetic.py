@@ -75,6 +75,7 @@ __all__ = [
     "SyntheticPair",
     "generate_corpus",
     "generate_pair",
+    "gold_parses",
     "gold_source_parses",
     "load_synthetic_dataset",
     "to_conllu",
@@ -716,9 +717,18 @@ def load_synthetic_dataset(
     return DatasetDict(dataset)
 
 
-def gold_source_parses(batch: dict) -> dict:
-    """`datasets.map(batched=True)` function: the gold source trees of `load_synthetic_dataset` as a
-    `source_parse` column of parse dicts, the form `SyntaxMTPreprocessor(source_parse_column=...)` reads."""
+def gold_parses(batch: dict, sides: tuple[str, ...] = ("source", "target")) -> dict:
+    """`datasets.map(batched=True)` function: the gold trees of `load_synthetic_dataset` as `source_parse` /
+    `target_parse` columns of parse dicts, the form `SyntaxMTPreprocessor(source_parse_column=...,
+    target_parse_column=...)` reads."""
     keys = ("words", "heads", "deprels", "upos")
-    rows = zip(batch["source"], *(batch[f"source_{k}"] for k in keys), strict=True)
-    return {"source_parse": [{"text": text, **dict(zip(keys, row, strict=True))} for text, *row in rows]}
+    out = {}
+    for side in sides:
+        rows = zip(batch[side], *(batch[f"{side}_{k}"] for k in keys), strict=True)
+        out[f"{side}_parse"] = [{"text": text, **dict(zip(keys, row, strict=True))} for text, *row in rows]
+    return out
+
+
+def gold_source_parses(batch: dict) -> dict:
+    """`gold_parses` for the source side only."""
+    return gold_parses(batch, sides=("source",))
