@@ -7,10 +7,10 @@ import time
 from collections.abc import Iterable
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-from transformers import MarianConfig, MarianMTModel, PreTrainedTokenizerFast, TrainerCallback
+from transformers import MarianConfig, MarianMTModel, PreTrainedTokenizerFast, Seq2SeqTrainer, TrainerCallback
 
 from .configuration_syntax_mt import SyntaxMTConfig
-from .modeling_syntax_mt import SyntaxMTForConditionalGeneration
+from .modeling_syntax_mt import AUXILIARY_LOSSES, SyntaxMTForConditionalGeneration
 
 PAD, EOS, UNK = "<pad>", "</s>", "<unk>"
 
@@ -91,4 +91,32 @@ class TimeBudgetCallback(TrainerCallback):
         return control
 
 
-__all__ = ["TimeBudgetCallback", "build_model", "model_config", "train_tokenizer"]
+class SyntaxMTTrainer(Seq2SeqTrainer):
+    """`Seq2SeqTrainer` that logs each term of the objective beside `loss`: `translation_loss`, `dbsa_loss`,
+    `lisa_loss` and `sync_loss` (unweighted; averaged over the optimizer steps since the last log, like `loss`)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._terms: dict[str, float] = {}
+        self._term_calls = 0
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        loss, outputs = super().compute_loss(model, inputs, return_outputs=True, num_items_in_batch=num_items_in_batch)
+        if model.training and isinstance(outputs, dict):
+            for name in ("translation_loss", *AUXILIARY_LOSSES):
+                value = outputs.get(name)
+                if value is not None:
+                    self._terms[name] = self._terms.get(name, 0.0) + float(value.detach())
+            self._term_calls += 1
+        return (loss, outputs) if return_outputs else loss
+
+    def log(self, logs: dict[str, float], *args, **kwargs) -> None:
+        if "loss" in logs and self._term_calls:
+            # each micro-batch term is already divided by the tokens of the whole accumulated batch
+            steps = self._term_calls / self.args.gradient_accumulation_steps
+            logs.update({name: round(total / steps, 4) for name, total in self._terms.items()})
+            self._terms, self._term_calls = {}, 0
+        super().log(logs, *args, **kwargs)
+
+
+__all__ = ["SyntaxMTTrainer", "TimeBudgetCallback", "build_model", "model_config", "train_tokenizer"]
