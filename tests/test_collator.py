@@ -118,3 +118,17 @@ def test_with_real_tokenizer_and_preprocessor(tmp_path, data_marian_tokenizer):
     assert batch["parent_positions"][1, n1:].tolist() == [float(p) for p in range(n1, S)]
     assert batch["parent_positions"][1, :n1].tolist() == ds[1]["parent_positions"]
     assert set(batch) == {"input_ids", "attention_mask", "parent_positions", "dbsa_heads", "labels"}
+
+
+def test_word_level_and_syntax_columns_are_padded_by_their_own_rules():
+    rows = [
+        {"input_ids": [5, 6, 0], "word_index": [1, 2, 0], "word_heads": [2, 0], "pos_ids": [3, 4, 0],
+         "labels": [7, 0], "decoder_dbsa_heads": [1, 1]},
+        {"input_ids": [5, 6, 7, 8, 0], "word_index": [1, 1, 2, 3, 0], "word_heads": [0, 1, 1], "pos_ids": [3, 3, 4, 5, 0],
+         "labels": [7, 8, 9, 0], "decoder_dbsa_heads": [1, 3, 3, 3]},
+    ]  # fmt: skip
+    batch = DataCollatorForSyntaxMT(_Tok())(rows)
+    assert batch["word_heads"].tolist() == [[2, 0, 0], [0, 1, 1]]  # its own length, padded with 0
+    assert batch["word_index"].tolist() == [[1, 2, 0, 0, 0], [1, 1, 2, 3, 0]]  # 0 = no word
+    assert batch["pos_ids"].tolist() == [[3, 4, 0, 0, 0], [3, 3, 4, 5, 0]]
+    assert batch["decoder_dbsa_heads"].tolist() == [[1, 1, 2, 3], [1, 3, 3, 3]]  # target side, own position

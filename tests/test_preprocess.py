@@ -176,3 +176,46 @@ def test_read_parallel_conllu_and_conll_parser_agree(tmp_path, data_marian_token
     a = prepare_dataset(ds, data_marian_tokenizer, None, source_parse_column="source_parse")
     b = prepare_dataset(ds.remove_columns("source_parse"), data_marian_tokenizer, ConllParser(conllu))
     assert a.to_dict() == b.to_dict()
+
+
+@pytest.mark.parametrize("tokenizer_name", ["data_fast_tokenizer", "data_marian_tokenizer"])
+def test_every_supervision_column_in_one_pass(tokenizer_name, request, tmp_path):
+    """Source LISA/DBSA/tree/feature columns and target DBSA heads, checked against the word-level rules."""
+    from hf_syntax_mt import SyntaxMTConfig
+    from hf_syntax_mt.configuration_syntax_mt import DEPRELS, UPOS_TAGS
+    from hf_syntax_mt.data.subwords import dbsa_heads_from_word_ids
+
+    tok = request.getfixturevalue(tokenizer_name)
+    src = ParsedSentence(["Le", "chat", "mange", "du", "poisson"], [2, 3, 0, 5, 3], ["det", "nsubj", "root",
+                         "nmod:poss", "obj"], ["DET", "NOUN", "VERB", "ADP", "NOUN"], text="Le chat mange du poisson")  # fmt: skip
+    tgt = ParsedSentence(["Les", "enfants", "jouent"], [2, 3, 0], ["det", "nsubj", "root"], ["DET", "NOUN", "VERB"],
+                         text="Les enfants jouent")  # fmt: skip
+    data = Dataset.from_dict({"source": [src.text, ""], "target": [tgt.text, ""],
+                              "source_parse": [src.to_dict(), ParsedSentence([], [], [], [], text="").to_dict()],
+                              "target_parse": [tgt.to_dict(), ParsedSentence([], [], [], [], text="").to_dict()]})  # fmt: skip
+    config = SyntaxMTConfig(encoder_layers=1, decoder_layers=1, encoder_attention_heads=4, decoder_attention_heads=4,
+                            d_model=16, encoder_lisa_heads=[1], encoder_dbsa_heads=[1], encoder_tree_heads=[1],
+                            decoder_dbsa_heads=[1], input_features=["pos", "deprel", "subword_tag"])  # fmt: skip
+    with pytest.raises(ValueError, match="target parses"):
+        SyntaxMTPreprocessor.for_config(config, tok, source_parse_column="source_parse")
+    pre = SyntaxMTPreprocessor.for_config(config, tok, source_parse_column="source_parse",
+                                          target_parse_column="target_parse")  # fmt: skip
+    row = data.map(pre, batched=True, with_indices=True, remove_columns=data.column_names)[0]
+    aligned = align_parse(tok, src, compute_lisa=True, compute_dbsa=True)
+    word_ids = aligned["word_ids"]
+    assert row["lisa_parents"] == aligned["lisa_parents"] and row["dbsa_heads"] == aligned["dbsa_heads"]
+    assert row["word_index"] == [0 if w is None else w + 1 for w in word_ids]
+    assert row["word_heads"] == src.heads
+    for t, w in enumerate(word_ids):
+        if w is None:
+            assert (row["pos_ids"][t], row["deprel_ids"][t], row["subword_tag_ids"][t]) == (0, 0, 0)
+            continue
+        assert row["pos_ids"][t] == UPOS_TAGS.index(src.upos[w]) + 1
+        assert row["deprel_ids"][t] == DEPRELS.index(src.deprels[w].split(":")[0]) + 1  # nmod:poss -> nmod
+        own = [u for u, v in enumerate(word_ids) if v == w]
+        tag = "O" if len(own) == 1 else "B" if t == own[0] else "E" if t == own[-1] else "I"
+        assert row["subword_tag_ids"][t] == "BIEO".index(tag) + 1
+    # target: labels are the usual target tokenization, heads follow the DBSA rule on it
+    assert row["labels"] == tok(text_target=[tgt.text])["input_ids"][0]
+    target_word_ids = align_parse(tok, tgt, target=True)["word_ids"]
+    assert row["decoder_dbsa_heads"] == dbsa_heads_from_word_ids(target_word_ids, tgt.heads)

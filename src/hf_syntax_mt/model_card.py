@@ -56,6 +56,27 @@ def describe_method(config) -> str:
             f"{', '.join(layers)}; {config.pascal_weighting} weighting, sigma={config.pascal_sigma}, "
             f"parent ignoring q={config.parent_ignoring}."
         )
+    def per_layer(values):
+        return ", ".join(f"layer {i}: {k}" for i, k in enumerate(values or []) if k)
+
+    if getattr(config, "uses_tree", False):
+        lines.append(f"- Syntax-directed attention heads (Chen et al. 2017; tree distance <= {config.tree_window}) in "
+                     f"encoder {per_layer(config.encoder_tree_heads)}.")  # fmt: skip
+    if getattr(config, "uses_lisa", False):
+        lines.append(f"- LISA heads on subwords (Strubell et al. 2018, as in the PASCAL paper) in encoder "
+                     f"{per_layer(config.encoder_lisa_heads)}; loss weight {config.lisa_loss_weight}.")  # fmt: skip
+    if getattr(config, "uses_encoder_dbsa", False) or getattr(config, "uses_decoder_dbsa", False):
+        lines.append(f"- Dependency-based self-attention (Deguchi et al. 2019, Eqs. 4-5): encoder "
+                     f"{per_layer(config.encoder_dbsa_heads) or 'none'}, decoder "
+                     f"{per_layer(config.decoder_dbsa_heads) or 'none'}; lambda_dep={config.dbsa_loss_weight}.")  # fmt: skip
+    if getattr(config, "uses_sync", False):
+        lines.append(f"- Synchronous syntactic attention loss (Eqs. 6-9), lambda_sync={config.sync_loss_weight}, "
+                     f"l_sync = decoder layer {config.sync_layer}.")  # fmt: skip
+    if getattr(config, "input_features", None):
+        lines.append(f"- Linguistic input features (Sennrich & Haddow 2016): {', '.join(config.input_features)}, "
+                     f"{config.feature_combination}.")  # fmt: skip
+    if getattr(config, "task_token_ids", None):
+        lines.append("- Multi-task parse + translate (Currey & Heafield 2019) with target-side task tokens.")
     return "\n".join(lines) or "- none (vanilla Marian)"
 
 

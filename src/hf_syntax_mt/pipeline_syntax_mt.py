@@ -40,13 +40,19 @@ class SyntaxTranslationPipeline(Pipeline):
         self.tokenizer.padding_side = "right"
         self.parser = self._resolve_parser(parser)
 
+    def _needs_parse(self) -> bool:
+        """Whether the model's inputs depend on a parse (bi-affine heads need none at inference)."""
+        config = self.model.config
+        return bool(getattr(config, "uses_pascal", False) or getattr(config, "uses_tree", False)
+                    or getattr(config, "input_features", None))  # fmt: skip
+
     def _resolve_parser(self, parser):
         if isinstance(parser, Parser):
             return parser
         if parser is None:
             parser = getattr(self.model.config, "source_parser", None)
         if parser is None:
-            if getattr(self.model.config, "uses_pascal", False):
+            if self._needs_parse():
                 raise ValueError(
                     "This model has syntax heads but its config records no `source_parser` and none was given: pass "
                     "one, e.g. pipeline(..., parser=hf_syntax_mt.data.get_parser('spacy', model='fr_core_news_sm'))."
@@ -76,21 +82,36 @@ class SyntaxTranslationPipeline(Pipeline):
     def preprocess(self, item, max_length=None):
         text, parse = item
         max_length = max_length or self.model.config.max_position_embeddings
-        if parse is None:  # a model without syntax heads
+        config = self.model.config
+        if parse is None or not self._needs_parse():  # no input depends on the parse
             input_ids = self.tokenizer(text, truncation=True, max_length=max_length)["input_ids"]
-            parents = None
-        else:
-            enc = align_parse(self.tokenizer, parse, text=text if text.strip() else None, max_length=max_length)
-            input_ids, parents = enc["input_ids"], enc["parent_positions"]
+            return {
+                "input_ids": torch.tensor([input_ids]),
+                "attention_mask": torch.ones(1, len(input_ids), dtype=torch.long),
+            }
+        enc = align_parse(
+            self.tokenizer, parse, text=text if text.strip() else None, max_length=max_length,
+            compute_tree=getattr(config, "uses_tree", False), compute_features=bool(getattr(config, "input_features", None)),
+        )  # fmt: skip
         out = {
-            "input_ids": torch.tensor([input_ids]),
-            "attention_mask": torch.ones(1, len(input_ids), dtype=torch.long),
+            "input_ids": torch.tensor([enc["input_ids"]]),
+            "attention_mask": torch.ones(1, len(enc["input_ids"]), dtype=torch.long),
         }
-        if getattr(self.model.config, "uses_pascal", False):
-            out["parent_positions"] = torch.tensor([parents], dtype=torch.float)
+        if getattr(config, "uses_pascal", False):
+            out["parent_positions"] = torch.tensor([enc["parent_positions"]], dtype=torch.float)
+        for name in ("word_index", "pos_ids", "deprel_ids", "subword_tag_ids"):
+            if name in enc:
+                out[name] = torch.tensor([enc[name]])
+        if "word_heads" in enc:
+            out["word_heads"] = torch.tensor([enc["word_heads"] or [0]])
+        if multitask := getattr(config, "task_token_ids", None):
+            out["forced_bos_token_id"] = multitask["translate"]
         return out
 
     def _forward(self, model_inputs, **generate_kwargs):
+        forced = model_inputs.pop("forced_bos_token_id", None)
+        if forced is not None:
+            generate_kwargs.setdefault("forced_bos_token_id", forced)
         return {"output_ids": self.model.generate(**model_inputs, **generate_kwargs)}
 
     def postprocess(self, model_outputs, clean_up_tokenization_spaces=False):
