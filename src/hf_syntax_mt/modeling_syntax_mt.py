@@ -281,7 +281,9 @@ class SyntaxMTAttention(MarianAttention):
             ob = kp + kt
             for kind, k in (("lisa", self.num_lisa_heads), ("dbsa", self.num_dbsa_heads)):
                 if k:
-                    syntax_store[(side, self.layer_idx, kind)] = (logits[:, ob : ob + k], scores[:, ob : ob + k])
+                    syntax_store[(side, self.layer_idx, kind)] = (
+                        logits[:, ob : ob + k], scores[:, ob : ob + k], probs[:, ob : ob + k]
+                    )  # masked logits, raw scores, probabilities: (B, k, T, S) each
                     ob += k
             if self.record_probs:
                 syntax_store[("cross", self.layer_idx)] = probs.mean(dim=1)  # (B, T, S), heads averaged
@@ -826,14 +828,15 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
                 cross = value  # (B, T, S)
                 continue
             side, _, kind = key
-            logits, raw = value  # (B, k, T, S)
+            logits, raw, probs = value  # (B, k, T, S)
             B, _, T, _ = logits.shape
             if side == "encoder":
                 valid = (
                     torch.ones(B, T, dtype=torch.bool, device=logits.device)
                     if attention_mask is None else attention_mask.bool()
                 )  # fmt: skip
-                enc_probs.append(nn.functional.softmax(logits.float(), -1).mean(1)) if kind == "dbsa" else None
+                if kind == "dbsa":
+                    enc_probs.append(probs.mean(1))  # (B, S, S)
                 target = lisa_parents if kind == "lisa" else dbsa_heads
                 if target is not None:
                     add(f"{kind}_loss", dependency_nll(logits, target.to(logits.device), valid & (target >= 0)))
@@ -843,7 +846,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
                 dec_valid = torch.ones(B, T, dtype=torch.bool, device=logits.device)
                 if labels is not None:
                     dec_valid[:, 1:] = labels[:, :-1] != -100
-            dec_probs.append(nn.functional.softmax(logits.float(), -1).mean(1))
+            dec_probs.append(probs.mean(1))  # (B, T, T)
             if decoder_dbsa_heads is None:
                 continue
             lab = decoder_dbsa_heads.to(logits.device)

@@ -1,0 +1,123 @@
+"""DBSA (encoder + decoder) with the synchronous loss vs vanilla `MarianMTModel` of the same dims: training-step
+and greedy-generation throughput, interleaved in one process, medians and ratios.
+
+Training includes everything the method adds: bi-affine heads on the eager path, the source and target parse
+losses (L_dep) and the synchronous loss (Eqs. 7-9) with the eager cross-attention of layer l_sync. Generation
+needs no parse: the bi-affine heads run in the SDPA kernel with Q U.
+
+    python benchmarks/bench_dbsa.py                      # writes benchmarks/results/dbsa.json
+    python benchmarks/bench_dbsa.py --quick
+
+Targets (issue 3): training >= 0.90x, generation >= 0.95x vanilla.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+from pathlib import Path
+
+import torch
+from bench_pascal import generate, time_interleaved, train_step
+from transformers import MarianMTModel
+
+import hf_syntax_mt
+from hf_syntax_mt.data import DataCollatorForSyntaxMT
+from hf_syntax_mt.data.subwords import align_parse
+from hf_syntax_mt.data.synthetic import generate_corpus
+from hf_syntax_mt.training import build_model, model_config, train_tokenizer
+
+TARGETS = {"train_ratio": 0.90, "generate_ratio": 0.95}
+
+
+def make_batch(args):
+    """Real synthetic sentences with gold source and target DBSA heads."""
+    pairs = generate_corpus(max(400, args.batch_size), seed=args.seed, min_words=args.min_words, max_words=args.max_words)
+    tokenizer = train_tokenizer([p.source for p in pairs] + [p.target for p in pairs], vocab_size=args.vocab_size)
+    rows = []
+    for p in pairs[: args.batch_size]:
+        src = align_parse(tokenizer, p.source_tree.to_parsed(p.source), text=p.source, compute_dbsa=True)
+        tgt = align_parse(tokenizer, p.target_tree.to_parsed(p.target), text=p.target, compute_dbsa=True, target=True)
+        rows.append({"input_ids": src["input_ids"], "attention_mask": src["attention_mask"],
+                     "dbsa_heads": src["dbsa_heads"], "labels": tgt["input_ids"],
+                     "decoder_dbsa_heads": tgt["dbsa_heads"]})  # fmt: skip
+    return tokenizer, DataCollatorForSyntaxMT(tokenizer)(rows)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--d-model", type=int, default=256)
+    p.add_argument("--layers", type=int, default=6)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--vocab-size", type=int, default=2000)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--min-words", type=int, default=10)
+    p.add_argument("--max-words", type=int, default=60)
+    p.add_argument("--new-tokens", type=int, default=32)
+    p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quick", action="store_true", help="small model, 5 rounds")
+    p.add_argument("--output", default="benchmarks/results/dbsa.json")
+    args = p.parse_args()
+    if args.quick:
+        args.d_model, args.layers, args.rounds, args.warmup, args.batch_size = 128, 3, 5, 1, 16
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    tokenizer, batch = make_batch(args)
+    dims = dict(d_model=args.d_model, layers=args.layers, heads=args.heads, ffn_dim=4 * args.d_model, dropout=0.1)
+    first = [1] + [0] * (args.layers - 1)  # the paper: one DBSA head in layer 1 of each side
+    dbsa = build_model(model_config(tokenizer, encoder_dbsa_heads=first, decoder_dbsa_heads=first,
+                                    sync_loss_weight=0.5, **dims), seed=args.seed)  # fmt: skip
+    vanilla = MarianMTModel(model_config(tokenizer, marian=True, **dims))
+    vanilla.load_state_dict(dbsa.state_dict(), strict=False)  # every weight but U
+    models = {"vanilla": vanilla, "dbsa_sync": dbsa}
+    inputs = {"vanilla": {k: batch[k] for k in ("input_ids", "attention_mask", "labels")}, "dbsa_sync": batch}
+    out = dbsa(**batch)
+    assert out.dbsa_loss is not None and out.sync_loss is not None, "the auxiliary losses must be computed"
+
+    for m in models.values():
+        m.train()
+    optimizers = {name: torch.optim.AdamW(m.parameters(), lr=1e-4) for name, m in models.items()}
+    train_times = time_interleaved(
+        {name: (lambda n=name: train_step(models[n], optimizers[n], inputs[n])) for name in models},
+        args.rounds, args.warmup, "cpu",
+    )  # fmt: skip
+    for m in models.values():
+        m.eval()
+    gen_inputs = {name: {k: v for k, v in inputs[name].items() if k in ("input_ids", "attention_mask")} for name in models}
+    with torch.inference_mode():
+        gen_times = time_interleaved(
+            {name: (lambda n=name: generate(models[n], gen_inputs[n], args.new_tokens)) for name in models},
+            max(5, args.rounds // 2), 1, "cpu",
+        )  # fmt: skip
+    med = {k: statistics.median(v) for k, v in train_times.items()}
+    gmed = {k: statistics.median(v) for k, v in gen_times.items()}
+    n_src, n_tgt = int(batch["attention_mask"].sum()), int((batch["labels"] != -100).sum())
+    ratios = {"train_ratio": med["vanilla"] / med["dbsa_sync"], "generate_ratio": gmed["vanilla"] / gmed["dbsa_sync"]}
+    result = {
+        "benchmark": "dbsa_sync_vs_vanilla_marian",
+        "package": hf_syntax_mt.__version__,
+        "torch": torch.__version__,
+        "device": "cpu",
+        "cpu": platform.processor() or platform.machine(),
+        "threads": args.threads,
+        "config": {k: v for k, v in vars(args).items() if k != "output"},
+        "batch": {"sentences": args.batch_size, "source_tokens": n_src, "target_tokens": n_tgt},
+        "train_step_seconds_median": med,
+        "generate_seconds_median": gmed,
+        "ratios": ratios,
+        "targets": TARGETS,
+        "meets_targets": {k: ratios[k] >= v for k, v in TARGETS.items()},
+    }
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.output).write_text(json.dumps(result, indent=2))
+    print(json.dumps({"ratios": ratios, "train": med, "generate": gmed, "meets_targets": result["meets_targets"]}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
