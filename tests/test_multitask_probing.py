@@ -115,3 +115,40 @@ def test_read_trees_from_a_model_whose_dbsa_head_is_forced(tmp_path, data_fast_t
     inputs = {"input_ids": torch.tensor([[5, 6, 0]]), "word_index": torch.tensor([[1, 2, 0]])}
     with pytest.raises(ValueError, match="no encoder LISA heads"):
         read_trees(model, inputs, kind="lisa")
+
+
+def test_uas_command_on_a_ud_sample(tmp_path, data_fast_tokenizer):
+    """`hf-syntax-mt uas` reads a saved model and gold CoNLL-U and reports the same score as the API."""
+    import json
+
+    from hf_syntax_mt.cli import main
+
+    tok = data_fast_tokenizer
+    config = SyntaxMTConfig(
+        vocab_size=len(tok), d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=16, decoder_ffn_dim=16, pad_token_id=tok.pad_token_id,
+        eos_token_id=0, decoder_start_token_id=tok.pad_token_id, encoder_lisa_heads=[1], max_position_embeddings=64)  # fmt: skip
+    torch.manual_seed(0)
+    model = SyntaxMTForConditionalGeneration(config).eval()
+    model.save_pretrained(tmp_path / "m")
+    tok.save_pretrained(tmp_path / "m")
+    conllu = tmp_path / "g.conllu"
+    conllu.write_text("# text = Le chat mange\n1\tLe\tle\tDET\t_\t_\t2\tdet\t_\t_\n2\tchat\tchat\tNOUN\t_\t_\t3\tnsubj"
+                      "\t_\t_\n3\tmange\tmanger\tVERB\t_\t_\t0\troot\t_\t_\n\n", encoding="utf-8")  # fmt: skip
+    assert main(["uas", "--model", str(tmp_path / "m"), "--conllu", str(conllu), "--kind", "lisa",
+                 "--json", str(tmp_path / "u.json")]) == 0  # fmt: skip
+    written = json.loads((tmp_path / "u.json").read_text())
+    expected = uas_against_conllu(model, tok, conllu, kind="lisa")
+    assert written["uas"] == expected["uas"] and written["scored"] == 3
+    assert "heads:lisa|gold:g.conllu" in written["signature"]
+
+
+def test_lisa_reading_takes_the_root_at_its_first_subword():
+    A = torch.full((4, 4), 0.01)
+    A[1, 0] = 0.9  # w1 = {0, 1}: its last subword points to its own first subword -> root under LISA
+    A[1, 1] = 0.5
+    A[2, 0] = 0.8  # w2 -> w1
+    assert word_heads_from_attention(A, [1, 1, 2, 0], root="first") == [0, 1]
+    assert word_heads_from_attention(A, [1, 1, 2, 0], root="last") == [0, 1]  # A[1,1] still beats w2's column
+    A[1, 1] = 0.001
+    assert word_heads_from_attention(A, [1, 1, 2, 0], root="last") == [2, 1]

@@ -151,6 +151,25 @@ def _translate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _uas(args) -> int:
+    """Unlabelled attachment score of the trees the model's DBSA/LISA heads predict, against gold CoNLL-U."""
+    from transformers import AutoTokenizer
+
+    from hf_syntax_mt import SyntaxMTForConditionalGeneration, __version__
+    from hf_syntax_mt.probing import uas_against_conllu
+
+    model = SyntaxMTForConditionalGeneration.from_pretrained(args.model)
+    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    result = uas_against_conllu(model, tokenizer, args.conllu, kind=args.kind, batch_size=args.batch_size,
+                                limit=args.limit)  # fmt: skip
+    signature = f"heads:{args.kind}|gold:{Path(args.conllu).name}|sentences:{args.limit or 'all'}|read:argmax|version:{__version__}"
+    print(f"UAS = {100 * result['uas']:.2f} ({result['correct']}/{result['scored']} words; {result['skipped']} "
+          f"without subwords skipped)  {signature}")  # fmt: skip
+    if args.json:
+        Path(args.json).write_text(json.dumps({**result, "signature": signature}, indent=2), encoding="utf-8")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hf-syntax-mt", description="Syntax-aware NMT for Hugging Face transformers.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -183,6 +202,15 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--batch-size", type=int, default=16)
     t.add_argument("--num-beams", type=int, default=4)
     t.set_defaults(func=_translate)
+
+    u = sub.add_parser("uas", help="attachment score of the trees read from a model's DBSA/LISA heads vs gold CoNLL-U")
+    u.add_argument("--model", required=True)
+    u.add_argument("--conllu", required=True, help="gold trees, e.g. a UD treebank's test file")
+    u.add_argument("--kind", choices=["dbsa", "lisa"], default="dbsa")
+    u.add_argument("--batch-size", type=int, default=32)
+    u.add_argument("--limit", type=int, help="score the first N sentences only")
+    u.add_argument("--json", help="also write the result to this JSON file")
+    u.set_defaults(func=_uas)
     return p
 
 

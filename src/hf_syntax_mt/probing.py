@@ -1,7 +1,8 @@
 """Read the dependency trees a model's DBSA (or LISA) heads predict, and score them against gold trees (UAS).
 
 DBSA heads are trained so that A_h[t, q] = P(q = head(t)) on subwords (Eq. 4-5): a word's *final* subword points
-to the *first* subword of its head word, the root's final subword to itself. Reading a word's head therefore takes
+to the *first* subword of its head word, the root's final subword to itself (LISA: every subword points to the
+first subword of the head word, the root to its own first subword). Reading a word's head therefore takes
 the attention row of its final subword, restricted to the first subwords of the other words (and to itself for
 the root), and picks the most probable word (greedy, per word; no tree constraint).
 """
@@ -18,12 +19,15 @@ from .data.subwords import _representatives, align_parse
 __all__ = ["attachment_score", "read_trees", "word_heads_from_attention", "uas_against_conllu"]
 
 
-def word_heads_from_attention(attention: torch.Tensor, word_index: Sequence[int]) -> list[int | None]:
+def word_heads_from_attention(
+    attention: torch.Tensor, word_index: Sequence[int], root: str = "last"
+) -> list[int | None]:
     """Word-level heads from one sentence's subword attention.
 
     Args:
         attention: `(S, S)` probabilities, rows = queries (P(q = head(t)) at [t, q]).
         word_index: `(S,)` 1-based word of each subword, 0 for special / padding tokens.
+        root: where a root word's row points: its `"last"` subword (DBSA rule) or its `"first"` (LISA rule).
 
     Returns:
         one entry per word 1..max(word_index): the predicted head (1-based, 0 = root), `None` for a word without
@@ -44,7 +48,7 @@ def word_heads_from_attention(attention: torch.Tensor, word_index: Sequence[int]
     columns = torch.tensor([first[w] for w in words])  # (W,) first subword of each candidate head
     for w in words:
         scores = attention[last[w]].index_select(0, columns).clone()  # (W,)
-        scores[words.index(w)] = attention[last[w], last[w]]  # itself = root
+        scores[words.index(w)] = attention[last[w], last[w] if root == "last" else first[w]]  # itself = root
         best = words[int(scores.argmax())]
         heads[w - 1] = 0 if best == w else best
     return heads
@@ -81,7 +85,8 @@ def read_trees(model, inputs: dict, kind: str = "dbsa") -> list[list[int | None]
             offset = sum(layout[name] for name in order[: order.index(kind)])
             maps.append(out.attentions[layer][:, offset : offset + k].mean(1))  # (B, S, S)
     attention = torch.stack(maps).mean(0)  # (B, S, S)
-    return [word_heads_from_attention(attention[b], inputs["word_index"][b].tolist()) for b in range(len(attention))]
+    root = "first" if kind == "lisa" else "last"
+    return [word_heads_from_attention(attention[b], inputs["word_index"][b].tolist(), root) for b in range(len(attention))]
 
 
 def _representative_heads(parse: ParsedSentence) -> list[int]:
