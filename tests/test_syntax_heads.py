@@ -125,7 +125,8 @@ def test_decoder_dbsa_heads_match_eq4_and_loss(full_context):
     inputs = batch()
     out = model(**inputs, output_attentions=True)
     attn, q, k = layer_qk(model, inputs, "decoder", 1)
-    dec_valid = [[True] + [lab != -100 for lab in row[:-1]] for row in inputs["labels"].tolist()]
+    # real decoder positions: those predicting a label (the final </s> is never an input)
+    dec_valid = [[lab != -100 for lab in row] for row in inputs["labels"].tolist()]
     total = 0.0
     for h in range(2):
         causal = direct_biaffine(attn, q, k, dec_valid, h, causal=True)
@@ -137,7 +138,7 @@ def test_decoder_dbsa_heads_match_eq4_and_loss(full_context):
         for b in range(2):
             for t in range(1, 5):  # decoder position t holds label t-1; its head is label position + 1
                 head = int(inputs["decoder_dbsa_heads"][b, t - 1]) + 1
-                if not dec_valid[b][t] or (head > t and not full_context):
+                if not dec_valid[b][t] or head >= 5 or not dec_valid[b][head] or (head > t and not full_context):
                     continue
                 total += -math.log(A[b, t, head]) / 2  # averaged over the layer's 2 heads
     n_tokens = int((inputs["labels"] != -100).sum())
@@ -157,7 +158,7 @@ def test_synchronous_loss_matches_eqs_7_to_9():
         T = 5
         mapped = C[b] @ E[b] @ C[b].T  # Eq. 7
         for t in range(T):
-            if t > 0 and inputs["labels"][b, t - 1] == -100:
+            if inputs["labels"][b, t] == -100:
                 continue
             z = sum(math.exp(float(mapped[t, q])) for q in range(t + 1))
             for q in range(t + 1):  # Eq. 8: future masked; Eq. 9: masked elements are zero in both

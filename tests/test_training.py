@@ -147,3 +147,39 @@ def test_training_with_empty_lines(synthetic, tmp_path):
     model = tiny_model(tokenizer)
     trainer = trainer_for(model, tokenizer, data, tmp_path, max_steps=5, per_device_train_batch_size=11)
     assert trainer.train().training_loss > 0
+
+
+def test_syntax_trainer_logs_every_loss_term_and_accumulation_stays_exact(tmp_path):
+    """DBSA (both sides) + synchronous loss through SyntaxMTTrainer: each term is logged, the logged terms add up
+    to the logged loss, the parse loss goes down, and 2 x 4 accumulation gives the gradient of one batch of 8."""
+    from hf_syntax_mt.data.synthetic import gold_parses
+    from hf_syntax_mt.training import SyntaxMTTrainer
+
+    raw = load_synthetic_dataset(n_train=64, n_valid=0, n_test=0, seed=3, max_words=12)["train"]
+    tokenizer = train_tokenizer(list(raw["source"]) + list(raw["target"]), vocab_size=300)
+    raw = raw.map(gold_parses, batched=True)
+    config = model_config(tokenizer, d_model=32, layers=2, heads=4, ffn_dim=64, dropout=0.0,
+                          encoder_dbsa_heads=[1, 0], decoder_dbsa_heads=[1, 0], sync_loss_weight=0.5)  # fmt: skip
+    prep = SyntaxMTPreprocessor.for_config(config, tokenizer, source_parse_column="source_parse",
+                                           target_parse_column="target_parse")  # fmt: skip
+    data = raw.map(prep, batched=True, with_indices=True, remove_columns=raw.column_names)
+    trainer = trainer_for(build_model(config, seed=0), tokenizer, {"train": data}, tmp_path, cls=SyntaxMTTrainer,
+                          max_steps=30, predict_with_generate=False)  # fmt: skip
+    trainer.train()
+    logs = [h for h in trainer.state.log_history if "loss" in h and "dbsa_loss" in h]
+    assert len(logs) == 3
+    for h in logs:
+        total = h["translation_loss"] + 0.5 * h["dbsa_loss"] + 0.5 * h["sync_loss"]
+        assert abs(total - h["loss"]) < 1e-3 * max(1.0, h["loss"]), h
+    assert logs[-1]["dbsa_loss"] < logs[0]["dbsa_loss"]
+
+    collator = DataCollatorForSyntaxMT(tokenizer)
+    rows = [data[i] for i in range(8)]
+    grads = []
+    for chunks in ([rows], [rows[:4], rows[4:]]):
+        model = build_model(config, seed=1)
+        n_items = sum(sum(1 for y in r["labels"] if y != -100) for r in rows)
+        for chunk in chunks:
+            model(**collator(chunk), num_items_in_batch=n_items).loss.backward()
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]))
+    torch.testing.assert_close(grads[0], grads[1], atol=1e-5, rtol=1e-4)

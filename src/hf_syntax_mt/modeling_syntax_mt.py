@@ -675,11 +675,12 @@ def synchronous_loss(E: torch.Tensor, D: torch.Tensor, C: torch.Tensor, valid: t
         E: `(B, S, S)` encoder DBSA attention. D: `(B, T, T)` decoder DBSA attention (causal).
         C: `(B, T, S)` encoder-decoder attention of layer l_sync. valid: `(B, T)` bool, real target positions.
     """
+    C, E = C.to(E.dtype), E
     mapped = C @ E @ C.transpose(1, 2)  # Eq. 7: D_mapped = C E C^T, (B, T, T)
     T = mapped.shape[-1]
     future = torch.ones(T, T, dtype=torch.bool, device=mapped.device).triu(1)  # (T, T)
-    d_prime = nn.functional.softmax(mapped.float().masked_fill(future, float("-inf")), dim=-1)  # Eq. 8
-    squared = (d_prime - D.float()).square().masked_fill(future, 0.0).sum(-1)  # Eq. 9, (B, T)
+    d_prime = nn.functional.softmax(mapped.masked_fill(future, float("-inf")), dim=-1)  # Eq. 8
+    squared = (d_prime - D.to(d_prime.dtype)).square().masked_fill(future, 0.0).sum(-1)  # Eq. 9, (B, T)
     return squared.masked_fill(~valid, 0.0).sum()
 
 
@@ -841,11 +842,13 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
                 if target is not None:
                     add(f"{kind}_loss", dependency_nll(logits, target.to(logits.device), valid & (target >= 0)))
                 continue
-            # decoder DBSA: position k holds label k-1 (shifted like labels); position 0 is the start token
+            # decoder DBSA: position k holds label k-1 (shifted like labels), position 0 the start token. The real
+            # decoder positions are those that predict a label: a padded batch must give the loss of each sentence
+            # alone, so the final label (</s>) never counts as an input even when padding follows it.
             if dec_valid is None:
                 dec_valid = torch.ones(B, T, dtype=torch.bool, device=logits.device)
                 if labels is not None:
-                    dec_valid[:, 1:] = labels[:, :-1] != -100
+                    dec_valid = labels.to(logits.device) != -100
             dec_probs.append(probs.mean(1))  # (B, T, T)
             if decoder_dbsa_heads is None:
                 continue
@@ -854,6 +857,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
             heads[:, 1:] = torch.where(lab[:, :-1] >= 0, lab[:, :-1] + 1, -100)  # (B, T) decoder positions
             position = torch.arange(T, device=logits.device)
             valid = dec_valid & (heads >= 0) & (heads < T)
+            valid &= dec_valid.gather(1, heads.clamp(0, T - 1))  # the head is a real decoder input
             if self.config.decoder_dbsa_full_context:
                 # training-only view over the whole target: the same bi-affine scores, padding keys masked
                 keys = torch.zeros_like(raw[:, :1, :1, :]).masked_fill(~dec_valid[:, None, None, :], float("-inf"))
@@ -866,7 +870,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
             # heads of layer l_sync
             E = torch.stack(enc_probs).mean(0)  # (B, S, S)
             D = torch.stack(dec_probs).mean(0)  # (B, T, T)
-            aux["sync_loss"] = synchronous_loss(E, D, cross.float(), dec_valid)
+            aux["sync_loss"] = synchronous_loss(E, D, cross, dec_valid)
         return aux
 
     def generate(self, *args, **kwargs):
