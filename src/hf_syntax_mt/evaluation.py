@@ -24,6 +24,7 @@ from sacrebleu.metrics import BLEU, CHRF
 __all__ = [
     "DEFAULT_EDGES",
     "attachment_scores",
+    "attention_report",
     "bucket_labels",
     "bucket_scores",
     "corpus_ribes",
@@ -876,15 +877,18 @@ def evaluate_files(
     if gold_conllu is not None:
         if model is None:
             raise ValueError("attention attachment scores need --model (the model directory) with --gold-conllu")
-        result["attention"] = _model_attention(
+        result["attention"] = attention_report(
             model, gold_conllu, input_conllu, heatmap, arcs, arcs_sentence, arcs_layer_head, max_sentences,
             result["systems"][system_name]["model_signature"],
         )  # fmt: skip
     return result
 
 
-def _model_attention(model_dir, gold_conllu, input_conllu, heatmap, arcs, arcs_sentence, arcs_layer_head,
+def attention_report(model_dir, gold_conllu, input_conllu, heatmap, arcs, arcs_sentence, arcs_layer_head,
                      max_sentences, model_sig) -> dict:  # fmt: skip
+    """Attachment scores of the model in ``model_dir`` on the trees of ``gold_conllu`` (first ``max_sentences``),
+    with the heatmap and arc figures written when their paths are given; every number comes with a signature (model
+    signature + scoring method + gold file hash + number of words). JSON-ready."""
     import numpy as np
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
