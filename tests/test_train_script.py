@@ -243,3 +243,17 @@ def test_two_cpu_processes_follow_the_loss_curve_of_one(corpus, tmp_path):
     assert a[-1] < a[0] - 0.3  # it is a real curve, not a flat line
     for step, (x, y) in enumerate(zip(a, b, strict=True), start=1):
         assert y == pytest.approx(x, rel=1e-4), f"step {step}: 1 process {x}, 2 processes {y}"
+
+
+def test_dataset_name_loads_a_local_datasets_directory(tmp_path):
+    """`--dataset_name` goes through `datasets.load_dataset` (here a local folder of JSON lines, no network)."""
+    folder = tmp_path / "ds"
+    folder.mkdir()
+    rows = [{"translation": {"fr": f"phrase {i}", "en": f"sentence {i}"}} for i in range(5)]
+    (folder / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:2]))
+    _, data_args, _ = parse_args(["--output_dir", str(tmp_path), "--dataset_name", str(folder),
+                                  "--source_lang", "fr", "--target_lang", "en", "--max_train_samples", "3"])  # fmt: skip
+    raw = load_raw_datasets(data_args)
+    assert sorted(raw) == ["test", "train"]
+    assert raw["train"]["source"] == ["phrase 0", "phrase 1", "phrase 2"] and raw["test"]["target"][1] == "sentence 1"
