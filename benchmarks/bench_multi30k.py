@@ -146,10 +146,14 @@ def train_one(args, name, overrides, seed, data, tokenizer_dir) -> dict:
 
 
 def attention_scores(args, run: dict, gold: Path, figures: Path) -> dict | None:
+    from hf_syntax_mt.data import read_conllu
     from hf_syntax_mt.evaluation import attention_report
 
+    # the arcs figure shows the first sentence of 8-14 words (longer ones are unreadable)
+    lengths = [len(s.words) for s in read_conllu(gold)[: args.attention_sentences]]
+    sentence = next((k for k, n in enumerate(lengths) if 8 <= n <= 14), 0)
     return attention_report(run["dir"], gold, None, figures / f"heads-{run['name']}-seed{run['seed']}.png",
-                            figures / f"arcs-{run['name']}-seed{run['seed']}.png", 0, None,
+                            figures / f"arcs-{run['name']}-seed{run['seed']}.png", sentence, None,
                             args.attention_sentences, run["model_signature"])  # fmt: skip
 
 
@@ -192,18 +196,16 @@ def markdown(summary: dict) -> str:
         lines.append(f"| {name} | " + " | ".join(row) + " |")
     if any("attention" in r for r in runs):
         lines += ["", f"Attention-to-parent attachment on gold trees (`{summary.get('attention_gold')}`, first "
-                  f"{summary.get('attention_sentences')} sentences, syntax heads fed the gold trees): best head and "
-                  "mean over heads, per layer (seed of the first run):", "",
-                  "| method | best (layer, head): score | layer means |", "|---|---|---|"]  # fmt: skip
-        for name in systems:
-            r = next(r for r in runs if r["name"] == name)
+                  f"{summary.get('attention_sentences')} sentences, syntax heads fed the gold trees): the best head "
+                  "and the mean over the heads of each layer, per seed:", "",
+                  "| method | seed | words | best (layer, head): score | layer means |", "|---|---|---|---|---|"]  # fmt: skip
+        for r in runs:
             if "attention" not in r:
                 continue
             a = r["attention"]
             means = ", ".join(f"{statistics.mean(row):.3f}" for row in a["scores"])
-            lines.append(
-                f"| {name} | ({a['best']['layer']}, {a['best']['head']}): {a['best']['score']:.3f} | {means} |"
-            )
+            best = f"({a['best']['layer']}, {a['best']['head']}): {a['best']['score']:.3f}"
+            lines.append(f"| {r['name']} | {r['seed']} | {a['count']} | {best} | {means} |")
     first = runs[0]["scores"]
     lines += ["", f"BLEU: `{first['bleu_signature']}`", f"chrF: `{first['chrf_signature']}`",
               f"RIBES: `{first['ribes_signature']}`"]  # fmt: skip

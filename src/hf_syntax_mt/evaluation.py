@@ -712,8 +712,9 @@ def plot_attention_arcs(
     title: str = "",
     footer: str = "",
 ) -> Path:
-    """Gold dependency arcs (above the words, head -> dependent) over a sentence, and each word's attention (below:
-    one arc to every attended word, opacity = weight; the most attended word in red when it is the gold head).
+    """Gold dependency arcs (above the words, head -> dependent) over a sentence and, below, an arc from each word to
+    the word it attends to most (green when that is its gold head, red otherwise; width and opacity = the weight; a
+    grey dot when a word attends most to itself).
 
     Args:
         attention: ``(n, n)`` word-level attention of one head (:func:`word_attention`).
@@ -739,14 +740,14 @@ def plot_attention_arcs(
         row = attention[i]
         if np.isnan(row).all():
             continue
-        best = int(np.nanargmax(row))
-        for j in range(n):
-            if j == i or not row[j] > 0.05:
-                continue
-            correct = j == best and heads[i] == j + 1
-            centre, span = (i + j) / 2, abs(i - j)
-            ax.add_patch(Arc((centre, -0.15), span, span * 0.6, theta1=180, theta2=360, lw=1.0 + 2 * row[j],
-                             color="tab:red" if correct else "tab:orange", alpha=float(min(1.0, row[j]))))  # fmt: skip
+        j = int(np.nanargmax(row))  # the most attended word: what the attachment score checks
+        if j == i:
+            ax.plot([i], [-0.25], marker="o", ms=3 + 6 * row[j], color="tab:gray", alpha=float(min(1.0, row[j])))
+            continue
+        correct = heads[i] == j + 1
+        centre, span = (i + j) / 2, abs(i - j)
+        ax.add_patch(Arc((centre, -0.15), span, span * 0.6, theta1=180, theta2=360, lw=1.0 + 2 * row[j],
+                         color="tab:green" if correct else "tab:red", alpha=float(max(0.3, min(1.0, row[j])))))  # fmt: skip
     for i, w in enumerate(words):
         ax.text(i, 0, w, ha="center", va="center", fontsize=8, bbox=dict(fc="white", ec="none", pad=0.5))
     reach = max(1, n) * 0.35
@@ -924,7 +925,8 @@ def attention_report(model_dir, gold_conllu, input_conllu, heatmap, arcs, arcs_s
     if arcs is not None:
         layer, head = arcs_layer_head if arcs_layer_head is not None else best
         example = scores["examples"][arcs_sentence]
-        title = f"sentence {arcs_sentence}: gold arcs (above) and layer {layer} head {head} attention (below)"
+        title = (f"sentence {arcs_sentence}: gold arcs (above); most attended word under layer {layer} head {head} "
+                 "(below; green = gold head)")  # fmt: skip
         out["arcs"] = str(plot_attention_arcs(example["words"], example["heads"], example["attention"][layer, head],
                                               arcs, title=title, footer=sig))  # fmt: skip
     return out
