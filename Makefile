@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-slow bench lint clean
+.PHONY: demo test test-slow bench bench-quick bench-multi30k lint clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,8 +24,16 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
 
+# every method's throughput/memory benchmark vs vanilla Marian -> benchmarks/results/throughput.{md,json}
 bench: $(STAMP)
-	$(BIN)/python benchmarks/bench_pascal.py
+	$(BIN)/python benchmarks/run_all.py
+
+bench-quick: $(STAMP)
+	$(BIN)/python benchmarks/run_all.py --quick
+
+# real-data benchmark (Multi30k fr->en, vanilla vs PASCAL, 3 seeds; about 20 min on 2 CPU cores)
+bench-multi30k: $(STAMP)
+	$(BIN)/python benchmarks/bench_multi30k.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests scripts benchmarks

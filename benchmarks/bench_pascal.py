@@ -5,6 +5,7 @@ with a fixed thread count; the report gives medians and PASCAL/vanilla ratios. P
 measured in a fresh child process per model (CPU: peak RSS above the pre-step baseline; CUDA: max allocated).
 
     python benchmarks/bench_pascal.py                    # writes benchmarks/results/pascal.json
+    python benchmarks/bench_pascal.py --quick            # a short run (what `make bench-quick` runs)
     python benchmarks/bench_pascal.py --device cuda --d-model 512 --layers 6 --heads 8
 
 Targets (issue 2): training >= 0.95x, generation >= 0.97x, peak memory <= 1.05x vanilla.
@@ -150,7 +151,11 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output", default="benchmarks/results/pascal.json")
+    p.add_argument("--quick", action="store_true", help="a short run: d_model 128, 2 layers, batch 8, 4 rounds")
     args = p.parse_args()
+    if args.quick:
+        args.d_model, args.layers, args.batch_size, args.rounds, args.warmup = 128, 2, 8, 4, 1
+        args.new_tokens, args.vocab_size, args.pascal_heads = 16, 500, min(args.pascal_heads, args.heads)
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -170,7 +175,7 @@ def main():
     with torch.inference_mode():
         gen_times = time_interleaved(
             {name: (lambda n=name: generate(models[n], inputs_for(n, batch), args.new_tokens)) for name in models},
-            max(5, args.rounds // 2), 1, args.device,
+            max(2 if args.quick else 5, args.rounds // 2), 1, args.device,
         )  # fmt: skip
     memory = {name: peak_step_memory(args, name) for name in models}
 
@@ -178,6 +183,8 @@ def main():
     gmed = {k: statistics.median(v) for k, v in gen_times.items()}
     result = {
         "benchmark": "pascal_vs_vanilla_marian",
+        "method": "pascal",
+        "quick": args.quick,
         "package": hf_syntax_mt.__version__,
         "torch": torch.__version__,
         "device": args.device if args.device == "cpu" else torch.cuda.get_device_name(),

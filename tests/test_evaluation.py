@@ -171,3 +171,119 @@ def test_format_comparison_without_buckets_and_errors():
         format_comparison({})
     with pytest.raises(ValueError, match="missing from results"):
         format_comparison({"a": corpus_scores(HYPS, REFS)}, {"b": []})
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# RIBES against NLTK, paired bootstrap against a direct computation, bar chart
+# ---------------------------------------------------------------------------------------------------------------
+RIBES_CASES = [
+    # Isozaki et al. (2010) examples (as in NLTK's doctests)
+    ("he read the book because he was interested in world history",
+     "he was interested in world history because he read the book"),
+    ("Bob hit John yesterday", "John hit Bob yesterday"),
+    ("the book was read by the boy", "the boy read the book"),
+    # repeated words: the n-gram context search decides the alignment
+    ("the cat saw the dog and the dog saw the cat", "the dog saw the cat and the cat saw the dog"),
+    ("a a b a c a", "a b a a c a a"),
+    ("the the the", "the"),
+    ("x y z", "a b c"),  # nothing aligned
+    ("one", "one"),  # one aligned word: tau undefined -> 0
+    ("short", "a much longer reference sentence with short in it"),  # brevity penalty
+    ("Ein Mann , der auf einer Bank sitzt .", "Ein Mann sitzt auf einer Bank ."),  # punctuation split by 13a
+]  # fmt: skip
+
+
+def _tok(text):
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    return Tokenizer13a()(text).split()
+
+
+@pytest.mark.parametrize("hyp, ref", RIBES_CASES)
+def test_sentence_ribes_equals_nltk(hyp, ref):
+    from nltk.translate.ribes_score import sentence_ribes as nltk_sentence_ribes
+    from nltk.translate.ribes_score import word_rank_alignment as nltk_worder
+
+    from hf_syntax_mt.evaluation import sentence_ribes, word_rank_alignment
+
+    h, r = _tok(hyp), _tok(ref)
+    assert word_rank_alignment(r, h) == nltk_worder(r, h)
+    expected = nltk_sentence_ribes([r], h)
+    assert sentence_ribes(h, r) == pytest.approx(max(expected, 0.0), abs=1e-12)
+
+
+def test_corpus_ribes_equals_nltk_on_a_corpus():
+    from nltk.translate.ribes_score import corpus_ribes as nltk_corpus_ribes
+
+    from hf_syntax_mt.evaluation import corpus_ribes
+
+    hyps = HYPS + [h for h, _ in RIBES_CASES]
+    refs = REFS + [r for _, r in RIBES_CASES]
+    result = corpus_ribes(hyps, refs)
+    expected = nltk_corpus_ribes([[_tok(r)] for r in refs], [_tok(h) for h in hyps])
+    assert result["ribes"] == pytest.approx(expected, abs=1e-12)
+    assert result["count"] == len(hyps)
+    assert "alpha:0.25|beta:0.1" in result["ribes_signature"] and "tok:13a" in result["ribes_signature"]
+    assert corpus_ribes(REFS, REFS)["ribes"] == pytest.approx(1.0)
+
+
+def test_ribes_of_an_empty_hypothesis_is_zero_and_bad_input_is_named():
+    from hf_syntax_mt.evaluation import corpus_ribes
+
+    assert corpus_ribes(["", "a b"], ["a b", "a b"])["ribes"] == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="2 hypotheses but 1 references"):
+        corpus_ribes(["a", "b"], ["a"])
+
+
+def _direct_paired_bootstrap(base, system, refs, n_samples, seed):
+    """Moses-style paired bootstrap written out: resample indices, corpus BLEU/chrF of each resample (sacrebleu's
+    functional API on the resampled lists), p = (#{|d_i| - mean|d| > |d_obs|} + 1) / (N + 1)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    idx = rng.choice(len(refs), size=(n_samples, len(refs)), replace=True)
+    out = {}
+    for key, fn in (("bleu", sacrebleu.corpus_bleu), ("chrf", sacrebleu.corpus_chrf)):
+        observed = abs(fn(system, [refs]).score - fn(base, [refs]).score)
+        b = np.array([fn([base[i] for i in row], [[refs[i] for i in row]]).score for row in idx])
+        s = np.array([fn([system[i] for i in row], [[refs[i] for i in row]]).score for row in idx])
+        d = np.abs(s - b)
+        p = (np.sum(d - d.mean() > observed) + 1) / (n_samples + 1)
+        out[key] = {"p_value": p, "system_mean": s.mean(), "baseline_mean": b.mean()}
+    return out
+
+
+def test_paired_bootstrap_equals_a_direct_computation():
+    from hf_syntax_mt.evaluation import paired_bootstrap
+
+    refs = REFS * 4
+    system = HYPS * 4
+    base = [h if i % 3 else " ".join(h.split()[::-1]) for i, h in enumerate(system)]  # a worse baseline
+    result = paired_bootstrap(base, system, refs, n_samples=200, seed=7)
+    expected = _direct_paired_bootstrap(base, system, refs, 200, 7)
+    for key in ("bleu", "chrf"):
+        assert result[key]["p_value"] == pytest.approx(expected[key]["p_value"], abs=1e-12)
+        assert result[key]["system_mean"] == pytest.approx(expected[key]["system_mean"], abs=1e-3)
+        assert result[key]["baseline_mean"] == pytest.approx(expected[key]["baseline_mean"], abs=1e-3)
+        assert "bs:200" in result[key]["signature"] and "seed:7" in result[key]["signature"]
+    assert result["bleu"]["system"] == pytest.approx(sacrebleu.corpus_bleu(system, [refs]).score)
+    assert result["bleu"]["p_value"] < 0.05
+    # a system against itself is never significant
+    same = paired_bootstrap(system, system, refs, n_samples=50, seed=3)
+    assert same["bleu"]["p_value"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("seed", [0, -1, 1.5])
+def test_paired_bootstrap_rejects_unusable_seeds(seed):
+    from hf_syntax_mt.evaluation import paired_bootstrap
+
+    with pytest.raises(ValueError, match="seed"):
+        paired_bootstrap(HYPS, HYPS, REFS, n_samples=10, seed=seed)
+
+
+def test_bucket_chart_is_a_png(tmp_path):
+    from hf_syntax_mt.evaluation import plot_bucket_scores
+
+    buckets = {"a": bucket_scores(SOURCE_LENGTHS, HYPS, REFS), "b": bucket_scores(SOURCE_LENGTHS, REFS, REFS)}
+    path = plot_bucket_scores(buckets, tmp_path / "chart.png", footer="BLEU sig")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

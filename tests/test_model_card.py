@@ -19,3 +19,25 @@ def test_model_card_reflects_config_and_scores(tmp_path):
     assert f"BLEU {scores['bleu']:.2f} (`{scores['bleu_signature']}`)" in card
     assert f"{model.num_parameters():,} parameters" in card
     assert 'pipeline("translation", model="' + str(tmp_path) + '", trust_remote_code=True)' in card
+
+
+def test_model_cards_template_file_is_the_one_the_package_fills():
+    from pathlib import Path
+
+    from hf_syntax_mt.model_card import TEMPLATE
+
+    path = Path(__file__).resolve().parents[1] / "model_cards" / "TEMPLATE.md"
+    assert path.read_text(encoding="utf-8") == TEMPLATE, "regenerate model_cards/TEMPLATE.md from model_card.TEMPLATE"
+
+
+def test_model_card_records_ribes_training_and_model_signature(tmp_path):
+    from hf_syntax_mt.evaluation import corpus_ribes, model_signature
+
+    tokenizer = train_tokenizer(["a b c d", "b c d e"] * 5, vocab_size=40, min_frequency=1)
+    model = build_model(model_config(tokenizer, d_model=16, layers=2, heads=4, ffn_dim=32, marian=True))
+    scores = {**corpus_scores(["a b c", "d e"], ["a b c", "d f"]), **corpus_ribes(["a b c", "d e"], ["a b c", "d f"])}
+    card = write_model_card(tmp_path, model=model, title="T", data="D", parser="P", scores={"test": scores},
+                            training="12 steps").read_text()  # fmt: skip
+    assert f"RIBES {scores['ribes']:.4f} (`{scores['ribes_signature']}`)" in card
+    assert "## Training\n12 steps" in card and "- none (vanilla Marian)" in card
+    assert f"Model signature: `{model_signature(model.config)}`" in card and "variant:marian" in card

@@ -1,4 +1,4 @@
-"""`hf-syntax-mt` command line: `demo` (the main job) and `translate`."""
+"""`hf-syntax-mt` command line: `demo` (the main job), `train`, `evaluate` and `translate`."""
 
 from __future__ import annotations
 
@@ -170,6 +170,27 @@ def _uas(args) -> int:
     return 0
 
 
+def _evaluate(args: argparse.Namespace) -> int:
+    from hf_syntax_mt.evaluation import evaluate_files, format_evaluation
+
+    if args.layer_head is not None and len(args.layer_head) != 2:
+        raise SystemExit("--arcs-layer-head takes two numbers: LAYER HEAD")
+    result = evaluate_files(
+        args.hyp, args.ref, sources=args.src, baseline=args.baseline, model=args.model,
+        baseline_model=args.baseline_model, names=(args.name, args.baseline_name),
+        bootstrap_samples=args.bootstrap_samples, seed=args.seed, edges=tuple(args.edges),
+        bucket_chart=args.bucket_chart, gold_conllu=args.gold_conllu, input_conllu=args.input_conllu,
+        heatmap=args.heatmap, arcs=args.arcs, arcs_sentence=args.arcs_sentence,
+        arcs_layer_head=tuple(args.layer_head) if args.layer_head else None, max_sentences=args.max_sentences,
+    )  # fmt: skip
+    print(format_evaluation(result))
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(result, indent=2), encoding="utf-8")
+        print(f"wrote {args.json}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hf-syntax-mt", description="Syntax-aware NMT for Hugging Face transformers.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -193,6 +214,38 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--threads", type=int, default=2)
     d.set_defaults(func=_demo)
 
+    sub.add_parser(
+        "train",
+        help="train a model (scripts/train.py: HfArgumentParser flags; `hf-syntax-mt train --help` lists them)",
+        add_help=False,
+    )
+
+    e = sub.add_parser(
+        "evaluate",
+        help="BLEU/chrF/RIBES with signatures, paired bootstrap, length buckets, attention-to-parent per head",
+    )
+    e.add_argument("--hyp", required=True, help="hypotheses, one a line")
+    e.add_argument("--ref", required=True, help="references, line aligned")
+    e.add_argument("--src", help="sources, line aligned: BLEU/chrF by source length (whitespace words)")
+    e.add_argument("--baseline", help="a second system's hypotheses: paired bootstrap significance vs --hyp")
+    e.add_argument("--name", default="system", help="name of --hyp in the report")
+    e.add_argument("--baseline-name", default="baseline")
+    e.add_argument("--model", help="model directory of --hyp (its signature; attention scores with --gold-conllu)")
+    e.add_argument("--baseline-model", help="model directory of --baseline (its signature)")
+    e.add_argument("--bootstrap-samples", type=int, default=1000)
+    e.add_argument("--seed", type=int, default=12345, help="bootstrap seed (positive)")
+    e.add_argument("--edges", type=int, nargs="+", default=[10, 20, 30, 40], help="length bucket upper bounds")
+    e.add_argument("--bucket-chart", help="PNG bar chart of BLEU by source length (needs --src)")
+    e.add_argument("--gold-conllu", help="gold trees of the source sentences for the attention scores")
+    e.add_argument("--input-conllu", help="parses fed to the syntax heads (default: the gold trees)")
+    e.add_argument("--max-sentences", type=int, help="score only the first N gold sentences")
+    e.add_argument("--heatmap", help="PNG heatmap of attachment scores (layers x heads)")
+    e.add_argument("--arcs", help="PNG of the gold arcs and one head's attention over a sentence")
+    e.add_argument("--arcs-sentence", type=int, default=0)
+    e.add_argument("--arcs-layer-head", dest="layer_head", type=int, nargs="+", help="LAYER HEAD (default: best)")
+    e.add_argument("--json", help="write every number (with signatures) to this JSON file")
+    e.set_defaults(func=_evaluate)
+
     t = sub.add_parser("translate", help="translate raw text (one sentence per line) with a saved model")
     t.add_argument("--model", required=True)
     t.add_argument("--input", default="-")
@@ -215,6 +268,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "train":  # HfArgumentParser owns the flags of `train`
+        from hf_syntax_mt.train_script import main as train_main
+
+        return train_main(argv[1:])
     logging.basicConfig(level=logging.WARNING)
     args = build_parser().parse_args(argv)
     return args.func(args)

@@ -27,6 +27,9 @@ Model size: d_model={d_model}, {encoder_layers}+{decoder_layers} layers, {heads}
 ## Data
 {data}
 
+## Training
+{training}
+
 ## Parser
 {parser}
 
@@ -40,6 +43,8 @@ The pipeline parses raw input itself with the parser recorded in the config (`so
 
 ## Scores
 {scores}
+
+Model signature: `{model_signature}`
 
 ## Limitations
 {limitations}
@@ -89,8 +94,14 @@ def render_model_card(
     scores: dict | None = None,
     limitations: str = "",
     tags: tuple[str, ...] = (),
+    training: str = "",
+    model_signature: str = "",
 ) -> str:
-    """Fill the card. `scores` maps a split name to the dict of `evaluation.corpus_scores` (signatures kept)."""
+    """Fill the card. `scores` maps a split name to the dict of `evaluation.corpus_scores` (signatures kept; a
+    `ribes`/`ribes_signature` pair from `evaluation.corpus_ribes` is printed too). `model_signature` defaults to
+    `evaluation.model_signature(model.config)`."""
+    from .evaluation import model_signature as default_signature
+
     config = model.config
     options = {
         k: getattr(config, k)
@@ -99,8 +110,10 @@ def render_model_card(
     }
     score_lines = []
     for split, s in (scores or {}).items():
-        score_lines.append(f"- {split}: BLEU {s['bleu']:.2f} (`{s['bleu_signature']}`), "
-                           f"chrF {s['chrf']:.2f} (`{s['chrf_signature']}`)")  # fmt: skip
+        line = f"- {split}: BLEU {s['bleu']:.2f} (`{s['bleu_signature']}`), chrF {s['chrf']:.2f} (`{s['chrf_signature']}`)"
+        if "ribes" in s:
+            line += f", RIBES {s['ribes']:.4f} (`{s['ribes_signature']}`)"
+        score_lines.append(line)
     return TEMPLATE.format(
         tags="".join(f"- {t}\n" for t in tags),
         title=title,
@@ -112,10 +125,12 @@ def render_model_card(
         heads=config.encoder_attention_heads,
         parameters=model.num_parameters(),
         data=data,
+        training=training or "not recorded",
         parser=parser,
         path=path,
         scores="\n".join(score_lines) or "not evaluated",
         limitations=limitations or "Not evaluated outside its training domain.",
+        model_signature=model_signature or default_signature(config),
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
+import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import MarianConfig, MarianMTModel, PreTrainedTokenizerFast, Seq2SeqTrainer, TrainerCallback
 
@@ -74,7 +75,8 @@ def build_model(config: SyntaxMTConfig | MarianConfig, seed: int = 0):
 
 
 class TimeBudgetCallback(TrainerCallback):
-    """Stop training once `seconds` of wall-clock time have passed (checked after every step)."""
+    """Stop training once `seconds` of wall-clock time have passed (checked after every step). Under
+    `torch.distributed` the processes agree (any process over budget stops all of them at the same step)."""
 
     def __init__(self, seconds: float):
         self.seconds = seconds
@@ -85,7 +87,17 @@ class TimeBudgetCallback(TrainerCallback):
         self.start = time.perf_counter()
 
     def on_step_end(self, args, state, control, **kwargs):
-        if self.start is not None and time.perf_counter() - self.start > self.seconds:
+        if self.start is None:
+            return control
+        stop = time.perf_counter() - self.start > self.seconds
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            # every process must stop at the same step, or the others wait forever in the next all-reduce
+            flag = torch.tensor([int(stop)], device=args.device if dist.get_backend() == "nccl" else "cpu")
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+            stop = bool(flag.item())
+        if stop:
             control.should_training_stop = True
             self.stopped_at_step = state.global_step
         return control

