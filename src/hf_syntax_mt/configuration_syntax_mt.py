@@ -131,6 +131,8 @@ class SyntaxMTConfig(MarianConfig):
         for name in _PER_LAYER:
             if getattr(self, name) is not None:
                 setattr(self, name, list(getattr(self, name)))
+        if isinstance(self.input_features, str):
+            raise ValueError(f"input_features={self.input_features!r} must be a list of names, e.g. ['pos', 'deprel'].")
         if self.input_features is not None:
             self.input_features = list(self.input_features)
         super().__post_init__(**kwargs)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import gzip
-import inspect
 import json
 import logging
 import os
@@ -545,7 +544,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
     from .data.preprocess import SyntaxMTPreprocessor
     from .evaluation import DEFAULT_EDGES, RUN_INFO, bucket_scores, model_signature, plot_bucket_scores
     from .model_card import write_model_card
-    from .training import TimeBudgetCallback
+    from .training import SyntaxMTTrainer, TimeBudgetCallback
 
     set_seed(training_args.seed)
     output_dir = Path(training_args.output_dir)
@@ -566,24 +565,24 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
         files = [str(Path(f).resolve()) for f in files]  # the pipeline may run from another directory
         source_parser = {"backend": "conllu", "path": files if len(files) > 1 else files[0]}
     config, model = build_config_and_model(model_args, tokenizer, training_args.seed, source_parser)
-    needs_syntax = isinstance(config, SyntaxMTConfig) and config.uses_pascal
-    forward_args = set(inspect.signature(model.forward).parameters)
+    is_syntax = isinstance(config, SyntaxMTConfig)
+    needs_syntax = is_syntax and (config.uses_pascal or config.uses_tree or bool(config.input_features))
+    lengths = dict(max_source_length=data_args.max_source_length, max_target_length=data_args.max_target_length)
+
+    def make_preprocessor(**source):
+        """Every column the config's options consume (SyntaxMTPreprocessor.for_config), in one map pass."""
+        if is_syntax:
+            return SyntaxMTPreprocessor.for_config(config, tokenizer, **source, **lengths)
+        return SyntaxMTPreprocessor(tokenizer, **source, **lengths)
 
     # parse + tokenize + align, one datasets.map per split
     processed, kept_raw = {}, {}
     for split, ds in raw.items():
         kept_raw[split] = ds.select_columns(["source", "target"])
         if pre_parsed[split] and data_args.parser in ("auto", "conllu"):
-            fn = SyntaxMTPreprocessor(tokenizer, source_parse_column="source_parse",
-                                      max_source_length=data_args.max_source_length,
-                                      max_target_length=data_args.max_target_length,
-                                      compute_lisa="lisa_parents" in forward_args,
-                                      compute_dbsa="dbsa_heads" in forward_args)  # fmt: skip
+            fn = make_preprocessor(source_parse_column="source_parse")
         elif parser is not None:
-            fn = SyntaxMTPreprocessor(tokenizer, parser=parser, max_source_length=data_args.max_source_length,
-                                      max_target_length=data_args.max_target_length,
-                                      compute_lisa="lisa_parents" in forward_args,
-                                      compute_dbsa="dbsa_heads" in forward_args)  # fmt: skip
+            fn = make_preprocessor(parser=parser)
         elif needs_syntax:
             raise ValueError(f"the model has syntax heads but the {split} split has no parses: give CoNLL-U sources "
                              "(--{split}_source_conllu) or a parser (--parser spacy --parser_model ...)")  # fmt: skip
@@ -614,7 +613,8 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
     callbacks = []
     if training_args.time_budget_seconds is not None:
         callbacks.append(TimeBudgetCallback(training_args.time_budget_seconds))
-    trainer = Seq2SeqTrainer(
+    trainer_class = SyntaxMTTrainer if is_syntax else Seq2SeqTrainer  # logs each loss term
+    trainer = trainer_class(
         model=model,
         args=training_args,
         train_dataset=processed["train"] if training_args.do_train or not _any_do(training_args) else None,
