@@ -101,6 +101,8 @@ def main():
     ratios = {"train_ratio": med["vanilla"] / med["dbsa_sync"], "generate_ratio": gmed["vanilla"] / gmed["dbsa_sync"]}
     result = {
         "benchmark": "dbsa_sync_vs_vanilla_marian",
+        "method": "dbsa_sync",
+        "quick": args.quick,
         "package": hf_syntax_mt.__version__,
         "torch": torch.__version__,
         "device": "cpu",
@@ -110,6 +112,8 @@ def main():
         "batch": {"sentences": args.batch_size, "source_tokens": n_src, "target_tokens": n_tgt},
         "train_step_seconds_median": med,
         "generate_seconds_median": gmed,
+        "train_tokens_per_second": {k: (n_src + n_tgt) / v for k, v in med.items()},
+        "generate_tokens_per_second": {k: args.batch_size * args.new_tokens / v for k, v in gmed.items()},
         "ratios": ratios,
         "targets": TARGETS,
         "meets_targets": {k: ratios[k] >= v for k, v in TARGETS.items()},
