@@ -30,6 +30,8 @@ DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 METHODS: list[tuple[str, str | None]] = [
     ("vanilla", None),
     ("pascal", "encoder_pascal_heads=[{pascal_heads},0,0]"),
+    ("lisa", "encoder_lisa_heads=[1,0,0]"),
+    ("dbsa_source", "encoder_dbsa_heads=[1,0,0]"),
 ]
 
 
