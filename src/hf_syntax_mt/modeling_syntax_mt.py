@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -33,6 +34,13 @@ from transformers.models.marian.modeling_marian import (
 from transformers.utils.generic import merge_with_config_defaults
 from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
+from .alignment import (
+    GlobalFertility,
+    StructuralAlignmentBias,
+    log_auxiliary_losses,
+    recording_alignment,
+    structural_alignment_attention,
+)
 from .configuration_syntax_mt import SyntaxMTConfig
 
 # Gaussian weights whose exponent is below -_MAX_EXPONENT are set to exactly 0: exp(-80) ~ 1.8e-35 is still a normal
@@ -95,9 +103,12 @@ class SyntaxMTAttention(MarianAttention):
     probabilities of every head whatever the attention implementation (SDPA returns none).
     """
 
-    def __init__(self, *args, num_pascal_heads: int = 0, **kwargs):
+    def __init__(self, *args, num_pascal_heads: int = 0, alignment_bias: nn.Module | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.num_pascal_heads = num_pascal_heads
+        # issue 4: structural alignment bias (cross-attention only); recording feeds the alignment-based losses
+        self.alignment_bias = alignment_bias
+        self.record_alignment, self.recorded_alignment = False, None
 
     def _project(self, hidden_states, key_value_states, past_key_values):
         """q, k, v `(B, H, T|S, d)` with Marian's cache handling (self- and cross-attention)."""
@@ -131,7 +142,8 @@ class SyntaxMTAttention(MarianAttention):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """`hidden_states` `(B, T, D)`; `parent_positions` `(B, T)` (self-attention with PASCAL heads only)."""
         output_attentions = kwargs.get("output_attentions", False)
-        if self.num_pascal_heads == 0 and not output_attentions:
+        plain = self.alignment_bias is None and not self.record_alignment
+        if self.num_pascal_heads == 0 and not output_attentions and plain:
             return super().forward(hidden_states, key_value_states, past_key_values, attention_mask, **kwargs)
 
         input_shape = hidden_states.shape[:-1]  # (B, T)
@@ -142,6 +154,10 @@ class SyntaxMTAttention(MarianAttention):
             attention_mask, query.shape[2], key.shape[2], self.is_causal and key_value_states is None,
             query.dtype, query.device,
         )  # (B|1, 1, T, S) or None  # fmt: skip
+        if not plain:  # issue 4: structural alignment biases (see hf_syntax_mt.alignment)
+            out, p = structural_alignment_attention(self, query, key, value, mask, past_key_values, dropout)
+            attn_output = self.out_proj(out.reshape(*input_shape, -1).contiguous())  # (B, T, D)
+            return attn_output, p if output_attentions else None
 
         outputs, probs = [], []
         if k > 0:
@@ -230,7 +246,17 @@ class SyntaxMTDecoderLayer(MarianDecoderLayer):
         super().__init__(config, layer_idx)
         common = dict(dropout=config.attention_dropout, is_decoder=True, config=config, layer_idx=layer_idx)
         self.self_attn = SyntaxMTAttention(self.embed_dim, config.decoder_attention_heads, is_causal=True, **common)
-        self.encoder_attn = SyntaxMTAttention(self.embed_dim, config.decoder_attention_heads, **common)
+        biases = config.alignment_biases_of_layer(layer_idx)
+        alignment_bias = (
+            StructuralAlignmentBias(
+                config.decoder_attention_heads, biases, config.alignment_window, config.alignment_bias_hidden_size
+            )
+            if biases
+            else None
+        )
+        self.encoder_attn = SyntaxMTAttention(
+            self.embed_dim, config.decoder_attention_heads, alignment_bias=alignment_bias, **common
+        )
 
 
 # Auto class -> (shim module saved beside the weights, class, what the shim imports)
@@ -250,6 +276,11 @@ class SyntaxMTPreTrainedModel(MarianPreTrainedModel):
     config: SyntaxMTConfig
     # PASCAL adds no parameter: every weight has Marian's name, so Marian checkpoints load as they are.
     _no_split_modules = ["SyntaxMTEncoderLayer", "SyntaxMTDecoderLayer"]
+
+    def _init_weights(self, module):
+        super()._init_weights(module)
+        if isinstance(module, StructuralAlignmentBias):  # issue 4: raw parameters, not nn.Linear
+            module.reset_parameters()
 
     def save_pretrained(self, save_directory, *args, **kwargs):
         """`PreTrainedModel.save_pretrained` plus the declarations that let the directory load anywhere the package
@@ -360,6 +391,12 @@ class SyntaxMTDecoder(MarianDecoder):
         self.layers = nn.ModuleList([SyntaxMTDecoderLayer(config, i) for i in range(config.decoder_layers)])
         self.post_init()
 
+    def _init_weights(self, module):
+        # the decoder is a PreTrainedModel of its own: `initialize_weights` dispatches its submodules to this method
+        super()._init_weights(module)
+        if isinstance(module, StructuralAlignmentBias):  # issue 4
+            module.reset_parameters()
+
 
 class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
     """The bare syntax-aware Marian encoder-decoder (no LM head)."""
@@ -428,6 +465,20 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
         )
 
 
+@dataclass
+class SyntaxMTSeq2SeqLMOutput(Seq2SeqLMOutput):
+    """`Seq2SeqLMOutput` plus the parts of the loss, for logging.
+
+    Args:
+        translation_loss: the cross-entropy (label-smoothed) part of `loss`.
+        fertility_loss: the global-fertility negative log-likelihood (before `config.global_fertility_weight`), when
+            it is active.
+    """
+
+    translation_loss: torch.Tensor | None = None
+    fertility_loss: torch.Tensor | None = None
+
+
 class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, GenerationMixin):
     """Syntax-aware Marian translation model.
 
@@ -445,7 +496,19 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
     def __init__(self, config: SyntaxMTConfig):
         super().__init__(config)  # MarianMTModel: LM head, final_logits_bias and weight tying
         self.model = SyntaxMTModel(config)
+        # issue 4: global fertility (only when weighted), its schedule step, and the auxiliary losses for logging
+        self.global_fertility = (
+            GlobalFertility(config.d_model, config.alignment_bias_hidden_size) if config.uses_global_fertility else None
+        )
+        self.alignment_training_step = 0
+        self.auxiliary_loss_log = {}
         self.post_init()
+
+    def align(self, input_ids, labels, **kwargs):
+        """Source-target alignments from a decoder layer's cross-attention: see `hf_syntax_mt.alignment.align`."""
+        from .alignment import align
+
+        return align(self, input_ids, labels, **kwargs)
 
     def forward(
         self,
@@ -478,19 +541,25 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
                 decoder_input_ids = shift_tokens_right(
                     labels, self.config.pad_token_id, self.config.decoder_start_token_id
                 )
-        outputs = self.model(
-            input_ids,
-            attention_mask=attention_mask,
-            decoder_input_ids=decoder_input_ids,
-            encoder_outputs=encoder_outputs,
-            decoder_attention_mask=decoder_attention_mask,
-            past_key_values=past_key_values,
-            inputs_embeds=inputs_embeds,
-            decoder_inputs_embeds=decoder_inputs_embeds,
-            use_cache=use_cache,
-            parent_positions=parent_positions,
-            **kwargs,
+        fertility_on = (  # issue 4: global fertility, after `global_fertility_start_step` training steps
+            labels is not None
+            and self.global_fertility is not None
+            and self.alignment_training_step >= self.config.global_fertility_start_step
         )
+        with recording_alignment(self, enabled=fertility_on) as alignment:
+            outputs = self.model(
+                input_ids,
+                attention_mask=attention_mask,
+                decoder_input_ids=decoder_input_ids,
+                encoder_outputs=encoder_outputs,
+                decoder_attention_mask=decoder_attention_mask,
+                past_key_values=past_key_values,
+                inputs_embeds=inputs_embeds,
+                decoder_inputs_embeds=decoder_inputs_embeds,
+                use_cache=use_cache,
+                parent_positions=parent_positions,
+                **kwargs,
+            )
         logits = self.lm_head(outputs[0]) + self.final_logits_bias  # (B, T, V)
         loss = None
         if labels is not None:
@@ -503,8 +572,17 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
             )
             if num_items_in_batch is not None:
                 loss = loss / num_items_in_batch
-        return Seq2SeqLMOutput(
+        translation_loss, fertility_loss = loss, None
+        if fertility_on:
+            fertility_loss = self.global_fertility.loss(
+                alignment.probs, outputs.encoder_last_hidden_state, attention_mask, labels != -100, num_items_in_batch
+            )
+            loss = loss + self.config.global_fertility_weight * fertility_loss
+            log_auxiliary_losses(self, translation_loss=translation_loss, fertility_loss=fertility_loss)
+        return SyntaxMTSeq2SeqLMOutput(
             loss=loss,
+            translation_loss=translation_loss,
+            fertility_loss=fertility_loss,
             logits=logits,
             past_key_values=outputs.past_key_values,
             decoder_hidden_states=outputs.decoder_hidden_states,
@@ -521,5 +599,6 @@ __all__ = [
     "SyntaxMTForConditionalGeneration",
     "SyntaxMTModel",
     "SyntaxMTPreTrainedModel",
+    "SyntaxMTSeq2SeqLMOutput",
     "pascal_weights",
 ]
