@@ -92,34 +92,40 @@ def direct_probs(model, layer, x, e, attention_mask, biases, k):
     for b in range(B):
         valid = [i for i in range(S) if attention_mask[b, i] == 1]
         src_len = len(valid)  # the paper's I
+        s = {(h, j, i): float(q[b, j, h * d:(h + 1) * d] @ kk[b, i, h * d:(h + 1) * d]) / math.sqrt(d)
+             for h in range(H) for j in range(T) for i in valid}  # fmt: skip
+        alpha0 = [[0.0] * S for _ in range(T)]  # bias-free base attention, averaged over the heads
         for h in range(H):
-            s = {(j, i): float(q[b, j, h * d:(h + 1) * d] @ kk[b, i, h * d:(h + 1) * d]) / math.sqrt(d)
-                 for j in range(T) for i in valid}  # fmt: skip
-            alpha0 = [[0.0] * S for _ in range(T)]  # bias-free base attention of head h
             for j in range(T):
-                z = sum(math.exp(s[j, i]) for i in valid)
+                z = sum(math.exp(s[h, j, i]) for i in valid)
                 for i in valid:
-                    alpha0[j][i] = math.exp(s[j, i]) / z
+                    alpha0[j][i] += math.exp(s[h, j, i]) / z / H
 
-            def a0(j, i, alpha0=alpha0):
-                return alpha0[j][i] if 0 <= j < T and 0 <= i < S else 0.0
+        def a0(j, i, alpha0=alpha0):
+            return alpha0[j][i] if 0 <= j < T and 0 <= i < S else 0.0
 
-            for j in range(T):
+        for j in range(T):
+            hidden = {}
+            for i in valid:
+                phi = []
+                if "position" in biases:
+                    phi += [math.log(1 + j), math.log(1 + i), math.log(1 + src_len)]  # Eq. 6
+                if "markov" in biases:
+                    phi += [a0(j - 1, i + o) for o in range(-k, k + 1)]  # Eq. 7: alpha_{j-1, i-k..i+k}
+                if "fertility" in biases:
+                    phi += [sum(a0(jj, i + o) for jj in range(j)) for o in range(-k, k + 1)]  # sum_{j'<j}
+                if bias is not None:
+                    hidden[i] = [
+                        math.tanh(float(bias.feature_bias[a].detach())
+                                  + sum(float(bias.feature_weight[f, a]) * phi[f] for f in range(len(phi))))
+                        for a in range(bias.hidden_size)
+                    ]  # fmt: skip
+            for h in range(H):
                 logits = {}
                 for i in valid:
-                    phi = []
-                    if "position" in biases:
-                        phi += [math.log(1 + j), math.log(1 + i), math.log(1 + src_len)]  # Eq. 6
-                    if "markov" in biases:
-                        phi += [a0(j - 1, i + o) for o in range(-k, k + 1)]  # Eq. 7: alpha_{j-1, i-k..i+k}
-                    if "fertility" in biases:
-                        phi += [sum(a0(jj, i + o) for jj in range(j)) for o in range(-k, k + 1)]  # sum_{j'<j}
-                    value = s[j, i]
-                    if bias is not None:
-                        for a in range(bias.hidden_size):
-                            pre = float(bias.feature_bias[h, a].detach())
-                            pre += sum(float(bias.feature_weight[h, f, a]) * phi[f] for f in range(len(phi)))
-                            value += float(bias.output_weight[h, a]) * math.tanh(pre)  # v tanh(W phi + b)
+                    value = s[h, j, i]
+                    if bias is not None:  # v_h tanh(W phi + b)
+                        value += sum(float(bias.output_weight[h, a]) * hidden[i][a] for a in range(bias.hidden_size))
                     logits[i] = value
                 z = sum(math.exp(v) for v in logits.values())
                 for i, v in logits.items():
@@ -258,7 +264,7 @@ def test_cache_reordering_moves_the_alignment_state():
     cache = out.past_key_values
     (state,) = [layer for layer in cache.cross_attention_cache.layers if isinstance(layer, AlignmentStateLayer)]
     previous, cumulative = state.keys.clone(), state.values.clone()
-    assert previous.shape == (2, 4, 1, 6) and cumulative.shape == (2, 4, 1, 6)
+    assert previous.shape == (2, 1, 6) and cumulative.shape == (2, 1, 6)
     cache.reorder_cache(torch.tensor([1, 0]))
     assert torch.equal(state.keys, previous.flip(0)) and torch.equal(state.values, cumulative.flip(0))
     cache.batch_repeat_interleave(2)

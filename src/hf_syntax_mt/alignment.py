@@ -17,9 +17,10 @@ What lives here:
 Transformer adaptation (why training stays parallel over target positions)
 -------------------------------------------------------------------------
 In the paper the features of target position j use the attention alpha_{j-1} of the *biased* model, a sequential
-recurrence. Here the features of every head use that head's **bias-free base attention**
-alpha0 = softmax(q_j k_i^T / sqrt(d) + mask) of the same layer, which depends on target position j only through the
-causal decoder states, so all positions are computed at once:
+recurrence. Here they use the layer's **bias-free base attention** alpha0 = mean over heads of
+softmax(q_j k_i^T / sqrt(d) + mask), which depends on target position j only through the causal decoder states, so
+all positions are computed at once. (Heads are averaged, as for global fertility, symmetry and `align()`: one
+alignment per layer; it also keeps the tanh layer at `(B, T, S, A)` instead of `(B, H, T, S, A)`.)
 
 - position (Eq. 6): psi(j, i, I) = (log(1+j), log(1+i), log(1+I)); j = 0-based target position, i = 0-based source
   position, I = number of non-padding source tokens (never the target length J);
@@ -28,11 +29,11 @@ causal decoder states, so all positions are computed at once:
 - local fertility: xi2(j, i) = (sum_{j'<j} alpha0_{j', i-k}, ..., sum_{j'<j} alpha0_{j', i+k}): the exclusive
   cumulative sum of alpha0 over target positions, in the same +-k window.
 
-bias_h(j, i) = v_h . tanh(W_h [psi; xi1; xi2] + b_h) is added to the logits of head h, followed by the softmax.
-v starts at zero, so a freshly added bias leaves a (retrofitted Marian) model unchanged.
+bias_h(j, i) = v_h . tanh(W [psi; xi1; xi2] + b) is added to the logits of head h (each head has its own v_h),
+followed by the softmax. v starts at zero, so a freshly added bias leaves a (retrofitted Marian) model unchanged.
 
 Incremental decoding keeps, per biased layer, the base-attention row of the last decoded position and the running
-sum of base-attention rows, each `(B, H, 1, S)`, in an `AlignmentStateLayer` appended to the cross-attention
+sum of base-attention rows, each `(B, 1, S)`, in an `AlignmentStateLayer` appended to the cross-attention
 `DynamicCache` of the `EncoderDecoderCache`. It is a `DynamicLayer`, so the cache's `reorder_cache` (beam search),
 `batch_repeat_interleave` and `batch_select_indices` reorder it with the keys and values; the decoding step j is
 the self-attention cache length. Cached decoding therefore computes the features of uncached decoding.
@@ -84,9 +85,13 @@ def _window(x: torch.Tensor, k: int) -> torch.Tensor:
 class StructuralAlignmentBias(nn.Module):
     """Per-head additive bias of a cross-attention's logits from structural alignment features.
 
-    Parameters (H heads, F features, A hidden units): `feature_weight` `(H, F, A)` (W^(ap), W^(am), W^(af) of the
-    paper, stacked along F in the order position, Markov, fertility), `feature_bias` `(H, A)`, `output_weight`
-    `(H, A)` (the paper's v). F = 3 (position) + (2k+1) (Markov) + (2k+1) (fertility), for the enabled biases.
+    The features of a target/source pair (j, i) are shared by the heads (the Markov and fertility ones come from the
+    head-averaged base attention); each head has its own output vector v_h:
+    bias_h(j, i) = v_h . tanh(W phi(j, i) + b).
+
+    Parameters (H heads, F features, A hidden units): `feature_weight` `(F, A)` (the paper's W^(ap), W^(am), W^(af)
+    stacked along F in the order position, Markov, fertility), `feature_bias` `(A,)`, `output_weight` `(H, A)`.
+    F = 3 (position) + (2k+1) (Markov) + (2k+1) (fertility), for the enabled biases.
     """
 
     def __init__(self, num_heads: int, biases: Sequence[str], window: int, hidden_size: int):
@@ -97,8 +102,8 @@ class StructuralAlignmentBias(nn.Module):
         self.fertility = "fertility" in biases
         K = 2 * window + 1
         self.num_features = 3 * self.position + K * self.markov + K * self.fertility
-        self.feature_weight = nn.Parameter(torch.empty(num_heads, self.num_features, hidden_size))
-        self.feature_bias = nn.Parameter(torch.empty(num_heads, hidden_size))
+        self.feature_weight = nn.Parameter(torch.empty(self.num_features, hidden_size))
+        self.feature_bias = nn.Parameter(torch.empty(hidden_size))
         self.output_weight = nn.Parameter(torch.empty(num_heads, hidden_size))
         self.reset_parameters()
 
@@ -128,66 +133,61 @@ class StructuralAlignmentBias(nn.Module):
         """The bias `(B, H, T, S)` and the decoding state after these T rows.
 
         Args:
-            base: `(B, H, T, S)` bias-free base attention alpha0 (needed for Markov / fertility), 0 on padding.
+            base: `(B, H, T, S)` bias-free base attention (needed for Markov / fertility), 0 on padding.
             key_valid: `(B, S)` bool, True for real source tokens.
             query_length: T, the number of target positions in this call.
             query_offset: target position of the first row (number of positions decoded before, 0 in training).
-            previous: `(B, H, 1, S)` alpha0 of target position `query_offset - 1` (None: none, i.e. zeros).
-            cumulative: `(B, H, 1, S)` sum of alpha0 over target positions `< query_offset` (None: zeros).
+            previous: `(B, 1, S)` head-averaged base attention of position `query_offset - 1` (None: zeros).
+            cumulative: `(B, 1, S)` its sum over target positions `< query_offset` (None: zeros).
 
         Returns:
-            `(bias, state)`; state = (alpha0 of the last row, cumulative sum including it), each `(B, H, 1, S)`, or
-            None when neither Markov nor fertility features are used.
+            `(bias, state)`; state = (head-averaged base attention of the last row, cumulative sum including it),
+            each `(B, 1, S)`, or None when neither Markov nor fertility features are used.
         """
         B, S = key_valid.shape
-        H, A, T, k = self.num_heads, self.hidden_size, query_length, self.window
-        device = self.feature_weight.device
-        dtype = self.feature_weight.dtype
-        W = self.feature_weight  # (H, F, A)
-        pre = self.feature_bias.view(1, H, 1, 1, A)
+        A, T, k = self.hidden_size, query_length, self.window
+        W = self.feature_weight  # (F, A)
+        device, dtype = W.device, W.dtype
+        pre = self.feature_bias  # (A,)
         f = 0
         if self.position:
             # Eq. 6: W^(ap) psi(j, i, I), psi = (log(1+j), log(1+i), log(1+I)); J is never used
             log_j = torch.log1p(torch.arange(T, device=device, dtype=dtype) + query_offset)  # (T,)
             log_i = torch.log1p(torch.arange(S, device=device, dtype=dtype))  # (S,)
             log_I = torch.log1p(key_valid.sum(-1).to(dtype))  # (B,)
-            w_j, w_i, w_I = W[:, 0], W[:, 1], W[:, 2]  # (H, A) each
-            pre = pre + log_j.view(1, 1, T, 1, 1) * w_j.view(1, H, 1, 1, A)  # (1, H, T, 1, A)
-            pre = pre + log_i.view(1, 1, 1, S, 1) * w_i.view(1, H, 1, 1, A)  # (1, H, T, S, A)
-            pre = pre + log_I.view(B, 1, 1, 1, 1) * w_I.view(1, H, 1, 1, A)  # (B, H, T, S, A)
+            pre = pre + log_j.view(1, T, 1, 1) * W[0] + log_i.view(1, 1, S, 1) * W[1]  # (1, T, S, A)
+            pre = pre + log_I.view(B, 1, 1, 1) * W[2]  # (B, T, S, A)
             f = 3
         state = None
         if self.needs_base_attention:
+            alpha0 = base.mean(dim=1)  # heads averaged: the layer's bias-free alignment, (B, T, S)
             if previous is None:
-                previous = base.new_zeros(B, H, 1, S)
+                previous = alpha0.new_zeros(B, 1, S)
             if cumulative is None:
-                cumulative = base.new_zeros(B, H, 1, S)
+                cumulative = alpha0.new_zeros(B, 1, S)
             windows = []
             if self.markov:
-                prev_rows = torch.cat([previous, base[:, :, :-1]], dim=2)  # alpha0_{j-1}, (B, H, T, S)
-                windows.append(_window(prev_rows, k))  # Eq. 7: xi1(alpha_{j-1}; i), (B, H, T, S, 2k+1)
-            # sum_{j' < j} alpha0_{j'}: exclusive cumulative sum over target positions, (B, H, T, S)
-            running = torch.cumsum(torch.cat([cumulative, base], dim=2), dim=2)  # (B, H, T+1, S)
-            if self.fertility:  # local fertility xi2(alpha_{<j}; i), (B, H, T, S, 2k+1)
-                windows.append(_window(running[:, :, :-1], k))
-            state = (base[:, :, -1:], running[:, :, -1:])  # (B, H, 1, S) each
-            feats = torch.cat(windows, dim=-1) if len(windows) > 1 else windows[0]  # (B, H, T, S, K')
-            K2 = feats.shape[-1]
-            # W^(am) xi1 + W^(af) xi2 for every (j, i): one batched matmul per head, (B, H, T*S, A)
-            win = torch.matmul(feats.reshape(B, H, T * S, K2), W[:, f : f + K2].unsqueeze(0))
-            pre = win.view(B, H, T, S, A) + pre  # (B, H, T, S, A)
+                prev_rows = torch.cat([previous, alpha0[:, :-1]], dim=1)  # alpha0_{j-1}, (B, T, S)
+                windows.append(_window(prev_rows, k))  # Eq. 7: xi1(alpha_{j-1}; i), (B, T, S, 2k+1)
+            # running[j] = sum_{j' < j} alpha0_{j'}: exclusive cumulative sum over target positions, (B, T+1, S)
+            running = torch.cumsum(torch.cat([cumulative, alpha0], dim=1), dim=1)
+            if self.fertility:  # local fertility xi2(alpha_{<j}; i), (B, T, S, 2k+1)
+                windows.append(_window(running[:, :-1], k))
+            state = (alpha0[:, -1:], running[:, -1:])  # (B, 1, S) each
+            feats = torch.cat(windows, dim=-1) if len(windows) > 1 else windows[0]  # (B, T, S, K')
+            pre = torch.matmul(feats, W[f : f + feats.shape[-1]]) + pre  # W^(am) xi1 + W^(af) xi2 + ..., (B, T, S, A)
         else:
-            pre = pre.expand(B, H, T, S, A)
-        hidden = torch.tanh(pre)  # (B, H, T, S, A)
-        bias = torch.matmul(hidden.reshape(B, H, T * S, A), self.output_weight.view(1, H, A, 1))  # v^T tanh(...)
-        return bias.view(B, H, T, S), state
+            pre = pre.expand(B, T, S, A)
+        hidden = torch.tanh(pre)  # (B, T, S, A)
+        bias = torch.matmul(hidden, self.output_weight.t())  # v_h^T tanh(...), (B, T, S, H)
+        return bias.permute(0, 3, 1, 2), state  # (B, H, T, S)
 
 
 class AlignmentStateLayer(DynamicLayer):
     """Decoding state of one biased decoder layer, kept as an extra layer of the cross-attention `DynamicCache`.
 
-    `keys` = base attention of the last decoded target position, `values` = sum of the base attention over all decoded
-    positions; both `(B, H, 1, S)`. Being a `DynamicLayer`, it is reordered (beam search), repeated and selected
+    `keys` = head-averaged base attention of the last decoded target position, `values` = its sum over all decoded
+    positions; both `(B, 1, S)`. Being a `DynamicLayer`, it is reordered (beam search), repeated and selected
     along the batch together with the keys and values of the cache.
     """
 
