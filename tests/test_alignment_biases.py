@@ -271,6 +271,11 @@ def test_cache_reordering_moves_the_alignment_state():
     assert torch.equal(state.values, cumulative.flip(0).repeat_interleave(2, dim=0))
     cache.batch_select_indices(torch.tensor([0, 3]))
     assert torch.equal(state.values, cumulative.flip(0))
+    # a cropped cache (assisted decoding) cannot roll the running sums back: a clear error, not wrong features
+    cache.crop(-1)
+    with pytest.raises(RuntimeError, match="covers 3 target positions but the cache holds 2"):
+        model(input_ids=ids.flip(0), attention_mask=mask.flip(0), decoder_input_ids=labels[:, :1].clamp(min=0),
+              past_key_values=cache, use_cache=True)  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -194,19 +194,27 @@ class AlignmentStateLayer(DynamicLayer):
     def __init__(self, decoder_layer_idx: int):
         super().__init__()
         self.decoder_layer_idx = decoder_layer_idx
+        self.num_positions = 0  # target positions summed into the state
 
     def __repr__(self):
         return f"{self.__class__.__name__}(decoder_layer_idx={self.decoder_layer_idx})"
 
-    def set_state(self, previous: torch.Tensor, cumulative: torch.Tensor) -> None:
+    def set_state(self, previous: torch.Tensor, cumulative: torch.Tensor, num_positions: int) -> None:
         self.keys, self.values = previous, cumulative
         self.dtype, self.device = previous.dtype, previous.device
-        self.is_initialized = True
+        self.is_initialized, self.num_positions = True, num_positions
 
-    def get_state(self) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-        if not self.is_initialized or self.keys is None or self.keys.numel() == 0:
-            return None, None
-        return self.keys, self.values
+    def get_state(self, query_offset: int) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """The state for a call whose first target position is `query_offset` (the positions decoded so far)."""
+        initialized = self.is_initialized and self.keys is not None and self.keys.numel() > 0
+        if query_offset != (self.num_positions if initialized else 0):
+            raise RuntimeError(
+                f"The alignment state of decoder layer {self.decoder_layer_idx} covers "
+                f"{self.num_positions if initialized else 0} target positions but the cache holds {query_offset}: the "
+                "cache was cropped or filled without it (assisted/speculative decoding is not supported with Markov or "
+                "fertility alignment biases)."
+            )
+        return (self.keys, self.values) if initialized else (None, None)
 
 
 def _alignment_state_layer(past_key_values: Any, layer_idx: int, num_layers: int) -> AlignmentStateLayer | None:
@@ -268,11 +276,12 @@ def structural_alignment_attention(
         previous = cumulative = None
         offset = 0
         if state_layer is not None:
-            previous, cumulative = state_layer.get_state()
             offset = past_key_values.self_attention_cache.get_seq_length(module.layer_idx) - T  # j of the first row
+            if bias_module.needs_base_attention:
+                previous, cumulative = state_layer.get_state(offset)
         bias, state = bias_module(base, key_valid, T, offset, previous, cumulative)  # (B, H, T, S)
         if state_layer is not None and state is not None:
-            state_layer.set_state(*state)
+            state_layer.set_state(*state, num_positions=offset + T)
         scores = scores + bias
     probs = nn.functional.softmax(scores, dim=-1)  # (B, H, T, S)
     if module.record_alignment:
@@ -285,7 +294,8 @@ def structural_alignment_attention(
 def recording_alignment(model: nn.Module, layer: int | None = None, enabled: bool = True):
     """Within the block, the cross-attention of decoder layer `layer` (default `config.resolved_alignment_layer`)
     of `model` (a `SyntaxMTForConditionalGeneration`) keeps its probabilities; read them as `recorded.probs`
-    `(B, H, T, S)` (with gradient) after the forward call. Nesting on the same layer is allowed."""
+    `(B, H, T, S)` (with gradient) after the forward call. Nesting on the same layer is allowed. Not compatible with
+    gradient checkpointing of the decoder layers (the recomputed forward would record again)."""
     recorded = _Recorded()
     if not enabled:
         yield recorded
