@@ -170,11 +170,22 @@ def main():
         },
         "targets": TARGETS,
     }
+    # The CPU is shared and contention comes in bursts that slow a call 10x or more; the two calls of a round run
+    # back to back, so the median of per-round ratios and the ratio of the fastest calls are robust to them.
+    result["paired_ratios_median"] = {
+        "train_ratio": statistics.median(v / a for v, a in zip(train_times["vanilla"], train_times["aligned"], strict=True)),
+        "generate_ratio": statistics.median(v / a for v, a in zip(gen_times["vanilla"], gen_times["aligned"], strict=True)),
+    }
+    result["best_of_ratios"] = {
+        "train_ratio": min(train_times["vanilla"]) / min(train_times["aligned"]),
+        "generate_ratio": min(gen_times["vanilla"]) / min(gen_times["aligned"]),
+    }
     result["meets_targets"] = {k: result["ratios"][k] >= TARGETS[k] for k in TARGETS}
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
-    print(json.dumps({"ratios": result["ratios"], "medians": {"train": med, "generate": gmed},
+    print(json.dumps({"ratios": result["ratios"], "paired_ratios_median": result["paired_ratios_median"],
+                      "best_of_ratios": result["best_of_ratios"], "medians": {"train": med, "generate": gmed},
                       "meets_targets": result["meets_targets"]}, indent=2))  # fmt: skip
     print(f"wrote {out}")
 
