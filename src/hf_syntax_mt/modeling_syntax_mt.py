@@ -35,6 +35,13 @@ from transformers.models.marian.modeling_marian import (
 from transformers.utils.generic import merge_with_config_defaults
 from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
+from .alignment import (
+    GlobalFertility,
+    StructuralAlignmentBias,
+    log_auxiliary_losses,
+    recording_alignment,
+    structural_alignment_attention,
+)
 from .configuration_syntax_mt import INPUT_FEATURES, SyntaxMTConfig
 
 # Gaussian weights whose exponent is below -_MAX_EXPONENT are set to exactly 0: exp(-80) ~ 1.8e-35 is still a normal
@@ -158,10 +165,14 @@ class SyntaxMTAttention(MarianAttention):
         num_lisa_heads: int = 0,
         num_dbsa_heads: int = 0,
         record_probs: bool = False,
+        alignment_bias: nn.Module | None = None,
         **kwargs,
     ):
         super().__init__(*args, **kwargs)
         self.num_pascal_heads = num_pascal_heads
+        # issue 4: structural alignment bias (cross-attention only); recording feeds the alignment-based losses
+        self.alignment_bias = alignment_bias
+        self.record_alignment, self.recorded_alignment = False, None
         self.num_tree_heads = num_tree_heads
         self.num_lisa_heads = num_lisa_heads
         self.num_dbsa_heads = num_dbsa_heads
@@ -211,7 +222,8 @@ class SyntaxMTAttention(MarianAttention):
         output_attentions = kwargs.get("output_attentions", False)
         kp, kt, kb = self.num_pascal_heads, self.num_tree_heads, self.num_lisa_heads + self.num_dbsa_heads
         store = syntax_store is not None and (kb > 0 or self.record_probs)
-        if kp + kt + kb == 0 and not output_attentions and not store:
+        plain = self.alignment_bias is None and not self.record_alignment
+        if kp + kt + kb == 0 and not output_attentions and not store and plain:
             return super().forward(hidden_states, key_value_states, past_key_values, attention_mask, **kwargs)
 
         input_shape = hidden_states.shape[:-1]  # (B, T)
@@ -227,6 +239,12 @@ class SyntaxMTAttention(MarianAttention):
             attention_mask, query.shape[2], key.shape[2], self.is_causal and key_value_states is None,
             query.dtype, query.device,
         )  # (B|1, 1, T, S) or None  # fmt: skip
+        if not plain:  # issue 4: structural alignment biases (see hf_syntax_mt.alignment)
+            out, p = structural_alignment_attention(self, query, key, value, mask, past_key_values, dropout)
+            if store and self.record_probs:
+                syntax_store[("cross", self.layer_idx)] = p.mean(dim=1)  # (B, T, S), heads averaged
+            attn_output = self.out_proj(out.reshape(*input_shape, -1).contiguous())  # (B, T, D)
+            return attn_output, p if output_attentions else None
 
         outputs, probs = [], []
         if n_eager > 0:
@@ -342,8 +360,16 @@ class SyntaxMTDecoderLayer(MarianDecoderLayer):
             self.embed_dim, config.decoder_attention_heads, is_causal=True,
             num_dbsa_heads=config.decoder_head_layout(layer_idx)["dbsa"], **common,
         )  # fmt: skip
+        biases = config.alignment_biases_of_layer(layer_idx)
+        alignment_bias = (
+            StructuralAlignmentBias(
+                config.decoder_attention_heads, biases, config.alignment_window, config.alignment_bias_hidden_size
+            )
+            if biases
+            else None
+        )
         self.encoder_attn = SyntaxMTAttention(
-            self.embed_dim, config.decoder_attention_heads,
+            self.embed_dim, config.decoder_attention_heads, alignment_bias=alignment_bias,
             record_probs=config.uses_sync and layer_idx == config.sync_layer, **common,
         )  # fmt: skip
 
@@ -373,6 +399,8 @@ class SyntaxMTPreTrainedModel(MarianPreTrainedModel):
             # U = I: a bi-affine head starts as a plain dot-product head (a retrofitted checkpoint is unchanged)
             eye = torch.eye(module.head_dim, dtype=module.biaffine_u.dtype, device=module.biaffine_u.device)
             init.copy_(module.biaffine_u, eye.expand_as(module.biaffine_u))
+        if isinstance(module, StructuralAlignmentBias):  # issue 4: raw parameters, not nn.Linear
+            module.reset_parameters()
 
     def save_pretrained(self, save_directory, *args, **kwargs):
         """`PreTrainedModel.save_pretrained` plus the declarations that let the directory load anywhere the package
@@ -642,15 +670,18 @@ class SyntaxMTSeq2SeqLMOutput(Seq2SeqLMOutput):
     dbsa_loss: L_dep of Eq. 5, source and target parse losses of the DBSA heads.
     lisa_loss: the LISA heads' parse loss.
     sync_loss: L_sync of Eq. 9.
+    fertility_loss: the global-fertility negative log-likelihood (before `config.global_fertility_weight`), when
+        it is active.
     """
 
     translation_loss: torch.FloatTensor | None = None
     dbsa_loss: torch.FloatTensor | None = None
     lisa_loss: torch.FloatTensor | None = None
     sync_loss: torch.FloatTensor | None = None
+    fertility_loss: torch.FloatTensor | None = None
 
 
-AUXILIARY_LOSSES = ("dbsa_loss", "lisa_loss", "sync_loss")
+AUXILIARY_LOSSES = ("dbsa_loss", "lisa_loss", "sync_loss", "fertility_loss")
 
 
 def dependency_nll(logits: torch.Tensor, heads: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -705,7 +736,19 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
     def __init__(self, config: SyntaxMTConfig):
         super().__init__(config)  # MarianMTModel: LM head, final_logits_bias and weight tying
         self.model = SyntaxMTModel(config)
+        # issue 4: global fertility (only when weighted), its schedule step, and the auxiliary losses for logging
+        self.global_fertility = (
+            GlobalFertility(config.d_model, config.alignment_bias_hidden_size) if config.uses_global_fertility else None
+        )
+        self.alignment_training_step = 0
+        self.auxiliary_loss_log = {}
         self.post_init()
+
+    def align(self, input_ids, labels, **kwargs):
+        """Source-target alignments from a decoder layer's cross-attention: see `hf_syntax_mt.alignment.align`."""
+        from .alignment import align
+
+        return align(self, input_ids, labels, **kwargs)
 
     def forward(
         self,
@@ -761,25 +804,31 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
             or (config.uses_sync and labels is not None)
         ) and past_key_values is None
         store: dict | None = {} if need_store else None
-        outputs = self.model(
-            input_ids,
-            attention_mask=attention_mask,
-            decoder_input_ids=decoder_input_ids,
-            encoder_outputs=encoder_outputs,
-            decoder_attention_mask=decoder_attention_mask,
-            past_key_values=past_key_values,
-            inputs_embeds=inputs_embeds,
-            decoder_inputs_embeds=decoder_inputs_embeds,
-            use_cache=use_cache,
-            parent_positions=parent_positions,
-            word_index=word_index,
-            word_heads=word_heads,
-            pos_ids=pos_ids,
-            deprel_ids=deprel_ids,
-            subword_tag_ids=subword_tag_ids,
-            syntax_store=store,
-            **kwargs,
+        fertility_on = (  # issue 4: global fertility, after `global_fertility_start_step` training steps
+            labels is not None
+            and self.global_fertility is not None
+            and self.alignment_training_step >= self.config.global_fertility_start_step
         )
+        with recording_alignment(self, enabled=fertility_on) as alignment:
+            outputs = self.model(
+                input_ids,
+                attention_mask=attention_mask,
+                decoder_input_ids=decoder_input_ids,
+                encoder_outputs=encoder_outputs,
+                decoder_attention_mask=decoder_attention_mask,
+                past_key_values=past_key_values,
+                inputs_embeds=inputs_embeds,
+                decoder_inputs_embeds=decoder_inputs_embeds,
+                use_cache=use_cache,
+                parent_positions=parent_positions,
+                word_index=word_index,
+                word_heads=word_heads,
+                pos_ids=pos_ids,
+                deprel_ids=deprel_ids,
+                subword_tag_ids=subword_tag_ids,
+                syntax_store=store,
+                **kwargs,
+            )
         logits = self.lm_head(outputs[0]) + self.final_logits_bias  # (B, T, V)
         loss = translation_loss = None
         if labels is not None:
@@ -801,6 +850,12 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
                 weights = {"dbsa_loss": config.dbsa_loss_weight, "lisa_loss": config.lisa_loss_weight,
                            "sync_loss": config.sync_loss_weight}  # fmt: skip
                 loss = loss + sum(weights[name] * value for name, value in aux.items())  # Eq. 6
+        if fertility_on:
+            aux["fertility_loss"] = self.global_fertility.loss(
+                alignment.probs, outputs.encoder_last_hidden_state, attention_mask, labels != -100, num_items_in_batch
+            )
+            loss = loss + self.config.global_fertility_weight * aux["fertility_loss"]
+            log_auxiliary_losses(self, translation_loss=translation_loss, fertility_loss=aux["fertility_loss"])
         return SyntaxMTSeq2SeqLMOutput(
             loss=loss,
             logits=logits,
