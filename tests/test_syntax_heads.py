@@ -352,3 +352,23 @@ def test_missing_inputs_get_clear_errors():
         model(**{**inputs, "word_index": None})
     with pytest.raises(ValueError, match="pos_ids"):
         model(**{**inputs, "pos_ids": None})
+
+
+@pytest.mark.parametrize("num_beams", [1, 3])
+def test_every_method_together_trains_saves_reloads_and_generates(num_beams, tmp_path):
+    """Syntax heads of issue 3 with the structural alignment biases and global fertility of issue 4."""
+    options = {**ALL, "sync_cross_attention_layer": 1, "alignment_bias_layers": [1], "global_fertility_weight": 0.1}
+    model = make_model(**options).train()
+    inputs = batch()
+    out = model(**inputs)
+    for name in ("translation_loss", "dbsa_loss", "lisa_loss", "sync_loss", "fertility_loss"):
+        assert getattr(out, name) is not None and torch.isfinite(getattr(out, name)), name
+    out.loss.backward()
+    assert model.model.encoder.layers[0].self_attn.biaffine_u.grad.abs().sum() > 0
+    model.eval().save_pretrained(tmp_path)
+    loaded = SyntaxMTForConditionalGeneration.from_pretrained(tmp_path).eval()
+    torch.testing.assert_close(model(**inputs).loss, loaded(**inputs).loss)
+    kw = {k: v for k, v in inputs.items() if k not in ("labels", "lisa_parents", "dbsa_heads", "decoder_dbsa_heads")}
+    cached = loaded.generate(**kw, max_new_tokens=8, num_beams=num_beams, do_sample=False)
+    uncached = loaded.generate(**kw, max_new_tokens=8, num_beams=num_beams, do_sample=False, use_cache=False)
+    assert torch.equal(cached, uncached)
