@@ -183,3 +183,16 @@ def test_syntax_trainer_logs_every_loss_term_and_accumulation_stays_exact(tmp_pa
             model(**collator(chunk), num_items_in_batch=n_items).loss.backward()
         grads.append(torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]))
     torch.testing.assert_close(grads[0], grads[1], atol=1e-5, rtol=1e-4)
+
+
+def test_syntax_trainer_drives_the_global_fertility_schedule(synthetic, tmp_path):
+    from hf_syntax_mt.training import SyntaxMTTrainer
+
+    tokenizer, data = synthetic
+    model = tiny_model(tokenizer, alignment_bias_layers=[1], global_fertility_weight=0.1, global_fertility_start_step=3)
+    trainer = trainer_for(model, tokenizer, data, tmp_path, cls=SyntaxMTTrainer, max_steps=5, logging_steps=5,
+                          predict_with_generate=False)  # fmt: skip
+    trainer.train()
+    assert model.alignment_training_step == 4  # the step counter reached the model: the loss switched on at step 3
+    logged = [h for h in trainer.state.log_history if "loss" in h][-1]
+    assert logged["fertility_loss"] > 0

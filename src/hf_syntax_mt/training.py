@@ -105,12 +105,18 @@ class TimeBudgetCallback(TrainerCallback):
 
 class SyntaxMTTrainer(Seq2SeqTrainer):
     """`Seq2SeqTrainer` that logs each term of the objective beside `loss`: `translation_loss`, `dbsa_loss`,
-    `lisa_loss` and `sync_loss` (unweighted; averaged over the optimizer steps since the last log, like `loss`)."""
+    `lisa_loss`, `sync_loss` and `fertility_loss` (unweighted; averaged over the optimizer steps since the last log,
+    like `loss`). With global fertility it adds `AlignmentTrainingCallback`, which drives its start-step schedule."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._terms: dict[str, float] = {}
         self._term_calls = 0
+        if getattr(self.model, "global_fertility", None) is not None:
+            from .alignment import AlignmentTrainingCallback
+
+            if not any(isinstance(c, AlignmentTrainingCallback) for c in self.callback_handler.callbacks):
+                self.add_callback(AlignmentTrainingCallback())  # the global-fertility schedule needs the step
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         loss, outputs = super().compute_loss(model, inputs, return_outputs=True, num_items_in_batch=num_items_in_batch)
