@@ -19,10 +19,10 @@ import argparse
 import json
 import platform
 import statistics
-import time
 from pathlib import Path
 
 import torch
+from bench_pascal import generate, sync, time_interleaved, train_step  # noqa: F401  (shared timing protocol)
 from transformers import MarianMTModel
 
 import hf_syntax_mt
@@ -70,39 +70,6 @@ def make_models(args, tokenizer, device):
     missing, unexpected = vanilla.load_state_dict(aligned.state_dict(), strict=False)
     assert not missing, missing
     return {"vanilla": vanilla.to(device), "aligned": aligned.to(device)}, bias_layers
-
-
-def sync(device):
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-
-
-def train_step(model, optimizer, inputs):
-    loss = model(**inputs).loss
-    loss.backward()
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-
-
-def generate(model, inputs, new_tokens):
-    gen_inputs = {k: v for k, v in inputs.items() if k != "labels"}
-    return model.generate(**gen_inputs, max_new_tokens=new_tokens, min_new_tokens=new_tokens, num_beams=1, do_sample=False)
-
-
-def time_interleaved(fns: dict, rounds: int, warmup: int, device: str) -> dict[str, list[float]]:
-    for _ in range(warmup):
-        for fn in fns.values():
-            fn()
-    times = {name: [] for name in fns}
-    for r in range(rounds):
-        order = list(fns) if r % 2 == 0 else list(reversed(fns))
-        for name in order:
-            sync(device)
-            start = time.perf_counter()
-            fns[name]()
-            sync(device)
-            times[name].append(time.perf_counter() - start)
-    return times
 
 
 def main():
