@@ -91,7 +91,10 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output", default="benchmarks/results/alignment.json")
+    p.add_argument("--quick", action="store_true", help="small model, 5 rounds (checks that it runs)")
     args = p.parse_args()
+    if args.quick:  # layers kept: --bias-layers names them
+        args.d_model, args.rounds, args.warmup, args.batch_size = 128, 5, 1, 16
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -118,6 +121,8 @@ def main():
     gmed = {k: statistics.median(v) for k, v in gen_times.items()}
     result = {
         "benchmark": "alignment_biases_vs_vanilla_marian",
+        "method": "aligned",
+        "quick": args.quick,
         "package": hf_syntax_mt.__version__,
         "torch": torch.__version__,
         "device": args.device if args.device == "cpu" else torch.cuda.get_device_name(),
