@@ -22,7 +22,7 @@ import statistics
 from pathlib import Path
 
 import torch
-from bench_pascal import generate, sync, time_interleaved, train_step  # noqa: F401  (shared timing protocol)
+from bench_pascal import add_common_arguments, generate, sync, time_interleaved, train_step  # noqa: F401
 from transformers import MarianMTModel
 
 import hf_syntax_mt
@@ -75,22 +75,10 @@ def make_models(args, tokenizer, device):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--d-model", type=int, default=256)
-    p.add_argument("--layers", type=int, default=6)
-    p.add_argument("--heads", type=int, default=8)
+    add_common_arguments(p, "benchmarks/results/alignment.json")
     p.add_argument("--bias-layers", default="5", help="comma-separated decoder layers, or 'all'")
     p.add_argument("--window", type=int, default=2, help="k of the Markov / local fertility windows")
     p.add_argument("--hidden", type=int, default=16, help="alignment_bias_hidden_size")
-    p.add_argument("--vocab-size", type=int, default=2000)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--min-words", type=int, default=10)
-    p.add_argument("--max-words", type=int, default=60)
-    p.add_argument("--new-tokens", type=int, default=32)
-    p.add_argument("--rounds", type=int, default=15)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--output", default="benchmarks/results/alignment.json")
     p.add_argument("--quick", action="store_true", help="small model, 5 rounds (checks that it runs)")
     args = p.parse_args()
     if args.quick:  # layers kept: --bias-layers names them

@@ -20,7 +20,7 @@ import statistics
 from pathlib import Path
 
 import torch
-from bench_pascal import generate, time_interleaved, train_step
+from bench_pascal import add_common_arguments, generate, time_interleaved, train_step
 from transformers import MarianMTModel
 
 import hf_syntax_mt
@@ -48,20 +48,8 @@ def make_batch(args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--d-model", type=int, default=256)
-    p.add_argument("--layers", type=int, default=6)
-    p.add_argument("--heads", type=int, default=8)
-    p.add_argument("--vocab-size", type=int, default=2000)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--min-words", type=int, default=10)
-    p.add_argument("--max-words", type=int, default=60)
-    p.add_argument("--new-tokens", type=int, default=32)
-    p.add_argument("--rounds", type=int, default=15)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--seed", type=int, default=0)
+    add_common_arguments(p, "benchmarks/results/dbsa.json")
     p.add_argument("--quick", action="store_true", help="small model, 5 rounds")
-    p.add_argument("--output", default="benchmarks/results/dbsa.json")
     args = p.parse_args()
     if args.quick:
         args.d_model, args.layers, args.rounds, args.warmup, args.batch_size = 128, 3, 5, 1, 16

@@ -134,14 +134,12 @@ def peak_step_memory(args, name) -> int:
     return value
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--device", default="cpu")
+def add_common_arguments(p, output: str) -> None:
+    """The arguments every throughput benchmark shares: threads, model dims, the synthetic batch, rounds, output."""
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--d-model", type=int, default=256)
     p.add_argument("--layers", type=int, default=6)
     p.add_argument("--heads", type=int, default=8)
-    p.add_argument("--pascal-heads", type=int, default=4, help="PASCAL heads in encoder layer 0")
     p.add_argument("--vocab-size", type=int, default=2000)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--min-words", type=int, default=10)
@@ -150,7 +148,14 @@ def main():
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--output", default="benchmarks/results/pascal.json")
+    p.add_argument("--output", default=output)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", default="cpu")
+    add_common_arguments(p, "benchmarks/results/pascal.json")
+    p.add_argument("--pascal-heads", type=int, default=4, help="PASCAL heads in encoder layer 0")
     p.add_argument("--quick", action="store_true", help="a short run: d_model 128, 2 layers, batch 8, 4 rounds")
     args = p.parse_args()
     if args.quick:
