@@ -181,10 +181,6 @@ class SyntaxMTAttention(MarianAttention):
         # U of Eq. 4, one (d, d) matrix per bi-affine head; initialised to the identity (a plain head)
         self.biaffine_u = nn.Parameter(torch.empty(num_biaffine, self.head_dim, self.head_dim)) if num_biaffine else None
 
-    @property
-    def num_syntax_heads(self) -> int:
-        return self.num_pascal_heads + self.num_tree_heads + self.num_lisa_heads + self.num_dbsa_heads
-
     def _project(self, hidden_states, key_value_states, past_key_values):
         """q, k, v `(B, H, T|S, d)` with Marian's cache handling (self- and cross-attention)."""
         is_cross_attention = key_value_states is not None
