@@ -632,6 +632,17 @@ def _pyplot():
     return plt
 
 
+def _save_figure(fig, path: str | os.PathLike, footer: str = "") -> Path:
+    """Print `footer` (signatures) under the axes, write the PNG (creating its folder) and close the figure."""
+    if footer:
+        fig.text(0.01, -0.04, footer, fontsize=5, va="top", wrap=True)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    _pyplot().close(fig)
+    return path
+
+
 def plot_bucket_scores(
     buckets: dict[str, list[dict]], path: str | os.PathLike, metric: str = "bleu", footer: str = ""
 ) -> Path:
@@ -666,11 +677,7 @@ def plot_bucket_scores(
     if footer:
         fig.text(0.01, 0.01, footer, fontsize=6, va="bottom", wrap=True)
         fig.subplots_adjust(bottom=0.28)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    return _save_figure(fig, path)
 
 
 def plot_attachment_heatmap(scores, path: str | os.PathLike, title: str = "", footer: str = "") -> Path:
@@ -695,13 +702,7 @@ def plot_attachment_heatmap(scores, path: str | os.PathLike, title: str = "", fo
     ax.set_ylabel("encoder layer")
     ax.set_title(title or "attention-to-parent attachment", fontsize=9)
     fig.colorbar(image, ax=ax, fraction=0.046)
-    if footer:
-        fig.text(0.01, -0.04, footer, fontsize=5, va="top", wrap=True)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    return _save_figure(fig, path, footer)
 
 
 def plot_attention_arcs(
@@ -755,13 +756,7 @@ def plot_attention_arcs(
     ax.set_ylim(-reach, reach)
     ax.axis("off")
     ax.set_title(title or "gold arcs (above, blue) and attention (below)", fontsize=9)
-    if footer:
-        fig.text(0.01, -0.04, footer, fontsize=5, va="top", wrap=True)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    return _save_figure(fig, path, footer)
 
 
 # ----------------------------------------------------------------------------------------------------------------
