@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 from pathlib import Path
 
 import torch
-from bench_pascal import add_common_arguments, generate, sync, time_interleaved, train_step  # noqa: F401
+from bench_pascal import add_common_arguments, generate, result_header, time_interleaved, train_step
 from transformers import MarianMTModel
 
-import hf_syntax_mt
 from hf_syntax_mt.alignment import StructuralAlignmentBias
 from hf_syntax_mt.data.synthetic import generate_corpus
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
@@ -108,17 +106,8 @@ def main():
     med = {k: statistics.median(v) for k, v in train_times.items()}
     gmed = {k: statistics.median(v) for k, v in gen_times.items()}
     result = {
-        "benchmark": "alignment_biases_vs_vanilla_marian",
-        "method": "aligned",
-        "quick": args.quick,
-        "package": hf_syntax_mt.__version__,
-        "torch": torch.__version__,
-        "device": args.device if args.device == "cpu" else torch.cuda.get_device_name(),
-        "cpu": platform.processor() or platform.machine(),
-        "threads": args.threads,
-        "config": {k: v for k, v in vars(args).items() if k not in ("output",)},
+        **result_header(args, "alignment_biases_vs_vanilla_marian", "aligned", n_src, n_tgt),
         "alignment_bias_layers": bias_layers,
-        "batch": {"sentences": args.batch_size, "source_tokens": n_src, "target_tokens": n_tgt},
         "train_step_seconds_median": med,
         "train_tokens_per_second": {k: (n_src + n_tgt) / v for k, v in med.items()},
         "generate_seconds_median": gmed,

@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 from pathlib import Path
 
 import torch
-from bench_pascal import add_common_arguments, generate, time_interleaved, train_step
+from bench_pascal import add_common_arguments, generate, result_header, time_interleaved, train_step
 from transformers import MarianMTModel
 
-import hf_syntax_mt
 from hf_syntax_mt.data import DataCollatorForSyntaxMT
 from hf_syntax_mt.data.subwords import align_parse
 from hf_syntax_mt.data.synthetic import generate_corpus
@@ -88,16 +86,7 @@ def main():
     n_src, n_tgt = int(batch["attention_mask"].sum()), int((batch["labels"] != -100).sum())
     ratios = {"train_ratio": med["vanilla"] / med["dbsa_sync"], "generate_ratio": gmed["vanilla"] / gmed["dbsa_sync"]}
     result = {
-        "benchmark": "dbsa_sync_vs_vanilla_marian",
-        "method": "dbsa_sync",
-        "quick": args.quick,
-        "package": hf_syntax_mt.__version__,
-        "torch": torch.__version__,
-        "device": "cpu",
-        "cpu": platform.processor() or platform.machine(),
-        "threads": args.threads,
-        "config": {k: v for k, v in vars(args).items() if k != "output"},
-        "batch": {"sentences": args.batch_size, "source_tokens": n_src, "target_tokens": n_tgt},
+        **result_header(args, "dbsa_sync_vs_vanilla_marian", "dbsa_sync", n_src, n_tgt),
         "train_step_seconds_median": med,
         "generate_seconds_median": gmed,
         "train_tokens_per_second": {k: (n_src + n_tgt) / v for k, v in med.items()},

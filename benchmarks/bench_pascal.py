@@ -134,6 +134,23 @@ def peak_step_memory(args, name) -> int:
     return value
 
 
+def result_header(args, benchmark: str, method: str, n_src: int, n_tgt: int) -> dict:
+    """The fields every throughput result starts with: what ran, where, with which settings and batch."""
+    device = getattr(args, "device", "cpu")
+    return {
+        "benchmark": benchmark,
+        "method": method,
+        "quick": args.quick,
+        "package": hf_syntax_mt.__version__,
+        "torch": torch.__version__,
+        "device": device if device == "cpu" else torch.cuda.get_device_name(),
+        "cpu": platform.processor() or platform.machine(),
+        "threads": args.threads,
+        "config": {k: v for k, v in vars(args).items() if k != "output"},
+        "batch": {"sentences": args.batch_size, "source_tokens": n_src, "target_tokens": n_tgt},
+    }
+
+
 def add_common_arguments(p, output: str) -> None:
     """The arguments every throughput benchmark shares: threads, model dims, the synthetic batch, rounds, output."""
     p.add_argument("--threads", type=int, default=2)
@@ -187,16 +204,7 @@ def main():
     med = {k: statistics.median(v) for k, v in train_times.items()}
     gmed = {k: statistics.median(v) for k, v in gen_times.items()}
     result = {
-        "benchmark": "pascal_vs_vanilla_marian",
-        "method": "pascal",
-        "quick": args.quick,
-        "package": hf_syntax_mt.__version__,
-        "torch": torch.__version__,
-        "device": args.device if args.device == "cpu" else torch.cuda.get_device_name(),
-        "cpu": platform.processor() or platform.machine(),
-        "threads": args.threads,
-        "config": {k: v for k, v in vars(args).items() if k not in ("output",)},
-        "batch": {"sentences": args.batch_size, "source_tokens": n_src, "target_tokens": n_tgt},
+        **result_header(args, "pascal_vs_vanilla_marian", "pascal", n_src, n_tgt),
         "train_step_seconds_median": med,
         "train_tokens_per_second": {k: (n_src + n_tgt) / v for k, v in med.items()},
         "generate_seconds_median": gmed,
