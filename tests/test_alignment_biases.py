@@ -8,6 +8,7 @@ import types
 import pytest
 import torch
 from datasets import Dataset
+from tiny_config import EOS, PAD, TINY
 from transformers import AutoModelForSeq2SeqLM, MarianConfig, MarianMTModel, Seq2SeqTrainer, Seq2SeqTrainingArguments
 
 from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
@@ -23,13 +24,6 @@ from hf_syntax_mt.alignment import (
 )
 from hf_syntax_mt.data import DataCollatorForSyntaxMT
 
-PAD, EOS = 1, 2
-TINY = dict(
-    vocab_size=99, d_model=16, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-    decoder_attention_heads=4, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=64,
-    pad_token_id=PAD, eos_token_id=EOS, decoder_start_token_id=PAD, forced_eos_token_id=None,
-    dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, init_std=0.3,
-)  # fmt: skip
 ALL = ["position", "markov", "fertility"]
 
 

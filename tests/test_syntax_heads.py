@@ -6,17 +6,11 @@ from collections import deque
 
 import pytest
 import torch
+from tiny_config import EOS, PAD, TINY
 
 from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
 from hf_syntax_mt.modeling_syntax_mt import tree_distances
 
-PAD, EOS = 1, 2
-TINY = dict(
-    vocab_size=99, d_model=16, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-    decoder_attention_heads=4, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=64,
-    pad_token_id=PAD, eos_token_id=EOS, decoder_start_token_id=PAD, forced_eos_token_id=None,
-    dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, init_std=0.3,
-)  # fmt: skip
 ALL = dict(
     encoder_pascal_heads=[1, 0], encoder_tree_heads=[1, 0], encoder_lisa_heads=[1, 0], encoder_dbsa_heads=[1, 0],
     decoder_dbsa_heads=[0, 2], sync_loss_weight=0.5, sync_cross_attention_layer=0,
