@@ -183,6 +183,12 @@ class SyntaxMTConfig(MarianConfig):
         return any(self.encoder_pascal_heads or [])
 
     @property
+    def needs_source_parse(self) -> bool:
+        """Whether the model's *inputs* depend on a source parse at inference (PASCAL, syntax-directed heads, input
+        features). Bi-affine heads (DBSA, LISA) need parses for training only."""
+        return self.uses_pascal or self.uses_tree or bool(self.input_features)
+
+    @property
     def uses_tree(self) -> bool:
         return any(self.encoder_tree_heads or [])
 

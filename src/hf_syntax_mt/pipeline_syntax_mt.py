@@ -41,10 +41,7 @@ class SyntaxTranslationPipeline(Pipeline):
         self.parser = self._resolve_parser(parser)
 
     def _needs_parse(self) -> bool:
-        """Whether the model's inputs depend on a parse (bi-affine heads need none at inference)."""
-        config = self.model.config
-        return bool(getattr(config, "uses_pascal", False) or getattr(config, "uses_tree", False)
-                    or getattr(config, "input_features", None))  # fmt: skip
+        return bool(getattr(self.model.config, "needs_source_parse", False))  # a plain Marian config has none
 
     def _resolve_parser(self, parser):
         if isinstance(parser, Parser):

@@ -566,7 +566,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
         source_parser = {"backend": "conllu", "path": files if len(files) > 1 else files[0]}
     config, model = build_config_and_model(model_args, tokenizer, training_args.seed, source_parser)
     is_syntax = isinstance(config, SyntaxMTConfig)
-    needs_syntax = is_syntax and (config.uses_pascal or config.uses_tree or bool(config.input_features))
+    needs_syntax = is_syntax and config.needs_source_parse
     lengths = dict(max_source_length=data_args.max_source_length, max_target_length=data_args.max_target_length)
 
     def make_preprocessor(**source):
