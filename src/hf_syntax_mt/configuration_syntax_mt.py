@@ -123,6 +123,23 @@ class SyntaxMTConfig(MarianConfig):
             without it first). Steps come from `AlignmentTrainingCallback` or `model.alignment_training_step`.
         symmetry_weight (`float`, *optional*, defaults to 0.0):
             gamma of the bilingual-symmetry trace bonus, used by `SymmetricTranslationModel` (0: off).
+        context_sentences (`int`, *optional*, defaults to 0):
+            Document-level context (Zhang et al. 2018): k, the number of previous source sentences of the same
+            document the model reads (paper best: 2). 0 (default): a sentence-level model, no parameter added.
+            Inputs: `context_input_ids` / `context_attention_mask` (`hf_syntax_mt.data.documents`).
+        context_encoder_layers (`int`, *optional*, defaults to 1):
+            N_c, the number of self-attention layers of the context encoder (Eqs. 5-9; paper best: 1).
+        encoder_context_layers (`list[int]`, *optional*):
+            Encoder layers (0-based) that get a context-attention sublayer (Eq. 12). `None` (default): every layer;
+            `[]`: none.
+        decoder_context_layers (`list[int]`, *optional*):
+            Decoder layers (0-based) that get a context-attention sublayer (Eq. 16). `None` (default): every layer;
+            `[]`: none.
+        context_gating (`bool`, *optional*, defaults to `True`):
+            Replace the residual connection after each context attention by the context gate of Eqs. 21-22
+            (paper best); `False` keeps a plain residual (Eq. 20).
+        max_context_length (`int`, *optional*):
+            Most context tokens kept (the most recent ones); `None` (default): `max_position_embeddings`.
     """
 
     model_type = "syntax_mt"
@@ -155,6 +172,12 @@ class SyntaxMTConfig(MarianConfig):
     global_fertility_weight: float | int = 0.0
     global_fertility_start_step: int = 0
     symmetry_weight: float | int = 0.0
+    context_sentences: int = 0
+    context_encoder_layers: int = 1
+    encoder_context_layers: list[int] | None = None
+    decoder_context_layers: list[int] | None = None
+    context_gating: bool = True
+    max_context_length: int | None = None
 
     def __post_init__(self, **kwargs):
         for name in _PER_LAYER:
@@ -164,7 +187,7 @@ class SyntaxMTConfig(MarianConfig):
             raise ValueError(f"input_features={self.input_features!r} must be a list of names, e.g. ['pos', 'deprel'].")
         if self.input_features is not None:
             self.input_features = list(self.input_features)
-        for name in ("alignment_bias_layers", "alignment_biases"):
+        for name in ("alignment_bias_layers", "alignment_biases", "encoder_context_layers", "decoder_context_layers"):
             if getattr(self, name) is not None:
                 setattr(self, name, list(getattr(self, name)))
         super().__post_init__(**kwargs)
@@ -328,6 +351,62 @@ class SyntaxMTConfig(MarianConfig):
                 "build it with `parser.to_config()`."
             )
         self._validate_alignment_options()
+        self._validate_context_options()
+
+    @property
+    def uses_context(self) -> bool:
+        """Whether the model reads document-level context (`context_sentences > 0`)."""
+        return self.context_sentences > 0
+
+    def context_layers(self, side: str) -> list[int]:
+        """The `"encoder"` or `"decoder"` layers with a context-attention sublayer (none without context)."""
+        if not self.uses_context:
+            return []
+        layers = getattr(self, f"{side}_context_layers")
+        return list(range(getattr(self, f"{side}_layers"))) if layers is None else list(layers)
+
+    @property
+    def resolved_max_context_length(self) -> int:
+        return self.max_context_length if self.max_context_length is not None else self.max_position_embeddings
+
+    def _validate_context_options(self):
+        """Document-level context (issue 5)."""
+
+        def is_int(value) -> bool:
+            return isinstance(value, int) and not isinstance(value, bool)
+
+        if not is_int(self.context_sentences) or self.context_sentences < 0:
+            raise ValueError(
+                f"context_sentences={self.context_sentences!r} must be an int >= 0: the number of previous source "
+                "sentences read as context (the paper's best is 2; 0 switches document context off)."
+            )
+        if not is_int(self.context_encoder_layers) or self.context_encoder_layers < 1:
+            raise ValueError(
+                f"context_encoder_layers={self.context_encoder_layers!r} must be an int >= 1 (N_c; the paper's best is 1)."
+            )
+        for side in ("encoder", "decoder"):
+            name, n = f"{side}_context_layers", getattr(self, f"{side}_layers")
+            layers = getattr(self, name)
+            if layers is None:
+                continue
+            if any(not is_int(i) or not 0 <= i < n for i in layers) or len(set(layers)) != len(layers):
+                raise ValueError(
+                    f"{name}={layers!r} must list distinct {side} layer indices in 0..{n - 1} (None: every layer, "
+                    "[]: none)."
+                )
+        if self.uses_context and not (self.context_layers("encoder") or self.context_layers("decoder")):
+            raise ValueError(
+                f"context_sentences={self.context_sentences} but encoder_context_layers and decoder_context_layers are "
+                "both empty: the context would reach nothing. Leave one of them None (every layer) or list layers."
+            )
+        if not isinstance(self.context_gating, bool):
+            raise ValueError(f"context_gating={self.context_gating!r} must be True (Eqs. 21-22) or False (residual).")
+        length = self.max_context_length
+        if length is not None and (not is_int(length) or not 1 <= length <= self.max_position_embeddings):
+            raise ValueError(
+                f"max_context_length={length!r} must be an int in 1..max_position_embeddings="
+                f"{self.max_position_embeddings} (context tokens get position embeddings), or None."
+            )
 
     def _validate_alignment_options(self):
         """Structural alignment biases, global fertility and bilingual symmetry (issue 4)."""

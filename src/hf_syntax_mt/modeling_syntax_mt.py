@@ -32,6 +32,7 @@ from transformers.models.marian.modeling_marian import (
     eager_attention_forward,
     shift_tokens_right,
 )
+from transformers.utils import logging
 from transformers.utils.generic import merge_with_config_defaults
 from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
@@ -43,6 +44,9 @@ from .alignment import (
     structural_alignment_attention,
 )
 from .configuration_syntax_mt import INPUT_FEATURES, SyntaxMTConfig
+from .document_context import ContextAttention, ContextEncoder, is_document_parameter
+
+logger = logging.get_logger(__name__)
 
 # Gaussian weights whose exponent is below -_MAX_EXPONENT are set to exactly 0: exp(-80) ~ 1.8e-35 is still a normal
 # float32, while the far tail underflows to denormals that make CPU matmuls 3-5x slower.
@@ -319,6 +323,9 @@ class SyntaxMTEncoderLayer(MarianEncoderLayer):
             layer_idx=layer_idx,
             **{f"num_{kind}_heads": k for kind, k in layout.items()},
         )
+        # issue 5: context attention (Eq. 12) between self-attention and the feed-forward network
+        has_context = layer_idx in config.context_layers("encoder")
+        self.context_attn = ContextAttention(config, config.encoder_attention_heads) if has_context else None
 
     def forward(
         self,
@@ -327,15 +334,21 @@ class SyntaxMTEncoderLayer(MarianEncoderLayer):
         parent_positions: torch.Tensor | None = None,
         tree_weights: torch.Tensor | None = None,
         syntax_store: dict | None = None,
+        context_key_value: torch.Tensor | None = None,
+        context_attention_mask: torch.Tensor | None = None,
         **kwargs,
     ) -> torch.Tensor:
+        """`context_key_value` `(B, 2, H, M, d)` and `context_attention_mask` `(B, M)`: document context, when this
+        layer has a context attention and the batch has context."""
         residual = hidden_states
         hidden_states, _ = self.self_attn(
             hidden_states, attention_mask=attention_mask, parent_positions=parent_positions,
             tree_weights=tree_weights, syntax_store=syntax_store, **kwargs,
         )  # fmt: skip
         hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
-        hidden_states = self.self_attn_layer_norm(residual + hidden_states)
+        hidden_states = self.self_attn_layer_norm(residual + hidden_states)  # B^(n), Eq. 11
+        if self.context_attn is not None and context_key_value is not None:
+            hidden_states = self.context_attn(hidden_states, context_key_value, context_attention_mask)  # D^(n)
 
         residual = hidden_states
         hidden_states = self.activation_fn(self.fc1(hidden_states))
@@ -368,6 +381,49 @@ class SyntaxMTDecoderLayer(MarianDecoderLayer):
             self.embed_dim, config.decoder_attention_heads, alignment_bias=alignment_bias,
             record_probs=config.uses_sync and layer_idx == config.sync_layer, **common,
         )  # fmt: skip
+        # issue 5: context attention (Eq. 16) between self-attention and encoder-decoder attention
+        layers = config.context_layers("decoder")
+        self.context_index = layers.index(layer_idx) if layer_idx in layers else None  # its slot of the keys/values
+        self.context_attn = None if self.context_index is None else ContextAttention(config, config.decoder_attention_heads)
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        encoder_hidden_states: torch.Tensor | None = None,
+        encoder_attention_mask: torch.Tensor | None = None,
+        past_key_values=None,
+        use_cache: bool | None = True,
+        context_key_values: torch.Tensor | None = None,
+        context_attention_mask: torch.Tensor | None = None,
+        **kwargs,
+    ) -> torch.Tensor:
+        """`MarianDecoderLayer.forward` with the context attention of Eq. 16 after the self-attention.
+        `context_key_values` `(B, n_dec, 2, H, M, d)` holds the keys/values of every decoder context sublayer."""
+        residual = hidden_states
+        hidden_states, _ = self.self_attn(
+            hidden_states, past_key_values=past_key_values, attention_mask=attention_mask, **kwargs
+        )
+        hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
+        hidden_states = self.self_attn_layer_norm(residual + hidden_states)  # E^(n), Eq. 15
+        if self.context_attn is not None and context_key_values is not None:
+            hidden_states = self.context_attn(
+                hidden_states, context_key_values[:, self.context_index], context_attention_mask
+            )  # F^(n)
+        if encoder_hidden_states is not None:  # Eq. 17
+            residual = hidden_states
+            hidden_states, _ = self.encoder_attn(
+                hidden_states, key_value_states=encoder_hidden_states, attention_mask=encoder_attention_mask,
+                past_key_values=past_key_values, **kwargs,
+            )  # fmt: skip
+            hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
+            hidden_states = self.encoder_attn_layer_norm(residual + hidden_states)
+        residual = hidden_states
+        hidden_states = self.activation_fn(self.fc1(hidden_states))
+        hidden_states = nn.functional.dropout(hidden_states, p=self.activation_dropout, training=self.training)
+        hidden_states = self.fc2(hidden_states)
+        hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
+        return self.final_layer_norm(residual + hidden_states)
 
 
 # Auto class -> (shim module saved beside the weights, class, what the shim imports)
@@ -442,6 +498,22 @@ def check_parent_positions(parent_positions: torch.Tensor, input_shape: torch.Si
         )
 
 
+@dataclass
+class SyntaxMTEncoderOutput(BaseModelOutput):
+    r"""
+    `BaseModelOutput` plus the document context the decoder reads (issue 5); batch-first, so `generate()` copies them
+    for beams with the rest of the encoder outputs.
+
+    context_key_values (`torch.FloatTensor` of shape `(batch_size, n_dec, 2, num_heads, context_length, head_dim)`):
+        Keys and values of C^(N_c) for each decoder context attention (Eq. 16), computed once per sentence.
+    context_attention_mask (`torch.LongTensor` of shape `(batch_size, context_length)`):
+        1 for real context tokens.
+    """
+
+    context_key_values: torch.FloatTensor | None = None
+    context_attention_mask: torch.Tensor | None = None
+
+
 # Supervision given to `forward()` for the auxiliary losses only; the encoder ignores them (generate() passes every
 # non-decoder keyword argument to the encoder).
 _SUPERVISION = ("lisa_parents", "dbsa_heads")
@@ -466,6 +538,7 @@ class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
         self.feature_embeddings = nn.ModuleDict(
             {name: nn.Embedding(len(INPUT_FEATURES[name]) + 1, dim, padding_idx=0) for name in features}
         )
+        self.context_encoder = ContextEncoder(config) if config.uses_context else None  # issue 5
         self.post_init()
 
     def embed(self, input_ids, features: dict[str, torch.Tensor | None]) -> torch.Tensor:
@@ -503,8 +576,10 @@ class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
         deprel_ids: torch.LongTensor | None = None,
         subword_tag_ids: torch.LongTensor | None = None,
         syntax_store: dict | None = None,
+        context_input_ids: torch.LongTensor | None = None,
+        context_attention_mask: torch.Tensor | None = None,
         **kwargs,
-    ) -> BaseModelOutput:
+    ) -> SyntaxMTEncoderOutput:
         for name in _SUPERVISION:
             kwargs.pop(name, None)
         if (input_ids is None) ^ (inputs_embeds is not None):
@@ -538,6 +613,9 @@ class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
                 raise ValueError(f"word_index has shape {tuple(word_index.shape)} but the input {tuple(inputs_embeds.shape[:2])}.")
             weights = tree_weights(word_index, word_heads, self.config.tree_window)  # (B, S, S)
 
+        context = self._encode_context(context_input_ids, context_attention_mask, inputs_embeds.shape[0])
+        encoder_kv, decoder_kv, context_mask = context if context is not None else (None, None, None)
+
         hidden_states = inputs_embeds + self.embed_positions(inputs_embeds.shape[:-1])  # (B, S, D)
         hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
         mask = create_bidirectional_mask(
@@ -546,11 +624,57 @@ class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
         for layer in self.layers:
             if self.training and self.layerdrop > 0.0 and torch.rand([]) < self.layerdrop:
                 continue
+            context_kv = None
+            if encoder_kv is not None and layer.context_attn is not None:
+                context_kv = encoder_kv[:, self._context_layers.index(layer.self_attn.layer_idx)]  # (B, 2, H, M, d)
             hidden_states = layer(
                 hidden_states, mask, parent_positions=parent_positions, tree_weights=weights,
-                syntax_store=syntax_store, **kwargs,
+                syntax_store=syntax_store, context_key_value=context_kv, context_attention_mask=context_mask,
+                **kwargs,
             )  # fmt: skip
-        return BaseModelOutput(last_hidden_state=hidden_states)
+        return SyntaxMTEncoderOutput(
+            last_hidden_state=hidden_states, context_key_values=decoder_kv, context_attention_mask=context_mask
+        )
+
+    @property
+    def _context_layers(self) -> list[int]:
+        return self.config.context_layers("encoder")
+
+    def _encode_context(self, context_input_ids, context_attention_mask, batch_size: int):
+        """Run the context encoder (Section 2.2) once: keys/values for the encoder's and the decoder's context
+        attentions and the context mask, or `None` when there is no context to read."""
+        if context_input_ids is None:
+            return None
+        if self.context_encoder is None:
+            logger.warning_once(
+                "`context_input_ids` were given to a model without document context (context_sentences=0): they are "
+                "ignored. Build the model with `context_sentences=k` to use them."
+            )
+            return None
+        if context_input_ids.dim() != 2 or context_input_ids.shape[0] != batch_size:
+            raise ValueError(
+                f"context_input_ids has shape {tuple(context_input_ids.shape)} but the batch has {batch_size} rows: "
+                "give (batch_size, context_length) ids (`hf_syntax_mt.data.documents.encode_context`)."
+            )
+        if context_attention_mask is None:
+            context_attention_mask = torch.ones_like(context_input_ids)
+        if context_attention_mask.shape != context_input_ids.shape:
+            raise ValueError(
+                f"context_attention_mask has shape {tuple(context_attention_mask.shape)} but context_input_ids "
+                f"{tuple(context_input_ids.shape)}."
+            )
+        length = context_input_ids.shape[1]
+        if length == 0:  # no row has context: the sentence-level model
+            return None
+        if length > self.max_source_positions:
+            raise ValueError(
+                f"The context has {length} tokens but max_position_embeddings={self.max_source_positions}: keep the "
+                f"most recent tokens (`encode_context(..., max_length={self.config.resolved_max_context_length})`)."
+            )
+        embeds = self.embed_tokens(context_input_ids) * self.embed_scale  # (B, M, D)
+        embeds = embeds + self.embed_positions(context_input_ids.shape)  # Eq. 4: X^c, embedding + position
+        _, encoder_kv, decoder_kv = self.context_encoder(embeds, context_attention_mask)
+        return encoder_kv, decoder_kv, context_attention_mask
 
 
 class SyntaxMTDecoder(SyntaxMTPreTrainedModel, MarianDecoder):
@@ -579,6 +703,14 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
         self.decoder = SyntaxMTDecoder(config)
         self.post_init()
 
+    @staticmethod
+    def _decoder_context(encoder_outputs) -> dict:
+        """The decoder's share of the encoded document context (issue 5), as decoder-layer keyword arguments."""
+        kv = getattr(encoder_outputs, "context_key_values", None)
+        if kv is None:
+            return {}
+        return {"context_key_values": kv, "context_attention_mask": encoder_outputs.context_attention_mask}
+
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -597,6 +729,8 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
         deprel_ids: torch.LongTensor | None = None,
         subword_tag_ids: torch.LongTensor | None = None,
         syntax_store: dict | None = None,
+        context_input_ids: torch.LongTensor | None = None,
+        context_attention_mask: torch.Tensor | None = None,
         **kwargs,
     ) -> Seq2SeqModelOutput:
         r"""
@@ -613,6 +747,13 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
         syntax_store (`dict`, *optional*):
             Filled with the bi-affine heads' logits and the synchronous layer's cross-attention for the auxiliary
             losses (the translation model passes it).
+        context_input_ids (`torch.LongTensor` of shape `(batch_size, context_length)`, *optional*):
+            Document context (`config.context_sentences > 0`): the previous k source sentences of the same document,
+            tokenized with special tokens and concatenated, oldest first (`hf_syntax_mt.data.documents`). `None`,
+            or a row with no real token, means no context: that row gets the sentence-level computation. Ignored
+            when `encoder_outputs` is given (they carry the encoded context).
+        context_attention_mask (`torch.Tensor` of shape `(batch_size, context_length)`, *optional*):
+            1 for real context tokens, 0 for padding; defaults to all ones.
         """
         if encoder_outputs is None:
             encoder_outputs = self.encoder(
@@ -626,6 +767,8 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
                 deprel_ids=deprel_ids,
                 subword_tag_ids=subword_tag_ids,
                 syntax_store=syntax_store,
+                context_input_ids=context_input_ids,
+                context_attention_mask=context_attention_mask,
                 **kwargs,
             )
         elif not isinstance(encoder_outputs, BaseModelOutput):
@@ -643,6 +786,7 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
             inputs_embeds=decoder_inputs_embeds,
             use_cache=use_cache,
             **({} if syntax_store is None else {"syntax_store": syntax_store}),
+            **self._decoder_context(encoder_outputs),
             **kwargs,
         )
         return Seq2SeqModelOutput(
@@ -740,6 +884,32 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         self.auxiliary_loss_log = {}
         self.post_init()
 
+    def document_parameter_names(self) -> list[str]:
+        """Names of theta_d, the document-level parameters (context encoder, context attentions and gates)."""
+        return [name for name, _ in self.named_parameters() if is_document_parameter(name)]
+
+    def freeze_sentence_level_parameters(self) -> list[str]:
+        """Step 2 of the two-step training (Section 2.4): keep theta_s, every sentence-level parameter, fixed and
+        train only theta_d. Sets `requires_grad` accordingly (the Trainer's optimizer then holds theta_d alone) and
+        returns the names of the trainable parameters.
+
+        Typical use, from a sentence-level model (ours or an opus-mt-style Marian checkpoint)::
+
+            model = SyntaxMTForConditionalGeneration.from_pretrained(sentence_dir, context_sentences=2)
+            model.freeze_sentence_level_parameters()
+        """
+        if not self.config.uses_context:
+            raise ValueError(
+                "This model has no document-level parameters (context_sentences=0): load it with "
+                "`from_pretrained(..., context_sentences=2)` before freezing the sentence-level ones."
+            )
+        trainable = []
+        for name, parameter in self.named_parameters():
+            parameter.requires_grad_(is_document_parameter(name))
+            if parameter.requires_grad:
+                trainable.append(name)
+        return trainable
+
     def align(self, input_ids, labels, **kwargs):
         """Source-target alignments from a decoder layer's cross-attention: see `hf_syntax_mt.alignment.align`."""
         from .alignment import align
@@ -767,11 +937,14 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         lisa_parents: torch.LongTensor | None = None,
         dbsa_heads: torch.LongTensor | None = None,
         decoder_dbsa_heads: torch.LongTensor | None = None,
+        context_input_ids: torch.LongTensor | None = None,
+        context_attention_mask: torch.Tensor | None = None,
         num_items_in_batch: int | torch.Tensor | None = None,
         **kwargs,
     ) -> SyntaxMTSeq2SeqLMOutput:
         r"""
-        parent_positions, word_index, word_heads, pos_ids, deprel_ids, subword_tag_ids:
+        parent_positions, word_index, word_heads, pos_ids, deprel_ids, subword_tag_ids, context_input_ids,
+        context_attention_mask:
             See [`SyntaxMTModel.forward`].
         labels (`torch.LongTensor` of shape `(batch_size, target_length)`, *optional*):
             Target token ids, -100 for ignored positions; the loss uses `config.label_smoothing`.
@@ -823,6 +996,8 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
                 deprel_ids=deprel_ids,
                 subword_tag_ids=subword_tag_ids,
                 syntax_store=store,
+                context_input_ids=context_input_ids,
+                context_attention_mask=context_attention_mask,
                 **kwargs,
             )
         logits = self.lm_head(outputs[0]) + self.final_logits_bias  # (B, T, V)

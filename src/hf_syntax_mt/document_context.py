@@ -1,0 +1,146 @@
+"""Document-level context (Zhang et al. 2018, *Improving the Transformer Translation Model with Document-Level
+Context*): a context encoder over the previous k source sentences, context attention in encoder and decoder
+layers, context gating, and the two-step training that freezes the sentence-level parameters.
+
+- `ContextEncoder`: N_c self-attention layers over the context tokens X^c (Eqs. 4-9), sharing the source word
+  embeddings and positional encoding. It also applies the key/value projections of *every* context-attention
+  sublayer (Eqs. 12 and 16) to C^(N_c), fused in one matmul: they depend on the context only, so they run once per
+  sentence, inside the encoder, before `generate()` copies the encoder outputs for beams. Decoding steps and beams
+  reuse them; no cache slot is needed, and cached and uncached decoding read the same tensors.
+- `ContextAttention`: the query/output half of one context-attention sublayer, `MultiHead(H, C, C)`, followed by the
+  context gate (Eqs. 21-22) or a residual connection (Eq. 20), and layer normalisation (post-norm, as Marian).
+
+A row whose `context_attention_mask` has no real token (the first sentence of a document, or no context given)
+has *no context*: every context sublayer is the identity for it, so the document model then computes exactly the
+sentence-level model it was built from.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from transformers.masking_utils import create_bidirectional_mask
+from transformers.models.marian.modeling_marian import MarianEncoderLayer
+
+from .configuration_syntax_mt import SyntaxMTConfig
+
+
+def is_document_parameter(name: str) -> bool:
+    """Whether parameter `name` belongs to theta_d, the document-level parameters added by the context options (the
+    red modules of the paper's Figure 1b): the context encoder, context attentions and gates."""
+    return any(part.startswith("context_") for part in name.split("."))
+
+
+def has_context(context_attention_mask: torch.Tensor) -> torch.Tensor:
+    """`(B,)` bool: rows with at least one real context token."""
+    return context_attention_mask.bool().any(dim=-1)
+
+
+def _attend_mask(context_attention_mask: torch.Tensor) -> torch.Tensor:
+    """`(B, M)` bool mask where rows without context attend everywhere (their outputs are discarded), so no softmax
+    runs over an empty set."""
+    mask = context_attention_mask.bool()
+    return mask | ~mask.any(dim=-1, keepdim=True)
+
+
+class ContextEncoder(nn.Module):
+    """Self-attentive context encoder (Section 2.2) plus the fused key/value projections of the context attentions.
+
+    Args:
+        config: the model config; `config.context_encoder_layers` = N_c, and `config.context_layers(side)` tells
+            which encoder/decoder layers have a context attention (each gets its own W_K, W_V).
+    """
+
+    def __init__(self, config: SyntaxMTConfig):
+        super().__init__()
+        self.config = config
+        self.num_heads = config.encoder_attention_heads
+        self.head_dim = config.d_model // self.num_heads
+        self.dropout = config.dropout
+        self.num_encoder_sublayers = len(config.context_layers("encoder"))
+        self.num_decoder_sublayers = len(config.context_layers("decoder"))
+        self.layers = nn.ModuleList([MarianEncoderLayer(config, i) for i in range(config.context_encoder_layers)])
+        n = self.num_encoder_sublayers + self.num_decoder_sublayers
+        # [W_K; W_V] of every context-attention sublayer, encoder layers first
+        self.key_value_proj = nn.Linear(config.d_model, n * 2 * config.d_model)
+
+    def forward(
+        self,
+        context_embeds: torch.Tensor,
+        context_attention_mask: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """
+        Args:
+            context_embeds: `(B, M, D)` X^c of Eq. 4 (scaled word embeddings + positional encoding).
+            context_attention_mask: `(B, M)` 1 for real context tokens.
+
+        Returns:
+            C^(N_c) `(B, M, D)`; keys/values of the encoder sublayers `(B, n_enc, 2, H, M, d)` and of the decoder
+            sublayers `(B, n_dec, 2, H, M, d)`.
+        """
+        hidden = nn.functional.dropout(context_embeds, p=self.dropout, training=self.training)  # C^(0) = X^c
+        mask = create_bidirectional_mask(
+            config=self.config, inputs_embeds=hidden, attention_mask=_attend_mask(context_attention_mask)
+        )
+        for layer in self.layers:
+            hidden = layer(hidden, mask)  # Eqs. 5-9: A^(n) = MultiHead(C^(n-1), C^(n-1), C^(n-1)), C^(n) = FNN(A^(n))
+        B, M, _ = hidden.shape
+        n = self.num_encoder_sublayers + self.num_decoder_sublayers
+        kv = self.key_value_proj(hidden).view(B, M, n, 2, self.num_heads, self.head_dim)  # (B, M, n, 2, H, d)
+        kv = kv.permute(0, 2, 3, 4, 1, 5)  # (B, n, 2, H, M, d)
+        return hidden, kv[:, : self.num_encoder_sublayers], kv[:, self.num_encoder_sublayers :]
+
+
+class ContextAttention(nn.Module):
+    """One context-attention sublayer (Eq. 12 in the encoder, Eq. 16 in the decoder) with its gate (Eqs. 21-22).
+
+    The keys and values come precomputed from `ContextEncoder`; this module owns W_Q, W_O, the gate and the layer
+    norm. Output for rows with context: `LayerNorm(Gating(H))` (or `LayerNorm(H + SubLayer(H))` without gating);
+    rows without context get `H` unchanged.
+    """
+
+    def __init__(self, config: SyntaxMTConfig, num_heads: int):
+        super().__init__()
+        d_model = config.d_model
+        self.num_heads, self.head_dim = num_heads, d_model // num_heads
+        self.dropout, self.attention_dropout = config.dropout, config.attention_dropout
+        self.q_proj = nn.Linear(d_model, d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+        # Eq. 22: lambda = sigmoid(W_i H + W_s SubLayer(H)), as one (2D -> D) map of [H; SubLayer(H)], no bias
+        self.gate_proj = nn.Linear(2 * d_model, d_model, bias=False) if config.context_gating else None
+        self.layer_norm = nn.LayerNorm(d_model)
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        key_value: torch.Tensor,
+        context_attention_mask: torch.Tensor,
+    ) -> torch.Tensor:
+        """
+        Args:
+            hidden_states: `(B, T, D)` H, the output of the self-attention sublayer (B^(n) or E^(n)).
+            key_value: `(B, 2, H, M, d)` keys and values of C^(N_c) for this sublayer.
+            context_attention_mask: `(B, M)` 1 for real context tokens.
+
+        Returns:
+            `(B, T, D)` D^(n) (encoder) or F^(n) (decoder).
+        """
+        B, T, D = hidden_states.shape
+        query = self.q_proj(hidden_states).view(B, T, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, T, d)
+        mask = _attend_mask(context_attention_mask)[:, None, None, :]  # (B, 1, 1, M)
+        out = nn.functional.scaled_dot_product_attention(
+            query, key_value[:, 0], key_value[:, 1], attn_mask=mask,
+            dropout_p=self.attention_dropout if self.training else 0.0,
+        )  # Eqs. 12 / 16: MultiHead(H, C, C), (B, H, T, d)  # fmt: skip
+        sublayer = self.out_proj(out.transpose(1, 2).reshape(B, T, D))  # (B, T, D)
+        sublayer = nn.functional.dropout(sublayer, p=self.dropout, training=self.training)
+        if self.gate_proj is not None:
+            gate = torch.sigmoid(self.gate_proj(torch.cat([hidden_states, sublayer], dim=-1)))  # Eq. 22, (B, T, D)
+            mixed = gate * hidden_states + (1.0 - gate) * sublayer  # Eq. 21
+        else:
+            mixed = hidden_states + sublayer  # Eq. 20
+        out = self.layer_norm(mixed)
+        return torch.where(has_context(context_attention_mask)[:, None, None], out, hidden_states)
+
+
+__all__ = ["ContextAttention", "ContextEncoder", "has_context", "is_document_parameter"]
