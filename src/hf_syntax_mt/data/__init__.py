@@ -1,6 +1,8 @@
-"""Data preparation: parsing, subword alignment, ``datasets.map`` preprocessing and batch collation."""
+"""Data preparation: parsing, subword alignment, document context, ``datasets.map`` preprocessing and batch
+collation."""
 
 from .collator import DataCollatorForSyntaxMT
+from .documents import DocumentContext, add_document_context, encode_context, read_documents
 from .parsers import (
     PARSER_BACKENDS,
     CachedParser,
@@ -29,6 +31,7 @@ __all__ = [
     "CachedParser",
     "ConllParser",
     "DataCollatorForSyntaxMT",
+    "DocumentContext",
     "MissingParseError",
     "ParsedSentence",
     "Parser",
@@ -36,8 +39,10 @@ __all__ = [
     "SpacyParser",
     "StanzaParser",
     "SyntaxMTPreprocessor",
+    "add_document_context",
     "align_parse",
     "dbsa_heads_from_word_ids",
+    "encode_context",
     "get_parser",
     "lisa_parents_from_word_ids",
     "load_parallel_files",
@@ -45,6 +50,7 @@ __all__ = [
     "parent_positions_from_word_ids",
     "prepare_dataset",
     "read_conllu",
+    "read_documents",
     "read_parallel_conllu",
     "word_middle_positions",
 ]

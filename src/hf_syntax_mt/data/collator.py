@@ -15,6 +15,8 @@ _POSITION_SUFFIX = "_heads"
 _WORD_FIELDS = ("word_heads",)
 # Fields aligned with the decoder side (``labels``) rather than ``input_ids``.
 _TARGET_PREFIXES = ("decoder_", "target_")
+# Fields aligned with ``context_input_ids`` (document context, its own length M; may be 0).
+_CONTEXT_PREFIX = "context_"
 
 
 def _is_position_field(name: str) -> bool:
@@ -25,6 +27,10 @@ def _is_position_field(name: str) -> bool:
 
 def _is_target_field(name: str) -> bool:
     return name == "labels" or name.startswith(_TARGET_PREFIXES)
+
+
+def _is_context_field(name: str) -> bool:
+    return name.startswith(_CONTEXT_PREFIX)
 
 
 def _round_up(n: int, multiple: int | None) -> int:
@@ -43,13 +49,15 @@ class DataCollatorForSyntaxMT:
     - ``word_heads`` (one UD head per syntactic word, its own length): 0;
     - any other list field: 0 for ints, 0.0 for floats (``word_index`` and the feature ids: 0 = none).
 
-    Fields named ``labels``, ``decoder_*`` or ``target_*`` are aligned with ``labels``; every other list field
-    with ``input_ids``. A row whose field length differs from its reference raises ``ValueError``. Scalar fields
+    Fields named ``labels``, ``decoder_*`` or ``target_*`` are aligned with ``labels``; ``context_*`` fields with
+    ``context_input_ids`` (document context: ``context_input_ids`` padded with the pad id, ``context_attention_mask``
+    with 0; a batch whose contexts are all empty gives ``(B, 0)`` tensors); every other list field with
+    ``input_ids``. A row whose field length differs from its reference raises ``ValueError``. Scalar fields
     are stacked; non-numeric fields are returned as lists. When ``model`` has
     ``prepare_decoder_input_ids_from_labels``, ``decoder_input_ids`` are built from the padded labels.
 
     Returns:
-        dict of tensors: ``(B, S)`` source-side fields, ``(B, L)`` target-side fields.
+        dict of tensors: ``(B, S)`` source-side fields, ``(B, L)`` target-side fields, ``(B, M)`` context fields.
     """
 
     tokenizer: Any
@@ -59,7 +67,7 @@ class DataCollatorForSyntaxMT:
     return_tensors: str = "pt"
 
     def _pad_value(self, name: str, values: Sequence[Any]) -> Any:
-        if name == "input_ids" or name == "decoder_input_ids":
+        if name in ("input_ids", "decoder_input_ids", "context_input_ids"):
             pad = self.tokenizer.pad_token_id
             if pad is None:
                 raise ValueError("the tokenizer has no pad_token_id; set tokenizer.pad_token")
@@ -90,6 +98,8 @@ class DataCollatorForSyntaxMT:
         lengths = {"source": [len(f["input_ids"]) for f in features]}
         if "labels" in features[0] and isinstance(features[0]["labels"], (list, tuple)):
             lengths["target"] = [len(f["labels"]) for f in features]
+        if "context_input_ids" in features[0]:
+            lengths["context"] = [len(f["context_input_ids"]) for f in features]
         batch: dict[str, Any] = {}
         for name in names:
             column = [f[name] for f in features]
@@ -100,6 +110,10 @@ class DataCollatorForSyntaxMT:
             if name in _WORD_FIELDS:
                 lengths[name] = [len(values) for values in column]
                 ref, ref_name = name, name
+            elif _is_context_field(name):
+                if "context" not in lengths:
+                    raise ValueError(f"field {name!r} is a context field but the features have no 'context_input_ids'")
+                ref, ref_name = "context", "context_input_ids"
             else:
                 ref = "target" if _is_target_field(name) and "target" in lengths else "source"
                 ref_name = "labels" if ref == "target" else "input_ids"
@@ -108,7 +122,7 @@ class DataCollatorForSyntaxMT:
                     raise ValueError(
                         f"field {name!r} in row {i} has length {len(values)} but {ref_name} has length {n}"
                     )
-            width = _round_up(max(lengths[ref]), self.pad_to_multiple_of)
+            width = _round_up(max(lengths[ref]), self.pad_to_multiple_of)  # 0 when every context is empty
             flat = [v for values in column for v in values]
             pad_value = self._pad_value(name, flat)
             position = _is_position_field(name)

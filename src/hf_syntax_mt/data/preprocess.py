@@ -6,7 +6,11 @@ tokenizes the target side into ``labels``. Output columns are named like ``forwa
 ``input_ids``, ``attention_mask``, ``parent_positions``, ``labels`` and, on request, every supervision and
 feature column of the syntax options, computed in the same pass: ``lisa_parents``, ``dbsa_heads`` (source),
 ``decoder_dbsa_heads`` (target, aligned with ``labels``; needs target parses), ``word_index`` + ``word_heads``
-(syntax-directed heads) and ``pos_ids``, ``deprel_ids``, ``subword_tag_ids`` (input features).
+(syntax-directed heads) and ``pos_ids``, ``deprel_ids``, ``subword_tag_ids`` (input features). When the dataset
+has a ``context`` column (the previous source sentences of the document, from
+:func:`~hf_syntax_mt.data.documents.add_document_context`), it also produces ``context_input_ids`` and
+``context_attention_mask`` (:func:`~hf_syntax_mt.data.documents.encode_context`: each sentence with its special
+tokens, oldest first, left-truncated to ``max_context_length`` so the most recent tokens are kept).
 
 Edge cases:
 
@@ -24,11 +28,13 @@ own truncation state is never touched), so ``num_proc > 1`` works and a second i
 
 from __future__ import annotations
 
+import gzip
 import logging
 import os
 from collections.abc import Sequence
 from typing import Any
 
+from .documents import encode_context
 from .parsers import ParsedSentence, Parser, read_conllu
 from .subwords import align_parse
 
@@ -97,10 +103,14 @@ class SyntaxMTPreprocessor:
         target_parser: a parser for the target side; with it (or ``target_parse_column``) the preprocessor also
             produces ``decoder_dbsa_heads`` (decoder DBSA heads), and ``labels`` come from the same tokenization.
         target_parse_column: column with pre-computed target parses (like ``source_parse_column``).
+        context_column: column with the document context (``list[str]``, previous source sentences, oldest first);
+            when it is in a batch, ``context_input_ids`` and ``context_attention_mask`` (all ones) are produced.
+        max_context_length: most context tokens kept (the most recent ones); ``None``: no limit.
 
     Call it as ``preprocessor(batch, indices)`` (``map(batched=True, with_indices=True)``); ``indices`` only
     serve error messages. Returns a dict of per-row lists: ``input_ids``, ``attention_mask``,
-    ``parent_positions`` (``(S,)`` floats), ``labels`` and the optional columns.
+    ``parent_positions`` (``(S,)`` floats), ``labels``, ``context_input_ids`` / ``context_attention_mask`` (``(M,)``,
+    ``M`` may be 0) and the optional columns.
     """
 
     def __init__(
@@ -118,10 +128,14 @@ class SyntaxMTPreprocessor:
         compute_features: bool = False,
         target_parser: Parser | None = None,
         target_parse_column: str | None = None,
+        context_column: str = "context",
+        max_context_length: int | None = None,
     ):
         if parser is None and source_parse_column is None:
             raise ValueError("SyntaxMTPreprocessor needs a parser or a source_parse_column with pre-computed parses")
-        for name, value in (("max_source_length", max_source_length), ("max_target_length", max_target_length)):
+        lengths = (("max_source_length", max_source_length), ("max_target_length", max_target_length),
+                   ("max_context_length", max_context_length))  # fmt: skip
+        for name, value in lengths:
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be a positive number of tokens, got {value}")
         self.tokenizer = tokenizer
@@ -137,10 +151,16 @@ class SyntaxMTPreprocessor:
         self.compute_features = compute_features
         self.target_parser = target_parser
         self.target_parse_column = target_parse_column
+        self.context_column = context_column
+        self.max_context_length = max_context_length
 
     @classmethod
     def for_config(cls, config, tokenizer, parser=None, **kwargs) -> SyntaxMTPreprocessor:
-        """A preprocessor that produces every column the options of `config` (a `SyntaxMTConfig`) consume."""
+        """A preprocessor that produces every column the options of `config` (a `SyntaxMTConfig`) consume.
+
+        With document context (``config.uses_context``), ``max_context_length`` defaults to
+        ``config.max_context_length or config.max_position_embeddings``.
+        """
         options = dict(
             compute_lisa=config.uses_lisa,
             compute_dbsa=config.uses_encoder_dbsa,
@@ -153,6 +173,9 @@ class SyntaxMTPreprocessor:
                 f"decoder_dbsa_heads={config.decoder_dbsa_heads} is trained on target parses: give target_parser= "
                 "or target_parse_column=."
             )
+        if getattr(config, "uses_context", False):
+            max_context = getattr(config, "max_context_length", None) or config.max_position_embeddings
+            options["max_context_length"] = max_context
         return cls(tokenizer, parser, **{**options, **kwargs})
 
     def _read_parses(self, batch, column: str, texts: list[str], indices) -> list[ParsedSentence]:
@@ -184,10 +207,7 @@ class SyntaxMTPreprocessor:
         if n_empty:
             logger.warning("%d empty source line(s) kept with special tokens only as input", n_empty)
 
-        names = ["input_ids", "attention_mask", "parent_positions"]
-        names += ["lisa_parents"] * self.compute_lisa + ["dbsa_heads"] * self.compute_dbsa
-        names += ["word_index", "word_heads"] * self.compute_tree
-        names += ["pos_ids", "deprel_ids", "subword_tag_ids"] * self.compute_features
+        names = self.output_columns([])  # the source-side columns
         out: dict[str, list[Any]] = {name: [] for name in names}
         for k, (text, parse) in enumerate(zip(texts, parses, strict=True)):
             try:
@@ -216,7 +236,38 @@ class SyntaxMTPreprocessor:
                 special_ids = set(self.tokenizer.all_special_ids)
                 labels = self.tokenizer(text_target=targets)["input_ids"]
                 out["labels"] = [_truncate_ids(list(ids), self.max_target_length, special_ids) for ids in labels]
+        if self.context_column in batch:
+            out.update(self.encode_contexts(batch[self.context_column]))
         return out
+
+    def encode_contexts(self, contexts: Sequence[Sequence[str] | None]) -> dict[str, list[list[int]]]:
+        """``context_input_ids`` (each ``(M_i,)``) and ``context_attention_mask`` (ones) of a batch of contexts."""
+        ids = [encode_context(self.tokenizer, list(c or []), self.max_context_length) for c in contexts]
+        return {"context_input_ids": ids, "context_attention_mask": [[1] * len(row) for row in ids]}
+
+    def output_columns(self, input_columns: Sequence[str]) -> list[str]:
+        """The columns produced for a dataset with ``input_columns``, in output order."""
+        names = ["input_ids", "attention_mask", "parent_positions"]
+        names += ["lisa_parents"] * self.compute_lisa + ["dbsa_heads"] * self.compute_dbsa
+        names += ["word_index", "word_heads"] * self.compute_tree
+        names += ["pos_ids", "deprel_ids", "subword_tag_ids"] * self.compute_features
+        if self.target_column in input_columns:
+            names.append("labels")
+            if self.target_parser is not None or self.target_parse_column is not None:
+                names.append("decoder_dbsa_heads")
+        if self.context_column in input_columns:
+            names += ["context_input_ids", "context_attention_mask"]
+        return names
+
+    def output_features(self, input_columns: Sequence[str]):
+        """``datasets.Features`` of :meth:`output_columns`: the types ``datasets`` infers for them (``input_ids``
+        int32, masks int8, ``parent_positions`` float64, other ids int64), given explicitly so that a first batch
+        where a column is all empty lists (first sentences: no context) does not fix its type to ``list<null>``."""
+        from datasets import Features, List, Value
+
+        dtypes = {"input_ids": "int32", "context_input_ids": "int32", "attention_mask": "int8",
+                  "context_attention_mask": "int8", "parent_positions": "float64"}  # fmt: skip
+        return Features({name: List(Value(dtypes.get(name, "int64"))) for name in self.output_columns(input_columns)})
 
     def _target_with_heads(self, batch, targets: list[str], indices) -> dict[str, list[Any]]:
         """``labels`` and ``decoder_dbsa_heads`` (positions in ``labels``) from target parses."""
@@ -278,14 +329,22 @@ def prepare_dataset(
         with_indices=True,
         num_proc=num_proc,
         remove_columns=list(columns),
+        features=preprocessor.output_features(columns),
         desc=desc,
         **(map_kwargs or {}),
     )
 
 
 def _read_lines(path: str | os.PathLike) -> list[str]:
-    with open(path, encoding="utf-8", newline="") as f:
-        data = f.read()
+    """The lines of a UTF-8 text file (gzip-compressed files too), without line ends; empty lines kept."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw[:2] == b"\x1f\x8b":  # gzip magic number
+        raw = gzip.decompress(raw)
+    try:
+        data = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path} is not UTF-8 text: {e}") from e
     lines = data.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # final newline
