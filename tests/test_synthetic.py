@@ -7,9 +7,12 @@ import pytest
 from hf_syntax_mt.data.synthetic import (
     CASE_SUFFIXES,
     DependencyTree,
+    contrastive_examples,
     generate_corpus,
+    generate_documents,
     generate_pair,
     load_synthetic_dataset,
+    load_synthetic_documents,
     to_conllu,
     translate_tree,
     write_corpus,
@@ -193,7 +196,6 @@ def test_sources_are_distinct(corpus):
         ({"n": 5, "max_words": 2}, ValueError),
         ({"n": 5, "min_words": 9, "max_words": 8}, ValueError),
         ({"n": -1}, ValueError),
-        ({"n": 5, "document_mode": True}, NotImplementedError),
     ],
 )
 def test_invalid_arguments(kwargs, error):
@@ -286,3 +288,151 @@ def test_to_parsed():
     assert parsed.words == pair.source_tree.words and parsed.heads == pair.source_tree.heads
     assert parsed.text == pair.source
     assert [parsed.text[a:b] for a, b in parsed.spans] == parsed.words
+
+
+# ---------------------------------------------------------------- documents (context-dependent pronouns)
+
+FORMS = {"ani": "ira", "ose": "itu"}  # antecedent noun suffix -> target pronoun form, written out independently
+
+
+@pytest.fixture(scope="module")
+def documents():
+    return generate_documents(600, seed=5)
+
+
+def main_subject(words, heads, deprels):
+    """Independent: the word attached to the root by ``nsubj``."""
+    root = heads.index(0) + 1
+    [subject] = [w for w, h, d in zip(words, heads, deprels, strict=True) if h == root and d == "nsubj"]
+    return subject
+
+
+def pronoun_sentences(documents):
+    """(previous source tree, source tree, target tree) for every source sentence containing "ul"."""
+    for doc in documents:
+        for previous, pair in zip(doc.sentences, doc.sentences[1:], strict=False):
+            if "ul" in pair.source_tree.words:
+                yield previous.source_tree, pair.source_tree, pair.target_tree
+        assert "ul" not in doc.sentences[0].source_tree.words  # the first sentence has no context
+
+
+def test_documents_deterministic_and_shaped(documents):
+    again = generate_documents(600, seed=5)
+    assert [d.targets for d in again] == [d.targets for d in documents]
+    assert [d.sources for d in generate_documents(50, seed=6)] != [d.sources for d in documents[:50]]
+    assert [d.doc_id for d in documents] == [f"doc-{i}" for i in range(600)]
+    assert {len(d) for d in documents} == {2, 3, 4, 5, 6}
+    assert all(3 <= len(p.source_tree) <= 12 for d in documents for p in d.sentences)
+    short = generate_documents(30, sentences_per_doc=(1, 1), seed=0, min_words=3, max_words=5)
+    assert all(len(d) == 1 and d.pronouns == [None] for d in short)  # one sentence: no antecedent
+    plain = generate_documents(30, seed=0, pronoun_probability=0.0)
+    assert not any("ul" in s.split() for d in plain for s in d.sources)
+
+
+def test_document_trees_valid(documents):
+    for doc in documents:
+        for pair, link in zip(doc.sentences, doc.pronouns, strict=True):
+            for text, t in ((pair.source, pair.source_tree), (pair.target, pair.target_tree)):
+                assert text.split() == t.words
+                check_tree(t.words, t.heads)
+                assert not crossing(t.heads)
+            assert all(h == 0 or h > i for i, h in enumerate(pair.target_tree.heads, start=1))  # still head-final
+            assert ("ul" in pair.source_tree.words) == (link is not None)
+            if link is None:
+                assert translate_tree(pair.source_tree)[0] == pair.target
+                continue
+            src, tgt = pair.source_tree, pair.target_tree
+            i, j = link.word, link.target_word
+            root = src.heads.index(0) + 1
+            assert src.words[i] == "ul" and src.upos[i] == "PRON" and src.deprels[i] in ("nsubj", "obj")
+            assert src.heads[i] == root and src.words.count("ul") == 1
+            # the translation: PRON, same relation, attached to the target's main verb, case-marked
+            assert (
+                tgt.upos[j] == "PRON" and tgt.deprels[j] == src.deprels[i] and tgt.heads[j] == tgt.heads.index(0) + 1
+            )
+            assert tgt.words[j] == ("ira", "itu")[link.noun_class] + CASE_SUFFIXES[src.deprels[i]]
+            assert translate_tree(src, pronoun_class=link.noun_class) == (pair.target, tgt)
+
+
+def test_pronoun_form_matches_antecedent_class(documents):
+    n = 0
+    for previous, _, target in pronoun_sentences(documents):
+        antecedent = main_subject(previous.words, previous.heads, previous.deprels)
+        first_noun = next(w for w, u in zip(previous.words, previous.upos, strict=True) if u == "NOUN")
+        assert antecedent == first_noun  # the learnable cue: the first noun of the previous sentence
+        [form] = [w for w in target.words if w[:3] in ("ira", "itu")]
+        assert form.startswith(FORMS[antecedent[-3:]])
+        n += 1
+    assert n > 300
+
+
+def test_current_sentence_alone_does_not_determine_the_pronoun(documents):
+    forms: dict[str, list[str]] = {}
+    for _, source, target in pronoun_sentences(documents):
+        [form] = [w[:3] for w in target.words if w[:3] in ("ira", "itu")]
+        forms.setdefault(" ".join(source.words), []).append(form)
+    total = sum(len(v) for v in forms.values())
+    assert sum(len(v) for v in forms.values() if set(v) == {"ira", "itu"}) / total > 0.9
+    # the best context-free oracle: the most frequent form of each source sentence
+    oracle = sum(max(v.count("ira"), v.count("itu")) for v in forms.values()) / total
+    assert oracle < 0.55
+    # and unpaired, sentences are mostly unique: the pairing is what makes both forms occur
+    unpaired = generate_documents(600, seed=5, paired=False)
+    sources = [" ".join(s.words) for _, s, _ in pronoun_sentences(unpaired)]
+    assert len(set(sources)) > 0.9 * len(sources)
+
+
+def test_translating_a_pronoun_sentence_needs_the_antecedent(documents):
+    _, source, _ = next(pronoun_sentences(documents))
+    with pytest.raises(ValueError, match="antecedent"):
+        translate_tree(source)
+    with pytest.raises(ValueError, match="pronoun_class"):
+        translate_tree(source, pronoun_class=2)
+
+
+def test_contrastive_examples(documents):
+    examples = list(contrastive_examples(documents))
+    assert len(examples) == sum(link is not None for d in documents for link in d.pronouns)
+    by_id = {d.doc_id: d for d in documents}
+    for ex in examples:
+        doc = by_id[ex["doc_id"]]
+        i = ex["sentence_index"]
+        assert ex["context"] == doc.sources[:i] and ex["source"] == doc.sources[i] and ex["correct"] == doc.targets[i]
+        right, wrong = ex["correct"].split(), ex["contrastive"].split()
+        [k] = [k for k, (a, b) in enumerate(zip(right, wrong, strict=True)) if a != b]
+        assert {right[k][:3], wrong[k][:3]} == {"ira", "itu"} and right[k][3:] == wrong[k][3:]
+        # the antecedent is the first noun of the last context sentence
+        noun = next(w for w in ex["context"][-1].split() if w.endswith(("ani", "ose")))
+        assert right[k].startswith(FORMS[noun[-3:]])
+    last = list(contrastive_examples(documents, context_sentences=1))
+    assert [ex["context"] for ex in last] == [ex["context"][-1:] for ex in examples]
+    with pytest.raises(ValueError, match="context_sentences"):
+        list(contrastive_examples(documents, context_sentences=0))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"n_docs": -1},
+        {"n_docs": 2, "sentences_per_doc": (0, 3)},
+        {"n_docs": 2, "sentences_per_doc": (4, 3)},
+        {"n_docs": 2, "pronoun_probability": 1.5},
+        {"n_docs": 2, "max_words": 2},
+    ],
+)
+def test_invalid_document_arguments(kwargs):
+    with pytest.raises(ValueError):
+        generate_documents(**kwargs)
+
+
+def test_load_synthetic_documents():
+    ds = load_synthetic_documents(n_train=30, n_valid=5, n_test=5, seed=2)
+    docs = generate_documents(40, seed=2)
+    assert ds["test"]["target"] == [t for d in docs[35:] for t in d.targets]
+    rows = ds["train"]
+    assert rows["doc_id"] == [d.doc_id for d in docs[:30] for _ in d.sentences]
+    assert rows["sentence_index"] == [i for d in docs[:30] for i in range(len(d))]
+    for row in rows:
+        check_tree(row["source_words"], row["source_heads"])
+        has_pronoun = "ul" in row["source_words"]
+        assert (row["pronoun_class"] >= 0) == has_pronoun == bool(row["contrastive_target"])

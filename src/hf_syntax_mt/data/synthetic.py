@@ -52,12 +52,24 @@ Examples from ``generate_corpus(20000, seed=0)``::
     (relative clause "ke ... nuxek" now precedes its noun; "dildilose" is a compound noun)
 
 The language itself is fixed; the seed only chooses which sentences are sampled.
+
+Documents (``generate_documents``, for document-level context, Zhang et al. 2018, Section 2.1): a document is a
+sequence of sentences in which a sentence may use the source pronoun ``ul`` ("it") as the subject or object of its
+main clause. Its translation agrees with the noun class of its *antecedent*, the main-clause subject of the previous
+sentence (always that sentence's first noun): ``ira`` for ``-ani`` nouns, ``itu`` for ``-ose`` nouns, plus the case
+suffix of its relation (``iraga``, ``ituo``). Nothing in the sentence itself tells the two forms apart, and by default
+every pronoun sentence is used twice in the corpus, once after an antecedent of each class, so a context-free system
+is right about half of the time at best::
+
+    lo kamani kamek busose        ->  yujoraga vayesao ...        (antecedent "kamani": class -ani)
+    ul runumi                     ->  iraga wujemu                 (after an -ose subject: ituga wujemu)
 """
 
 from __future__ import annotations
 
 import random
 from bisect import bisect
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
@@ -72,12 +84,20 @@ __all__ = [
     "CASE_SUFFIXES",
     "DependencyTree",
     "Lexeme",
+    "PRONOUN",
+    "PRONOUN_TARGETS",
+    "PronounLink",
+    "SyntheticDocument",
     "SyntheticPair",
+    "contrastive_examples",
     "generate_corpus",
+    "generate_documents",
     "generate_pair",
     "gold_parses",
     "gold_source_parses",
     "load_synthetic_dataset",
+    "load_synthetic_documents",
+    "noun_class",
     "to_conllu",
     "translate_tree",
     "write_corpus",
@@ -119,6 +139,10 @@ RELATIVIZER = ("ke", "nu")
 VERY = "oto"
 LIGHT_VERBS = {True: "suru", False: "naru"}  # transitive -> suru, intransitive -> naru
 LIGHT_VERB_NOUN_SUFFIX = "sa"
+#: The anaphoric source pronoun ("it") of documents, and its target forms by the noun class of its antecedent
+#: (``PRONOUN_TARGETS[noun_class(antecedent)]``; the case suffix of its relation is appended).
+PRONOUN = "ul"
+PRONOUN_TARGETS = ("ira", "itu")
 
 
 def _permute(i: int, a: int, b: int) -> int:
@@ -176,6 +200,22 @@ def _build_lexicon() -> dict[str, list[Lexeme]]:
 
 
 LEXICON = _build_lexicon()
+
+
+def noun_class(word: str) -> int:
+    """Noun class of a source noun (simple or compound): 0 for ``-ani``, 1 for ``-ose``."""
+    for i, (suffix, _) in enumerate(NOUN_SUFFIXES):
+        if word.endswith(suffix):
+            return i
+    raise ValueError(f"{word!r} is not a noun of the synthetic source language (nouns end in -ani or -ose)")
+
+
+def _pronoun_lexeme(cls: int) -> Lexeme:
+    if cls not in (0, 1):
+        raise ValueError(f"pronoun_class must be 0 (-ani antecedent) or 1 (-ose antecedent), got {cls!r}")
+    return Lexeme(PRONOUN, "PRON", PRONOUN_TARGETS[cls])
+
+
 _STEM_INDEX = {stem: i for i, stem in enumerate(SOURCE_STEMS)}
 #: Probability that a noun is a compound ``modifier stem + noun`` (productive word formation: it makes
 #: the word types far outnumber any small subword vocabulary, as in natural text).
@@ -349,7 +389,7 @@ def _linearize_target(root: _Node) -> tuple[str, DependencyTree]:
             assert not node.left and not node.right, "dropped words must be leaves"
             return
         case = None
-        if lex.upos == "NOUN":
+        if lex.upos == "NOUN" or lex.source == PRONOUN:  # the anaphoric pronoun is case-marked like a noun
             case = head_case if node.deprel == "conj" else CASE_SUFFIXES[node.deprel]
         token = new_token(lex.target + (case or ""), lex.upos, node.deprel, head)
         for child in node.left + node.right:
@@ -383,13 +423,23 @@ def _lookup(word: str) -> Lexeme:
     raise ValueError(f"{word!r} is not a word of the synthetic source language")
 
 
-def translate_tree(tree: DependencyTree) -> tuple[str, DependencyTree]:
+def translate_tree(tree: DependencyTree, pronoun_class: int | None = None) -> tuple[str, DependencyTree]:
     """Translate a (hand-built or generated) source tree: the target string and the target tree.
 
-    Words must belong to the synthetic source lexicon; ``deprels`` choose the case suffixes.
+    Words must belong to the synthetic source lexicon; ``deprels`` choose the case suffixes. A sentence with the
+    pronoun ``ul`` cannot be translated on its own: ``pronoun_class`` is the noun class of its antecedent
+    (:func:`noun_class`; 0 -> ``ira``, 1 -> ``itu``).
     """
     tree.validate()
-    nodes = [_Node(_lookup(word), deprel) for word, deprel in zip(tree.words, tree.deprels, strict=True)]
+    if PRONOUN in tree.words and pronoun_class is None:
+        raise ValueError(
+            f"the sentence {' '.join(tree.words)!r} contains the pronoun {PRONOUN!r}, whose translation depends on "
+            "its antecedent in the previous sentence: pass pronoun_class=noun_class(antecedent)"
+        )
+    nodes = [
+        _Node(_pronoun_lexeme(pronoun_class) if word == PRONOUN else _lookup(word), deprel)
+        for word, deprel in zip(tree.words, tree.deprels, strict=True)
+    ]
     root = None
     for position, (node, head) in enumerate(zip(nodes, tree.heads, strict=True), start=1):
         if head == 0:
@@ -490,6 +540,8 @@ class _SentenceBuilder:
         op = _OPERATIONS[bisect(_OP_WEIGHTS, rng.random() * _OP_WEIGHTS[-1])]
         head: _Node
         if op in ("adj", "nmod", "relcl", "coord_np"):
+            if not self.nouns:  # "ul <intransitive verb>": no noun to grow yet
+                return False
             head = rng.choice(self.nouns)
         elif op == "coord_clause":
             head = self.root
@@ -519,11 +571,17 @@ class _SentenceBuilder:
         self.register(nodes)
         return True
 
-    def build(self, target_words: int) -> _Node:
+    def build(self, target_words: int, pronoun: bool = False) -> _Node:
         root = self.clause("root")
         if len(root.subtree()) > self.max_words:  # only possible for tiny max_words: start bare
             root = _Node(LEXICON["VERB_IN"][0], "root")
             root.attach(_Node(LEXICON["NOUN"][0], "nsubj"), "L", 1)
+        if pronoun:  # documents: the main clause's subject or object NP becomes the bare pronoun "ul"
+            role = "obj" if root.lex.transitive and self.rng.random() < 0.5 else "nsubj"
+            siblings = root.right if role == "obj" else root.left
+            i = next(i for i, child in enumerate(siblings) if child.deprel == role)
+            pronoun_node = _Node(_pronoun_lexeme(0), role)
+            pronoun_node.slot, siblings[i] = siblings[i].slot, pronoun_node
         self.root = root
         self.register(root.subtree())
         attempts = 0
@@ -553,27 +611,27 @@ def generate_pair(rng: random.Random, min_words: int = 3, max_words: int = 60) -
         min_words, max_words: length range of the source sentence, in words.
     """
     _validate_lengths(min_words, max_words)
+    root = _sample_root(rng, min_words, max_words)
+    source, source_tree = _linearize_source(root)
+    target, target_tree = _linearize_target(root)
+    return SyntheticPair(source, target, source_tree, target_tree)
+
+
+def _sample_root(rng: random.Random, min_words: int, max_words: int, pronoun: bool = False) -> _Node:
+    """Grow source trees until one has ``min_words..max_words`` words (see :func:`generate_pair`)."""
     while True:
         target_words = min(max_words, min_words + int((max_words - min_words + 1) * rng.random() ** 2))
-        root = _SentenceBuilder(rng, max_words).build(target_words)
-        source, source_tree = _linearize_source(root)
-        if min_words <= len(source_tree) <= max_words:
-            target, target_tree = _linearize_target(root)
-            return SyntheticPair(source, target, source_tree, target_tree)
+        root = _SentenceBuilder(rng, max_words).build(target_words, pronoun=pronoun)
+        if min_words <= len(root.subtree()) <= max_words:
+            return root
 
 
-def generate_corpus(
-    n: int, seed: int = 0, min_words: int = 3, max_words: int = 60, document_mode: bool = False
-) -> list[SyntheticPair]:
+def generate_corpus(n: int, seed: int = 0, min_words: int = 3, max_words: int = 60) -> list[SyntheticPair]:
     """Generate ``n`` pairs with distinct source sentences, deterministically from ``seed``.
 
-    The first ``k`` pairs of ``generate_corpus(n, seed)`` do not depend on ``n``.
+    The first ``k`` pairs of ``generate_corpus(n, seed)`` do not depend on ``n``. For documents (sentences whose
+    translation needs the previous sentence) see :func:`generate_documents`.
     """
-    if document_mode:
-        raise NotImplementedError(
-            "document_mode=True is not implemented yet: document-level synthetic data (sentences sharing "
-            "referents across a document) is planned with the document-context feature; use document_mode=False"
-        )
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
     _validate_lengths(min_words, max_words)
@@ -606,6 +664,175 @@ def _split_corpus(splits: dict[str, int], seed: int, min_words: int, max_words: 
         out[name] = pairs[start : start + size]
         start += size
     return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# Documents: a pronoun whose translation needs the previous sentence
+# ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PronounLink:
+    """The context-dependent pronoun of one document sentence (all indices 0-based).
+
+    Attributes:
+        word: position of ``ul`` in the source sentence.
+        target_word: position of its translation (``ira``/``itu`` + case suffix) in the target sentence.
+        antecedent_sentence: index, in the document, of the sentence holding the antecedent (the previous one).
+        antecedent_word: position of the antecedent noun (that sentence's main-clause subject) in its source.
+        noun_class: the antecedent's class, which chose the form (0: ``-ani`` -> ``ira``, 1: ``-ose`` -> ``itu``).
+        contrastive_target: the target sentence with the other pronoun form (same case suffix), a wrong translation.
+    """
+
+    word: int
+    target_word: int
+    antecedent_sentence: int
+    antecedent_word: int
+    noun_class: int
+    contrastive_target: str
+
+
+@dataclass
+class SyntheticDocument:
+    """A synthetic document: its sentence pairs (with gold trees) and, per sentence, its context-dependent pronoun
+    (``None`` where the sentence translates on its own)."""
+
+    doc_id: str
+    sentences: list[SyntheticPair]
+    pronouns: list[PronounLink | None]
+
+    def __post_init__(self) -> None:
+        if len(self.sentences) != len(self.pronouns):
+            raise ValueError(f"{len(self.sentences)} sentences but {len(self.pronouns)} pronoun entries")
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+    @property
+    def sources(self) -> list[str]:
+        return [pair.source for pair in self.sentences]
+
+    @property
+    def targets(self) -> list[str]:
+        return [pair.target for pair in self.sentences]
+
+
+def _main_subject(tree: DependencyTree) -> int:
+    """0-based position of the main clause's subject (the dependent ``nsubj`` of the root)."""
+    root = tree.heads.index(0) + 1
+    return next(
+        i for i, (h, rel) in enumerate(zip(tree.heads, tree.deprels, strict=True)) if h == root and rel == "nsubj"
+    )
+
+
+def _pronoun_pair(
+    source_tree: DependencyTree, cls: int, antecedent: tuple[int, int]
+) -> tuple[SyntheticPair, PronounLink]:
+    target, target_tree = translate_tree(source_tree, pronoun_class=cls)
+    word = source_tree.words.index(PRONOUN)
+    # the pronoun's translation is the only target word that starts with a pronoun form (target stems are CVCV)
+    target_word = next(i for i, w in enumerate(target_tree.words) if w.startswith(PRONOUN_TARGETS[cls]))
+    contrastive = list(target_tree.words)
+    contrastive[target_word] = PRONOUN_TARGETS[1 - cls] + contrastive[target_word][len(PRONOUN_TARGETS[cls]) :]
+    link = PronounLink(word, target_word, antecedent[0], antecedent[1], cls, " ".join(contrastive))
+    return SyntheticPair(" ".join(source_tree.words), target, source_tree, target_tree), link
+
+
+def generate_documents(
+    n_docs: int,
+    sentences_per_doc: tuple[int, int] = (2, 6),
+    seed: int = 0,
+    min_words: int = 3,
+    max_words: int = 12,
+    pronoun_probability: float = 0.5,
+    paired: bool = True,
+) -> list[SyntheticDocument]:
+    """Generate ``n_docs`` documents in which pronouns need the previous sentence to be translated.
+
+    Each sentence after the first, when the previous sentence's main-clause subject is a noun, is with probability
+    ``pronoun_probability`` a *pronoun sentence*: its main clause has ``ul`` as subject or object, translated
+    ``ira``/``itu`` by the class of that previous subject (Zhang et al. 2018, Eq. 2: the translation of ``x^(k)``
+    depends on ``X^(<k)``). With ``paired=True`` each pronoun sentence is used twice, in two different documents,
+    once after an antecedent of each class (except a few left without partner at the end), so the current source
+    sentence alone does not determine the form. Deterministic from ``seed``.
+
+    Args:
+        n_docs: number of documents (>= 0).
+        sentences_per_doc: ``(min, max)`` sentences per document, ``1 <= min <= max``.
+        seed: random seed.
+        min_words, max_words: length range of every source sentence, in words (``max_words >= 3``).
+        pronoun_probability: chance that an eligible sentence is a pronoun sentence, in ``[0, 1]``.
+        paired: reuse every pronoun sentence with an antecedent of the other class (see above).
+
+    Returns:
+        Documents with ids ``doc-0``, ``doc-1``, ...
+    """
+    if isinstance(n_docs, bool) or not isinstance(n_docs, int) or n_docs < 0:
+        raise ValueError(f"n_docs must be an int >= 0, got {n_docs!r}")
+    if len(sentences_per_doc) != 2 or not 1 <= sentences_per_doc[0] <= sentences_per_doc[1]:
+        raise ValueError(f"sentences_per_doc must be (min, max) with 1 <= min <= max, got {sentences_per_doc!r}")
+    if not 0.0 <= pronoun_probability <= 1.0:
+        raise ValueError(f"pronoun_probability must be in [0, 1], got {pronoun_probability!r}")
+    _validate_lengths(min_words, max_words)
+    rng = random.Random(seed)
+    # pronoun source trees waiting for an antecedent of class c: (document index, tree), oldest first
+    waiting: dict[int, list[tuple[int, DependencyTree]]] = {0: [], 1: []}
+    documents = []
+    for d in range(n_docs):
+        sentences: list[SyntheticPair] = []
+        pronouns: list[PronounLink | None] = []
+        for i in range(rng.randint(*sentences_per_doc)):
+            antecedent = None
+            if sentences:
+                previous = sentences[-1].source_tree
+                subject = _main_subject(previous)
+                if previous.upos[subject] == "NOUN":
+                    antecedent = (i - 1, subject)
+            if antecedent is not None and rng.random() < pronoun_probability:
+                cls = noun_class(sentences[-1].source_tree.words[antecedent[1]])
+                queue = waiting[cls]
+                if paired and queue and queue[0][0] != d:
+                    tree = queue.pop(0)[1]
+                else:
+                    _, tree = _linearize_source(_sample_root(rng, min_words, max_words, pronoun=True))
+                    if paired:
+                        waiting[1 - cls].append((d, tree))
+                pair, link = _pronoun_pair(tree, cls, antecedent)
+                sentences.append(pair)
+                pronouns.append(link)
+            else:
+                sentences.append(generate_pair(rng, min_words, max_words))
+                pronouns.append(None)
+        documents.append(SyntheticDocument(f"doc-{d}", sentences, pronouns))
+    return documents
+
+
+def contrastive_examples(
+    documents: Sequence[SyntheticDocument], context_sentences: int | None = None
+) -> Iterator[dict]:
+    """One contrastive example per context-dependent pronoun, in the form `hf_syntax_mt.contrastive` scores.
+
+    Yields dicts with ``doc_id``, ``sentence_index``, ``context`` (the previous source sentences of the document,
+    oldest first; the last ``context_sentences`` of them if given), ``source``, ``correct`` (the reference) and
+    ``contrastive`` (the same sentence with the other pronoun form), and ``noun_class`` of the antecedent.
+    """
+    if context_sentences is not None and (not isinstance(context_sentences, int) or context_sentences < 1):
+        raise ValueError(f"context_sentences must be an int >= 1 or None (all previous), got {context_sentences!r}")
+    for document in documents:
+        sources = document.sources
+        for i, (pair, link) in enumerate(zip(document.sentences, document.pronouns, strict=True)):
+            if link is None:
+                continue
+            start = 0 if context_sentences is None else max(0, i - context_sentences)
+            yield {
+                "doc_id": document.doc_id,
+                "sentence_index": i,
+                "context": sources[start:i],
+                "source": pair.source,
+                "correct": pair.target,
+                "contrastive": link.contrastive_target,
+                "noun_class": link.noun_class,
+            }
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -688,6 +915,12 @@ def load_synthetic_dataset(
     ``{side}_words``, ``{side}_heads`` (1-based, 0 = root), ``{side}_deprels``, ``{side}_upos`` for
     ``side`` in ``source``/``target``, so the demo needs no parser.
     """
+    data = _split_corpus({"train": n_train, "validation": n_valid, "test": n_test}, seed, min_words, max_words)
+    return _to_dataset_dict({name: [(pair, {}) for pair in pairs] for name, pairs in data.items()}, {})
+
+
+def _to_dataset_dict(data: dict[str, list[tuple[SyntheticPair, dict]]], extra: dict) -> DatasetDict:
+    """``{split: [(pair, extra column values)]}`` -> DatasetDict with the text, gold-tree and ``extra`` columns."""
     from datasets import Dataset, DatasetDict, Features, List, Value
 
     features = Features(
@@ -699,13 +932,13 @@ def load_synthetic_dataset(
                 for side in ("source", "target")
                 for column in ("words", "heads", "deprels", "upos")
             },
+            **extra,
         }
     )
-    data = _split_corpus({"train": n_train, "validation": n_valid, "test": n_test}, seed, min_words, max_words)
     dataset = {}
-    for name, pairs in data.items():
+    for name, rows in data.items():
         columns: dict[str, list] = {column: [] for column in features}
-        for pair in pairs:
+        for pair, values in rows:
             columns["source"].append(pair.source)
             columns["target"].append(pair.target)
             for side, tree in (("source", pair.source_tree), ("target", pair.target_tree)):
@@ -713,8 +946,58 @@ def load_synthetic_dataset(
                 columns[f"{side}_heads"].append(tree.heads)
                 columns[f"{side}_deprels"].append(tree.deprels)
                 columns[f"{side}_upos"].append(tree.upos)
+            for column, value in values.items():
+                columns[column].append(value)
         dataset[name] = Dataset.from_dict(columns, features=features)
     return DatasetDict(dataset)
+
+
+def load_synthetic_documents(
+    n_train: int = 2000,
+    n_valid: int = 100,
+    n_test: int = 100,
+    seed: int = 0,
+    sentences_per_doc: tuple[int, int] = (2, 6),
+    min_words: int = 3,
+    max_words: int = 12,
+    pronoun_probability: float = 0.5,
+) -> DatasetDict:
+    """Synthetic documents (:func:`generate_documents`) as a ``DatasetDict``, one row per sentence, in document order.
+
+    Sizes count *documents*; splits are consecutive slices of one ``generate_documents`` call, so a pronoun
+    sentence of the test split may occur in training with the other pronoun form. Columns: those of
+    :func:`load_synthetic_dataset`, plus ``doc_id``, ``sentence_index`` (position in the document),
+    ``pronoun_class`` (the antecedent's noun class, -1 for sentences without pronoun) and ``contrastive_target``
+    (the target with the wrong pronoun form; ``""`` without pronoun).
+    """
+    from datasets import Value
+
+    for name, size in (("n_train", n_train), ("n_valid", n_valid), ("n_test", n_test)):
+        if size < 0:
+            raise ValueError(f"{name} must be >= 0, got {size}")
+    documents = generate_documents(
+        n_train + n_valid + n_test, sentences_per_doc, seed, min_words, max_words, pronoun_probability
+    )
+    bounds = {"train": (0, n_train), "validation": (n_train, n_train + n_valid), "test": (n_train + n_valid, None)}
+    data = {
+        name: [
+            (
+                pair,
+                {
+                    "doc_id": doc.doc_id,
+                    "sentence_index": i,
+                    "pronoun_class": -1 if link is None else link.noun_class,
+                    "contrastive_target": "" if link is None else link.contrastive_target,
+                },
+            )
+            for doc in documents[start:stop]
+            for i, (pair, link) in enumerate(zip(doc.sentences, doc.pronouns, strict=True))
+        ]
+        for name, (start, stop) in bounds.items()
+    }
+    extra = {"doc_id": Value("string"), "sentence_index": Value("int32"), "pronoun_class": Value("int32"),
+             "contrastive_target": Value("string")}  # fmt: skip
+    return _to_dataset_dict(data, extra)
 
 
 def gold_parses(batch: dict, sides: tuple[str, ...] = ("source", "target")) -> dict:
