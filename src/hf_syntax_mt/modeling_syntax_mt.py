@@ -910,6 +910,15 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
                 trainable.append(name)
         return trainable
 
+    def translate_document(self, sentences: list[str], tokenizer, parser=None, **generate_kwargs) -> list[str]:
+        """Translate one document (a list of source sentences, in order), each sentence with its previous
+        `config.context_sentences` sentences as context; see `SyntaxTranslationPipeline.translate_document`.
+        `parser` defaults to `config.source_parser` (models with PASCAL heads parse the input)."""
+        from .pipeline_syntax_mt import SyntaxTranslationPipeline
+
+        pipe = SyntaxTranslationPipeline(model=self, tokenizer=tokenizer, parser=parser)
+        return pipe.translate_document(sentences, **generate_kwargs)
+
     def align(self, input_ids, labels, **kwargs):
         """Source-target alignments from a decoder layer's cross-attention: see `hf_syntax_mt.alignment.align`."""
         from .alignment import align

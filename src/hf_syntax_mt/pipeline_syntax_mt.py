@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 from transformers import Pipeline
 
+from .data.documents import encode_context
 from .data.parsers import Parser, get_parser
 from .data.preprocess import parse_texts
 from .data.subwords import align_parse
@@ -25,8 +26,14 @@ class SyntaxTranslationPipeline(Pipeline):
             `max_position_embeddings`).
         Any other keyword (`num_beams`, `max_new_tokens`, ...) goes to `model.generate()`.
 
+    Documents (models with `config.context_sentences = k > 0`, issue 5): `pipe(sentences, document=True)` translates
+    the list as one document, each sentence with the previous k source sentences as its context (the first has
+    none); a list of lists of strings is a list of documents. `pipe.translate_document(sentences)` returns the
+    translations as strings. Sentences of a document are translated in parallel: the context is source-side only.
+
     Returns:
-        For one string, `[{"translation_text": str}]`; for a list of strings, one such dict per string.
+        For one string, `[{"translation_text": str}]`; for a list of strings, one such dict per string; for a list of
+        documents, one such list per document.
     """
 
     _load_processor = False
@@ -66,18 +73,55 @@ class SyntaxTranslationPipeline(Pipeline):
             postprocess["clean_up_tokenization_spaces"] = clean_up_tokenization_spaces
         return preprocess, generate_kwargs, postprocess
 
-    def __call__(self, inputs: str | list[str], **kwargs):
+    def __call__(self, inputs: str | list[str] | list[list[str]], document: bool = False, **kwargs):
         single = isinstance(inputs, str)
-        texts = [inputs] if single else list(inputs)
+        items = [inputs] if single else list(inputs)
+        nested = bool(items) and all(isinstance(d, (list, tuple)) for d in items)  # a list of documents
+        documents = [list(d) for d in items] if nested else [items] if document else None
+        texts = [t for d in documents for t in d] if documents is not None else items
         if not all(isinstance(t, str) for t in texts):
-            raise TypeError("SyntaxTranslationPipeline takes a string or a list of strings.")
+            raise TypeError(
+                "SyntaxTranslationPipeline takes a string, a list of strings (sentences, or one document with "
+                "document=True) or a list of lists of strings (documents)."
+            )
+        contexts = [None] * len(texts) if documents is None else self._document_contexts(documents)
         # parse the whole input at once (parsers are much faster batched), then translate pair by pair
         parses = [None] * len(texts) if self.parser is None else parse_texts(self.parser, texts, lambda k: f"input {k}")
-        results = super().__call__(list(zip(texts, parses, strict=True)), **kwargs)
-        return [r[0] if isinstance(r, list) else r for r in results]
+        results = super().__call__(list(zip(texts, parses, contexts, strict=True)), **kwargs) if texts else []
+        results = [r[0] if isinstance(r, list) else r for r in results]
+        if not nested:
+            return results
+        out, start = [], 0
+        for d in documents:  # regroup per document
+            out.append(results[start : start + len(d)])
+            start += len(d)
+        return out
+
+    def translate_document(self, sentences: list[str], **kwargs) -> list[str]:
+        """Translate the sentences of one document in order, each with its previous `config.context_sentences`
+        source sentences as context; returns one translation per sentence (empty lines included)."""
+        if isinstance(sentences, str):
+            raise TypeError("translate_document takes the document's sentences as a list of strings.")
+        return [r["translation_text"] for r in self(list(sentences), document=True, **kwargs)]
+
+    def _document_contexts(self, documents: list[list[str]]) -> list[list[str] | None]:
+        """The previous k source sentences of each sentence, within its document (Section 2.1: X_<k)."""
+        k = getattr(self.model.config, "context_sentences", 0)
+        if not k:
+            return [None] * sum(len(d) for d in documents)
+        return [d[max(0, i - k) : i] for d in documents for i in range(len(d))]
 
     def preprocess(self, item, max_length=None):
-        text, parse = item
+        text, parse, context = item
+        inputs = self._preprocess_sentence(text, parse, max_length)
+        if context is not None:
+            config = self.model.config
+            ids = encode_context(self.tokenizer, context, config.resolved_max_context_length)
+            inputs["context_input_ids"] = torch.tensor([ids], dtype=torch.long)  # (1, M)
+            inputs["context_attention_mask"] = torch.ones(1, len(ids), dtype=torch.long)
+        return inputs
+
+    def _preprocess_sentence(self, text, parse, max_length=None):
         max_length = max_length or self.model.config.max_position_embeddings
         config = self.model.config
         if parse is None or not self._needs_parse():  # no input depends on the parse
