@@ -1,4 +1,4 @@
-"""`hf-syntax-mt` command line: `demo` (the main job), `train`, `evaluate` and `translate`."""
+"""`hf-syntax-mt` command line: `demo` (the main job), `train`, `evaluate`, `translate`, `uas` and `contrastive`."""
 
 from __future__ import annotations
 
@@ -170,6 +170,34 @@ def _uas(args) -> int:
     return 0
 
 
+def _contrastive(args: argparse.Namespace) -> int:
+    """Contrastive accuracy (correct vs contrastive translation given the previous sentences) of a saved model."""
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from hf_syntax_mt import __version__
+    from hf_syntax_mt.contrastive import load_discevalmt, score_contrastive
+    from hf_syntax_mt.data.synthetic import contrastive_examples, generate_documents
+
+    if args.discevalmt:
+        examples, data = load_discevalmt(args.discevalmt, args.subset), f"discevalmt-{args.subset}"
+    else:
+        examples = list(contrastive_examples(generate_documents(args.synthetic, seed=args.seed)))
+        data = f"synthetic-documents(docs={args.synthetic},seed={args.seed})"
+    examples = examples[: args.limit] if args.limit else examples
+    model = AutoModelForSeq2SeqLM.from_pretrained(args.model)
+    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    result = score_contrastive(model, tokenizer, examples, batch_size=args.batch_size)
+    k = getattr(model.config, "context_sentences", 0) if result["uses_context"] else 0
+    signature = (f"model:{Path(args.model).name}|context:{k or 'none'}|data:{data}|n:{result['n']}|"
+                 f"score:sum-logprob|version:{__version__}")  # fmt: skip
+    print(f"contrastive accuracy = {100 * result['accuracy']:.2f} ({result['correct']}/{result['n']}, "
+          f"{result['ties']} ties)  {signature}")  # fmt: skip
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps({**result, "signature": signature}, indent=2), encoding="utf-8")
+    return 0
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from hf_syntax_mt.evaluation import evaluate_files, format_evaluation
 
@@ -255,6 +283,20 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--batch-size", type=int, default=16)
     t.add_argument("--num-beams", type=int, default=4)
     t.set_defaults(func=_translate)
+
+    c = sub.add_parser(
+        "contrastive", help="does the model prefer the correct translation over a contrastive one, given the context"
+    )
+    c.add_argument("--model", required=True)
+    data = c.add_mutually_exclusive_group(required=True)
+    data.add_argument("--discevalmt", help="folder of the DiscEvalMT En-Fr test sets (Bawden et al. 2018)")
+    data.add_argument("--synthetic", type=int, metavar="N_DOCS", help="N synthetic documents (pronoun agreement)")
+    c.add_argument("--subset", choices=["anaphora", "lexical_choice"], default="anaphora", help="DiscEvalMT subset")
+    c.add_argument("--seed", type=int, default=12345, help="seed of --synthetic")
+    c.add_argument("--batch-size", type=int, default=32)
+    c.add_argument("--limit", type=int, help="score the first N examples only")
+    c.add_argument("--json", help="also write the accuracy, per-example scores and signature to this JSON file")
+    c.set_defaults(func=_contrastive)
 
     u = sub.add_parser("uas", help="attachment score of the trees read from a model's DBSA/LISA heads vs gold CoNLL-U")
     u.add_argument("--model", required=True)
