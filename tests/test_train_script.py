@@ -273,3 +273,60 @@ def test_dependency_supervised_options_through_config_overrides(corpus, tmp_path
     state = json.loads((out / "trainer_state.json").read_text())
     logged = [h for h in state["log_history"] if "loss" in h]
     assert logged and all("dbsa_loss" in h and "lisa_loss" in h and "translation_loss" in h for h in logged)
+
+
+def _docids(path: Path, n_lines: int, per_doc: int) -> Path:
+    path.write_text("".join(f"doc{i // per_doc}\n" for i in range(n_lines)))
+    return path
+
+
+def test_document_context_two_step_training(corpus, tmp_path):
+    """Zhang et al. 2018, Section 2.4: a sentence-level model, then --context_sentences 2 --freeze_sentence_level on
+    documents (--{split}_docid_file): the sentence-level weights stay those of step 1, the document-level ones
+    train (non-zero gradient: the context reaches the model), and the saved config keeps k."""
+    from hf_syntax_mt.document_context import is_document_parameter
+
+    data = []
+    for split in ("train", "test"):
+        n = len(corpus[split]["src"].read_text().splitlines())
+        data += [f"--{split}_source_file", str(corpus[split]["src"]), f"--{split}_target_file",
+                 str(corpus[split]["tgt"]), f"--{split}_docid_file", str(_docids(tmp_path / f"{split}.docid", n, 4))]  # fmt: skip
+    step1, step2 = tmp_path / "sentence", tmp_path / "document"
+    common = [*QUIET, "--per_device_train_batch_size", "16", "--max_target_length", "24", "--do_train"]
+    assert cli_main(["train", "--output_dir", str(step1), *data[:6], *TINY, *common, "--max_steps", "1"]) == 0
+    argv = ["--output_dir", str(step2), "--model_name_or_path", str(step1), *data, "--context_sentences", "2",
+            "--freeze_sentence_level", *common, "--do_predict", "--max_steps", "2", "--learning_rate", "1e-2",
+            "--logging_steps", "1"]  # fmt: skip
+    assert cli_main(["train", *argv]) == 0
+    assert json.loads((step2 / "config.json").read_text())["context_sentences"] == 2
+    before, after = load_file(step1 / "model.safetensors"), load_file(step2 / "model.safetensors")
+    document = [name for name in after if is_document_parameter(name)]
+    assert document and all(not is_document_parameter(name) for name in before)
+    for name, value in before.items():
+        torch.testing.assert_close(after[name], value, rtol=0, atol=0, msg=name)
+    history = json.loads((step2 / "trainer_state.json").read_text())["log_history"]
+    assert [h["grad_norm"] > 0 for h in history if "grad_norm" in h] == [True, True]
+    assert len((step2 / "test_generations.txt").read_text().splitlines()) == 8
+
+
+def test_docid_files_are_read_and_checked(corpus, tmp_path):
+    src, tgt = str(corpus["validation"]["src"]), str(corpus["validation"]["tgt"])
+    ids = _docids(tmp_path / "ok.docid", 8, 3)
+    _, data_args, _ = parse_args(["--output_dir", str(tmp_path), "--train_source_file", src, "--train_target_file",
+                                  tgt, "--train_docid_file", str(ids)])  # fmt: skip
+    assert load_raw_datasets(data_args)["train"]["doc_id"] == ["doc0"] * 3 + ["doc1"] * 3 + ["doc2"] * 2
+    (tmp_path / "back.docid").write_text("a\na\nb\na\nc\nc\nc\nc\n")
+    data_args.train_docid_file = str(tmp_path / "back.docid")
+    with pytest.raises(ValueError, match=r"back\.docid:4: document id 'a' reappears"):
+        load_raw_datasets(data_args)
+    data_args.train_docid_file = str(_docids(tmp_path / "short.docid", 7, 3))
+    with pytest.raises(ValueError, match=rf"short\.docid has 7 lines, {src} has 8 lines"):
+        load_raw_datasets(data_args)
+
+
+def test_context_without_document_ids_is_refused(corpus, tmp_path):
+    argv = ["--output_dir", str(tmp_path), "--train_source_file", str(corpus["validation"]["src"]),
+            "--train_target_file", str(corpus["validation"]["tgt"]), "--context_sentences", "1", *TINY, *QUIET,
+            "--max_steps", "1"]  # fmt: skip
+    with pytest.raises(ValueError, match="context_sentences=1 needs document boundaries: give --train_docid_file"):
+        cli_main(["train", *argv])

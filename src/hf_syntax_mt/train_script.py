@@ -6,7 +6,8 @@ every syntax option, and a generic ``--config_overrides key=value,...`` passthro
 :class:`DataArguments` (local files or a `datasets` name, parser, lengths) and :class:`SyntaxMTTrainingArguments`
 (`Seq2SeqTrainingArguments` plus a wall-clock budget and the model card's texts). The run:
 
-    raw data -> parse (CoNLL-U column or a parser, through datasets.map) -> Seq2SeqTrainer (accelerate-ready)
+    raw data -> [document context: previous k source sentences, with --{split}_docid_file and --context_sentences]
+    -> parse (CoNLL-U column or a parser, through datasets.map) -> Seq2SeqTrainer (accelerate-ready)
     -> eval/predict with generate (BLEU, chrF, RIBES) -> save model (safetensors) + tokenizer + model card
     + `hf_syntax_mt_run.json` (the model signature, data, parser and scores)
 
@@ -86,6 +87,16 @@ class ModelArguments:
         default=None,
         metadata={"help": "Label smoothing computed in the model (use this, not label_smoothing_factor)."},
     )
+    context_sentences: int | None = field(
+        default=None,
+        metadata={"help": "Document-level context (Zhang et al. 2018): k previous source sentences of the same document "
+                  "(needs --{split}_docid_file; 0 = off)."},
+    )  # fmt: skip
+    freeze_sentence_level: bool = field(
+        default=False,
+        metadata={"help": "Train only the document-level parameters (the paper's two-step training, Section 2.4): "
+                  "start from a sentence-level --model_name_or_path with --context_sentences k."},
+    )  # fmt: skip
     config_overrides: str | None = field(
         default=None,
         metadata={"help": "Any config field as comma-separated key=value pairs, values in JSON when they parse, e.g. "
@@ -94,7 +105,8 @@ class ModelArguments:
     )  # fmt: skip
 
     def syntax_options(self) -> dict[str, Any]:
-        names = ("encoder_pascal_heads", "pascal_sigma", "pascal_weighting", "parent_ignoring", "label_smoothing")
+        names = ("encoder_pascal_heads", "pascal_sigma", "pascal_weighting", "parent_ignoring", "label_smoothing",
+                 "context_sentences")  # fmt: skip
         return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
 
     def size_options(self) -> dict[str, Any]:
@@ -106,7 +118,8 @@ class DataArguments:
     """Where the data comes from, how the source is parsed, and lengths. For each split (train, validation, test)
     give one of: ``--{split}_file`` (TSV or JSONL), ``--{split}_source_file`` + ``--{split}_target_file`` (line
     aligned text), ``--{split}_source_conllu`` + ``--{split}_target_file`` (pre-parsed source); or
-    ``--dataset_name`` for every split."""
+    ``--dataset_name`` for every split. ``--{split}_docid_file`` (one document id a line, line aligned with the
+    split's rows) gives the document boundaries that document context needs."""
 
     source_lang: str | None = field(default=None, metadata={"help": "Source language code (JSONL/datasets keys)."})
     target_lang: str | None = field(default=None, metadata={"help": "Target language code."})
@@ -126,6 +139,13 @@ class DataArguments:
     )
     validation_source_conllu: str | None = None
     test_source_conllu: str | None = None
+    train_docid_file: str | None = field(
+        default=None,
+        metadata={"help": "Document ids, one a line, aligned with the split's rows; consecutive equal ids = one "
+                  "document (for --context_sentences)."},
+    )  # fmt: skip
+    validation_docid_file: str | None = None
+    test_docid_file: str | None = None
     parser: str = field(
         default="auto",
         metadata={"help": "Source parser: 'auto' (CoNLL-U sources when given, none for a model without syntax "
@@ -291,6 +311,22 @@ def read_jsonl(path: str, source_lang: str | None = None, target_lang: str | Non
 
 
 def load_split(data_args: DataArguments, split: str):
+    """The raw ``Dataset`` of one split, with a ``doc_id`` column when ``--{split}_docid_file`` is given."""
+    ds = _load_split_rows(data_args, split)
+    docid_file = getattr(data_args, f"{split}_docid_file")
+    if docid_file:
+        from .data.documents import read_doc_ids
+
+        if ds is None:
+            raise ValueError(f"--{split}_docid_file needs the {split} split's data files")
+        _require_nonempty(docid_file)
+        described = next(getattr(data_args, f"{split}_{k}") for k in ("source_conllu", "source_file", "file")
+                          if getattr(data_args, f"{split}_{k}"))  # fmt: skip
+        ds = ds.add_column("doc_id", read_doc_ids(docid_file, len(ds), described))
+    return ds
+
+
+def _load_split_rows(data_args: DataArguments, split: str):
     """The raw ``Dataset`` of one split (columns ``source``, ``target`` and, for CoNLL-U sources, ``source_parse``),
     or ``None`` when the split is not given."""
     from datasets import Dataset
@@ -383,12 +419,16 @@ def load_raw_datasets(data_args: DataArguments) -> dict:
 
 
 class TokenizeOnly:
-    """Batched `datasets.map` function for models without syntax inputs: tokenize, truncate (keeping ``</s>``)."""
+    """Batched `datasets.map` function for models without syntax inputs: tokenize, truncate (keeping ``</s>``);
+    with a ``context`` column also ``context_input_ids`` / ``context_attention_mask`` (see
+    `SyntaxMTPreprocessor.encode_contexts`)."""
 
-    def __init__(self, tokenizer, max_source_length: int | None, max_target_length: int | None):
+    def __init__(self, tokenizer, max_source_length: int | None, max_target_length: int | None,
+                 max_context_length: int | None = None):  # fmt: skip
         self.tokenizer = tokenizer
         self.max_source_length = max_source_length
         self.max_target_length = max_target_length
+        self.max_context_length = max_context_length
 
     def __call__(self, batch: dict[str, list], indices=None) -> dict[str, list]:
         from .data.preprocess import _truncate_ids
@@ -401,7 +441,25 @@ class TokenizeOnly:
             targets = ["" if t is None else t for t in batch["target"]]
             labels = self.tokenizer(text_target=targets)["input_ids"]
             out["labels"] = [_truncate_ids(list(x), self.max_target_length, special) for x in labels]
+        if "context" in batch:
+            from .data.documents import encode_context
+
+            context = [
+                encode_context(self.tokenizer, list(c or []), self.max_context_length) for c in batch["context"]
+            ]
+            out["context_input_ids"], out["context_attention_mask"] = context, [[1] * len(c) for c in context]
         return out
+
+    def output_features(self, input_columns):
+        """Explicit ``datasets`` types (an all-empty first batch of contexts must not become ``list<null>``)."""
+        from datasets import Features, List, Value
+
+        names = {"input_ids": "int32", "attention_mask": "int8"}
+        if "target" in input_columns:
+            names["labels"] = "int64"
+        if "context" in input_columns:
+            names.update(context_input_ids="int32", context_attention_mask="int8")
+        return Features({name: List(Value(dtype)) for name, dtype in names.items()})
 
 
 def build_parser(data_args: DataArguments):
@@ -519,7 +577,8 @@ def build_config_and_model(model_args: ModelArguments, tokenizer, seed: int, sou
 def _describe_data(data_args: DataArguments, raw: dict) -> str:
     lines = []
     for split, ds in raw.items():
-        files = [getattr(data_args, f"{split}_{k}") for k in ("file", "source_conllu", "source_file", "target_file")]
+        keys = ("file", "source_conllu", "source_file", "target_file", "docid_file")
+        files = [getattr(data_args, f"{split}_{k}") for k in keys]
         files = [f for f in files if f] or [f"{data_args.dataset_name}[{split}]"]
         lines.append(f"- {split}: {len(ds):,} pairs from {', '.join(f'`{f}`' for f in files)}")
     pair = f"{data_args.source_lang or 'source'} -> {data_args.target_lang or 'target'}"
@@ -541,6 +600,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
     from . import __version__
     from .configuration_syntax_mt import SyntaxMTConfig
     from .data.collator import DataCollatorForSyntaxMT
+    from .data.documents import add_document_context
     from .data.preprocess import SyntaxMTPreprocessor
     from .evaluation import DEFAULT_EDGES, RUN_INFO, bucket_scores, model_signature, plot_bucket_scores
     from .model_card import write_model_card
@@ -566,6 +626,15 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
         source_parser = {"backend": "conllu", "path": files if len(files) > 1 else files[0]}
     config, model = build_config_and_model(model_args, tokenizer, training_args.seed, source_parser)
     is_syntax = isinstance(config, SyntaxMTConfig)
+    if model_args.freeze_sentence_level:
+        if not is_syntax:
+            raise ValueError(
+                "--freeze_sentence_level needs a SyntaxMT model with --context_sentences, not --vanilla_marian"
+            )
+        trainable = model.freeze_sentence_level_parameters()  # Section 2.4: train theta_d only
+        n = sum(p.numel() for p in model.parameters() if p.requires_grad)
+        logger.info("sentence-level parameters frozen: %d trainable tensors (%d parameters)", len(trainable), n)
+    context_k = config.context_sentences if is_syntax else 0
     needs_syntax = is_syntax and config.needs_source_parse
     lengths = dict(max_source_length=data_args.max_source_length, max_target_length=data_args.max_target_length)
 
@@ -575,10 +644,21 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
             return SyntaxMTPreprocessor.for_config(config, tokenizer, **source, **lengths)
         return SyntaxMTPreprocessor(tokenizer, **source, **lengths)
 
+    def with_context(split: str, ds):
+        """Section 2.2: each sentence's context is the previous k source sentences of its document."""
+        if not context_k:
+            return ds
+        if "doc_id" not in ds.column_names:
+            raise ValueError(f"context_sentences={context_k} needs document boundaries: give --{split}_docid_file "
+                             "(one document id a line)")  # fmt: skip
+        return add_document_context(ds, context_k, num_proc=data_args.preprocessing_num_workers)
+
     # parse + tokenize + align, one datasets.map per split
     processed, kept_raw = {}, {}
     for split, ds in raw.items():
         kept_raw[split] = ds.select_columns(["source", "target"])
+        with training_args.main_process_first(desc=f"document context {split}"):
+            ds = with_context(split, ds)
         if pre_parsed[split] and data_args.parser in ("auto", "conllu"):
             fn = make_preprocessor(source_parse_column="source_parse")
         elif parser is not None:
@@ -587,10 +667,12 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
             raise ValueError(f"the model has syntax heads but the {split} split has no parses: give CoNLL-U sources "
                              "(--{split}_source_conllu) or a parser (--parser spacy --parser_model ...)")  # fmt: skip
         else:
-            fn = TokenizeOnly(tokenizer, data_args.max_source_length, data_args.max_target_length)
+            max_context = (config.max_context_length or config.max_position_embeddings) if context_k else None
+            fn = TokenizeOnly(tokenizer, data_args.max_source_length, data_args.max_target_length, max_context)
         with training_args.main_process_first(desc=f"preprocessing {split}"):
             processed[split] = ds.map(fn, batched=True, with_indices=True, remove_columns=ds.column_names,
                                       num_proc=data_args.preprocessing_num_workers,
+                                      features=fn.output_features(ds.column_names),
                                       desc=f"Parsing and aligning ({split})")  # fmt: skip
 
     model.generation_config.max_length = data_args.max_target_length

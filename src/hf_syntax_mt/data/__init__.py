@@ -2,7 +2,7 @@
 collation."""
 
 from .collator import DataCollatorForSyntaxMT
-from .documents import DocumentContext, add_document_context, encode_context, read_documents
+from .documents import DocumentContext, add_document_context, encode_context, read_doc_ids, read_documents
 from .parsers import (
     PARSER_BACKENDS,
     CachedParser,
@@ -50,6 +50,7 @@ __all__ = [
     "parent_positions_from_word_ids",
     "prepare_dataset",
     "read_conllu",
+    "read_doc_ids",
     "read_documents",
     "read_parallel_conllu",
     "word_middle_positions",

@@ -7,7 +7,8 @@ context, along the package's data path:
 
 - :func:`read_documents`: parallel text with document boundaries -> ``Dataset`` with ``source``, ``target``,
   ``doc_id``. Boundaries come from a doc-id file (one id a line, consecutive identical ids = one document, as
-  ``shared/data/docnmt-en-de/*.docid``) or, without one, from blank lines between documents.
+  ``shared/data/docnmt-en-de/*.docid``, see :func:`read_doc_ids`) or, without one, from blank lines between
+  documents.
 - :func:`add_document_context`: a ``datasets.map`` pass adding ``context`` (``list[str]``, the up-to-k previous
   source sentences of the same document, oldest first).
 - :func:`encode_context`: a ``context`` list -> ``context_input_ids`` (used by
@@ -23,7 +24,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["DocumentContext", "add_document_context", "encode_context", "read_documents"]
+__all__ = ["DocumentContext", "add_document_context", "encode_context", "read_doc_ids", "read_documents"]
 
 
 def encode_context(tokenizer, sentences: Sequence[str], max_length: int | None) -> list[int]:
@@ -68,13 +69,24 @@ def _read_lines(path: str | os.PathLike) -> list[str]:
     return read_lines(path)
 
 
-def _doc_ids_from_file(docid_file: str | os.PathLike, n_lines: int, source_file) -> list[str]:
-    """One id a line; a document is a run of identical ids; an id may not come back after another document."""
+def read_doc_ids(
+    docid_file: str | os.PathLike, n_lines: int | None = None, text_file: str | os.PathLike | None = None
+) -> list[str]:
+    """The document ids of a doc-id file: one id a line (surrounding spaces stripped); a document is a run of
+    identical ids, and an id may not come back after another document.
+
+    Args:
+        docid_file: the file (gzip ok).
+        n_lines: the number of lines of the text it goes with (checked when given); ``text_file`` names it.
+
+    Raises:
+        ValueError: naming the file and line of an empty or reappearing id, or both files and counts.
+    """
     ids = _read_lines(docid_file)
-    if len(ids) != n_lines:
+    if n_lines is not None and len(ids) != n_lines:
         raise ValueError(
-            f"document id file and source have different line counts: {docid_file} has {len(ids)} lines, "
-            f"{source_file} has {n_lines} lines"
+            f"document id file and text have different line counts: {docid_file} has {len(ids)} lines, "
+            f"{text_file or 'the text'} has {n_lines} lines"
         )
     first_line: dict[str, int] = {}  # doc id -> line (1-based) where its document starts
     previous = None
@@ -159,7 +171,7 @@ def read_documents(
             f"{target_file} has {len(targets)} lines"
         )
     if docid_file is not None:
-        doc_ids = _doc_ids_from_file(docid_file, len(sources), source_file)
+        doc_ids = read_doc_ids(docid_file, len(sources), source_file)
     else:
         sources, targets, doc_ids = _split_blank_lines(sources, targets, source_file, target_file)
     columns: dict[str, list[str]] = {source_column: sources}
