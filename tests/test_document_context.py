@@ -345,3 +345,18 @@ def test_bad_context_inputs_give_clear_errors():
         model(input_ids=input_ids, labels=labels, context_input_ids=context, context_attention_mask=context_mask[:, :2])
     with pytest.raises(ValueError, match="max_position_embeddings=64"):
         model(input_ids=input_ids, labels=labels, context_input_ids=torch.full((3, 65), 5))
+
+
+@pytest.mark.parametrize("empty", ["none", "zero_width", "all_masked"])
+def test_frozen_training_step_on_a_batch_without_context(empty):
+    """A batch of first sentences still gives a loss that backpropagates to theta_d (with a zero gradient)."""
+    model = make_model().train()
+    model.freeze_sentence_level_parameters()
+    input_ids, attention_mask, context, context_mask, labels = batch()
+    ctx = {"none": (None, None), "zero_width": (context[:, :0], context_mask[:, :0]),
+           "all_masked": (context, torch.zeros_like(context_mask))}[empty]  # fmt: skip
+    loss = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels, context_input_ids=ctx[0],
+                 context_attention_mask=ctx[1]).loss  # fmt: skip
+    loss.backward()
+    grads = [p.grad for p in model.parameters() if p.requires_grad]
+    assert grads and all(g is not None and torch.count_nonzero(g) == 0 for g in grads)

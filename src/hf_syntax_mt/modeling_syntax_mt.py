@@ -642,7 +642,17 @@ class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
 
     def _encode_context(self, context_input_ids, context_attention_mask, batch_size: int):
         """Run the context encoder (Section 2.2) once: keys/values for the encoder's and the decoder's context
-        attentions and the context mask, or `None` when there is no context to read."""
+        attentions and the context mask, or `None` when there is no context to read.
+
+        In training the context path always runs, on one padding token when the batch has no context: every
+        document-level parameter then takes part in the loss (with a zero gradient), so a batch of first sentences
+        trains with frozen sentence-level parameters and DDP finds no unused parameter."""
+        if self.context_encoder is not None and self.training and torch.is_grad_enabled():
+            if context_input_ids is None or context_input_ids.shape[-1] == 0:
+                context_input_ids = torch.full(
+                    (batch_size, 1), self.config.pad_token_id, dtype=torch.long, device=self.embed_tokens.weight.device
+                )
+                context_attention_mask = torch.zeros_like(context_input_ids)
         if context_input_ids is None:
             return None
         if self.context_encoder is None:

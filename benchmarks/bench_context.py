@@ -1,0 +1,130 @@
+"""Document-level context (issue 5) vs the same model without context: training-step and generation throughput,
+interleaved in one process, medians and ratios.
+
+The context model is the paper's best setting: k = 2 previous source sentences, a one-layer context encoder
+(N_c = 1), context attention in every encoder and decoder layer, context gating. The sentence-level model has the
+same dims and the same sentence-level weights (`SyntaxMTConfig` without context = Marian). Each batch sentence's
+context is the two sentences before it in one long synthetic document, so the context is about twice as long as the
+sentence itself.
+
+Training is timed twice for the context model: with every parameter trainable, and in step 2 of the two-step
+training (Section 2.4: sentence-level parameters frozen, the way the paper trains its document-level parameters).
+Generation is greedy (and beam search with `--num-beams`).
+
+    python benchmarks/bench_context.py                  # writes benchmarks/results/context.json
+    python benchmarks/bench_context.py --quick
+
+Targets (issue 5): training >= 0.85x and decoding >= 0.85x the throughput of the model without context.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+import torch
+from bench_pascal import add_common_arguments, generate, result_header, time_interleaved, train_step
+
+from hf_syntax_mt.data import DataCollatorForSyntaxMT
+from hf_syntax_mt.data.documents import encode_context
+from hf_syntax_mt.data.synthetic import generate_corpus
+from hf_syntax_mt.training import build_model, model_config, train_tokenizer
+
+TARGETS = {"train_ratio": 0.85, "generate_ratio": 0.85}
+
+
+def make_batch(args):
+    """Synthetic sentences in one document order; context = the previous `k` sentences."""
+    pairs = generate_corpus(max(400, args.batch_size + args.k), seed=args.seed, min_words=args.min_words,
+                            max_words=args.max_words)  # fmt: skip
+    tokenizer = train_tokenizer([p.source for p in pairs] + [p.target for p in pairs], vocab_size=args.vocab_size)
+    rows = []
+    for i in range(args.k, args.k + args.batch_size):
+        context = encode_context(tokenizer, [p.source for p in pairs[i - args.k : i]], args.max_context_length)
+        rows.append({"input_ids": tokenizer(pairs[i].source)["input_ids"],
+                     "labels": tokenizer(text_target=pairs[i].target)["input_ids"],
+                     "context_input_ids": context, "context_attention_mask": [1] * len(context)})  # fmt: skip
+    batch = DataCollatorForSyntaxMT(tokenizer)(rows)
+    batch["attention_mask"] = (batch["input_ids"] != tokenizer.pad_token_id).long()
+    return tokenizer, batch
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common_arguments(p, "benchmarks/results/context.json")
+    p.add_argument("--k", type=int, default=2, help="previous sentences of context (paper: 2)")
+    p.add_argument("--context-encoder-layers", type=int, default=1, help="N_c (paper: 1)")
+    p.add_argument("--max-context-length", type=int, default=256)
+    p.add_argument("--num-beams", type=int, default=1)
+    p.add_argument("--quick", action="store_true", help="small model, 5 rounds")
+    args = p.parse_args()
+    if args.quick:
+        args.d_model, args.layers, args.rounds, args.warmup, args.batch_size = 128, 3, 5, 1, 16
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    tokenizer, batch = make_batch(args)
+    dims = dict(d_model=args.d_model, layers=args.layers, heads=args.heads, ffn_dim=4 * args.d_model, dropout=0.1)
+    context_model = build_model(model_config(tokenizer, context_sentences=args.k,
+                                             context_encoder_layers=args.context_encoder_layers, **dims), seed=args.seed)  # fmt: skip
+    frozen = build_model(context_model.config, seed=args.seed)
+    frozen.load_state_dict(context_model.state_dict())
+    frozen.freeze_sentence_level_parameters()
+    sentence = build_model(model_config(tokenizer, **dims), seed=args.seed)
+    sentence.load_state_dict(context_model.state_dict(), strict=False)  # every sentence-level weight
+    models = {"sentence": sentence, "context": context_model, "context_step2": frozen}
+    plain = {k: batch[k] for k in ("input_ids", "attention_mask", "labels")}
+    inputs = {"sentence": plain, "context": batch, "context_step2": batch}
+
+    for m in models.values():
+        m.train()
+    optimizers = {
+        name: torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=1e-4) for name, m in models.items()
+    }
+    train_times = time_interleaved(
+        {name: (lambda n=name: train_step(models[n], optimizers[n], inputs[n])) for name in models},
+        args.rounds, args.warmup, "cpu",
+    )  # fmt: skip
+    gen_models = {name: models[name].eval() for name in ("sentence", "context")}
+    gen_inputs = {name: {k: v for k, v in inputs[name].items() if k != "labels"} for name in gen_models}
+
+    def decode(name):
+        return generate(gen_models[name], gen_inputs[name], args.new_tokens) if args.num_beams == 1 else gen_models[
+            name
+        ].generate(**gen_inputs[name], max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens,
+                   num_beams=args.num_beams, do_sample=False)  # fmt: skip
+
+    with torch.inference_mode():
+        gen_times = time_interleaved(
+            {name: (lambda n=name: decode(n)) for name in gen_models}, max(5, args.rounds // 2), 1, "cpu"
+        )
+    med = {k: statistics.median(v) for k, v in train_times.items()}
+    gmed = {k: statistics.median(v) for k, v in gen_times.items()}
+    n_src, n_tgt = int(batch["attention_mask"].sum()), int((batch["labels"] != -100).sum())
+    n_ctx = int(batch["context_attention_mask"].sum())
+    ratios = {
+        "train_ratio": med["sentence"] / med["context"],
+        "train_step2_ratio": med["sentence"] / med["context_step2"],
+        "generate_ratio": gmed["sentence"] / gmed["context"],
+    }
+    result = {
+        **result_header(args, "context_vs_sentence_level", "document_context", n_src, n_tgt),
+        "context_tokens": n_ctx,
+        "train_step_seconds_median": med,
+        "generate_seconds_median": gmed,
+        "train_tokens_per_second": {k: (n_src + n_tgt) / v for k, v in med.items()},
+        "generate_tokens_per_second": {k: args.batch_size * args.new_tokens / v for k, v in gmed.items()},
+        "ratios": ratios,
+        "targets": TARGETS,
+        "meets_targets": {k: ratios[k] >= v for k, v in TARGETS.items()},
+    }
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.output).write_text(json.dumps(result, indent=2))
+    print(json.dumps({"ratios": ratios, "train": med, "generate": gmed, "meets_targets": result["meets_targets"],
+                      "tokens": {"source": n_src, "target": n_tgt, "context": n_ctx}}, indent=2))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
