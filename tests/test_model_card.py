@@ -41,3 +41,13 @@ def test_model_card_records_ribes_training_and_model_signature(tmp_path):
     assert f"RIBES {scores['ribes']:.4f} (`{scores['ribes_signature']}`)" in card
     assert "## Training\n12 steps" in card and "- none (vanilla Marian)" in card
     assert f"Model signature: `{model_signature(model.config)}`" in card and "variant:marian" in card
+
+
+def test_model_card_describes_document_context(tmp_path):
+    tokenizer = train_tokenizer(["a b c d", "b c d e"] * 5, vocab_size=40, min_frequency=1)
+    config = model_config(tokenizer, d_model=16, layers=2, heads=4, ffn_dim=32, context_sentences=2,
+                          decoder_context_layers=[1], context_gating=False)  # fmt: skip
+    card = write_model_card(tmp_path, model=build_model(config), title="T", data="D", parser="P").read_text()
+    assert ("the previous 2 source sentences, a 1-layer context encoder, context attention in encoder layers [0, 1] "
+            "and decoder layers [1], residual connections (no gating)") in card
+    assert "context_sentences=2" in card  # the model signature names the option

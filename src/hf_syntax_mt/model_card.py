@@ -82,6 +82,13 @@ def describe_method(config) -> str:
                      f"{config.feature_combination}.")  # fmt: skip
     if getattr(config, "task_token_ids", None):
         lines.append("- Multi-task parse + translate (Currey & Heafield 2019) with target-side task tokens.")
+    if getattr(config, "uses_context", False):
+        gate = "context gating (Eqs. 21-22)" if config.context_gating else "residual connections (no gating)"
+        lines.append(f"- Document-level context (Zhang et al. 2018): the previous {config.context_sentences} source "
+                     f"sentences, a {config.context_encoder_layers}-layer context encoder, context attention in "
+                     f"encoder layers {config.context_layers('encoder')} and decoder layers "
+                     f"{config.context_layers('decoder')}, {gate}. Translate documents with "
+                     "`pipe.translate_document(sentences)`.")  # fmt: skip
     return "\n".join(lines) or "- none (vanilla Marian)"
 
 
