@@ -67,8 +67,8 @@ def context_sublayer(h, c, module, kv_weight, kv_bias, j, heads, gating):
     w_v = (kv_weight[(2 * j + 1) * D : (2 * j + 2) * D], kv_bias[(2 * j + 1) * D : (2 * j + 2) * D])
     s = multi_head(h, c, wb(module.q_proj), w_k, w_v, wb(module.out_proj), heads)
     if gating:
-        w = module.gate_proj.weight  # [W_i, W_s]
-        lam = torch.sigmoid(h @ w[:, :D].T + s @ w[:, D:].T)  # Eq. 22
+        w_i, w_s = module.gate_input_proj.weight, module.gate_sublayer_proj.weight
+        lam = torch.sigmoid(h @ w_i.T + s @ w_s.T)  # Eq. 22
         mixed = lam * h + (1 - lam) * s  # Eq. 21
     else:
         mixed = h + s  # Eq. 20

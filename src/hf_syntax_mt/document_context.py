@@ -106,8 +106,9 @@ class ContextAttention(nn.Module):
         self.dropout, self.attention_dropout = config.dropout, config.attention_dropout
         self.q_proj = nn.Linear(d_model, d_model)
         self.out_proj = nn.Linear(d_model, d_model)
-        # Eq. 22: lambda = sigmoid(W_i H + W_s SubLayer(H)), as one (2D -> D) map of [H; SubLayer(H)], no bias
-        self.gate_proj = nn.Linear(2 * d_model, d_model, bias=False) if config.context_gating else None
+        # Eq. 22: lambda = sigmoid(W_i H + W_s SubLayer(H)), no bias
+        self.gate_input_proj = nn.Linear(d_model, d_model, bias=False) if config.context_gating else None  # W_i
+        self.gate_sublayer_proj = nn.Linear(d_model, d_model, bias=False) if config.context_gating else None  # W_s
         self.layer_norm = nn.LayerNorm(d_model)
 
     def forward(
@@ -134,9 +135,9 @@ class ContextAttention(nn.Module):
         )  # Eqs. 12 / 16: MultiHead(H, C, C), (B, H, T, d)  # fmt: skip
         sublayer = self.out_proj(out.transpose(1, 2).reshape(B, T, D))  # (B, T, D)
         sublayer = nn.functional.dropout(sublayer, p=self.dropout, training=self.training)
-        if self.gate_proj is not None:
-            gate = torch.sigmoid(self.gate_proj(torch.cat([hidden_states, sublayer], dim=-1)))  # Eq. 22, (B, T, D)
-            mixed = gate * hidden_states + (1.0 - gate) * sublayer  # Eq. 21
+        if self.gate_input_proj is not None:
+            gate = torch.sigmoid(self.gate_input_proj(hidden_states) + self.gate_sublayer_proj(sublayer))  # Eq. 22
+            mixed = torch.lerp(sublayer, hidden_states, gate)  # Eq. 21: lambda H + (1 - lambda) SubLayer(H)
         else:
             mixed = hidden_states + sublayer  # Eq. 20
         out = self.layer_norm(mixed)
