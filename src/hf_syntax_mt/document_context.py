@@ -88,7 +88,9 @@ class ContextEncoder(nn.Module):
         n = self.num_encoder_sublayers + self.num_decoder_sublayers
         kv = self.key_value_proj(hidden).view(B, M, n, 2, self.num_heads, self.head_dim)  # (B, M, n, 2, H, d)
         kv = kv.permute(0, 2, 3, 4, 1, 5)  # (B, n, 2, H, M, d)
-        return hidden, kv[:, : self.num_encoder_sublayers], kv[:, self.num_encoder_sublayers :]
+        # split, not slicing: its backward is one concatenation, where slicing fills a zero tensor per slice
+        encoder_kv, decoder_kv = kv.split([self.num_encoder_sublayers, self.num_decoder_sublayers], dim=1)
+        return hidden, encoder_kv, decoder_kv
 
 
 class ContextAttention(nn.Module):
@@ -129,8 +131,9 @@ class ContextAttention(nn.Module):
         B, T, D = hidden_states.shape
         query = self.q_proj(hidden_states).view(B, T, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, T, d)
         mask = _attend_mask(context_attention_mask)[:, None, None, :]  # (B, 1, 1, M)
+        key, value = key_value.unbind(1)  # (B, H, M, d) each; unbind, not indexing: one stack in backward
         out = nn.functional.scaled_dot_product_attention(
-            query, key_value[:, 0], key_value[:, 1], attn_mask=mask,
+            query, key, value, attn_mask=mask,
             dropout_p=self.attention_dropout if self.training else 0.0,
         )  # Eqs. 12 / 16: MultiHead(H, C, C), (B, H, T, d)  # fmt: skip
         sublayer = self.out_proj(out.transpose(1, 2).reshape(B, T, D))  # (B, T, D)

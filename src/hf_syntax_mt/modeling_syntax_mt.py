@@ -399,7 +399,7 @@ class SyntaxMTDecoderLayer(MarianDecoderLayer):
         **kwargs,
     ) -> torch.Tensor:
         """`MarianDecoderLayer.forward` with the context attention of Eq. 16 after the self-attention.
-        `context_key_values` `(B, n_dec, 2, H, M, d)` holds the keys/values of every decoder context sublayer."""
+        `context_key_values`: the keys/values of every decoder context sublayer, a tuple of `(B, 2, H, M, d)`."""
         residual = hidden_states
         hidden_states, _ = self.self_attn(
             hidden_states, past_key_values=past_key_values, attention_mask=attention_mask, **kwargs
@@ -408,7 +408,7 @@ class SyntaxMTDecoderLayer(MarianDecoderLayer):
         hidden_states = self.self_attn_layer_norm(residual + hidden_states)  # E^(n), Eq. 15
         if self.context_attn is not None and context_key_values is not None:
             hidden_states = self.context_attn(
-                hidden_states, context_key_values[:, self.context_index], context_attention_mask
+                hidden_states, context_key_values[self.context_index], context_attention_mask
             )  # F^(n)
         if encoder_hidden_states is not None:  # Eq. 17
             residual = hidden_states
@@ -621,12 +621,15 @@ class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
         mask = create_bidirectional_mask(
             config=self.config, inputs_embeds=inputs_embeds, attention_mask=attention_mask
         )
+        # one (B, 2, H, M, d) per context sublayer; unbind, not indexing, so backward stacks once instead of
+        # filling a zero tensor of every sublayer's keys and values per layer
+        encoder_kv = encoder_kv.unbind(1) if encoder_kv is not None else None
         for layer in self.layers:
             if self.training and self.layerdrop > 0.0 and torch.rand([]) < self.layerdrop:
                 continue
             context_kv = None
             if encoder_kv is not None and layer.context_attn is not None:
-                context_kv = encoder_kv[:, self._context_layers.index(layer.self_attn.layer_idx)]  # (B, 2, H, M, d)
+                context_kv = encoder_kv[self._context_layers.index(layer.self_attn.layer_idx)]  # (B, 2, H, M, d)
             hidden_states = layer(
                 hidden_states, mask, parent_positions=parent_positions, tree_weights=weights,
                 syntax_store=syntax_store, context_key_value=context_kv, context_attention_mask=context_mask,
@@ -719,7 +722,8 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
         kv = getattr(encoder_outputs, "context_key_values", None)
         if kv is None:
             return {}
-        return {"context_key_values": kv, "context_attention_mask": encoder_outputs.context_attention_mask}
+        # a tuple of (B, 2, H, M, d), one per decoder context sublayer (unbind: cheap backward, see the encoder)
+        return {"context_key_values": kv.unbind(1), "context_attention_mask": encoder_outputs.context_attention_mask}
 
     def forward(
         self,
