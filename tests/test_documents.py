@@ -16,7 +16,7 @@ from hf_syntax_mt.data.documents import DocumentContext, add_document_context, e
 from hf_syntax_mt.data.parsers import ParsedSentence, Parser
 from hf_syntax_mt.data.preprocess import SyntaxMTPreprocessor, prepare_dataset
 
-REAL_DATA = Path("/work/shared/data/docnmt-en-de")
+REAL_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "docnmt-en-de"  # ../shared beside the repo
 
 # Hand-built documents. Single-sentence documents come first so that the first map batches hold first sentences
 # only (an all-empty context column must not fix its type to list<null>).
@@ -248,6 +248,29 @@ def test_preprocessor_for_config_takes_the_context_length(data_fast_tokenizer):
     ):
         pre = SyntaxMTPreprocessor.for_config(config, data_fast_tokenizer, WhitespaceParser())
         assert pre.max_context_length == expected
+
+
+def test_for_config_without_parse_needs_tokenizes_only(data_fast_tokenizer):
+    """A context-only model needs no parser: `for_config` gives `TokenizeOnly`, whose rows equal plain tokenization
+    plus `encode_context`."""
+    from tiny_config import TINY
+
+    from hf_syntax_mt import SyntaxMTConfig
+    from hf_syntax_mt.data import TokenizeOnly
+
+    config = SyntaxMTConfig(**TINY, context_sentences=2, max_context_length=6)
+    pre = SyntaxMTPreprocessor.for_config(config, data_fast_tokenizer)
+    assert isinstance(pre, TokenizeOnly)
+    docs = add_document_context(_docs_dataset(), k=2)
+    out = docs.map(pre, batched=True, batch_size=3, remove_columns=docs.column_names,
+                   features=pre.output_features(docs.column_names))  # fmt: skip
+    for row, source, target, context in zip(out, docs["source"], docs["target"], docs["context"], strict=True):
+        assert row["input_ids"] == data_fast_tokenizer(source)["input_ids"]
+        assert row["labels"] == data_fast_tokenizer(text_target=target)["input_ids"]
+        assert row["context_input_ids"] == encode_context(data_fast_tokenizer, context, 6)
+        assert row["context_attention_mask"] == [1] * len(row["context_input_ids"])
+    with pytest.raises(ValueError, match="parser"):  # a PASCAL model still needs one
+        SyntaxMTPreprocessor.for_config(SyntaxMTConfig(**TINY, encoder_pascal_heads=[1, 0]), data_fast_tokenizer)
 
 
 @pytest.mark.parametrize("side", ["right", "left"])

@@ -418,50 +418,6 @@ def load_raw_datasets(data_args: DataArguments) -> dict:
     return raw
 
 
-class TokenizeOnly:
-    """Batched `datasets.map` function for models without syntax inputs: tokenize, truncate (keeping ``</s>``);
-    with a ``context`` column also ``context_input_ids`` / ``context_attention_mask`` (see
-    `SyntaxMTPreprocessor.encode_contexts`)."""
-
-    def __init__(self, tokenizer, max_source_length: int | None, max_target_length: int | None,
-                 max_context_length: int | None = None):  # fmt: skip
-        self.tokenizer = tokenizer
-        self.max_source_length = max_source_length
-        self.max_target_length = max_target_length
-        self.max_context_length = max_context_length
-
-    def __call__(self, batch: dict[str, list], indices=None) -> dict[str, list]:
-        from .data.preprocess import _truncate_ids
-
-        special = set(self.tokenizer.all_special_ids)
-        sources = ["" if s is None else s for s in batch["source"]]
-        ids = [_truncate_ids(list(x), self.max_source_length, special) for x in self.tokenizer(sources)["input_ids"]]
-        out = {"input_ids": ids, "attention_mask": [[1] * len(x) for x in ids]}
-        if "target" in batch:
-            targets = ["" if t is None else t for t in batch["target"]]
-            labels = self.tokenizer(text_target=targets)["input_ids"]
-            out["labels"] = [_truncate_ids(list(x), self.max_target_length, special) for x in labels]
-        if "context" in batch:
-            from .data.documents import encode_context
-
-            context = [
-                encode_context(self.tokenizer, list(c or []), self.max_context_length) for c in batch["context"]
-            ]
-            out["context_input_ids"], out["context_attention_mask"] = context, [[1] * len(c) for c in context]
-        return out
-
-    def output_features(self, input_columns):
-        """Explicit ``datasets`` types (an all-empty first batch of contexts must not become ``list<null>``)."""
-        from datasets import Features, List, Value
-
-        names = {"input_ids": "int32", "attention_mask": "int8"}
-        if "target" in input_columns:
-            names["labels"] = "int64"
-        if "context" in input_columns:
-            names.update(context_input_ids="int32", context_attention_mask="int8")
-        return Features({name: List(Value(dtype)) for name, dtype in names.items()})
-
-
 def build_parser(data_args: DataArguments):
     """The `Parser` for raw-text sources (None when sources are pre-parsed or no parser is asked for)."""
     from .data.parsers import CachedParser, get_parser
@@ -601,7 +557,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
     from .configuration_syntax_mt import SyntaxMTConfig
     from .data.collator import DataCollatorForSyntaxMT
     from .data.documents import add_document_context
-    from .data.preprocess import SyntaxMTPreprocessor
+    from .data.preprocess import SyntaxMTPreprocessor, TokenizeOnly
     from .evaluation import DEFAULT_EDGES, RUN_INFO, bucket_scores, model_signature, plot_bucket_scores
     from .model_card import write_model_card
     from .training import SyntaxMTTrainer, TimeBudgetCallback
@@ -817,7 +773,6 @@ __all__ = [
     "DataArguments",
     "ModelArguments",
     "SyntaxMTTrainingArguments",
-    "TokenizeOnly",
     "build_config_and_model",
     "load_raw_datasets",
     "main",

@@ -17,7 +17,7 @@ from .parsers import (
     merge_sentences,
     read_conllu,
 )
-from .preprocess import SyntaxMTPreprocessor, load_parallel_files, prepare_dataset, read_parallel_conllu
+from .preprocess import SyntaxMTPreprocessor, TokenizeOnly, load_parallel_files, prepare_dataset, read_parallel_conllu
 from .subwords import (
     align_parse,
     dbsa_heads_from_word_ids,
@@ -39,6 +39,7 @@ __all__ = [
     "SpacyParser",
     "StanzaParser",
     "SyntaxMTPreprocessor",
+    "TokenizeOnly",
     "add_document_context",
     "align_parse",
     "dbsa_heads_from_word_ids",

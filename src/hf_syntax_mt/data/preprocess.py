@@ -40,7 +40,7 @@ from .subwords import align_parse
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SyntaxMTPreprocessor", "prepare_dataset", "load_parallel_files", "read_parallel_conllu"]
+__all__ = ["SyntaxMTPreprocessor", "TokenizeOnly", "prepare_dataset", "load_parallel_files", "read_parallel_conllu"]
 
 
 def _truncate_ids(ids: list[int], max_length: int | None, special_ids: set[int]) -> list[int]:
@@ -155,8 +155,9 @@ class SyntaxMTPreprocessor:
         self.max_context_length = max_context_length
 
     @classmethod
-    def for_config(cls, config, tokenizer, parser=None, **kwargs) -> SyntaxMTPreprocessor:
-        """A preprocessor that produces every column the options of `config` (a `SyntaxMTConfig`) consume.
+    def for_config(cls, config, tokenizer, parser=None, **kwargs) -> SyntaxMTPreprocessor | TokenizeOnly:
+        """A preprocessor that produces every column the options of `config` (a `SyntaxMTConfig`) consume; a
+        `TokenizeOnly` when no parser is given and no option needs a parse.
 
         With document context (``config.uses_context``), ``max_context_length`` defaults to
         ``config.max_context_length or config.max_position_embeddings``.
@@ -176,6 +177,11 @@ class SyntaxMTPreprocessor:
         if getattr(config, "uses_context", False):
             max_context = getattr(config, "max_context_length", None) or config.max_position_embeddings
             options["max_context_length"] = max_context
+        needs_parse = config.needs_source_parse or needs_target or any(v is True for v in options.values())
+        if parser is None and not needs_parse and kwargs.get("source_parse_column") is None:
+            # nothing the model reads depends on a parse (e.g. document context alone): tokenize only
+            return TokenizeOnly(tokenizer, kwargs.get("max_source_length"), kwargs.get("max_target_length"),
+                                options.get("max_context_length"))  # fmt: skip
         return cls(tokenizer, parser, **{**options, **kwargs})
 
     def _read_parses(self, batch, column: str, texts: list[str], indices) -> list[ParsedSentence]:
@@ -398,3 +404,43 @@ def read_parallel_conllu(
             parse_column: [s.to_dict() for s in sentences],
         }
     )
+
+
+class TokenizeOnly:
+    """Batched `datasets.map` function for models without syntax inputs: tokenize, truncate (keeping ``</s>``);
+    with a ``context`` column also ``context_input_ids`` / ``context_attention_mask`` (see
+    `SyntaxMTPreprocessor.encode_contexts`)."""
+
+    def __init__(self, tokenizer, max_source_length: int | None, max_target_length: int | None,
+                 max_context_length: int | None = None):  # fmt: skip
+        self.tokenizer = tokenizer
+        self.max_source_length = max_source_length
+        self.max_target_length = max_target_length
+        self.max_context_length = max_context_length
+
+    def __call__(self, batch: dict[str, list], indices=None) -> dict[str, list]:
+        special = set(self.tokenizer.all_special_ids)
+        sources = ["" if s is None else s for s in batch["source"]]
+        ids = [_truncate_ids(list(x), self.max_source_length, special) for x in self.tokenizer(sources)["input_ids"]]
+        out = {"input_ids": ids, "attention_mask": [[1] * len(x) for x in ids]}
+        if "target" in batch:
+            targets = ["" if t is None else t for t in batch["target"]]
+            labels = self.tokenizer(text_target=targets)["input_ids"]
+            out["labels"] = [_truncate_ids(list(x), self.max_target_length, special) for x in labels]
+        if "context" in batch:
+            context = [
+                encode_context(self.tokenizer, list(c or []), self.max_context_length) for c in batch["context"]
+            ]
+            out["context_input_ids"], out["context_attention_mask"] = context, [[1] * len(c) for c in context]
+        return out
+
+    def output_features(self, input_columns):
+        """Explicit ``datasets`` types (an all-empty first batch of contexts must not become ``list<null>``)."""
+        from datasets import Features, List, Value
+
+        names = {"input_ids": "int32", "attention_mask": "int8"}
+        if "target" in input_columns:
+            names["labels"] = "int64"
+        if "context" in input_columns:
+            names.update(context_input_ids="int32", context_attention_mask="int8")
+        return Features({name: List(Value(dtype)) for name, dtype in names.items()})
