@@ -204,3 +204,27 @@ def test_cli_contrastive(tmp_path, capsys):
     assert saved["accuracy"] == pytest.approx(expected["accuracy"]) and saved["n"] == 6
     assert f"{100 * expected['accuracy']:.2f}" in printed
     assert "data:discevalmt-lexical_choice|n:6" in saved["signature"] and "context:1" in saved["signature"]
+
+
+# ---------------------------------------------------------------- the context-vs-no-context demo script
+
+
+@pytest.mark.slow
+def test_synthetic_document_demo_script(tmp_path):
+    """scripts/synthetic_document_demo.py end to end, tiny: both models trained for the same steps, then scored."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "synthetic_document_demo.py"
+    spec = importlib.util.spec_from_file_location("synthetic_document_demo", path)
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    out = tmp_path / "demo.json"
+    argv = ["--train-docs", "30", "--test-docs", "10", "--max-steps", "3", "--d-model", "16", "--batch-size", "4",
+            "--vocab-size", "150", "--json", str(out)]  # fmt: skip
+    assert demo.main(argv) == 0
+    results = json.loads(out.read_text())["results"]
+    assert set(results) == {"context (k=1)", "no context"}
+    first, second = results.values()
+    assert first["steps"] == second["steps"] == 3 and first["n"] == second["n"] > 0
+    assert first["parameters"] > second["parameters"]  # the context encoder and context attentions
+    assert all(0.0 <= r["accuracy"] <= 1.0 for r in results.values())
