@@ -2,8 +2,8 @@
 interleaved in one process, medians and ratios.
 
 The context model is the paper's best setting: k = 2 previous source sentences, a one-layer context encoder
-(N_c = 1), context attention in every encoder and decoder layer, context gating. The sentence-level model has the
-same dims and the same sentence-level weights (`SyntaxMTConfig` without context = Marian). Each batch sentence's
+(N_c = 1), context attention in every encoder and decoder layer, context gating. The model without context is a
+`MarianMTModel` with the same dims and the same sentence-level weights. Each batch sentence's
 context is the two sentences before it in one long synthetic document, so the context is about twice as long as the
 sentence itself.
 
@@ -26,6 +26,7 @@ from pathlib import Path
 
 import torch
 from bench_pascal import add_common_arguments, generate, result_header, time_interleaved, train_step
+from transformers import MarianMTModel
 
 from hf_syntax_mt.data import DataCollatorForSyntaxMT
 from hf_syntax_mt.data.documents import encode_context
@@ -72,11 +73,11 @@ def main():
     frozen = build_model(context_model.config, seed=args.seed)
     frozen.load_state_dict(context_model.state_dict())
     frozen.freeze_sentence_level_parameters()
-    sentence = build_model(model_config(tokenizer, **dims), seed=args.seed)
-    sentence.load_state_dict(context_model.state_dict(), strict=False)  # every sentence-level weight
-    models = {"sentence": sentence, "context": context_model, "context_step2": frozen}
+    vanilla = MarianMTModel(model_config(tokenizer, marian=True, **dims))
+    vanilla.load_state_dict(context_model.state_dict(), strict=False)  # every sentence-level weight
+    models = {"vanilla": vanilla, "document_context": context_model, "document_context_step2": frozen}
     plain = {k: batch[k] for k in ("input_ids", "attention_mask", "labels")}
-    inputs = {"sentence": plain, "context": batch, "context_step2": batch}
+    inputs = {"vanilla": plain, "document_context": batch, "document_context_step2": batch}
 
     for m in models.values():
         m.train()
@@ -87,7 +88,7 @@ def main():
         {name: (lambda n=name: train_step(models[n], optimizers[n], inputs[n])) for name in models},
         args.rounds, args.warmup, "cpu",
     )  # fmt: skip
-    gen_models = {name: models[name].eval() for name in ("sentence", "context")}
+    gen_models = {name: models[name].eval() for name in ("vanilla", "document_context")}
     gen_inputs = {name: {k: v for k, v in inputs[name].items() if k != "labels"} for name in gen_models}
 
     def decode(name):
@@ -105,9 +106,9 @@ def main():
     n_src, n_tgt = int(batch["attention_mask"].sum()), int((batch["labels"] != -100).sum())
     n_ctx = int(batch["context_attention_mask"].sum())
     ratios = {
-        "train_ratio": med["sentence"] / med["context"],
-        "train_step2_ratio": med["sentence"] / med["context_step2"],
-        "generate_ratio": gmed["sentence"] / gmed["context"],
+        "train_ratio": med["vanilla"] / med["document_context"],
+        "train_step2_ratio": med["vanilla"] / med["document_context_step2"],
+        "generate_ratio": gmed["vanilla"] / gmed["document_context"],
     }
     result = {
         **result_header(args, "context_vs_sentence_level", "document_context", n_src, n_tgt),
