@@ -228,3 +228,14 @@ def test_synthetic_document_demo_script(tmp_path):
     assert first["steps"] == second["steps"] == 3 and first["n"] == second["n"] > 0
     assert first["parameters"] > second["parameters"]  # the context encoder and context attentions
     assert all(0.0 <= r["accuracy"] <= 1.0 for r in results.values())
+
+
+def test_cli_contrastive_on_synthetic_documents(tmp_path, capsys, tokenizer):
+    model = tiny_model(tokenizer, 1)
+    model.save_pretrained(tmp_path / "m")
+    tokenizer.save_pretrained(tmp_path / "m")
+    assert main(["contrastive", "--model", str(tmp_path / "m"), "--synthetic", "8", "--seed", "4"]) == 0
+    printed = capsys.readouterr().out
+    expected = score_contrastive(model, tokenizer, contrastive_examples(generate_documents(8, seed=4)))
+    assert f"= {100 * expected['accuracy']:.2f} ({expected['correct']}/{expected['n']}," in printed
+    assert "data:synthetic-documents(docs=8,seed=4)" in printed
