@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 import statistics
 import sys
@@ -386,7 +387,8 @@ def train_docnmt_model(args, name: str, files, start_from: Path | None, context:
 
 
 def parameter_counts(model_dir: str | Path) -> dict[str, int]:
-    """Saved tensor elements of a model directory: theta_s (sentence level) and theta_d (document level)."""
+    """Trainable weights saved in a model directory, split into theta_s (sentence level) and theta_d (document level).
+    Shared embeddings count once; Marian's `final_logits_bias` is a buffer, never trained, and is left out."""
     from safetensors import safe_open
 
     from hf_syntax_mt.document_context import is_document_parameter
@@ -394,10 +396,9 @@ def parameter_counts(model_dir: str | Path) -> dict[str, int]:
     counts = {"sentence_level": 0, "document_level": 0}
     with safe_open(str(Path(model_dir) / "model.safetensors"), "pt") as f:
         for key in f.keys():  # noqa: SIM118 (safe_open is not a dict)
-            n = f.get_slice(key).get_shape()
-            size = 1
-            for d in n:
-                size *= d
+            if key == "final_logits_bias":
+                continue
+            size = math.prod(f.get_slice(key).get_shape())
             counts["document_level" if is_document_parameter(key) else "sentence_level"] += size
     return counts
 
