@@ -1,4 +1,4 @@
-"""Contrastive scoring (hf_syntax_mt.contrastive) against a direct per-example computation, and the DiscEvalMT loader."""
+"""Contrastive scoring (hf_syntax_mt.contrastive) against a direct per-example computation; the DiscEvalMT loader."""
 
 import json
 import shutil
@@ -173,13 +173,13 @@ def test_load_discevalmt_rejects_a_broken_pairing(tmp_path):
 
 @needs_discevalmt
 def test_source_context_models_score_half_of_anaphora_by_construction(tmp_path):
-    """Twins (same English, candidates swapped): a model reading only the source side gets exactly one of each right."""
+    """Twins (same English, candidates swapped): a model reading only the source side gets one of the two right."""
     examples = load_discevalmt(DISCEVALMT, "anaphora")
     texts = [s for ex in examples for s in (ex["source"], ex["correct"], ex["contrastive"], *ex["context"])]
     tokenizer = train_tokenizer(texts, vocab_size=300)
     index = {(ex["context"][0], ex["source"], ex["correct"], ex["contrastive"]): i for i, ex in enumerate(examples)}
-    twins = [(i, index[(ex["context"][0], ex["source"], ex["contrastive"], ex["correct"])])
-             for i, ex in enumerate(examples) if (ex["context"][0], ex["source"], ex["contrastive"], ex["correct"]) in index]  # fmt: skip
+    swapped = [(ex["context"][0], ex["source"], ex["contrastive"], ex["correct"]) for ex in examples]
+    twins = [(i, index[key]) for i, key in enumerate(swapped) if key in index]
     assert len(twins) >= 198
     for k in (0, 1):
         results = score_contrastive(tiny_model(tokenizer, k), tokenizer, examples, batch_size=64)["results"]

@@ -65,9 +65,10 @@ def score_contrastive(
     whose correct candidate has the strictly higher log-probability.
 
     Args:
-        model: a seq2seq model taking ``input_ids``, ``attention_mask`` and ``labels`` (``SyntaxMTForConditionalGeneration``,
-            ``MarianMTModel``). With document context (``config.uses_context``) the last ``config.context_sentences``
-            sentences of each example's context go to ``context_input_ids``; otherwise the context is ignored.
+        model: a seq2seq model taking ``input_ids``, ``attention_mask`` and ``labels``
+            (``SyntaxMTForConditionalGeneration``, ``MarianMTModel``). With document context (``config.uses_context``)
+            the last ``config.context_sentences`` sentences of each example's context go to ``context_input_ids``;
+            otherwise the context is ignored. Sources and candidates are cut at ``max_position_embeddings`` tokens.
         tokenizer: the model's tokenizer.
         examples: dicts with ``source``, ``correct``, ``contrastive`` (strings) and ``context`` (previous source
             sentences of the document, oldest first; may be empty or missing).
@@ -98,9 +99,8 @@ def score_contrastive(
     pad = config.pad_token_id
 
     sources = tokenizer([ex["source"] for ex in examples], truncation=True, max_length=max_source)["input_ids"]
-    candidates = [
-        ex[key] for ex in examples for key in ("correct", "contrastive")
-    ]  # row 2i: correct, 2i+1: contrastive
+    # row 2i: the correct candidate of example i, row 2i + 1: its contrastive candidate
+    candidates = [ex[key] for ex in examples for key in ("correct", "contrastive")]
     targets = tokenizer(text_target=candidates, truncation=True, max_length=max_source)["input_ids"]
     contexts = [encode_context(tokenizer, ex.get("context", [])[-k:], max_context_length) if uses_context and k else []
                 for ex in examples]  # fmt: skip
@@ -204,8 +204,10 @@ def load_discevalmt(directory: str | Path, subset: str = "anaphora") -> list[dic
         good, bad = 2 * i, 2 * i + 1
         for name in ("prev.en", "current.en", "prev.fr"):
             if lines[name][good] != lines[name][bad]:
-                raise ValueError(f"DiscEvalMT {subset}: lines {good + 1} and {bad + 1} of {files[name].name} differ; "
-                                 "each example must be two lines sharing everything but the current French")  # fmt: skip
+                raise ValueError(
+                    f"DiscEvalMT {subset}: lines {good + 1} and {bad + 1} of {files[name].name} differ; each example "
+                    "must be two lines sharing everything but the current French"
+                )
         examples.append({
             "id": f"{subset}-{i}", "context": [lines["prev.en"][good]], "source": lines["current.en"][good],
             "correct": lines["current.fr"][good], "contrastive": lines["current.fr"][bad],
