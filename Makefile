@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-slow bench bench-quick bench-multi30k lint clean
+.PHONY: demo test test-slow bench bench-quick bench-multi30k bench-docnmt lint clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ bench-quick: $(STAMP)
 # real-data benchmark (Multi30k fr->en, vanilla vs PASCAL, 3 seeds; about 20 min on 2 CPU cores)
 bench-multi30k: $(STAMP)
 	$(BIN)/python benchmarks/bench_multi30k.py
+
+# document-level two-step training on docnmt-en-de (sentence, control, document models; about 15 min on 2 CPU cores)
+bench-docnmt: $(STAMP)
+	$(BIN)/python benchmarks/bench_multi30k.py --task docnmt
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests scripts benchmarks
