@@ -25,7 +25,7 @@ import statistics
 from pathlib import Path
 
 import torch
-from bench_pascal import add_common_arguments, generate, result_header, time_interleaved, train_step
+from bench_pascal import add_common_arguments, generate, result_header, time_interleaved, timing_fields, train_step
 from transformers import MarianMTModel
 
 from hf_syntax_mt.data import DataCollatorForSyntaxMT
@@ -113,10 +113,7 @@ def main():
     result = {
         **result_header(args, "context_vs_sentence_level", "document_context", n_src, n_tgt),
         "context_tokens": n_ctx,
-        "train_step_seconds_median": med,
-        "generate_seconds_median": gmed,
-        "train_tokens_per_second": {k: (n_src + n_tgt) / v for k, v in med.items()},
-        "generate_tokens_per_second": {k: args.batch_size * args.new_tokens / v for k, v in gmed.items()},
+        **timing_fields(args, med, gmed, n_src, n_tgt),
         "ratios": ratios,
         "targets": TARGETS,
         "meets_targets": {k: ratios[k] >= v for k, v in TARGETS.items()},

@@ -19,7 +19,7 @@ import statistics
 from pathlib import Path
 
 import torch
-from bench_pascal import add_common_arguments, generate, result_header, time_interleaved, train_step
+from bench_pascal import add_common_arguments, generate, result_header, time_interleaved, timing_fields, train_step
 from transformers import MarianMTModel
 
 from hf_syntax_mt.data import DataCollatorForSyntaxMT
@@ -87,10 +87,7 @@ def main():
     ratios = {"train_ratio": med["vanilla"] / med["dbsa_sync"], "generate_ratio": gmed["vanilla"] / gmed["dbsa_sync"]}
     result = {
         **result_header(args, "dbsa_sync_vs_vanilla_marian", "dbsa_sync", n_src, n_tgt),
-        "train_step_seconds_median": med,
-        "generate_seconds_median": gmed,
-        "train_tokens_per_second": {k: (n_src + n_tgt) / v for k, v in med.items()},
-        "generate_tokens_per_second": {k: args.batch_size * args.new_tokens / v for k, v in gmed.items()},
+        **timing_fields(args, med, gmed, n_src, n_tgt),
         "ratios": ratios,
         "targets": TARGETS,
         "meets_targets": {k: ratios[k] >= v for k, v in TARGETS.items()},

@@ -151,6 +151,16 @@ def result_header(args, benchmark: str, method: str, n_src: int, n_tgt: int) -> 
     }
 
 
+def timing_fields(args, med: dict, gmed: dict, n_src: int, n_tgt: int) -> dict:
+    """Median step/generation seconds per model and the token rates derived from them."""
+    return {
+        "train_step_seconds_median": med,
+        "generate_seconds_median": gmed,
+        "train_tokens_per_second": {k: (n_src + n_tgt) / v for k, v in med.items()},
+        "generate_tokens_per_second": {k: args.batch_size * args.new_tokens / v for k, v in gmed.items()},
+    }
+
+
 def add_common_arguments(p, output: str) -> None:
     """The arguments every throughput benchmark shares: threads, model dims, the synthetic batch, rounds, output."""
     p.add_argument("--threads", type=int, default=2)

@@ -309,6 +309,16 @@ class SyntaxMTAttention(MarianAttention):
         return out.transpose(1, 2), probs
 
 
+def _feed_forward(layer, hidden_states: torch.Tensor) -> torch.Tensor:
+    """Marian's position-wise feed-forward sublayer with its residual connection and post-norm, `(B, T, D)`."""
+    residual = hidden_states
+    hidden_states = layer.activation_fn(layer.fc1(hidden_states))
+    hidden_states = nn.functional.dropout(hidden_states, p=layer.activation_dropout, training=layer.training)
+    hidden_states = layer.fc2(hidden_states)
+    hidden_states = nn.functional.dropout(hidden_states, p=layer.dropout, training=layer.training)
+    return layer.final_layer_norm(residual + hidden_states)
+
+
 class SyntaxMTEncoderLayer(MarianEncoderLayer):
     """Marian encoder layer whose self-attention may have syntax heads."""
 
@@ -350,12 +360,7 @@ class SyntaxMTEncoderLayer(MarianEncoderLayer):
         if self.context_attn is not None and context_key_value is not None:
             hidden_states = self.context_attn(hidden_states, context_key_value, context_attention_mask)  # D^(n)
 
-        residual = hidden_states
-        hidden_states = self.activation_fn(self.fc1(hidden_states))
-        hidden_states = nn.functional.dropout(hidden_states, p=self.activation_dropout, training=self.training)
-        hidden_states = self.fc2(hidden_states)
-        hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
-        return self.final_layer_norm(residual + hidden_states)
+        return _feed_forward(self, hidden_states)  # Eqs. 13 / 18
 
 
 class SyntaxMTDecoderLayer(MarianDecoderLayer):
@@ -418,12 +423,7 @@ class SyntaxMTDecoderLayer(MarianDecoderLayer):
             )  # fmt: skip
             hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
             hidden_states = self.encoder_attn_layer_norm(residual + hidden_states)
-        residual = hidden_states
-        hidden_states = self.activation_fn(self.fc1(hidden_states))
-        hidden_states = nn.functional.dropout(hidden_states, p=self.activation_dropout, training=self.training)
-        hidden_states = self.fc2(hidden_states)
-        hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
-        return self.final_layer_norm(residual + hidden_states)
+        return _feed_forward(self, hidden_states)  # Eqs. 13 / 18
 
 
 # Auto class -> (shim module saved beside the weights, class, what the shim imports)
