@@ -299,10 +299,12 @@ def test_freezing_needs_document_parameters():
 
 
 def test_save_load_round_trip(tmp_path):
-    model = make_model(context_gating=False, decoder_context_layers=[1], context_encoder_layers=2)
+    model = make_model(context_gating=False, encoder_context_layers=[0], decoder_context_layers=[1],
+                       context_encoder_layers=2, max_context_length=32, context_sentences=3)  # fmt: skip
     model.save_pretrained(tmp_path)
     loaded = SyntaxMTForConditionalGeneration.from_pretrained(tmp_path).eval()
-    for key in ("context_sentences", "context_gating", "decoder_context_layers", "context_encoder_layers"):
+    for key in ("context_sentences", "context_gating", "encoder_context_layers", "decoder_context_layers",
+                "context_encoder_layers", "max_context_length"):  # fmt: skip
         assert getattr(loaded.config, key) == getattr(model.config, key)
     input_ids, attention_mask, context, context_mask, labels = batch()
     torch.testing.assert_close(
