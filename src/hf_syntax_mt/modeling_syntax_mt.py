@@ -334,8 +334,9 @@ class SyntaxMTEncoderLayer(MarianEncoderLayer):
             **{f"num_{kind}_heads": k for kind, k in layout.items()},
         )
         # issue 5: context attention (Eq. 12) between self-attention and the feed-forward network
-        has_context = layer_idx in config.context_layers("encoder")
-        self.context_attn = ContextAttention(config, config.encoder_attention_heads) if has_context else None
+        layers = config.context_layers("encoder")
+        self.context_index = layers.index(layer_idx) if layer_idx in layers else None  # its slot of the keys/values
+        self.context_attn = None if self.context_index is None else ContextAttention(config, config.encoder_attention_heads)
 
     def forward(
         self,
@@ -629,7 +630,7 @@ class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
                 continue
             context_kv = None
             if encoder_kv is not None and layer.context_attn is not None:
-                context_kv = encoder_kv[self._context_layers.index(layer.self_attn.layer_idx)]  # (B, 2, H, M, d)
+                context_kv = encoder_kv[layer.context_index]  # (B, 2, H, M, d)
             hidden_states = layer(
                 hidden_states, mask, parent_positions=parent_positions, tree_weights=weights,
                 syntax_store=syntax_store, context_key_value=context_kv, context_attention_mask=context_mask,
@@ -638,10 +639,6 @@ class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
         return SyntaxMTEncoderOutput(
             last_hidden_state=hidden_states, context_key_values=decoder_kv, context_attention_mask=context_mask
         )
-
-    @property
-    def _context_layers(self) -> list[int]:
-        return self.config.context_layers("encoder")
 
     def _encode_context(self, context_input_ids, context_attention_mask, batch_size: int):
         """Run the context encoder (Section 2.2) once: keys/values for the encoder's and the decoder's context
