@@ -43,6 +43,15 @@ def _attend_mask(context_attention_mask: torch.Tensor) -> torch.Tensor:
     return mask | ~mask.any(dim=-1, keepdim=True)
 
 
+def context_sublayer(config: SyntaxMTConfig, side: str, layer_idx: int) -> tuple[int | None, ContextAttention | None]:
+    """The context attention of `side` layer `layer_idx` and its slot in the keys/values of its side, or
+    `(None, None)` when that layer has none."""
+    layers = config.context_layers(side)
+    if layer_idx not in layers:
+        return None, None
+    return layers.index(layer_idx), ContextAttention(config, getattr(config, f"{side}_attention_heads"))
+
+
 class ContextEncoder(nn.Module):
     """Self-attentive context encoder (Section 2.2) plus the fused key/value projections of the context attentions.
 
@@ -153,4 +162,4 @@ class ContextAttention(nn.Module):
         return torch.where(has_context(context_attention_mask)[:, None, None], out, hidden_states)
 
 
-__all__ = ["ContextAttention", "ContextEncoder", "has_context", "is_document_parameter"]
+__all__ = ["ContextAttention", "ContextEncoder", "context_sublayer", "has_context", "is_document_parameter"]

@@ -44,7 +44,7 @@ from .alignment import (
     structural_alignment_attention,
 )
 from .configuration_syntax_mt import INPUT_FEATURES, SyntaxMTConfig
-from .document_context import ContextAttention, ContextEncoder, is_document_parameter
+from .document_context import ContextEncoder, context_sublayer, is_document_parameter
 
 logger = logging.get_logger(__name__)
 
@@ -334,9 +334,7 @@ class SyntaxMTEncoderLayer(MarianEncoderLayer):
             **{f"num_{kind}_heads": k for kind, k in layout.items()},
         )
         # issue 5: context attention (Eq. 12) between self-attention and the feed-forward network
-        layers = config.context_layers("encoder")
-        self.context_index = layers.index(layer_idx) if layer_idx in layers else None  # its slot of the keys/values
-        self.context_attn = None if self.context_index is None else ContextAttention(config, config.encoder_attention_heads)
+        self.context_index, self.context_attn = context_sublayer(config, "encoder", layer_idx)
 
     def forward(
         self,
@@ -388,9 +386,7 @@ class SyntaxMTDecoderLayer(MarianDecoderLayer):
             record_probs=config.uses_sync and layer_idx == config.sync_layer, **common,
         )  # fmt: skip
         # issue 5: context attention (Eq. 16) between self-attention and encoder-decoder attention
-        layers = config.context_layers("decoder")
-        self.context_index = layers.index(layer_idx) if layer_idx in layers else None  # its slot of the keys/values
-        self.context_attn = None if self.context_index is None else ContextAttention(config, config.decoder_attention_heads)
+        self.context_index, self.context_attn = context_sublayer(config, "decoder", layer_idx)
 
     def forward(
         self,
