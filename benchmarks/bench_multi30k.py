@@ -507,12 +507,16 @@ def run_docnmt(args) -> int:
     }  # fmt: skip
     results = Path(args.results)
     results.mkdir(parents=True, exist_ok=True)
-    (results / "results.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
-    table = docnmt_markdown(summary)
-    (results / "results.md").write_text(table + "\n", encoding="utf-8")
-    print(table)
-    print(f"\nwrote {results / 'results.json'} and {results / 'results.md'} ({summary['seconds']:.0f} s)")
+    write_results(results, summary, docnmt_markdown(summary))
     return 0
+
+
+def write_results(directory: Path, summary: dict, table: str) -> None:
+    """`results.json` (everything) and `results.md` (the table) in `directory`; prints the table."""
+    (directory / "results.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    (directory / "results.md").write_text(table + "\n", encoding="utf-8")
+    print(table)
+    print(f"\nwrote {directory / 'results.json'} and {directory / 'results.md'} ({summary['seconds']:.0f} s)")
 
 
 def main(argv=None) -> int:
@@ -580,11 +584,7 @@ def main(argv=None) -> int:
     buckets = {f"{r['name']} (seed {r['seed']})": r["buckets"] for r in runs}
     plot_bucket_scores(buckets, figures / "bleu_by_length.png",
                        footer=f"{runs[0]['scores']['bleu_signature']}")  # fmt: skip
-    (figures / "results.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
-    table = markdown(summary)
-    (figures / "results.md").write_text(table + "\n", encoding="utf-8")
-    print(table)
-    print(f"\nwrote {figures / 'results.json'}, {figures / 'results.md'} and figures ({summary['seconds']:.0f} s)")
+    write_results(figures, summary, markdown(summary))
     return 0
 
 
