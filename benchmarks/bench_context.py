@@ -25,7 +25,15 @@ import statistics
 from pathlib import Path
 
 import torch
-from bench_pascal import add_common_arguments, generate, result_header, time_interleaved, timing_fields, train_step
+from bench_pascal import (
+    add_common_arguments,
+    generate,
+    parse_quick,
+    result_header,
+    time_interleaved,
+    timing_fields,
+    train_step,
+)
 from transformers import MarianMTModel
 
 from hf_syntax_mt.data import DataCollatorForSyntaxMT
@@ -59,13 +67,7 @@ def main():
     p.add_argument("--context-encoder-layers", type=int, default=1, help="N_c (paper: 1)")
     p.add_argument("--max-context-length", type=int, default=256)
     p.add_argument("--num-beams", type=int, default=1)
-    p.add_argument("--quick", action="store_true", help="small model, 5 rounds")
-    args = p.parse_args()
-    if args.quick:
-        args.d_model, args.layers, args.rounds, args.warmup, args.batch_size = 128, 3, 5, 1, 16
-
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
+    args = parse_quick(p)
     tokenizer, batch = make_batch(args)
     dims = dict(d_model=args.d_model, layers=args.layers, heads=args.heads, ffn_dim=4 * args.d_model, dropout=0.1)
     context_model = build_model(model_config(tokenizer, context_sentences=args.k,

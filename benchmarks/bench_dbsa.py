@@ -19,7 +19,15 @@ import statistics
 from pathlib import Path
 
 import torch
-from bench_pascal import add_common_arguments, generate, result_header, time_interleaved, timing_fields, train_step
+from bench_pascal import (
+    add_common_arguments,
+    generate,
+    parse_quick,
+    result_header,
+    time_interleaved,
+    timing_fields,
+    train_step,
+)
 from transformers import MarianMTModel
 
 from hf_syntax_mt.data import DataCollatorForSyntaxMT
@@ -47,13 +55,7 @@ def make_batch(args):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_arguments(p, "benchmarks/results/dbsa.json")
-    p.add_argument("--quick", action="store_true", help="small model, 5 rounds")
-    args = p.parse_args()
-    if args.quick:
-        args.d_model, args.layers, args.rounds, args.warmup, args.batch_size = 128, 3, 5, 1, 16
-
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
+    args = parse_quick(p)
     tokenizer, batch = make_batch(args)
     dims = dict(d_model=args.d_model, layers=args.layers, heads=args.heads, ffn_dim=4 * args.d_model, dropout=0.1)
     first = [1] + [0] * (args.layers - 1)  # the paper: one DBSA head in layer 1 of each side

@@ -161,6 +161,17 @@ def timing_fields(args, med: dict, gmed: dict, n_src: int, n_tgt: int) -> dict:
     }
 
 
+def parse_quick(p):
+    """Parse `p` with a `--quick` flag (d_model 128, 3 layers, 5 rounds, batch 16); set threads and seed."""
+    p.add_argument("--quick", action="store_true", help="small model, 5 rounds")
+    args = p.parse_args()
+    if args.quick:
+        args.d_model, args.layers, args.rounds, args.warmup, args.batch_size = 128, 3, 5, 1, 16
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    return args
+
+
 def add_common_arguments(p, output: str) -> None:
     """The arguments every throughput benchmark shares: threads, model dims, the synthetic batch, rounds, output."""
     p.add_argument("--threads", type=int, default=2)
