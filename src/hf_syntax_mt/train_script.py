@@ -622,9 +622,10 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
         elif needs_syntax:
             raise ValueError(f"the model has syntax heads but the {split} split has no parses: give CoNLL-U sources "
                              "(--{split}_source_conllu) or a parser (--parser spacy --parser_model ...)")  # fmt: skip
+        elif is_syntax:
+            fn = make_preprocessor()  # nothing needs a parse: for_config gives TokenizeOnly (with the context length)
         else:
-            max_context = (config.max_context_length or config.max_position_embeddings) if context_k else None
-            fn = TokenizeOnly(tokenizer, data_args.max_source_length, data_args.max_target_length, max_context)
+            fn = TokenizeOnly(tokenizer, data_args.max_source_length, data_args.max_target_length)
         with training_args.main_process_first(desc=f"preprocessing {split}"):
             processed[split] = ds.map(fn, batched=True, with_indices=True, remove_columns=ds.column_names,
                                       num_proc=data_args.preprocessing_num_workers,

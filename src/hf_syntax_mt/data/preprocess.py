@@ -160,7 +160,7 @@ class SyntaxMTPreprocessor:
         `TokenizeOnly` when no parser is given and no option needs a parse.
 
         With document context (``config.uses_context``), ``max_context_length`` defaults to
-        ``config.max_context_length or config.max_position_embeddings``.
+        ``config.resolved_max_context_length`` (``max_context_length``, else ``max_position_embeddings``).
         """
         options = dict(
             compute_lisa=config.uses_lisa,
@@ -175,8 +175,7 @@ class SyntaxMTPreprocessor:
                 "or target_parse_column=."
             )
         if getattr(config, "uses_context", False):
-            max_context = getattr(config, "max_context_length", None) or config.max_position_embeddings
-            options["max_context_length"] = max_context
+            options["max_context_length"] = config.resolved_max_context_length
         needs_parse = config.needs_source_parse or needs_target or any(v is True for v in options.values())
         if parser is None and not needs_parse and kwargs.get("source_parse_column") is None:
             # nothing the model reads depends on a parse (e.g. document context alone): tokenize only
