@@ -17,6 +17,8 @@ sentence-level model it was built from.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 from torch import nn
 from transformers.masking_utils import create_bidirectional_mask
@@ -34,6 +36,21 @@ def is_document_parameter(name: str) -> bool:
 def has_context(context_attention_mask: torch.Tensor) -> torch.Tensor:
     """`(B,)` bool: rows with at least one real context token."""
     return context_attention_mask.bool().any(dim=-1)
+
+
+class ContextMasks(NamedTuple):
+    """The masks every context attention of a forward pass shares, built once from `context_attention_mask`:
+    `attend` `(B, 1, 1, M)` bool (rows without context attend everywhere, their outputs are discarded) and `rows`
+    `(B, 1, 1)` bool (rows with context)."""
+
+    attend: torch.Tensor
+    rows: torch.Tensor
+
+
+def context_masks(context_attention_mask: torch.Tensor) -> ContextMasks:
+    return ContextMasks(
+        _attend_mask(context_attention_mask)[:, None, None, :], has_context(context_attention_mask)[:, None, None]
+    )
 
 
 def _attend_mask(context_attention_mask: torch.Tensor) -> torch.Tensor:
@@ -132,23 +149,22 @@ class ContextAttention(nn.Module):
         self,
         hidden_states: torch.Tensor,
         key_value: torch.Tensor,
-        context_attention_mask: torch.Tensor,
+        masks: ContextMasks,
     ) -> torch.Tensor:
         """
         Args:
             hidden_states: `(B, T, D)` H, the output of the self-attention sublayer (B^(n) or E^(n)).
             key_value: `(B, 2, H, M, d)` keys and values of C^(N_c) for this sublayer.
-            context_attention_mask: `(B, M)` 1 for real context tokens.
+            masks: the pass's `ContextMasks` (`context_masks(context_attention_mask)`).
 
         Returns:
             `(B, T, D)` D^(n) (encoder) or F^(n) (decoder).
         """
         B, T, D = hidden_states.shape
         query = self.q_proj(hidden_states).view(B, T, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, T, d)
-        mask = _attend_mask(context_attention_mask)[:, None, None, :]  # (B, 1, 1, M)
         key, value = key_value.unbind(1)  # (B, H, M, d) each; unbind, not indexing: one stack in backward
         out = nn.functional.scaled_dot_product_attention(
-            query, key, value, attn_mask=mask,
+            query, key, value, attn_mask=masks.attend,
             dropout_p=self.attention_dropout if self.training else 0.0,
         )  # Eqs. 12 / 16: MultiHead(H, C, C), (B, H, T, d)  # fmt: skip
         sublayer = self.out_proj(out.transpose(1, 2).reshape(B, T, D))  # (B, T, D)
@@ -159,7 +175,15 @@ class ContextAttention(nn.Module):
         else:
             mixed = hidden_states + sublayer  # Eq. 20
         out = self.layer_norm(mixed)
-        return torch.where(has_context(context_attention_mask)[:, None, None], out, hidden_states)
+        return torch.where(masks.rows, out, hidden_states)
 
 
-__all__ = ["ContextAttention", "ContextEncoder", "context_sublayer", "has_context", "is_document_parameter"]
+__all__ = [
+    "ContextAttention",
+    "ContextEncoder",
+    "ContextMasks",
+    "context_masks",
+    "context_sublayer",
+    "has_context",
+    "is_document_parameter",
+]

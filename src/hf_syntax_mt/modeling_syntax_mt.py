@@ -44,7 +44,7 @@ from .alignment import (
     structural_alignment_attention,
 )
 from .configuration_syntax_mt import INPUT_FEATURES, SyntaxMTConfig
-from .document_context import ContextEncoder, context_sublayer, is_document_parameter
+from .document_context import ContextEncoder, ContextMasks, context_masks, context_sublayer, is_document_parameter
 
 logger = logging.get_logger(__name__)
 
@@ -344,11 +344,11 @@ class SyntaxMTEncoderLayer(MarianEncoderLayer):
         tree_weights: torch.Tensor | None = None,
         syntax_store: dict | None = None,
         context_key_value: torch.Tensor | None = None,
-        context_attention_mask: torch.Tensor | None = None,
+        context_masks: ContextMasks | None = None,
         **kwargs,
     ) -> torch.Tensor:
-        """`context_key_value` `(B, 2, H, M, d)` and `context_attention_mask` `(B, M)`: document context, when this
-        layer has a context attention and the batch has context."""
+        """`context_key_value` `(B, 2, H, M, d)` and `context_masks`: document context, when this layer has a
+        context attention and the batch has context."""
         residual = hidden_states
         hidden_states, _ = self.self_attn(
             hidden_states, attention_mask=attention_mask, parent_positions=parent_positions,
@@ -357,7 +357,7 @@ class SyntaxMTEncoderLayer(MarianEncoderLayer):
         hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
         hidden_states = self.self_attn_layer_norm(residual + hidden_states)  # B^(n), Eq. 11
         if self.context_attn is not None and context_key_value is not None:
-            hidden_states = self.context_attn(hidden_states, context_key_value, context_attention_mask)  # D^(n)
+            hidden_states = self.context_attn(hidden_states, context_key_value, context_masks)  # D^(n)
 
         return _feed_forward(self, hidden_states)  # Eqs. 13 / 18
 
@@ -396,8 +396,8 @@ class SyntaxMTDecoderLayer(MarianDecoderLayer):
         encoder_attention_mask: torch.Tensor | None = None,
         past_key_values=None,
         use_cache: bool | None = True,
-        context_key_values: torch.Tensor | None = None,
-        context_attention_mask: torch.Tensor | None = None,
+        context_key_values: tuple[torch.Tensor, ...] | None = None,
+        context_masks: ContextMasks | None = None,
         **kwargs,
     ) -> torch.Tensor:
         """`MarianDecoderLayer.forward` with the context attention of Eq. 16 after the self-attention.
@@ -410,7 +410,7 @@ class SyntaxMTDecoderLayer(MarianDecoderLayer):
         hidden_states = self.self_attn_layer_norm(residual + hidden_states)  # E^(n), Eq. 15
         if self.context_attn is not None and context_key_values is not None:
             hidden_states = self.context_attn(
-                hidden_states, context_key_values[self.context_index], context_attention_mask
+                hidden_states, context_key_values[self.context_index], context_masks
             )  # F^(n)
         if encoder_hidden_states is not None:  # Eq. 17
             residual = hidden_states
@@ -621,6 +621,7 @@ class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
         # one (B, 2, H, M, d) per context sublayer; unbind, not indexing, so backward stacks once instead of
         # filling a zero tensor of every sublayer's keys and values per layer
         encoder_kv = encoder_kv.unbind(1) if encoder_kv is not None else None
+        masks = context_masks(context_mask) if encoder_kv is not None else None  # once for every layer
         for layer in self.layers:
             if self.training and self.layerdrop > 0.0 and torch.rand([]) < self.layerdrop:
                 continue
@@ -629,7 +630,7 @@ class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
                 context_kv = encoder_kv[layer.context_index]  # (B, 2, H, M, d)
             hidden_states = layer(
                 hidden_states, mask, parent_positions=parent_positions, tree_weights=weights,
-                syntax_store=syntax_store, context_key_value=context_kv, context_attention_mask=context_mask,
+                syntax_store=syntax_store, context_key_value=context_kv, context_masks=masks,
                 **kwargs,
             )  # fmt: skip
         return SyntaxMTEncoderOutput(
@@ -716,7 +717,8 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
         if kv is None:
             return {}
         # a tuple of (B, 2, H, M, d), one per decoder context sublayer (unbind: cheap backward, see the encoder)
-        return {"context_key_values": kv.unbind(1), "context_attention_mask": encoder_outputs.context_attention_mask}
+        # masks built once per forward (one decoding step), not in every layer
+        return {"context_key_values": kv.unbind(1), "context_masks": context_masks(encoder_outputs.context_attention_mask)}
 
     def forward(
         self,
