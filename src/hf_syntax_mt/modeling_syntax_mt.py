@@ -173,6 +173,8 @@ class SyntaxMTAttention(MarianAttention):
         **kwargs,
     ):
         super().__init__(*args, **kwargs)
+        for proj, gain in ((self.q_proj, 2**-0.5), (self.k_proj, 2**-0.5), (self.v_proj, 2**-0.5), (self.out_proj, 1.0)):
+            proj.xavier_gain = gain  # used by attention_init="xavier" (_init_weights)
         self.num_pascal_heads = num_pascal_heads
         # issue 4: structural alignment bias (cross-attention only); recording feeds the alignment-based losses
         self.alignment_bias = alignment_bias
@@ -444,6 +446,9 @@ class SyntaxMTPreTrainedModel(MarianPreTrainedModel):
 
     def _init_weights(self, module):
         super()._init_weights(module)
+        if hasattr(module, "xavier_gain") and getattr(self.config, "attention_init", "normal") == "xavier":
+            # fairseq MultiheadAttention.reset_parameters: scores start of order 1, so PASCAL's Gaussian bites at once
+            init.xavier_uniform_(module.weight, gain=module.xavier_gain)
         if isinstance(module, SyntaxMTAttention) and module.biaffine_u is not None:
             # U = I: a bi-affine head starts as a plain dot-product head (a retrofitted checkpoint is unchanged)
             eye = torch.eye(module.head_dim, dtype=module.biaffine_u.dtype, device=module.biaffine_u.device)
