@@ -129,10 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--max-tokens", type=int, default=1024, help="padded tokens per training batch")
     d.add_argument("--learning-rate", type=float, default=1e-3)
     d.add_argument("--warmup-steps", type=int, default=200)
-    d.add_argument("--max-steps", type=int, default=1500, help="training steps per model (the stopping rule)")
+    d.add_argument("--max-steps", type=int, default=1200, help="training steps per model (the stopping rule)")
     d.add_argument("--budget", type=float, default=None, help="optional: also stop after this many seconds per model")
     d.add_argument("--curve-every", type=int, default=250, help="steps between diagnostic-curve points (0: none)")
-    d.add_argument("--threads", type=int, default=2)
+    d.add_argument("--threads", type=int, default=1, help="torch threads (2 may help on an idle machine)")
     d.add_argument("--only", nargs="+", choices=["vanilla", "PASCAL"], default=["vanilla", "PASCAL"])
     d.set_defaults(func=_demo)
 

@@ -36,10 +36,10 @@ class DemoSettings:
     max_tokens: int = 1024
     learning_rate: float = 1e-3
     warmup_steps: int = 200
-    max_steps: int = 1500
+    max_steps: int = 1200
     budget: float | None = None  # optional wall-clock seconds per model
     curve_every: int = 250  # steps between diagnostic points of the curve (0: none)
-    threads: int = 2
+    threads: int = 1  # 2 threads collapse when the cores are shared (README, "The demo")
     systems: tuple[str, ...] = field(default_factory=lambda: SYSTEMS)
 
     def __post_init__(self):
