@@ -725,6 +725,8 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
         scores = _scores_with_ribes(decode(preds), decode(labels))
         return {"bleu": scores["bleu"], "chrf": scores["chrf"], "ribes": scores["ribes"]}
 
+    if training_args.include_num_input_tokens_seen == "no":
+        training_args.include_num_input_tokens_seen = "non_padding"  # the run file reports the tokens seen
     curve = CurveCallback()
     callbacks = [curve]
     if training_args.time_budget_seconds is not None:
