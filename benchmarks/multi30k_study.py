@@ -96,6 +96,8 @@ def parse_args(argv=None):
     p.add_argument("--output-dir", default=str(ROOT / "runs" / "multi30k_study"), help="checkpoints (not committed)")
     p.add_argument("--bootstrap-samples", type=int, default=1000)
     p.add_argument("--attention-sentences", type=int, default=300, help="gold EWT sentences for the attachment")
+    p.add_argument("--no-aggregate", action="store_true", help="do not rebuild the tables after each unit (parallel "
+                   "invocations into one --results; run --aggregate once at the end)")  # fmt: skip
     p.add_argument("--keep-models", action="store_true", help="keep each unit's model directory")
     p.add_argument("--quick", action="store_true", help="tiny budget: plumbing check (write to another --results)")
     args = p.parse_args(argv)
@@ -421,7 +423,8 @@ def main(argv=None) -> int:
             break
         run_unit(args, method, seed, device)
         ran += 1
-        aggregate(args)
+        if not args.no_aggregate:
+            aggregate(args)
     return 0
 
 
