@@ -20,8 +20,8 @@ The recipe (all methods: same steps, same token batches, same schedule): d_model
 dropout 0.1, a joint BPE of 8,000 trained once on the training set (shared by all units), token batches of at most
 2,500 padded tokens (about 110 pairs), 2,000 steps (about 8.6 epochs), Adam (beta2 0.98), learning rate 7e-4 with
 800 inverse-square-root warm-up steps, clipping 1.0, label smoothing 0.1, the average of the last 5 checkpoints 100
-steps apart (the last step alone is scored too), beam 4. The validation BLEU (first 500 val pairs, beam 4) is logged
-every 250 steps.
+steps apart (the last step alone is scored too), beam 4. The validation BLEU (first 400 val pairs, beam 4) is logged
+every 400 steps.
 """
 
 from __future__ import annotations
@@ -75,8 +75,8 @@ PLAN = [("vanilla", 0), ("pascal", 0), ("vanilla", 1), ("pascal", 1), ("vanilla"
 
 RECIPE = dict(d_model=256, layers=3, heads=4, ffn_dim=1024, dropout=0.1, vocab_size=8000, max_tokens=2500,
               max_steps=2000, learning_rate=7e-4, warmup_steps=800, adam_beta2=0.98, max_grad_norm=1.0,
-              label_smoothing=0.1, average_checkpoints=5, average_every=100, num_beams=4, eval_steps=250,
-              max_eval_samples=500, max_length=64, max_test=None, max_train=None)  # fmt: skip
+              label_smoothing=0.1, average_checkpoints=5, average_every=100, num_beams=4, eval_steps=400,
+              max_eval_samples=400, max_length=64, max_test=None, max_train=None)  # fmt: skip
 QUICK = dict(d_model=64, ffn_dim=128, vocab_size=1000, max_tokens=600, max_steps=30, warmup_steps=10,
              eval_steps=15, max_eval_samples=20, max_test=40, max_train=600, average_every=5, average_checkpoints=2,
              num_beams=2)  # fmt: skip
@@ -383,7 +383,7 @@ def plot_curves(units: list[dict], path: Path) -> None:
     axes[0].set_xlabel("training step")
     axes[1].set_xlabel("training minutes (evaluation time left out; see each unit's device)")
     for ax in axes:
-        ax.set_ylabel("validation BLEU (first 500 val pairs, beam 4)")
+        ax.set_ylabel("validation BLEU (first 400 val pairs, beam 4)")
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
     fig.suptitle("Multi30k en->de: validation BLEU during training, one line per unit")
