@@ -5,7 +5,8 @@ then the test set (test_2016_flickr, beam 4) and the attention-to-parent attachm
 trees (UD English-EWT test). A unit writes `RESULTS/runs/<method>-seed<k>.json` (settings, steps, minutes, tokens
 seen, validation curve, test scores with sacrebleu signatures, model signature) and its test hypotheses beside it
 (`<method>-seed<k>.test.txt`). An invocation skips the units whose JSON exists, so the study is completed over several
-invocations; `--aggregate` (also run after every unit) rebuilds the table (`RESULTS/results.md`), the paired
+invocations, and an interrupted unit resumes from its last checkpoint (every 200 steps, under `--output-dir`, when that
+directory survived); `--aggregate` (also run after every unit) rebuilds the table (`RESULTS/results.md`), the paired
 bootstrap tests against vanilla of the same seed and the curves (`RESULTS/curves.png`) from whatever unit files exist.
 Commit the unit files: they are the evidence. Checkpoints stay under `--output-dir` (not committed).
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import platform
 import shutil
 import statistics
@@ -76,10 +78,10 @@ PLAN = [("vanilla", 0), ("pascal", 0), ("vanilla", 1), ("pascal", 1), ("vanilla"
 RECIPE = dict(d_model=256, layers=3, heads=4, ffn_dim=1024, dropout=0.1, vocab_size=8000, max_tokens=2500,
               max_steps=2000, learning_rate=7e-4, warmup_steps=800, adam_beta2=0.98, max_grad_norm=1.0,
               label_smoothing=0.1, average_checkpoints=5, average_every=100, num_beams=4, eval_steps=400,
-              max_eval_samples=400, max_length=64, max_test=None, max_train=None)  # fmt: skip
+              max_eval_samples=400, max_length=64, max_test=None, max_train=None, save_steps=200)  # fmt: skip
 QUICK = dict(d_model=64, ffn_dim=128, vocab_size=1000, max_tokens=600, max_steps=30, warmup_steps=10,
              eval_steps=15, max_eval_samples=20, max_test=40, max_train=600, average_every=5, average_checkpoints=2,
-             num_beams=2)  # fmt: skip
+             num_beams=2, save_steps=10)  # fmt: skip
 
 
 def parse_args(argv=None):
@@ -163,7 +165,8 @@ def train_argv(args, method: str, seed: int, out: Path, tokenizer: Path, device:
         "--average_checkpoints", str(r["average_checkpoints"]), "--average_every", str(r["average_every"]),
         "--eval_strategy", "steps", "--eval_steps", str(r["eval_steps"]), "--max_eval_samples",
         str(r["max_eval_samples"]), "--per_device_eval_batch_size", "128", "--generation_num_beams", str(r["num_beams"]),
-        "--logging_steps", "50", "--save_strategy", "no", "--report_to", "none", "--dataloader_num_workers", "0",
+        "--logging_steps", "50", "--save_strategy", "steps", "--save_steps", str(r["save_steps"]),
+        "--save_total_limit", "1", "--report_to", "none", "--dataloader_num_workers", "0",
         "--disable_tqdm", "true",
         "--parser_description", "spaCy 3.8.18 with en_core_web_sm 3.8.0 (multi30k-parsed/PROVENANCE.md)",
         "--data_description", "Multi30k en->de (Elliott et al. 2016), research use only.",
@@ -223,7 +226,14 @@ def run_unit(args, method: str, seed: int, device: str) -> Path:
     out = Path(args.output_dir) / name
     tokenizer = shared_tokenizer(args)
     argv = train_argv(args, method, seed, out, tokenizer, device)
-    shutil.rmtree(out, ignore_errors=True)  # a unit without its JSON starts over
+    from transformers.trainer_utils import get_last_checkpoint
+
+    checkpoint = get_last_checkpoint(str(out)) if out.is_dir() else None
+    if checkpoint is not None:  # an interrupted unit goes on from its last checkpoint (every 200 steps)
+        print(f"    resuming from {checkpoint}", flush=True)
+        argv += ["--resume_from_checkpoint", checkpoint]
+    else:
+        shutil.rmtree(out, ignore_errors=True)
     print(f"=== {name} on {device}: {METHODS[method][2]}", flush=True)
     start = time.perf_counter()
     run(*train_args(argv))
@@ -238,7 +248,7 @@ def run_unit(args, method: str, seed: int, device: str) -> Path:
         attention = {k: a[k] for k in ("best", "count", "signature") if k in a}
         attention["layer_means"] = [round(statistics.mean(row), 4) for row in a["scores"]]
     train_seconds = info["train_runtime"] or 0.0
-    curve_minutes = info["curve"][-1]["train_minutes"] if info["curve"] else train_seconds / 60
+    curve_minutes = info.get("train_seconds", train_seconds) / 60  # across resumed runs
     record = {
         "unit": name, "method": method, "seed": seed, "about": METHODS[method][2], "overrides": METHODS[method][0],
         "recipe": args.recipe, "quick": args.quick, "steps": info["global_step"],
@@ -250,7 +260,8 @@ def run_unit(args, method: str, seed: int, device: str) -> Path:
         "validation": info["scores"].get("validation"), "buckets": info["buckets"]["test"],
         "model_signature": info["model_signature"], "attention": attention,
         "device": device if device == "cpu" else f"cuda ({torch.cuda.get_device_name()})",
-        "threads": torch.get_num_threads(), "platform": platform.platform(), "torch": torch.__version__,
+        "threads": torch.get_num_threads(), "load_average_at_end": os.getloadavg(), "resumed_from": checkpoint and
+        Path(checkpoint).name, "platform": platform.platform(), "torch": torch.__version__,
         "package": __version__, "commit": _git_commit(), "train_argv": [_relative(a) for a in argv],
         "hypotheses_sha256": hashlib.sha256(hypotheses.encode()).hexdigest(),
     }  # fmt: skip
