@@ -725,6 +725,8 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
         scores = _scores_with_ribes(decode(preds), decode(labels))
         return {"bleu": scores["bleu"], "chrf": scores["chrf"], "ribes": scores["ribes"]}
 
+    if training_args.include_num_input_tokens_seen == "no":
+        training_args.include_num_input_tokens_seen = "non_padding"  # the run file reports the tokens seen
     curve = CurveCallback()
     callbacks = [curve]
     if training_args.time_budget_seconds is not None:
@@ -748,7 +750,16 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
     metrics: dict[str, Any] = {}
     do_train = training_args.do_train or not _any_do(training_args)
     if do_train:
-        result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+        resume = training_args.resume_from_checkpoint
+        if resume is not None:
+            if resume in ("true", "True", True):
+                from transformers.trainer_utils import get_last_checkpoint
+
+                resume = get_last_checkpoint(training_args.output_dir)
+            for callback in (curve, averager):
+                if callback is not None and resume:
+                    callback.load_from(resume)  # the curve's minutes and the running average go on
+        result = trainer.train(resume_from_checkpoint=resume)
         trainer.save_model()  # model (safetensors), config, pipeline declaration, tokenizer
         train_metrics = dict(
             result.metrics, train_samples=len(processed["train"]), global_step=trainer.state.global_step
@@ -808,7 +819,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
             "source_parser": source_parser, "seed": training_args.seed, "world_size": training_args.world_size,
             "global_step": trainer.state.global_step, "scores": scores, "buckets": buckets,
             "num_input_tokens_seen": trainer.state.num_input_tokens_seen, "curve": curve.points,
-            "train_runtime": metrics.get("train_runtime"),
+            "train_runtime": metrics.get("train_runtime"), "train_seconds": round(curve.train_seconds(), 1),
             "averaged_steps": averager.steps if averager is not None else [],
             "model_args": dataclasses.asdict(model_args), "data_args": dataclasses.asdict(data_args),
         }  # fmt: skip

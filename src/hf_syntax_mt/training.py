@@ -5,9 +5,12 @@ tests."""
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from collections.abc import Iterable
 from functools import partial
+from pathlib import Path
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
@@ -216,6 +219,25 @@ class CheckpointAverageCallback(TrainerCallback):
         self.steps.append(state.global_step)
         return control
 
+    def on_save(self, args, state, control, **kwargs):
+        if self.sum is not None and state.is_world_process_zero:
+            from safetensors.torch import save_file
+
+            directory = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            directory.mkdir(parents=True, exist_ok=True)
+            save_file(self.sum, str(directory / "averaged_sum.safetensors"), metadata={"steps": json.dumps(self.steps)})
+        return control
+
+    def load_from(self, checkpoint: str | os.PathLike) -> None:
+        """Resume: the running sum saved with a checkpoint inside the averaging window (`on_save`)."""
+        path = Path(checkpoint) / "averaged_sum.safetensors"
+        if path.is_file():
+            from safetensors import safe_open
+
+            with safe_open(str(path), "pt") as f:
+                self.steps = json.loads(f.metadata()["steps"])
+                self.sum = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118
+
     def on_train_end(self, args, state, control, model=None, **kwargs):
         if model is None or not self.steps:
             return control
@@ -229,12 +251,34 @@ class CheckpointAverageCallback(TrainerCallback):
 
 class CurveCallback(TrainerCallback):
     """Records ``(step, training minutes, tokens seen, eval metrics)`` after each evaluation: the learning curve.
-    Training minutes leave out the time spent evaluating."""
+    Training minutes leave out the time spent evaluating. Saved with each checkpoint (``curve.json``) and restored
+    by `load_from` when a run resumes, so the minutes add up across interrupted runs."""
 
     def __init__(self):
         self.points: list[dict] = []
         self.start = self.last_step_end = None
         self.eval_seconds = 0.0
+        self.offset_seconds = 0.0  # training seconds of the runs before a resume
+
+    def train_seconds(self, now: float | None = None) -> float:
+        if self.start is None:
+            return self.offset_seconds
+        now = time.perf_counter() if now is None else now
+        return self.offset_seconds + now - self.start - self.eval_seconds
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            directory = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            directory.mkdir(parents=True, exist_ok=True)
+            state_ = {"points": self.points, "train_seconds": self.train_seconds(self.last_step_end)}
+            (directory / "curve.json").write_text(json.dumps(state_), encoding="utf-8")
+        return control
+
+    def load_from(self, checkpoint: str | os.PathLike) -> None:
+        path = Path(checkpoint) / "curve.json"
+        if path.is_file():
+            saved = json.loads(path.read_text(encoding="utf-8"))
+            self.points, self.offset_seconds = saved["points"], saved["train_seconds"]
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.start = self.last_step_end = time.perf_counter()
@@ -242,12 +286,16 @@ class CurveCallback(TrainerCallback):
     def on_step_end(self, args, state, control, **kwargs):
         self.last_step_end = time.perf_counter()
 
+    def on_train_end(self, args, state, control, **kwargs):
+        if self.start is not None:  # freeze the clock: prediction after training is not training time
+            self.offset_seconds, self.start = self.train_seconds(self.last_step_end), None
+
     def on_evaluate(self, args, state, control, metrics=None, **kwargs):
         if self.start is None:
             return control
         now = time.perf_counter()
         self.eval_seconds += now - self.last_step_end  # evaluation runs right after a step ends
-        point = {"step": state.global_step, "train_minutes": round((now - self.start - self.eval_seconds) / 60, 3),
+        point = {"step": state.global_step, "train_minutes": round(self.train_seconds(now) / 60, 3),
                  "tokens_seen": state.num_input_tokens_seen}  # fmt: skip
         point.update({k: v for k, v in (metrics or {}).items() if isinstance(v, (int, float))})
         self.points.append(point)
