@@ -3,7 +3,7 @@
 Small on purpose, so that a model of a few hundred thousand parameters learns it in minutes on 2 CPU cores, with one
 ambiguity that only the parse tree resolves.
 
-Source (SVO, 5-15 words, 47 word types; ``?`` = optional)::
+Source (SVO, 3-15 words, 43 word types; ``?`` = optional)::
 
     S   -> NP_nsubj Vt NP_obj PP?  |  NP_nsubj Vi PP?
     NP  -> Det Adj? Noun PP_nmod?            (PP_nmod only inside the subject: "the dog with a hat saw ...")
