@@ -767,13 +767,12 @@ def read_lines(path: str | os.PathLike, what: str = "file") -> list[str]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{what} not found: {path}")
-    text = path.read_text(encoding="utf-8")
+    from .data.textio import read_text, split_lines
+
+    text = read_text(path)  # invalid UTF-8: an error naming the file, line and byte offset
     if not text.strip():
         raise ValueError(f"{what} {path} is empty: expected one segment per line")
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+    return split_lines(text)  # at "\n" only, as the other files of a parallel set
 
 
 def _check_line_counts(named: dict[str, tuple[str | os.PathLike, list[str]]]) -> None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import gzip
 import json
 import logging
 import os
@@ -28,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from transformers import HfArgumentParser, Seq2SeqTrainingArguments
+
+from .data.textio import iter_lines
 
 logger = logging.getLogger(__name__)
 
@@ -247,8 +248,6 @@ def parse_config_overrides(text: str | None, config_class=None) -> dict[str, Any
 # ------------------------------------------------------------------------------------------------------------------
 # Data
 # ------------------------------------------------------------------------------------------------------------------
-def _open(path: str):
-    return gzip.open(path, "rt", encoding="utf-8") if str(path).endswith(".gz") else open(path, encoding="utf-8")
 
 
 def _require_nonempty(path: str) -> None:
@@ -262,17 +261,15 @@ def read_tsv(path: str) -> dict[str, list[str]]:
     """``source<TAB>target`` lines; an optional header ``source<TAB>target`` is skipped. Errors name file:line."""
     _require_nonempty(path)
     sources, targets = [], []
-    with _open(path) as f:
-        for lineno, raw in enumerate(f, start=1):
-            line = raw.rstrip("\r\n")
-            cols = line.split("\t")
-            if len(cols) != 2:
-                raise ValueError(f"{path}:{lineno}: expected 2 tab-separated columns (source, target), found "
-                                 f"{len(cols)}: {line[:80]!r}")  # fmt: skip
-            if lineno == 1 and [c.strip().lower() for c in cols] == ["source", "target"]:
-                continue
-            sources.append(cols[0])
-            targets.append(cols[1])
+    for lineno, line in iter_lines(path):  # at "\n" only; invalid UTF-8 names the file, line and byte offset
+        cols = line.split("\t")
+        if len(cols) != 2:
+            raise ValueError(f"{path}:{lineno}: expected 2 tab-separated columns (source, target), found "
+                             f"{len(cols)}: {line[:80]!r}")  # fmt: skip
+        if lineno == 1 and [c.strip().lower() for c in cols] == ["source", "target"]:
+            continue
+        sources.append(cols[0])
+        targets.append(cols[1])
     if not sources:
         raise ValueError(f"data file {path} has no rows")
     return {"source": sources, "target": targets}
@@ -283,28 +280,27 @@ def read_jsonl(path: str, source_lang: str | None = None, target_lang: str | Non
     run_translation.py) or ``{src: ..., tgt: ...}`` keyed by language codes. Errors name file:line:field."""
     _require_nonempty(path)
     sources, targets = [], []
-    with _open(path) as f:
-        for lineno, raw in enumerate(f, start=1):
-            if not raw.strip():
-                continue
-            try:
-                row = json.loads(raw)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{lineno}: invalid JSON: {e}") from e
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
-            pair = row.get("translation", row)
-            keys = ("source", "target") if "source" in pair or "target" in pair else (source_lang, target_lang)
-            for key in keys:
-                if key is None:
-                    raise ValueError(f"{path}:{lineno}: no 'source'/'target' fields; give --source_lang and "
-                                     f"--target_lang to read the fields {sorted(pair)}")  # fmt: skip
-                if key not in pair:
-                    raise ValueError(f"{path}:{lineno}: missing field {key!r} (fields: {sorted(pair)})")
-                if not isinstance(pair[key], str):
-                    raise ValueError(f"{path}:{lineno}: field {key!r} must be a string, got {pair[key]!r}")
-            sources.append(pair[keys[0]])
-            targets.append(pair[keys[1]])
+    for lineno, raw in iter_lines(path):
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}:{lineno}: invalid JSON: {e}") from e
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+        pair = row.get("translation", row)
+        keys = ("source", "target") if "source" in pair or "target" in pair else (source_lang, target_lang)
+        for key in keys:
+            if key is None:
+                raise ValueError(f"{path}:{lineno}: no 'source'/'target' fields; give --source_lang and "
+                                 f"--target_lang to read the fields {sorted(pair)}")  # fmt: skip
+            if key not in pair:
+                raise ValueError(f"{path}:{lineno}: missing field {key!r} (fields: {sorted(pair)})")
+            if not isinstance(pair[key], str):
+                raise ValueError(f"{path}:{lineno}: field {key!r} must be a string, got {pair[key]!r}")
+        sources.append(pair[keys[0]])
+        targets.append(pair[keys[1]])
     if not sources:
         raise ValueError(f"data file {path} has no rows")
     return {"source": sources, "target": targets}

@@ -20,7 +20,6 @@ Parsers are picklable (they pickle their configuration and reload the backend la
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import logging
@@ -31,6 +30,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .textio import iter_lines
 
 logger = logging.getLogger(__name__)
 
@@ -498,13 +499,6 @@ class SpacyParser(Parser):
 # --------------------------------------------------------------------------------------------------------------
 # CoNLL-U
 # --------------------------------------------------------------------------------------------------------------
-def _open_text(path: str | os.PathLike):
-    path = str(path)
-    if path.endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
-
-
 _UNESCAPE = {"\\s": " ", "\\t": "\t", "\\n": "\n", "\\\\": "\\", "\\p": "|"}
 
 
@@ -604,44 +598,41 @@ def _build_sentence(rows, mwt_rows, comments, path, start_line) -> ParsedSentenc
 def iter_conllu(path: str | os.PathLike) -> Iterable[ParsedSentence]:
     """Yield the sentences of a CoNLL-U file (plain or ``.gz``); see :func:`read_conllu`."""
     rows, mwt_rows, comments, start_line = [], [], {}, 1
-    with _open_text(path) as f:
-        lineno = 0
-        for lineno, raw in enumerate(f, start=1):
-            line = raw.rstrip("\r\n")
-            if not line.strip():
-                if rows or mwt_rows:
-                    yield _build_sentence(rows, mwt_rows, comments, path, start_line)
-                rows, mwt_rows, comments, start_line = [], [], {}, lineno + 1
-                continue
-            if line.startswith("#"):
-                key, sep, value = line[1:].partition("=")
-                if sep:
-                    comments.setdefault(key.strip(), value[1:] if value.startswith(" ") else value)
-                continue
-            cols = line.split("\t")
-            if len(cols) != 10:
-                raise ValueError(f"{path}:{lineno}: expected 10 tab-separated columns, found {len(cols)}: {line!r}")
-            wid = cols[0]
-            if "." in wid:  # empty node of the enhanced graph
-                continue
-            if "-" in wid:
-                try:
-                    first, last = (int(x) for x in wid.split("-"))
-                except ValueError:
-                    raise ValueError(f"{path}:{lineno}: invalid multi-word token ID {wid!r}") from None
-                mwt_rows.append((lineno, first, last, cols[1], cols[9]))
-                continue
+    for lineno, line in iter_lines(path):  # lines end at "\n" only; invalid UTF-8 names the file, line and byte
+        if not line.strip():
+            if rows or mwt_rows:
+                yield _build_sentence(rows, mwt_rows, comments, path, start_line)
+            rows, mwt_rows, comments, start_line = [], [], {}, lineno + 1
+            continue
+        if line.startswith("#"):
+            key, sep, value = line[1:].partition("=")
+            if sep:
+                comments.setdefault(key.strip(), value[1:] if value.startswith(" ") else value)
+            continue
+        cols = line.split("\t")
+        if len(cols) != 10:
+            raise ValueError(f"{path}:{lineno}: expected 10 tab-separated columns, found {len(cols)}: {line!r}")
+        wid = cols[0]
+        if "." in wid:  # empty node of the enhanced graph
+            continue
+        if "-" in wid:
             try:
-                wid_int = int(wid)
+                first, last = (int(x) for x in wid.split("-"))
             except ValueError:
-                raise ValueError(f"{path}:{lineno}: invalid word ID {wid!r}") from None
-            try:
-                head = int(cols[6])
-            except ValueError:
-                raise ValueError(f"{path}:{lineno}: HEAD must be an integer, found {cols[6]!r}") from None
-            rows.append((lineno, wid_int, cols[1], cols[3], head, cols[7], cols[9]))
-        if rows or mwt_rows:
-            yield _build_sentence(rows, mwt_rows, comments, path, start_line)
+                raise ValueError(f"{path}:{lineno}: invalid multi-word token ID {wid!r}") from None
+            mwt_rows.append((lineno, first, last, cols[1], cols[9]))
+            continue
+        try:
+            wid_int = int(wid)
+        except ValueError:
+            raise ValueError(f"{path}:{lineno}: invalid word ID {wid!r}") from None
+        try:
+            head = int(cols[6])
+        except ValueError:
+            raise ValueError(f"{path}:{lineno}: HEAD must be an integer, found {cols[6]!r}") from None
+        rows.append((lineno, wid_int, cols[1], cols[3], head, cols[7], cols[9]))
+    if rows or mwt_rows:
+        yield _build_sentence(rows, mwt_rows, comments, path, start_line)
 
 
 def read_conllu(path: str | os.PathLike) -> list[ParsedSentence]:

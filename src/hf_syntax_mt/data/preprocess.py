@@ -28,7 +28,6 @@ own truncation state is never touched), so ``num_proc > 1`` works and a second i
 
 from __future__ import annotations
 
-import gzip
 import logging
 import os
 from collections.abc import Sequence
@@ -37,6 +36,7 @@ from typing import Any
 from .documents import encode_context
 from .parsers import ParsedSentence, Parser, read_conllu
 from .subwords import align_parse
+from .textio import read_lines
 
 logger = logging.getLogger(__name__)
 
@@ -341,19 +341,9 @@ def prepare_dataset(
 
 
 def _read_lines(path: str | os.PathLike) -> list[str]:
-    """The lines of a UTF-8 text file (gzip-compressed files too), without line ends; empty lines kept."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    if raw[:2] == b"\x1f\x8b":  # gzip magic number
-        raw = gzip.decompress(raw)
-    try:
-        data = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path} is not UTF-8 text: {e}") from e
-    lines = data.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # final newline
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+    """The lines of a UTF-8 text file (gzip-compressed files too), without line ends; empty lines kept. Lines end
+    at "\n" only (see :mod:`.textio`); invalid UTF-8 raises an error naming the file, line and byte offset."""
+    return read_lines(path)
 
 
 def load_parallel_files(

@@ -1,0 +1,133 @@
+"""Bad input never silently misleads (issue 15): line splitting, invalid UTF-8, broken trees, per-call parsers,
+pipeline inputs, over-long inputs and empty hypotheses. Each test builds the expected result by hand."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+import torch
+
+import hf_syntax_mt  # noqa: F401  (registers "syntax-translation")
+from hf_syntax_mt.data.parsers import ConllParser, read_conllu
+from hf_syntax_mt.data.textio import TextDecodeError, iter_lines, read_lines
+from hf_syntax_mt.training import build_model, model_config, train_tokenizer
+
+torch.set_num_threads(1)
+
+WORDS = ["le", "chat", "noir", "dort", "sur", "canapé", "un", "chien", "court", "vite", "."]
+SENTENCES = ["le chat noir dort", "un chien court vite .", "le chien dort sur le canapé ."]
+
+# Characters str.splitlines() breaks at but a line-aligned file does not (a form feed, a file separator, a line
+# separator, ...): six "\n"-terminated lines.
+ODD_BREAKS = ["le chat\x0cdort", "un chien\x1ccourt", "le chat\u2028noir", "plain line", "", "dort\x85sur\x0b."]
+
+
+def write_conllu(path, sentences: list[tuple[str, list[int]]]) -> None:
+    """A CoNLL-U file of whitespace-tokenised sentences with the given heads."""
+    blocks = []
+    for text, heads in sentences:
+        rows = [f"# text = {text}"]
+        for i, (word, head) in enumerate(zip(text.split(), heads, strict=True), start=1):
+            rows.append(f"{i}\t{word}\t_\tX\t_\t_\t{head}\t{'root' if head == 0 else 'dep'}\t_\t_")
+        blocks.append("\n".join(rows) + "\n")
+    path.write_text("\n".join(blocks) + "\n", encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return train_tokenizer([" ".join(WORDS)] * 20 + SENTENCES * 20, vocab_size=80, min_frequency=1)
+
+
+@pytest.fixture(scope="module")
+def plain_model_dir(tmp_path_factory, tokenizer):
+    """A saved model without syntax heads (its pipeline needs no parser)."""
+    directory = tmp_path_factory.mktemp("plain")
+    model = build_model(model_config(tokenizer, d_model=16, layers=1, heads=2, ffn_dim=32, init_std=0.3), seed=0)
+    model.generation_config.max_new_tokens = 6
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Item 3: line-aligned files split at "\n" only
+# ------------------------------------------------------------------------------------------------------------------
+def test_read_lines_splits_at_newline_only(tmp_path):
+    path = tmp_path / "odd.txt"
+    path.write_bytes("\r\n".join(ODD_BREAKS).encode("utf-8") + b"\r\n")
+    assert read_lines(path) == ODD_BREAKS
+    assert [line for _, line in iter_lines(path)] == ODD_BREAKS
+    path.write_bytes("\n".join(ODD_BREAKS).encode("utf-8"))  # no final newline
+    assert read_lines(path) == ODD_BREAKS
+    gz = tmp_path / "odd.txt.gz"
+    gz.write_bytes(gzip.compress(("\n".join(ODD_BREAKS) + "\n").encode("utf-8")))
+    assert read_lines(gz) == ODD_BREAKS and [line for _, line in iter_lines(gz)] == ODD_BREAKS
+
+
+def test_translate_cli_keeps_one_output_line_per_input_line(plain_model_dir, tmp_path):
+    from transformers import pipeline
+
+    from hf_syntax_mt.cli import main
+
+    source, output = tmp_path / "src.txt", tmp_path / "hyp.txt"
+    source.write_text("\n".join(ODD_BREAKS) + "\n", encoding="utf-8")
+    assert main(["translate", "--model", str(plain_model_dir), "--input", str(source), "--output", str(output),
+                 "--num-beams", "1"]) == 0  # fmt: skip
+    lines = output.read_text(encoding="utf-8").split("\n")
+    assert lines[-1] == "" and len(lines[:-1]) == len(ODD_BREAKS) == 6
+    translator = pipeline("syntax-translation", model=str(plain_model_dir))
+    expected = [translator(text)[0]["translation_text"] for text in ODD_BREAKS]  # each line on its own
+    assert lines[:-1] == expected
+
+
+def test_parallel_and_tsv_readers_split_at_newline_only(tmp_path):
+    from hf_syntax_mt.data.preprocess import load_parallel_files
+    from hf_syntax_mt.train_script import read_tsv
+
+    src, tgt = tmp_path / "a.src", tmp_path / "a.tgt"
+    src.write_text("\n".join(ODD_BREAKS) + "\n", encoding="utf-8")
+    tgt.write_text("\n".join(f"t{i}" for i in range(6)) + "\n", encoding="utf-8")
+    ds = load_parallel_files(src, tgt)
+    assert ds["source"] == ODD_BREAKS and ds["target"] == [f"t{i}" for i in range(6)]
+    tsv = tmp_path / "a.tsv"
+    tsv.write_text("".join(f"{s}\tt{i}\r\n" for i, s in enumerate(["a\rb", "c\x0cd"])), encoding="utf-8")
+    assert read_tsv(str(tsv)) == {"source": ["a\rb", "c\x0cd"], "target": ["t0", "t1"]}
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Item 6: invalid UTF-8 names the file, line and byte offset
+# ------------------------------------------------------------------------------------------------------------------
+def _latin1_file(path, lines: list[str], bad_line: int) -> int:
+    """Write ``lines`` as UTF-8 except line ``bad_line`` (1-based), written in Latin-1; return the bad byte offset."""
+    data = b""
+    for k, line in enumerate(lines, start=1):
+        if k == bad_line:
+            offset = len(data) + len(line[: line.index("é")].encode("latin-1"))
+        data += line.encode("latin-1" if k == bad_line else "utf-8") + b"\n"
+    path.write_bytes(data)
+    return offset
+
+
+def test_invalid_utf8_in_a_text_file_names_file_line_and_byte(tmp_path):
+    from hf_syntax_mt.evaluation import read_lines as read_hypotheses
+
+    path = tmp_path / "hyp.txt"
+    offset = _latin1_file(path, ["un chat", "über alles", "le café noir"], bad_line=3)
+    assert offset == len(b"un chat\n") + len("über alles\n".encode()) + len("le caf")
+    for reader in (read_lines, read_hypotheses, lambda p: list(iter_lines(p))):
+        with pytest.raises(TextDecodeError, match=rf"{path}:3: invalid UTF-8: byte 0xe9 at column 7 .*byte offset {offset} "):
+            reader(path)
+
+
+def test_invalid_utf8_in_conllu_names_file_line_and_byte(tmp_path):
+    path = tmp_path / "bad.conllu"
+    write_conllu(path, [("le chat", [2, 0]), ("un café", [2, 0])])
+    good = path.read_bytes()
+    path.write_bytes(good.replace("café".encode(), "café".encode("latin-1")))
+    offset = good.index("café".encode()) + 3
+    line = good[:offset].count(b"\n") + 1
+    with pytest.raises(TextDecodeError, match=rf"{path}:{line}: invalid UTF-8.*byte offset {offset} "):
+        read_conllu(path)
+    with pytest.raises(TextDecodeError, match=rf"{path}:{line}:"):
+        ConllParser(path).parse(["le chat"])
