@@ -131,3 +131,72 @@ def test_invalid_utf8_in_conllu_names_file_line_and_byte(tmp_path):
         read_conllu(path)
     with pytest.raises(TextDecodeError, match=rf"{path}:{line}:"):
         ConllParser(path).parse(["le chat"])
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Item 4: a per-call parser parses that call only; item 8: what the pipeline takes
+# ------------------------------------------------------------------------------------------------------------------
+LEFT_HEADS = [[2, 4, 2, 0], [2, 3, 0, 3, 3], [2, 3, 0, 3, 6, 3, 3]]  # the trees of SENTENCES in file A
+RIGHT_HEADS = [[0, 1, 2, 3], [0, 1, 2, 3, 4], [0, 1, 2, 3, 4, 5, 6]]  # a chain from the first word, file B
+
+
+@pytest.fixture(scope="module")
+def pascal_model_dir(tmp_path_factory, tokenizer):
+    directory = tmp_path_factory.mktemp("pascal")
+    write_conllu(directory / "a.conllu", list(zip(SENTENCES, LEFT_HEADS, strict=True)))
+    write_conllu(directory / "b.conllu", list(zip(SENTENCES, RIGHT_HEADS, strict=True)))
+    config = model_config(
+        tokenizer, d_model=16, layers=1, heads=2, ffn_dim=32, encoder_pascal_heads=[2], init_std=0.5,
+        source_parser={"backend": "conllu", "path": str(directory / "a.conllu")},
+    )  # fmt: skip
+    model = build_model(config, seed=0).eval()
+    model.generation_config.max_new_tokens = 8
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory, model
+
+
+def parents_by_hand(tokenizer, parser, texts) -> list[list[float]]:
+    from hf_syntax_mt.data.subwords import align_parse
+
+    return [align_parse(tokenizer, p, text=t)["parent_positions"] for t, p in zip(texts, parser.parse(texts), strict=True)]
+
+
+def test_per_call_parser_applies_to_that_call_only(pascal_model_dir, tokenizer):
+    """The parent positions the model receives come from the per-call parser in that call, and from the pipeline's
+    own parser before and after it."""
+    from transformers import pipeline
+
+    directory, _ = pascal_model_dir
+    parser_a, parser_b = ConllParser(directory / "a.conllu"), ConllParser(directory / "b.conllu")
+    with_a, with_b = parents_by_hand(tokenizer, parser_a, SENTENCES), parents_by_hand(tokenizer, parser_b, SENTENCES)
+    assert with_a != with_b
+    translator = pipeline("syntax-translation", model=str(directory))
+    seen, generate = [], translator.model.generate
+
+    def spy(**kwargs):
+        seen.append(kwargs["parent_positions"][0].tolist())
+        return generate(**kwargs)
+
+    translator.model.generate = spy
+
+    def parents(**kwargs):
+        seen.clear()
+        translator(SENTENCES, **kwargs)
+        return list(seen)
+
+    own = translator.parser
+    assert parents() == with_a
+    assert parents(parser=parser_b) == with_b
+    assert translator.parser is own and parents() == with_a
+    assert parents(parser={"backend": "conllu", "path": str(directory / "b.conllu")}) == with_b
+    assert parents() == with_a
+
+
+@pytest.mark.parametrize("bad", [None, 3, 2.5, {"text": "le chat"}, [["le chat"], 3], ["le chat", None]])
+def test_pipeline_says_what_it_takes(plain_model_dir, bad):
+    from transformers import pipeline
+
+    translator = pipeline("syntax-translation", model=str(plain_model_dir))
+    with pytest.raises(TypeError, match="takes a string, a list of strings .* got "):
+        translator(bad)
