@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import hf_syntax_mt  # noqa: F401  (registers "syntax-translation")
-from hf_syntax_mt.data.parsers import ConllParser, read_conllu
+from hf_syntax_mt.data.parsers import ConllParser, ParsedSentence, read_conllu
 from hf_syntax_mt.data.textio import TextDecodeError, iter_lines, read_lines
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
@@ -200,3 +200,66 @@ def test_pipeline_says_what_it_takes(plain_model_dir, bad):
     translator = pipeline("syntax-translation", model=str(plain_model_dir))
     with pytest.raises(TypeError, match="takes a string, a list of strings .* got "):
         translator(bad)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Item 5: heads must form one tree wherever trees enter
+# ------------------------------------------------------------------------------------------------------------------
+CYCLE = [0, 3, 4, 2]  # words 2 -> 3 -> 4 -> 2 never reach the root
+TWO_ROOTS = [0, 1, 0, 3]
+
+
+@pytest.mark.parametrize(
+    "heads, message",
+    [
+        (CYCLE, r"cycle that never reaches the root: words \[2, 3, 4\] .*2 \('chat'\) -> 3 \('noir'\) -> 4 \('dort'\) -> 2"),
+        (TWO_ROOTS, r"2 roots: words \[1, 3\] \(1-based ids\) all have head 0"),
+        ([2, 1, 4, 3], r"no root"),
+    ],
+)
+def test_conllu_with_a_cycle_or_two_roots_names_file_line_and_words(tmp_path, heads, message):
+    path = tmp_path / "trees.conllu"
+    write_conllu(path, [("un chien court vite .", [2, 3, 0, 3, 3]), ("le chat noir dort", heads)])
+    start = path.read_text(encoding="utf-8").split("\n").index("# text = le chat noir dort") + 1
+    with pytest.raises(ValueError, match=rf"{path}:{start}: invalid sentence: .*{message}"):
+        read_conllu(path)
+
+
+def test_parser_output_and_gold_columns_with_bad_trees_name_the_row(tokenizer):
+    from datasets import Dataset
+
+    from hf_syntax_mt.data import SyntaxMTPreprocessor
+    from hf_syntax_mt.data.parsers import Parser
+    from hf_syntax_mt.data.preprocess import parse_texts
+
+    class CyclicParser(Parser):  # a backend whose second sentence comes out cyclic
+        name = "cyclic"
+
+        def parse(self, texts):
+            return [ParsedSentence(t.split(), CYCLE if "noir" in t else [0, 1, 2, 3], ["dep"] * 4, ["X"] * 4)
+                    for t in texts]  # fmt: skip
+
+        def signature(self):
+            return "cyclic"
+
+        def to_config(self):
+            return {"backend": "cyclic"}
+
+    texts = ["un chien court vite", "le chat noir dort"]
+    with pytest.raises(ValueError, match=r"failed on input 1: 'le chat noir dort'.*words \[2, 3, 4\]"):
+        parse_texts(CyclicParser(), texts, lambda k: f"input {k}")
+    gold = {"words": texts[1].split(), "heads": TWO_ROOTS, "deprels": ["dep"] * 4, "upos": ["X"] * 4}
+    ds = Dataset.from_dict({"source": texts[1:], "target": ["x"], "source_parse": [gold]})
+    prep = SyntaxMTPreprocessor(tokenizer, source_parse_column="source_parse")
+    with pytest.raises(ValueError, match=r"invalid parse in row 0 \('le chat noir dort'\).*words \[1, 3\]"):
+        ds.map(prep, batched=True, with_indices=True, remove_columns=ds.column_names)
+
+
+def test_tree_distances_refuse_cyclic_word_heads():
+    from hf_syntax_mt.modeling_syntax_mt import tree_distances
+
+    word_index = torch.tensor([[1, 2, 3, 4, 0], [1, 2, 3, 4, 0]])
+    chain = tree_distances(word_index, torch.tensor([[0, 1, 2, 3], [0, 1, 2, 3]]))[0, :4, :4]
+    assert chain.tolist() == [[abs(i - j) for j in range(4)] for i in range(4)]  # a chain: |i - j| edges
+    with pytest.raises(ValueError, match=r"batch row 1 contain a cycle: words \[2, 3, 4\]"):
+        tree_distances(word_index, torch.tensor([[0, 1, 2, 3], CYCLE]))

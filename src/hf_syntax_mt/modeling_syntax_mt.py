@@ -122,6 +122,15 @@ def tree_distances(word_index: torch.Tensor, word_heads: torch.Tensor) -> torch.
     for _ in range(max(W - 1, 1).bit_length()):
         anc = anc | torch.gather(anc, 1, jump.unsqueeze(-1).expand(B, W, W))
         jump = torch.gather(jump, 1, jump)
+    # in a tree every word's furthest ancestor is a root (its own parent); in a cycle it never is
+    stuck = torch.gather(parent, 1, jump) != jump  # (B, W)
+    if stuck.any():
+        row = int(stuck.any(-1).nonzero()[0])
+        raise ValueError(
+            f"word_heads of batch row {row} contain a cycle: words {(stuck[row].nonzero().flatten() + 1).tolist()} "
+            f"(1-based) never reach the root by following their heads {word_heads[row].tolist()}; tree "
+            "distances need a tree (build word_heads from validated parses, e.g. align_parse(..., compute_tree=True))"
+        )
     a = anc.float()
     n = a.sum(-1)  # (B, W) depth + 1
     # dist(u, v) = depth(u) + depth(v) - 2 depth(lca(u, v)); common ancestors = depth(lca) + 1
