@@ -263,3 +263,57 @@ def test_tree_distances_refuse_cyclic_word_heads():
     assert chain.tolist() == [[abs(i - j) for j in range(4)] for i in range(4)]  # a chain: |i - j| edges
     with pytest.raises(ValueError, match=r"batch row 1 contain a cycle: words \[2, 3, 4\]"):
         tree_distances(word_index, torch.tensor([[0, 1, 2, 3], CYCLE]))
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Item 7: the train script refuses a non-empty output directory; item 10: its messages name the flags
+# ------------------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def small_corpus(tmp_path_factory):
+    from hf_syntax_mt.data.synthetic import write_corpus
+
+    return write_corpus(tmp_path_factory.mktemp("corpus"), splits={"train": 32, "validation": 4, "test": 4}, seed=3,
+                        max_words=6)  # fmt: skip
+
+
+TRAIN = ["--d_model", "16", "--encoder_layers", "1", "--decoder_layers", "1", "--attention_heads", "2", "--ffn_dim",
+         "32", "--max_position_embeddings", "64", "--vocab_size", "120", "--report_to", "none", "--use_cpu",
+         "--disable_tqdm", "true", "--per_device_train_batch_size", "8", "--do_train", "--save_strategy", "steps",
+         "--save_steps", "1"]  # fmt: skip
+
+
+def test_train_script_refuses_a_non_empty_output_dir_and_resumes(small_corpus, tmp_path):
+    from safetensors.torch import load_file
+
+    from hf_syntax_mt.cli import main
+
+    out = tmp_path / "run"
+    data = ["--train_source_file", str(small_corpus["train"]["src"]), "--train_target_file",
+            str(small_corpus["train"]["tgt"])]  # fmt: skip
+    assert main(["train", "--output_dir", str(out), *data, *TRAIN, "--max_steps", "2"]) == 0
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-1", "checkpoint-2"]
+    first = load_file(out / "model.safetensors")
+    with pytest.raises(ValueError, match=rf"--output_dir {out} already exists and is not empty with 2 checkpoint\(s\)"
+                                         rf".*--resume_from_checkpoint {out}/checkpoint-2"):  # fmt: skip
+        main(["train", "--output_dir", str(out), *data, *TRAIN, "--max_steps", "2", "--seed", "1"])
+    assert all(torch.equal(first[k], v) for k, v in load_file(out / "model.safetensors").items())  # untouched
+    # resuming continues the same run: step 3 only, from checkpoint-2
+    assert main(["train", "--output_dir", str(out), *data, *TRAIN, "--max_steps", "3",
+                 "--resume_from_checkpoint", str(out / "checkpoint-2")]) == 0  # fmt: skip
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-1", "checkpoint-2", "checkpoint-3"]
+    # --overwrite_output_dir starts afresh: the old checkpoints are gone, the new run's are there
+    assert main(["train", "--output_dir", str(out), *data, *TRAIN, "--max_steps", "1", "--overwrite_output_dir"]) == 0
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-1"]
+
+
+def test_train_script_messages_name_the_split_flags(small_corpus, tmp_path):
+    from hf_syntax_mt.cli import main
+
+    src, tgt, conllu = (str(small_corpus["train"][k]) for k in ("src", "tgt", "src_conllu"))
+    with pytest.raises(ValueError, match="got --validation_source_file and --validation_source_conllu$"):
+        main(["train", "--output_dir", str(tmp_path / "a"), "--train_source_file", src, "--train_target_file", tgt,
+              "--validation_source_file", src, "--validation_source_conllu", conllu, "--validation_target_file", tgt,
+              *TRAIN])  # fmt: skip
+    with pytest.raises(ValueError, match=r"give CoNLL-U sources \(--train_source_conllu\)"):
+        main(["train", "--output_dir", str(tmp_path / "b"), "--train_source_file", src, "--train_target_file", tgt,
+              "--encoder_pascal_heads", "1", *TRAIN])  # fmt: skip

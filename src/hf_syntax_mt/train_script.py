@@ -182,6 +182,12 @@ class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
     )
     model_card_title: str | None = None
     model_card_limitations: str | None = None
+    # transformers 5 removed `overwrite_output_dir` from TrainingArguments; the script keeps run_translation.py's flag
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={"help": "Train into a non-empty --output_dir (its old checkpoint-* folders are removed first). "
+                          "Without it such a directory is refused, unless --resume_from_checkpoint is given."},
+    )  # fmt: skip
 
 
 def parse_args(argv: list[str] | None = None):
@@ -335,7 +341,7 @@ def _load_split_rows(data_args: DataArguments, split: str):
     conllu = getattr(data_args, f"{split}_source_conllu")
     given = [name for name, v in (("file", file), ("source_file", src), ("source_conllu", conllu)) if v]
     if len(given) > 1:
-        raise ValueError(f"give one source for the {split} split, got --{split}_{' and --{split}_'.join(given)}")
+        raise ValueError(f"give one source for the {split} split, got {' and '.join(f'--{split}_{g}' for g in given)}")
     if conllu:
         if not tgt:
             raise ValueError(f"--{split}_source_conllu needs --{split}_target_file")
@@ -458,6 +464,8 @@ def load_or_train_tokenizer(model_args: ModelArguments, training_args, train_dat
     if path:
         return AutoTokenizer.from_pretrained(path)
     directory = Path(training_args.output_dir) / "tokenizer"
+    if training_args.resume_from_checkpoint is not None and (directory / "tokenizer.json").is_file():
+        return AutoTokenizer.from_pretrained(directory)  # the resumed run's own vocabulary
     with training_args.main_process_first(desc="training the tokenizer", local=False):
         if training_args.process_index == 0:
             texts = list(train_dataset["source"]) + list(train_dataset["target"])
@@ -544,6 +552,31 @@ def _scores_with_ribes(hypotheses: list[str], references: list[str]) -> dict:
     return {**corpus_scores(hypotheses, references), **corpus_ribes(hypotheses, references)}
 
 
+def check_output_dir(training_args: SyntaxMTTrainingArguments, do_train: bool) -> None:
+    """Refuse to train into a non-empty ``--output_dir`` (its model and checkpoints would be silently mixed with
+    the new run's) unless ``--overwrite_output_dir`` or ``--resume_from_checkpoint`` is given. With
+    ``--overwrite_output_dir`` the old ``checkpoint-*`` folders are removed (by the main process)."""
+    import shutil
+
+    output_dir = Path(training_args.output_dir)
+    if not do_train or not output_dir.is_dir() or not any(output_dir.iterdir()):
+        return
+    if training_args.resume_from_checkpoint is not None:
+        return
+    checkpoints = sorted(p for p in output_dir.glob("checkpoint-*") if p.is_dir())
+    if not training_args.overwrite_output_dir:
+        found = f" with {len(checkpoints)} checkpoint(s) ({checkpoints[-1].name}, ...)" if checkpoints else ""
+        resume = f" or --resume_from_checkpoint {checkpoints[-1]} to continue that run" if checkpoints else ""
+        raise ValueError(
+            f"--output_dir {output_dir} already exists and is not empty{found}: training would replace its model and "
+            f"mix old files with the new run's. Give another --output_dir, --overwrite_output_dir to replace it{resume}."
+        )
+    if training_args.process_index == 0:
+        for path in checkpoints:
+            logger.warning("--overwrite_output_dir: removing the old checkpoint %s", path)
+            shutil.rmtree(path)
+
+
 def run(model_args: ModelArguments, data_args: DataArguments, training_args: SyntaxMTTrainingArguments) -> dict:
     """Train, evaluate, predict, save; returns the metrics (on every process; files are written by process 0)."""
     import numpy as np
@@ -560,6 +593,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
 
     set_seed(training_args.seed)
     output_dir = Path(training_args.output_dir)
+    check_output_dir(training_args, do_train=training_args.do_train or not _any_do(training_args))
     raw = load_raw_datasets(data_args)
     tokenizer = load_or_train_tokenizer(model_args, training_args, raw["train"])
     tokenizer.padding_side = "right"  # Marian positions start at 0 on the left
@@ -617,7 +651,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
             fn = make_preprocessor(parser=parser)
         elif needs_syntax:
             raise ValueError(f"the model has syntax heads but the {split} split has no parses: give CoNLL-U sources "
-                             "(--{split}_source_conllu) or a parser (--parser spacy --parser_model ...)")  # fmt: skip
+                             f"(--{split}_source_conllu) or a parser (--parser spacy --parser_model ...)")  # fmt: skip
         elif is_syntax:
             fn = make_preprocessor()  # nothing needs a parse: for_config gives TokenizeOnly (with the context length)
         else:
