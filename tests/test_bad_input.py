@@ -4,6 +4,7 @@ pipeline inputs, over-long inputs and empty hypotheses. Each test builds the exp
 from __future__ import annotations
 
 import gzip
+import logging
 
 import pytest
 import torch
@@ -317,3 +318,94 @@ def test_train_script_messages_name_the_split_flags(small_corpus, tmp_path):
     with pytest.raises(ValueError, match=r"give CoNLL-U sources \(--train_source_conllu\)"):
         main(["train", "--output_dir", str(tmp_path / "b"), "--train_source_file", src, "--train_target_file", tgt,
               "--encoder_pascal_heads", "1", *TRAIN])  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Item 8: config values and keys
+# ------------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(pascal_sigma=1e-30, encoder_pascal_heads=[1, 0]), r"pascal_sigma=1e-30 must be > 0 and at least 0\.001"),
+        (dict(pascal_sigma="abc"), "pascal_sigma='abc' must be a finite number, not str"),
+        (dict(parent_ignoring=float("nan")), "parent_ignoring=nan must be a finite number"),
+        (dict(d_model=-64), "d_model=-64 must be an int >= 1"),
+        (dict(vocab_size=0), "vocab_size=0 must be an int >= 1"),
+        (dict(d_model=18), "d_model=18 is not divisible by encoder_attention_heads=4"),
+        (dict(activation_function="nope"), r"activation_function='nope' is not a transformers activation: use one of"),
+        (dict(activation_function="gleu"), r"did you mean gelu"),
+        (dict(dropout=1.5), r"dropout=1\.5 is a probability"),
+        (dict(pad_token_id=99), "pad_token_id=99 is not a token id of the vocabulary"),
+        (dict(encoder_pscal_heads=[1, 0]), "has no option 'encoder_pscal_heads'. Did you mean 'encoder_pascal_heads'"),
+        (dict(pascal_sigmma=0.5), "has no option 'pascal_sigmma'. Did you mean 'pascal_sigma'"),
+    ],
+)
+def test_config_errors_name_the_option(overrides, message):
+    from tiny_config import TINY
+
+    from hf_syntax_mt import SyntaxMTConfig
+
+    with pytest.raises(ValueError, match=message):
+        SyntaxMTConfig(**{**TINY, **overrides})
+
+
+def test_config_keys_that_transformers_writes_still_load(tmp_path, caplog):
+    import json
+
+    from tiny_config import TINY
+    from transformers import AutoConfig, MarianConfig
+
+    from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
+
+    config = SyntaxMTConfig(**TINY, encoder_pascal_heads=[2, 0], pascal_sigma=0.5)
+    SyntaxMTForConditionalGeneration(config).save_pretrained(tmp_path)
+    stored = json.loads((tmp_path / "config.json").read_text())
+    assert {"transformers_version", "architectures", "auto_map", "custom_pipelines", "model_type"} <= set(stored)
+    for loaded in (SyntaxMTConfig.from_pretrained(tmp_path), AutoConfig.from_pretrained(tmp_path)):
+        assert (loaded.encoder_pascal_heads, loaded.pascal_sigma, loaded.d_model) == ([2, 0], 0.5, 16)
+    # a stored config with the keys transformers 4.x and opus-mt conversions wrote (torch_dtype, _name_or_path, ...)
+    marian = {**MarianConfig(**{k: v for k, v in TINY.items()}).to_dict(), "_name_or_path": "opus-mt-fr-en",
+              "torch_dtype": "float32", "_num_labels": 3, "add_bias_logits": False, "normalize_before": False,
+              "static_position_embeddings": True, "gradient_checkpointing": False, "num_beams": 4, "max_length": 512,
+              "bad_words_ids": [[98]], "num_hidden_layers": 2, "output_past": True, "id2label": {"0": "LABEL_0"}}  # fmt: skip
+    loaded = SyntaxMTConfig.from_dict(marian)
+    assert (loaded.d_model, loaded.vocab_size, loaded.encoder_pascal_heads) == (16, 99, None)
+    # an unknown key in a stored file: kept with a warning, unless it looks like a typo of an option
+    with caplog.at_level(logging.WARNING, logger="hf_syntax_mt.configuration_syntax_mt"):
+        assert SyntaxMTConfig.from_dict({**marian, "written_by_another_tool": 1}).written_by_another_tool == 1
+    assert "'written_by_another_tool' is not an option" in caplog.text
+    with pytest.raises(ValueError, match="has no option 'encoder_pscal_heads'. Did you mean 'encoder_pascal_heads'"):
+        SyntaxMTConfig.from_dict({**marian, "encoder_pscal_heads": [1, 0]})
+    with pytest.raises(ValueError, match="has no option 'encoder_pscal_heads'"):
+        SyntaxMTConfig.from_pretrained(tmp_path, encoder_pscal_heads=[1, 0])
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Item 8: inputs and outputs longer than max_position_embeddings
+# ------------------------------------------------------------------------------------------------------------------
+@pytest.mark.filterwarnings("ignore:Unfeasible length constraints")  # min_new_tokens forces the longest output
+def test_translating_past_max_position_embeddings_truncates_with_a_warning(tmp_path, tokenizer, caplog):
+    from transformers import pipeline
+
+    limit = 6
+    config = model_config(tokenizer, d_model=16, layers=1, heads=2, ffn_dim=32, init_std=0.3,
+                          max_position_embeddings=limit)  # fmt: skip
+    model = build_model(config, seed=0).eval()
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    text = " ".join(SENTENCES)
+    assert len(tokenizer(text)["input_ids"]) > limit
+    translator = pipeline("syntax-translation", model=str(tmp_path))
+    with caplog.at_level(logging.WARNING):
+        got = translator(text, max_new_tokens=20, min_new_tokens=20)[0]["translation_text"]
+    assert f"truncated to {limit} tokens" in caplog.text
+    assert f"max_new_tokens=20 after 1 decoder token(s) would pass the model's max_position_embeddings={limit}" in caplog.text
+    # by hand: the first limit - 1 tokens and </s>; the decoder reads at most `limit` positions
+    ids = tokenizer(text)["input_ids"][: limit - 1] + [tokenizer.eos_token_id]
+    out = model.generate(input_ids=torch.tensor([ids]), max_new_tokens=limit, min_new_tokens=limit)
+    assert out.shape[1] == limit + 1
+    assert got == tokenizer.decode(out[0], skip_special_tokens=True)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        capped = model.generate(input_ids=torch.tensor([ids]), max_length=50, min_length=50)
+    assert torch.equal(capped, out) and "max_length=50 would pass" in caplog.text

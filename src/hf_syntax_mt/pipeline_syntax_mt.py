@@ -7,6 +7,8 @@ works (transformers 5 removed the core translation task).
 
 from __future__ import annotations
 
+import logging
+
 import torch
 from transformers import Pipeline
 
@@ -14,6 +16,8 @@ from .data.documents import encode_context
 from .data.parsers import Parser, get_parser
 from .data.preprocess import parse_texts
 from .data.subwords import align_parse
+
+logger = logging.getLogger(__name__)
 
 
 class SyntaxTranslationPipeline(Pipeline):
@@ -23,8 +27,9 @@ class SyntaxTranslationPipeline(Pipeline):
         parser (`Parser` or `dict`, *optional*): the source parser; defaults to `model.config.source_parser`.
             Models without syntax heads need none. `pipe(texts, parser=...)` parses that call only, as every
             per-call pipeline parameter in transformers: the pipeline's own parser stays the same afterwards.
-        max_length (`int`, *optional*): source truncation length in subword tokens (default: the model's
-            `max_position_embeddings`).
+        max_length (`int`, *optional*): source truncation length in subword tokens (default and upper bound: the
+            model's `max_position_embeddings`); a longer sentence is truncated with a warning. The output length is
+            `max_new_tokens`, capped (with a warning) where the decoder would run out of position embeddings.
         Any other keyword (`num_beams`, `max_new_tokens`, ...) goes to `model.generate()`.
 
     Documents (models with `config.context_sentences = k > 0`, issue 5): `pipe(sentences, document=True)` translates
@@ -130,8 +135,21 @@ class SyntaxTranslationPipeline(Pipeline):
             inputs["context_attention_mask"] = torch.ones(1, len(ids), dtype=torch.long)
         return inputs
 
+    def _source_length(self, text: str, max_length: int | None) -> int:
+        """The truncation length (at most `max_position_embeddings`); warns when `text` is longer."""
+        limit = self.model.config.max_position_embeddings
+        if max_length is not None and max_length > limit:
+            logger.warning(f"max_length={max_length} (source truncation) is more than the model's "
+                           f"max_position_embeddings={limit}: truncating to {limit} tokens.")  # fmt: skip
+        max_length = min(max_length or limit, limit)
+        n = len(self.tokenizer(text)["input_ids"])
+        if n > max_length:
+            logger.warning(f"A source sentence of {n} tokens is truncated to {max_length} tokens (the model's "
+                           f"max_position_embeddings is {limit}): {text[:60]!r}...")  # fmt: skip
+        return max_length
+
     def _preprocess_sentence(self, text, parse, max_length=None):
-        max_length = max_length or self.model.config.max_position_embeddings
+        max_length = self._source_length(text, max_length)
         config = self.model.config
         if parse is None or not self._needs_parse():  # no input depends on the parse
             input_ids = self.tokenizer(text, truncation=True, max_length=max_length)["input_ids"]
