@@ -409,3 +409,43 @@ def test_translating_past_max_position_embeddings_truncates_with_a_warning(tmp_p
     with caplog.at_level(logging.WARNING):
         capped = model.generate(input_ids=torch.tensor([ids]), max_length=50, min_length=50)
     assert torch.equal(capped, out) and "max_length=50 would pass" in caplog.text
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Item 10: blank source lines warn; a system that output nothing scores 0
+# ------------------------------------------------------------------------------------------------------------------
+def test_blank_source_lines_warn_on_the_parse_free_path(tokenizer, caplog):
+    from datasets import Dataset
+
+    from hf_syntax_mt.data.preprocess import TokenizeOnly
+
+    ds = Dataset.from_dict({"source": ["le chat", "", "un chien", "  "], "target": ["a", "b", "c", "d"]})
+    with caplog.at_level(logging.WARNING, logger="hf_syntax_mt.data.preprocess"):
+        out = ds.map(TokenizeOnly(tokenizer, 16, 16), batched=True, with_indices=True, remove_columns=ds.column_names)
+    assert "2 empty source line(s) (rows 1, 3) kept" in caplog.text
+    assert out["input_ids"][1] == tokenizer("")["input_ids"]  # the special tokens alone
+
+
+def test_an_all_empty_hypothesis_file_scores_zero_with_a_warning(tmp_path, caplog):
+    import json
+
+    import sacrebleu
+
+    from hf_syntax_mt.cli import main
+
+    refs = ["the cat sleeps", "a dog runs fast", "it rains"]
+    (tmp_path / "ref.txt").write_text("".join(r + "\n" for r in refs), encoding="utf-8")
+    (tmp_path / "hyp.txt").write_text("\n\n\n", encoding="utf-8")
+    (tmp_path / "base.txt").write_text("the cat sleeps\na dog\nit rains\n", encoding="utf-8")
+    (tmp_path / "src.txt").write_text("le chat dort\nun chien court vite\nil pleut\n", encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="hf_syntax_mt.evaluation"):
+        assert main(["evaluate", "--hyp", str(tmp_path / "hyp.txt"), "--ref", str(tmp_path / "ref.txt"), "--src",
+                     str(tmp_path / "src.txt"), "--baseline", str(tmp_path / "base.txt"), "--bootstrap-samples", "20",
+                     "--json", str(tmp_path / "eval.json")]) == 0  # fmt: skip
+    assert "all 3 lines are empty (the system output nothing); it scores 0" in caplog.text
+    system = json.loads((tmp_path / "eval.json").read_text())["systems"]["system"]
+    assert (system["bleu"], system["chrf"], system["ribes"]) == (0.0, 0.0, 0.0)
+    assert system["bleu"] == sacrebleu.corpus_bleu(["", "", ""], [refs]).score
+    (tmp_path / "none.txt").write_text("", encoding="utf-8")  # no line at all: still an error (not aligned)
+    with pytest.raises(ValueError, match="none.txt is empty: expected one segment per line"):
+        main(["evaluate", "--hyp", str(tmp_path / "none.txt"), "--ref", str(tmp_path / "ref.txt")])

@@ -208,9 +208,7 @@ class SyntaxMTPreprocessor:
             parses = self._read_parses(batch, self.source_parse_column, texts, indices)
         else:
             parses = self._parse(texts, indices)
-        n_empty = sum(1 for t in texts if not t.strip())
-        if n_empty:
-            logger.warning("%d empty source line(s) kept with special tokens only as input", n_empty)
+        _warn_empty(texts, indices)
 
         names = self.output_columns([])  # the source-side columns
         out: dict[str, list[Any]] = {name: [] for name in names}
@@ -395,6 +393,16 @@ def read_parallel_conllu(
     )
 
 
+def _warn_empty(texts: list[str], indices: Sequence[int] | None) -> None:
+    """The warning the module docstring promises for empty source lines, with the first rows that have one."""
+    empty = [k if indices is None else indices[k] for k, t in enumerate(texts) if not t.strip()]
+    if empty:
+        rows = ", ".join(map(str, empty[:5])) + (", ..." if len(empty) > 5 else "")
+        where = "row" if indices is not None else "batch row"
+        logger.warning(f"{len(empty)} empty source line(s) ({where}s {rows}) kept, with the special tokens alone as "
+                       "input")  # fmt: skip
+
+
 class TokenizeOnly:
     """Batched `datasets.map` function for models without syntax inputs: tokenize, truncate (keeping ``</s>``);
     with a ``context`` column also ``context_input_ids`` / ``context_attention_mask`` (see
@@ -410,6 +418,7 @@ class TokenizeOnly:
     def __call__(self, batch: dict[str, list], indices=None) -> dict[str, list]:
         special = set(self.tokenizer.all_special_ids)
         sources = ["" if s is None else s for s in batch["source"]]
+        _warn_empty(sources, indices)
         ids = [_truncate_ids(list(x), self.max_source_length, special) for x in self.tokenizer(sources)["input_ids"]]
         out = {"input_ids": ids, "attention_mask": [[1] * len(x) for x in ids]}
         if "target" in batch:
