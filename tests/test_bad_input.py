@@ -371,9 +371,13 @@ def test_config_keys_that_transformers_writes_still_load(tmp_path, caplog):
     loaded = SyntaxMTConfig.from_dict(marian)
     assert (loaded.d_model, loaded.vocab_size, loaded.encoder_pascal_heads) == (16, 99, None)
     # an unknown key in a stored file: kept with a warning, unless it looks like a typo of an option
+    (tmp_path / "other.json").write_text(json.dumps({**marian, "written_by_another_tool": 1}))
     with caplog.at_level(logging.WARNING, logger="hf_syntax_mt.configuration_syntax_mt"):
         assert SyntaxMTConfig.from_dict({**marian, "written_by_another_tool": 1}).written_by_another_tool == 1
+        assert SyntaxMTConfig.from_json_file(tmp_path / "other.json").written_by_another_tool == 1
     assert "'written_by_another_tool' is not an option" in caplog.text
+    with pytest.raises(ValueError, match="has no option 'written_by_another_tool'"):  # typed by hand: an error
+        SyntaxMTConfig(**{**TINY, "written_by_another_tool": 1})
     with pytest.raises(ValueError, match="has no option 'encoder_pscal_heads'. Did you mean 'encoder_pascal_heads'"):
         SyntaxMTConfig.from_dict({**marian, "encoder_pscal_heads": [1, 0]})
     with pytest.raises(ValueError, match="has no option 'encoder_pscal_heads'"):

@@ -281,6 +281,15 @@ class SyntaxMTConfig(MarianConfig):
         return (config, unused) if return_unused else config
 
     @classmethod
+    def from_json_file(cls, json_file):
+        """`PreTrainedConfig.from_json_file`, loading like `from_dict` (unknown keys warn unless they look like typos)."""
+        token = _LOADING.set(True)
+        try:
+            return super().from_json_file(json_file)
+        finally:
+            _LOADING.reset(token)
+
+    @classmethod
     def get_config_dict(cls, pretrained_model_name_or_path, **kwargs):
         """Read a `config.json`; a Marian one (opus-mt style) is upgraded to `syntax_mt` for retrofitting."""
         config_dict, kwargs = super().get_config_dict(pretrained_model_name_or_path, **kwargs)
