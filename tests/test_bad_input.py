@@ -66,7 +66,10 @@ def test_read_lines_splits_at_newline_only(tmp_path):
     assert read_lines(gz) == ODD_BREAKS and [line for _, line in iter_lines(gz)] == ODD_BREAKS
 
 
-def test_translate_cli_keeps_one_output_line_per_input_line(plain_model_dir, tmp_path):
+def test_translate_cli_keeps_one_output_line_per_input_line(plain_model_dir, tmp_path, monkeypatch, capsys):
+    import io
+    import sys
+
     from transformers import pipeline
 
     from hf_syntax_mt.cli import main
@@ -80,6 +83,14 @@ def test_translate_cli_keeps_one_output_line_per_input_line(plain_model_dir, tmp
     translator = pipeline("syntax-translation", model=str(plain_model_dir))
     expected = [translator(text)[0]["translation_text"] for text in ODD_BREAKS]  # each line on its own
     assert lines[:-1] == expected
+    # the same from stdin to stdout; invalid UTF-8 on stdin is named too
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(source.read_bytes())))
+    capsys.readouterr()
+    assert main(["translate", "--model", str(plain_model_dir), "--num-beams", "1"]) == 0
+    assert capsys.readouterr().out.split("\n")[:-1] == expected
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"ok\ncaf\xe9\n")))
+    with pytest.raises(TextDecodeError, match=r"<stdin>:2: invalid UTF-8: byte 0xe9 at column 4"):
+        main(["translate", "--model", str(plain_model_dir)])
 
 
 def test_parallel_and_tsv_readers_split_at_newline_only(tmp_path):
