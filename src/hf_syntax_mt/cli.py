@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -56,7 +57,7 @@ def _demo(args: argparse.Namespace) -> int:
         "vanilla Marian": model_config(tokenizer, marian=True, **dims),
         "PASCAL": model_config(
             tokenizer, encoder_pascal_heads=[args.pascal_heads] + [0] * (args.layers - 1),
-            source_parser={"backend": "conllu", "path": str(files["test"]["src_conllu"].resolve())}, **dims,
+            source_parser={"backend": "conllu", "path": files["test"]["src_conllu"].name}, **dims,  # in the model dir
         ),
     }  # fmt: skip
     for i, (name, config) in enumerate(systems.items()):
@@ -93,6 +94,7 @@ def _demo(args: argparse.Namespace) -> int:
             model.generation_config.max_length = args.max_length
             model.save_pretrained(out / "pascal")
             tokenizer.save_pretrained(out / "pascal")
+            shutil.copy(files["test"]["src_conllu"], out / "pascal")  # the pipeline's parser, beside the weights
 
     write_model_card(
         out / "pascal", model=pascal_model, title="PASCAL on the hf-syntax-mt synthetic language pair",
