@@ -479,6 +479,7 @@ def build_config_and_model(model_args: ModelArguments, tokenizer, seed: int, sou
     from transformers import MarianConfig, MarianMTModel
 
     from .configuration_syntax_mt import SyntaxMTConfig
+    from .data.parser_config import recordable_parser_config
     from .modeling_syntax_mt import SyntaxMTForConditionalGeneration
     from .training import build_model, model_config
 
@@ -500,7 +501,7 @@ def build_config_and_model(model_args: ModelArguments, tokenizer, seed: int, sou
             if source_parser is not None and "source_parser" not in overrides:
                 values["source_parser"] = source_parser
             elif "source_parser" in overrides:
-                values["source_parser"] = overrides["source_parser"]
+                values["source_parser"] = recordable_parser_config(overrides["source_parser"])
             for key in ("model_type", "transformers_version", "architectures", "auto_map", "custom_pipelines"):
                 values.pop(key, None)
             config = SyntaxMTConfig(**values)
@@ -515,7 +516,7 @@ def build_config_and_model(model_args: ModelArguments, tokenizer, seed: int, sou
         for key in ("model_type", "transformers_version", "architectures"):
             values.pop(key, None)
         if not model_args.vanilla_marian:
-            parser_config = overrides.get("source_parser", source_parser)
+            parser_config = recordable_parser_config(overrides["source_parser"]) if "source_parser" in overrides else source_parser
             if parser_config is not None:
                 values["source_parser"] = parser_config
         config = config_class(**values)
@@ -530,11 +531,25 @@ def build_config_and_model(model_args: ModelArguments, tokenizer, seed: int, sou
 # ------------------------------------------------------------------------------------------------------------------
 # The run
 # ------------------------------------------------------------------------------------------------------------------
+def portable_paths(values: dict) -> dict:
+    """`values` with every local path (absolute, or naming an existing file or directory) replaced by its file name:
+    the run file and the model card travel with the model, the training machine's paths do not."""
+
+    def portable(v):
+        if isinstance(v, list):
+            return [portable(x) for x in v]
+        if isinstance(v, str) and v and (os.path.isabs(v) or os.path.exists(v)):
+            return Path(v).resolve().name
+        return v
+
+    return {k: portable(v) for k, v in values.items()}
+
+
 def _describe_data(data_args: DataArguments, raw: dict) -> str:
     lines = []
     for split, ds in raw.items():
         keys = ("file", "source_conllu", "source_file", "target_file", "docid_file")
-        files = [getattr(data_args, f"{split}_{k}") for k in keys]
+        files = [portable_paths({"f": getattr(data_args, f"{split}_{k}")})["f"] for k in keys]
         files = [f for f in files if f] or [f"{data_args.dataset_name}[{split}]"]
         lines.append(f"- {split}: {len(ds):,} pairs from {', '.join(f'`{f}`' for f in files)}")
     pair = f"{data_args.source_lang or 'source'} -> {data_args.target_lang or 'target'}"
@@ -557,6 +572,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
     from .configuration_syntax_mt import SyntaxMTConfig
     from .data.collator import DataCollatorForSyntaxMT
     from .data.documents import add_document_context
+    from .data.parser_config import portable_parser_config
     from .data.preprocess import SyntaxMTPreprocessor, TokenizeOnly
     from .evaluation import DEFAULT_EDGES, RUN_INFO, bucket_scores, model_signature, plot_bucket_scores
     from .model_card import write_model_card
@@ -572,14 +588,11 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
     parser = build_parser(data_args)
     if data_args.parser == "conllu" and all(pre_parsed.values()):
         parser = None
-    # What the saved model's pipeline should parse raw text with.
-    source_parser = None
-    if parser is not None:
-        source_parser = parser.to_config()
-    elif any(pre_parsed.values()):
-        files = [getattr(data_args, f"{s}_source_conllu") for s in SPLITS if getattr(data_args, f"{s}_source_conllu")]
-        files = [str(Path(f).resolve()) for f in files]  # the pipeline may run from another directory
-        source_parser = {"backend": "conllu", "path": files if len(files) > 1 else files[0]}
+    # What the saved model's pipeline should parse new text with: a parser that can (spaCy or stanza, with its
+    # version). CoNLL-U files parse only their own sentences and their paths are local, so a model trained on them
+    # records none unless --parser names the parser that produced them; its pipeline then asks for `parser=`.
+    source_parser = portable_parser_config(parser)
+    conllu_files = [getattr(data_args, f"{s}_source_conllu") for s in SPLITS if getattr(data_args, f"{s}_source_conllu")]
     config, model = build_config_and_model(model_args, tokenizer, training_args.seed, source_parser)
     is_syntax = isinstance(config, SyntaxMTConfig)
     if model_args.freeze_sentence_level:
@@ -701,10 +714,10 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
             trainer.save_metrics(split, prediction.metrics)
 
     parser_sig = parser.signature() if parser is not None else None
-    if parser_sig is None and source_parser is not None and source_parser.get("backend") == "conllu":
+    if parser_sig is None and conllu_files:  # the parses the model was trained on: file names and hashes
         from .data.parsers import ConllParser
 
-        parser_sig = ConllParser(source_parser["path"]).signature()
+        parser_sig = ConllParser(conllu_files).signature()
     data_sig = ",".join(f"{s}:{len(ds)}" for s, ds in raw.items())
     model_sig = model_signature(config, parser=(parser_sig or "none").replace("|", "/"), seed=training_args.seed,
                                 data=data_sig, steps=trainer.state.global_step)  # fmt: skip
@@ -717,7 +730,8 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
             "package": __version__, "model_signature": model_sig, "parser": parser_sig,
             "source_parser": source_parser, "seed": training_args.seed, "world_size": training_args.world_size,
             "global_step": trainer.state.global_step, "scores": scores, "buckets": buckets,
-            "model_args": dataclasses.asdict(model_args), "data_args": dataclasses.asdict(data_args),
+            "model_args": portable_paths(dataclasses.asdict(model_args)),
+            "data_args": portable_paths(dataclasses.asdict(data_args)),
         }  # fmt: skip
         (output_dir / RUN_INFO).write_text(json.dumps(info, indent=2), encoding="utf-8")
         if do_train:
@@ -733,9 +747,11 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
             )  # fmt: skip
             parser_text = data_args.parser_description or "none (the model has no syntax input)"
             if parser_sig:
+                inference = (f"At inference the pipeline parses raw text with `{json.dumps(source_parser)}`."
+                             if source_parser else "No parser of new text is recorded (the model was trained on "
+                             "pre-parsed CoNLL-U): pass one to the pipeline as `parser=`.")  # fmt: skip
                 parser_text = (f"{data_args.parser_description + ' ' if data_args.parser_description else ''}"
-                               f"Parser signature: `{parser_sig}`. At inference the pipeline parses raw text with "
-                               f"`{json.dumps(source_parser)}`.")  # fmt: skip
+                               f"Parser signature: `{parser_sig}`. {inference}")  # fmt: skip
             write_model_card(
                 output_dir, model=trainer.model, title=training_args.model_card_title or f"{output_dir.name}",
                 data=_describe_data(data_args, raw), parser=parser_text, scores=scores,

@@ -46,6 +46,11 @@ def _name(options: dict, key: str, required: bool = True) -> None:
         )
 
 
+def _leaves(path: str) -> bool:
+    """Whether a recorded path is absolute (POSIX or Windows) or climbs out with `..`."""
+    return PurePosixPath(path).is_absolute() or PureWindowsPath(path).is_absolute() or ".." in re.split(r"[\\/]", path)
+
+
 def conllu_paths(path: Any, model_dir: str | os.PathLike | None) -> list[Path]:
     """The CoNLL-U file(s) of a recorded ``conllu`` parser, resolved inside `model_dir`. Raises `ValueError` for an
     absolute path, a path that leaves the model directory, or a model that was not loaded from a local directory."""
@@ -53,7 +58,7 @@ def conllu_paths(path: Any, model_dir: str | os.PathLike | None) -> list[Path]:
     if not isinstance(paths, list) or not paths or not all(isinstance(p, str) and p for p in paths):
         raise ValueError(f"source_parser path={path!r} must be a file name or a list of file names; {_FIX}.")
     for p in paths:
-        if PurePosixPath(p).is_absolute() or PureWindowsPath(p).is_absolute() or ".." in re.split(r"[\\/]", p):
+        if _leaves(p):
             raise ValueError(
                 f"source_parser path {p!r} in the model config is not relative to the model directory: a saved model "
                 f"only reads CoNLL-U files inside its own directory. Put the file there and record its relative "
@@ -127,3 +132,26 @@ def portable_parser_config(parser: Parser | None) -> dict | None:
     if options.get("model_dir") is not None:
         options["model_dir"] = None
     return options
+
+
+def recordable_parser_config(options: dict | None) -> dict | None:
+    """Check a `source_parser` given at training time (``--config_overrides 'source_parser={...}'``, e.g. the parser
+    that produced the training CoNLL-U) and return what to record: spaCy/stanza configs with the installed version
+    (the parser is built, so it must be installed), CoNLL-U paths only relative (to the model directory, where the
+    file must be copied). Raises `ValueError` for a path that would not travel with the model."""
+    if options is None:
+        return None
+    if not isinstance(options, dict) or "backend" not in options:
+        raise ValueError(f"source_parser={options!r} needs a 'backend' key ('stanza', 'spacy' or 'conllu').")
+    if options["backend"] == "conllu":
+        paths = options.get("path")
+        for p in [paths] if isinstance(paths, str) else paths or []:
+            if _leaves(p):
+                raise ValueError(
+                    f"source_parser path {p!r} would not travel with the model: a saved model reads CoNLL-U files only "
+                    "inside its own directory. Record a path relative to it (and copy the file there), or record the "
+                    "parser that produced the CoNLL-U, e.g. source_parser={\"backend\": \"spacy\", \"model\": "
+                    "\"fr_core_news_sm\"}."
+                )
+        return dict(options)
+    return portable_parser_config(get_parser(**options))
