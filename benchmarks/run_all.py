@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-NOT_THROUGHPUT = {"bench_multi30k.py"}
+NOT_THROUGHPUT = {"bench_multi30k.py", "bench_docnmt.py"}
 
 
 def discover() -> dict[str, Path]:

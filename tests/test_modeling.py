@@ -292,3 +292,29 @@ def test_generation_attentions_under_sdpa_equal_marian_eager():
         for step_a, step_e in zip(steps_a, steps_e, strict=True):
             for x, y in zip(step_a, step_e, strict=True):
                 torch.testing.assert_close(x, y, atol=1e-5, rtol=1e-4)
+
+
+def test_attention_init_xavier_follows_fairseq_and_round_trips(tmp_path):
+    """attention_init="xavier": q/k/v ~ U(+-gain*sqrt(6/(fan_in+fan_out))) with gain 1/sqrt(2), out_proj gain 1
+    (fairseq MultiheadAttention.reset_parameters); "normal" keeps Marian's std 0.02; the choice is saved."""
+    import math
+
+    from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
+
+    dims = dict(vocab_size=50, d_model=64, encoder_layers=1, decoder_layers=1, encoder_attention_heads=4,
+                decoder_attention_heads=4, encoder_ffn_dim=32, decoder_ffn_dim=32, pad_token_id=0,
+                decoder_start_token_id=0, eos_token_id=1, encoder_pascal_heads=[2])  # fmt: skip
+    torch.manual_seed(0)
+    xavier = SyntaxMTForConditionalGeneration(SyntaxMTConfig(**dims, attention_init="xavier"))
+    normal = SyntaxMTForConditionalGeneration(SyntaxMTConfig(**dims))
+    bound = math.sqrt(6 / (64 + 64))
+    for attn in (xavier.model.encoder.layers[0].self_attn, xavier.model.decoder.layers[0].encoder_attn):
+        for proj, gain in ((attn.q_proj, 2**-0.5), (attn.k_proj, 2**-0.5), (attn.v_proj, 2**-0.5), (attn.out_proj, 1)):
+            w = proj.weight
+            assert w.abs().max() <= gain * bound + 1e-6
+            assert abs(float(w.std()) - gain * bound / math.sqrt(3)) < 0.1 * gain * bound  # uniform: std = b/sqrt(3)
+    assert abs(float(normal.model.encoder.layers[0].self_attn.q_proj.weight.std()) - 0.02) < 0.003
+    xavier.save_pretrained(tmp_path)
+    assert SyntaxMTConfig.from_pretrained(tmp_path).attention_init == "xavier"
+    with pytest.raises(ValueError, match="attention_init='fan' must be one of"):
+        SyntaxMTConfig(**dims, attention_init="fan")

@@ -221,6 +221,40 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _align(args: argparse.Namespace) -> int:
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    import hf_syntax_mt  # noqa: F401  (registers the Auto classes)
+    from hf_syntax_mt.word_alignment import align_corpus, format_pharaoh, read_parallel_words
+
+    sources, targets = read_parallel_words(args.src, args.tgt, args.input)
+    model = AutoModelForSeq2SeqLM.from_pretrained(args.model, attn_implementation="eager")
+    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    links = align_corpus(model, tokenizer, sources, targets, layer=args.layer, batch_size=args.batch_size)
+    text = "".join(format_pharaoh(pair) + "\n" for pair in links)
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"wrote {len(links)} alignments to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _aer(args: argparse.Namespace) -> int:
+    from hf_syntax_mt.word_alignment import alignment_error_rate, read_pharaoh
+
+    gold = read_pharaoh(args.gold, one_indexed=args.gold_one_indexed)
+    hyp = read_pharaoh(args.hyp, one_indexed=args.hyp_one_indexed)
+    result = alignment_error_rate(hyp, gold)
+    sig = (f"aer|gold:{Path(args.gold).name}|gold-index:{1 if args.gold_one_indexed else 0}|"
+           f"hyp-index:{1 if args.hyp_one_indexed else 0}|pairs:{result['pairs']}")  # fmt: skip
+    print(f"AER {100 * result['aer']:.2f}  precision {100 * result['precision']:.2f}  recall "
+          f"{100 * result['recall']:.2f}  ({result['predicted_links']} links, {result['sure_links']} sure gold)\n{sig}")  # fmt: skip
+    if args.json:
+        Path(args.json).write_text(json.dumps({**result, "signature": sig}, indent=2), encoding="utf-8")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hf-syntax-mt", description="Syntax-aware NMT for Hugging Face transformers.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -299,6 +333,25 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--limit", type=int, help="score the first N examples only")
     c.add_argument("--json", help="also write the accuracy, per-example scores and signature to this JSON file")
     c.set_defaults(func=_contrastive)
+
+    a = sub.add_parser("align", help="word alignments (Pharaoh 'i-j', 0-based) from a model's cross-attention")
+    a.add_argument("--model", required=True)
+    a.add_argument("--src", help="source sentences, one a line, words separated by spaces")
+    a.add_argument("--tgt", help="target sentences, line aligned with --src")
+    a.add_argument("--input", help="instead of --src/--tgt: one file of 'source ||| target' lines")
+    a.add_argument("--output", default="-", help="Pharaoh file (default: standard output)")
+    a.add_argument("--layer", type=int, help="decoder layer whose cross-attention is read (default: the model's "
+                   "alignment layer: the last biased layer, else the last layer)")  # fmt: skip
+    a.add_argument("--batch-size", type=int, default=32)
+    a.set_defaults(func=_align)
+
+    r = sub.add_parser("aer", help="alignment error rate of a Pharaoh file against gold sure/possible links")
+    r.add_argument("--hyp", required=True, help="predicted links, 'i-j' per link, one line per pair")
+    r.add_argument("--gold", required=True, help="gold links: 'i-j' sure, 'ipj' possible")
+    r.add_argument("--gold-one-indexed", action="store_true", help="gold indices start at 1 (e.g. the Hansards set)")
+    r.add_argument("--hyp-one-indexed", action="store_true", help="predicted indices start at 1")
+    r.add_argument("--json", help="also write the figures to this JSON file")
+    r.set_defaults(func=_aer)
 
     u = sub.add_parser("uas", help="attachment score of the trees read from a model's DBSA/LISA heads vs gold CoNLL-U")
     u.add_argument("--model", required=True)

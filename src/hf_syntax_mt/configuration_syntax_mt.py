@@ -5,6 +5,7 @@ from __future__ import annotations
 from huggingface_hub.dataclasses import strict
 from transformers import MarianConfig
 
+ATTENTION_INITS = ("normal", "xavier")
 PASCAL_WEIGHTINGS = ("gaussian", "parent_only")
 FEATURE_COMBINATIONS = ("sum", "concat")
 
@@ -55,6 +56,12 @@ class SyntaxMTConfig(MarianConfig):
         label_smoothing (`float`, *optional*, defaults to 0.0):
             Label smoothing of the translation loss, computed inside the model so that auxiliary losses survive the
             Trainer (use this instead of `Seq2SeqTrainingArguments.label_smoothing_factor`).
+        attention_init (`str`, *optional*, defaults to `"normal"`):
+            Initialisation of the attention projections. `"normal"`: Marian's (normal, std `init_std` = 0.02), as a
+            `MarianMTModel`. `"xavier"`: fairseq's (Xavier-uniform q/k/v with gain 1/sqrt(2), out projection gain 1),
+            whose attention scores start of order 1 rather than near 0, so that the Gaussian of a PASCAL head
+            (Eq. 2-3 multiply the scores) shapes its attention from the first step instead of scaling a near-uniform
+            one. Only the initial weights change, never Eqs. 1-3.
         encoder_tree_heads (`list[int]`, *optional*):
             Number of syntax-directed attention heads (Chen et al. 2017, thesis review) in each encoder layer: the
             attention probabilities are multiplied by exp(-d^2 / (2 (D/2)^2)) with d the distance in the dependency
@@ -149,6 +156,7 @@ class SyntaxMTConfig(MarianConfig):
     pascal_weighting: str = "gaussian"
     parent_ignoring: float | int = 0.0
     label_smoothing: float | int = 0.0
+    attention_init: str = "normal"
     encoder_tree_heads: list[int] | None = None
     tree_window: int = 2
     encoder_lisa_heads: list[int] | None = None
@@ -275,6 +283,8 @@ class SyntaxMTConfig(MarianConfig):
 
     def validate_syntax_options(self):
         """Part of `@strict` validation: every syntax option, with an error that says what to change."""
+        if self.attention_init not in ATTENTION_INITS:
+            raise ValueError(f"attention_init={self.attention_init!r} must be one of {ATTENTION_INITS}.")
         for name in _PER_LAYER:
             heads = getattr(self, name)
             if heads is None:

@@ -101,6 +101,31 @@ def _additive_mask(
     return attention_mask.to(dtype)
 
 
+def decoder_dbsa_arcs(
+    decoder_dbsa_heads: torch.Tensor, dec_valid: torch.Tensor, full_context: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The decoder parse loss's targets: for each decoder position, the position of its head, and which arcs the
+    loss supervises.
+
+    Args:
+        decoder_dbsa_heads: `(B, T)` long, per label position the label position of its head (-100: none).
+        dec_valid: `(B, T)` bool, the decoder positions that predict a label.
+        full_context: supervise arcs to later tokens too (`decoder_dbsa_full_context`); otherwise they are left out,
+            since a causal head cannot attend there.
+
+    Returns:
+        `(heads, valid)`, both `(B, T)`: decoder input t is label t-1, so label heads shift by one position.
+    """
+    T = decoder_dbsa_heads.shape[1]
+    heads = torch.full_like(decoder_dbsa_heads, -100)
+    heads[:, 1:] = torch.where(decoder_dbsa_heads[:, :-1] >= 0, decoder_dbsa_heads[:, :-1] + 1, -100)  # (B, T)
+    valid = dec_valid & (heads >= 0) & (heads < T)
+    valid &= dec_valid.gather(1, heads.clamp(0, T - 1))  # the head is a real decoder input
+    if not full_context:
+        valid &= heads <= torch.arange(T, device=heads.device)  # an arc to a later token cannot be predicted causally
+    return heads, valid
+
+
 def tree_distances(word_index: torch.Tensor, word_heads: torch.Tensor) -> torch.Tensor:
     """Distance in the dependency tree (number of edges) between the words of every two subword tokens.
 
@@ -173,6 +198,8 @@ class SyntaxMTAttention(MarianAttention):
         **kwargs,
     ):
         super().__init__(*args, **kwargs)
+        for proj, gain in ((self.q_proj, 2**-0.5), (self.k_proj, 2**-0.5), (self.v_proj, 2**-0.5), (self.out_proj, 1.0)):
+            proj.xavier_gain = gain  # used by attention_init="xavier" (_init_weights)
         self.num_pascal_heads = num_pascal_heads
         # issue 4: structural alignment bias (cross-attention only); recording feeds the alignment-based losses
         self.alignment_bias = alignment_bias
@@ -432,6 +459,9 @@ class SyntaxMTPreTrainedModel(MarianPreTrainedModel):
 
     def _init_weights(self, module):
         super()._init_weights(module)
+        if hasattr(module, "xavier_gain") and getattr(self.config, "attention_init", "normal") == "xavier":
+            # fairseq MultiheadAttention.reset_parameters: scores start of order 1, so PASCAL's Gaussian bites at once
+            init.xavier_uniform_(module.weight, gain=module.xavier_gain)
         if isinstance(module, SyntaxMTAttention) and module.biaffine_u is not None:
             # U = I: a bi-affine head starts as a plain dot-product head (a retrofitted checkpoint is unchanged)
             eye = torch.eye(module.head_dim, dtype=module.biaffine_u.dtype, device=module.biaffine_u.device)
@@ -1091,18 +1121,12 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
             dec_probs.append(probs.mean(1))  # (B, T, T)
             if decoder_dbsa_heads is None:
                 continue
-            lab = decoder_dbsa_heads.to(logits.device)
-            heads = torch.full_like(lab, -100)
-            heads[:, 1:] = torch.where(lab[:, :-1] >= 0, lab[:, :-1] + 1, -100)  # (B, T) decoder positions
-            position = torch.arange(T, device=logits.device)
-            valid = dec_valid & (heads >= 0) & (heads < T)
-            valid &= dec_valid.gather(1, heads.clamp(0, T - 1))  # the head is a real decoder input
-            if self.config.decoder_dbsa_full_context:
+            full = self.config.decoder_dbsa_full_context
+            heads, valid = decoder_dbsa_arcs(decoder_dbsa_heads.to(logits.device), dec_valid, full)
+            if full:
                 # training-only view over the whole target: the same bi-affine scores, padding keys masked
                 keys = torch.zeros_like(raw[:, :1, :1, :]).masked_fill(~dec_valid[:, None, None, :], float("-inf"))
                 logits = raw + keys
-            else:
-                valid = valid & (heads <= position)  # an arc to a later token cannot be predicted causally
             add("dbsa_loss", dependency_nll(logits, heads, valid))
         if self.config.uses_sync and labels is not None and enc_probs and dec_probs and cross is not None:
             # several DBSA heads (or layers) are combined by averaging their attention matrices; C averages the

@@ -139,6 +139,14 @@ class DataArguments:
     )
     validation_source_conllu: str | None = None
     test_source_conllu: str | None = None
+    train_target_conllu: str | None = field(
+        default=None,
+        metadata={"help": "Pre-parsed target (CoNLL-U, .gz ok), line aligned with the split's rows: the target trees "
+                  "that decoder DBSA heads and the synchronous loss are trained on. Without --{split}_target_file "
+                  "the target text is its `# text`."},
+    )  # fmt: skip
+    validation_target_conllu: str | None = None
+    test_target_conllu: str | None = None
     train_docid_file: str | None = field(
         default=None,
         metadata={"help": "Document ids, one a line, aligned with the split's rows; consecutive equal ids = one "
@@ -179,8 +187,31 @@ class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
     time_budget_seconds: float | None = field(
         default=None, metadata={"help": "Stop training after this many seconds (all processes stop together)."}
     )
+    max_tokens: int | None = field(
+        default=None,
+        metadata={"help": "Token-based batches (fairseq --max-tokens): pairs of similar length, at most this many "
+                  "padded tokens per batch and process (hf_syntax_mt.batching); per_device_train_batch_size is then "
+                  "unused for training."},
+    )  # fmt: skip
+    average_checkpoints: int = field(
+        default=0,
+        metadata={"help": "Average the weights of the last N checkpoints, --average_every steps apart, ending at "
+                  "max_steps (in memory), and save and score the average; the test set is also scored with the "
+                  "last step's weights (`test_last_step`). 0 = off."},
+    )  # fmt: skip
+    average_every: int = field(default=100, metadata={"help": "Steps between averaged checkpoints."})
     model_card_title: str | None = None
     model_card_limitations: str | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.max_tokens is not None and self.max_tokens <= 0:
+            raise ValueError(f"--max_tokens must be positive, got {self.max_tokens}")
+        if self.average_checkpoints < 0 or self.average_every < 1:
+            raise ValueError(f"--average_checkpoints {self.average_checkpoints} / --average_every {self.average_every}: "
+                             "need N >= 0 checkpoints and >= 1 step apart")  # fmt: skip
+        if self.average_checkpoints and self.max_steps <= 0:
+            raise ValueError("--average_checkpoints needs --max_steps (the averaged steps end there)")
 
 
 def parse_args(argv: list[str] | None = None):
@@ -311,8 +342,14 @@ def read_jsonl(path: str, source_lang: str | None = None, target_lang: str | Non
 
 
 def load_split(data_args: DataArguments, split: str):
-    """The raw ``Dataset`` of one split, with a ``doc_id`` column when ``--{split}_docid_file`` is given."""
+    """The raw ``Dataset`` of one split, with a ``doc_id`` column when ``--{split}_docid_file`` is given and a
+    ``target_parse`` column when ``--{split}_target_conllu`` is given."""
     ds = _load_split_rows(data_args, split)
+    target_conllu = getattr(data_args, f"{split}_target_conllu")
+    if target_conllu:
+        if ds is None:
+            raise ValueError(f"--{split}_target_conllu needs the {split} split's source data")
+        ds = _add_target_parses(ds, target_conllu, split)
     docid_file = getattr(data_args, f"{split}_docid_file")
     if docid_file:
         from .data.documents import read_doc_ids
@@ -324,6 +361,23 @@ def load_split(data_args: DataArguments, split: str):
                           if getattr(data_args, f"{split}_{k}"))  # fmt: skip
         ds = ds.add_column("doc_id", read_doc_ids(docid_file, len(ds), described))
     return ds
+
+
+def _add_target_parses(ds, path: str, split: str):
+    """Add the ``target_parse`` column from a CoNLL-U file, checked line by line against the split's targets."""
+    from .data.parsers import read_conllu
+
+    _require_nonempty(path)
+    parses = read_conllu(path)
+    if len(parses) != len(ds):
+        raise ValueError(f"--{split}_target_conllu {path} has {len(parses)} sentences but the {split} split has "
+                         f"{len(ds)} rows")  # fmt: skip
+    targets = ds["target"]
+    for k, (parse, target) in enumerate(zip(parses, targets, strict=True)):
+        if target is not None and parse.text.split() != target.split():
+            raise ValueError(f"--{split}_target_conllu {path}: sentence {k + 1} is {parse.text[:60]!r} but target "
+                             f"line {k + 1} is {target[:60]!r}: the files are not line aligned")  # fmt: skip
+    return ds.add_column("target_parse", [p.to_dict() for p in parses])
 
 
 def _load_split_rows(data_args: DataArguments, split: str):
@@ -340,9 +394,26 @@ def _load_split_rows(data_args: DataArguments, split: str):
     given = [name for name, v in (("file", file), ("source_file", src), ("source_conllu", conllu)) if v]
     if len(given) > 1:
         raise ValueError(f"give one source for the {split} split, got --{split}_{' and --{split}_'.join(given)}")
+    if not tgt and getattr(data_args, f"{split}_target_conllu") and (conllu or src):
+        from datasets import Dataset
+
+        from .data.parsers import read_conllu
+
+        tgt_lines = [s.text for s in read_conllu(getattr(data_args, f"{split}_target_conllu"))]
+        if conllu:
+            sources = read_conllu(conllu)
+            rows = {"source": [s.text for s in sources], "source_parse": [s.to_dict() for s in sources]}
+        else:
+            from .data.preprocess import _read_lines
+
+            rows = {"source": _read_lines(src)}
+        if len(rows["source"]) != len(tgt_lines):
+            raise ValueError(f"the {split} source has {len(rows['source'])} rows but "
+                             f"--{split}_target_conllu has {len(tgt_lines)} sentences")  # fmt: skip
+        return Dataset.from_dict({**rows, "target": tgt_lines})
     if conllu:
         if not tgt:
-            raise ValueError(f"--{split}_source_conllu needs --{split}_target_file")
+            raise ValueError(f"--{split}_source_conllu needs --{split}_target_file (or --{split}_target_conllu)")
         _require_nonempty(conllu)
         _require_nonempty(tgt)
         return read_parallel_conllu(conllu, tgt)
@@ -566,7 +637,7 @@ def _scores_with_ribes(hypotheses: list[str], references: list[str]) -> dict:
 def run(model_args: ModelArguments, data_args: DataArguments, training_args: SyntaxMTTrainingArguments) -> dict:
     """Train, evaluate, predict, save; returns the metrics (on every process; files are written by process 0)."""
     import numpy as np
-    from transformers import Seq2SeqTrainer, set_seed
+    from transformers import set_seed
 
     from . import __version__
     from .configuration_syntax_mt import SyntaxMTConfig
@@ -576,7 +647,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
     from .data.preprocess import SyntaxMTPreprocessor, TokenizeOnly
     from .evaluation import DEFAULT_EDGES, RUN_INFO, bucket_scores, model_signature, plot_bucket_scores
     from .model_card import write_model_card
-    from .training import SyntaxMTTrainer, TimeBudgetCallback
+    from .training import CheckpointAverageCallback, CurveCallback, SyntaxMTTrainer, TimeBudgetCallback
 
     set_seed(training_args.seed)
     output_dir = Path(training_args.output_dir)
@@ -607,11 +678,16 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
     needs_syntax = is_syntax and config.needs_source_parse
     lengths = dict(max_source_length=data_args.max_source_length, max_target_length=data_args.max_target_length)
 
-    def make_preprocessor(**source):
+    def make_preprocessor(split: str, **source):
         """Every column the config's options consume (SyntaxMTPreprocessor.for_config), in one map pass."""
-        if is_syntax:
-            return SyntaxMTPreprocessor.for_config(config, tokenizer, **source, **lengths)
-        return SyntaxMTPreprocessor(tokenizer, **source, **lengths)
+        if not is_syntax:
+            return SyntaxMTPreprocessor(tokenizer, **source, **lengths)
+        if config.uses_decoder_dbsa and config.dbsa_loss_weight > 0:  # trained on target trees
+            if "target_parse" not in raw[split].column_names:
+                raise ValueError(f"decoder_dbsa_heads={config.decoder_dbsa_heads} is trained on target trees: give "
+                                 f"--{split}_target_conllu (the {split} targets parsed, CoNLL-U)")  # fmt: skip
+            source = {**source, "target_parse_column": "target_parse"}
+        return SyntaxMTPreprocessor.for_config(config, tokenizer, **source, **lengths)
 
     def with_context(split: str, ds):
         """Section 2.2: each sentence's context is the previous k source sentences of its document."""
@@ -629,14 +705,14 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
         with training_args.main_process_first(desc=f"document context {split}"):
             ds = with_context(split, ds)
         if pre_parsed[split] and data_args.parser in ("auto", "conllu"):
-            fn = make_preprocessor(source_parse_column="source_parse")
+            fn = make_preprocessor(split, source_parse_column="source_parse")
         elif parser is not None:
-            fn = make_preprocessor(parser=parser)
+            fn = make_preprocessor(split, parser=parser)
         elif needs_syntax:
             raise ValueError(f"the model has syntax heads but the {split} split has no parses: give CoNLL-U sources "
                              "(--{split}_source_conllu) or a parser (--parser spacy --parser_model ...)")  # fmt: skip
         elif is_syntax:
-            fn = make_preprocessor()  # nothing needs a parse: for_config gives TokenizeOnly (with the context length)
+            fn = make_preprocessor(split)  # nothing needs a parse: for_config gives TokenizeOnly (with the context length)
         else:
             fn = TokenizeOnly(tokenizer, data_args.max_source_length, data_args.max_target_length)
         with training_args.main_process_first(desc=f"preprocessing {split}"):
@@ -662,11 +738,18 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
         scores = _scores_with_ribes(decode(preds), decode(labels))
         return {"bleu": scores["bleu"], "chrf": scores["chrf"], "ribes": scores["ribes"]}
 
-    callbacks = []
+    if training_args.include_num_input_tokens_seen == "no":
+        training_args.include_num_input_tokens_seen = "non_padding"  # the run file reports the tokens seen
+    curve = CurveCallback()
+    callbacks = [curve]
     if training_args.time_budget_seconds is not None:
         callbacks.append(TimeBudgetCallback(training_args.time_budget_seconds))
-    trainer_class = SyntaxMTTrainer if is_syntax else Seq2SeqTrainer  # logs each loss term
-    trainer = trainer_class(
+    averager = None
+    if training_args.average_checkpoints:
+        averager = CheckpointAverageCallback(training_args.average_checkpoints, training_args.average_every)
+        callbacks.append(averager)
+    # SyntaxMTTrainer for vanilla Marian too: predictions in dataset order, token batches, each loss term logged
+    trainer = SyntaxMTTrainer(
         model=model,
         args=training_args,
         train_dataset=processed["train"] if training_args.do_train or not _any_do(training_args) else None,
@@ -680,7 +763,16 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
     metrics: dict[str, Any] = {}
     do_train = training_args.do_train or not _any_do(training_args)
     if do_train:
-        result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+        resume = training_args.resume_from_checkpoint
+        if resume is not None:
+            if resume in ("true", "True", True):
+                from transformers.trainer_utils import get_last_checkpoint
+
+                resume = get_last_checkpoint(training_args.output_dir)
+            for callback in (curve, averager):
+                if callback is not None and resume:
+                    callback.load_from(resume)  # the curve's minutes and the running average go on
+        result = trainer.train(resume_from_checkpoint=resume)
         trainer.save_model()  # model (safetensors), config, pipeline declaration, tokenizer
         train_metrics = dict(
             result.metrics, train_samples=len(processed["train"]), global_step=trainer.state.global_step
@@ -701,10 +793,19 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
         if split == "test" and not (training_args.do_predict or not _any_do(training_args)):
             continue
         prediction = trainer.predict(processed[split], metric_key_prefix=split, **gen)
+        _check_order(prediction.label_ids, processed[split]["labels"], split)
         hypotheses = decode(prediction.predictions)
         references = list(kept_raw[split]["target"])
         lengths = [len(s.split()) for s in kept_raw[split]["source"]]
         scores[split] = _scores_with_ribes(hypotheses, references)
+        if split == "test" and averager is not None and averager.last_state is not None:
+            # the same test set with the last step's own weights: what the averaging changed
+            averaged = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
+            trainer.model.load_state_dict(averager.last_state)
+            last = decode(trainer.predict(processed[split], metric_key_prefix="test_last_step", **gen).predictions)
+            trainer.model.load_state_dict(averaged)
+            scores["test_last_step"] = _scores_with_ribes(last, references)
+            metrics.update({f"test_last_step_{k}": scores["test_last_step"][k] for k in ("bleu", "chrf", "ribes")})
         buckets[split] = bucket_scores(lengths, hypotheses, references, edges)
         metrics.update({f"{split}_{k}": scores[split][k] for k in ("bleu", "chrf", "ribes")})
         if trainer.is_world_process_zero():
@@ -730,6 +831,9 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
             "package": __version__, "model_signature": model_sig, "parser": parser_sig,
             "source_parser": source_parser, "seed": training_args.seed, "world_size": training_args.world_size,
             "global_step": trainer.state.global_step, "scores": scores, "buckets": buckets,
+            "num_input_tokens_seen": trainer.state.num_input_tokens_seen, "curve": curve.points,
+            "train_runtime": metrics.get("train_runtime"), "train_seconds": round(curve.train_seconds(), 1),
+            "averaged_steps": averager.steps if averager is not None else [],
             "model_args": portable_paths(dataclasses.asdict(model_args)),
             "data_args": portable_paths(dataclasses.asdict(data_args)),
         }  # fmt: skip
@@ -759,6 +863,18 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
                 training=training_text, model_signature=model_sig,
             )  # fmt: skip
     return metrics
+
+
+def _check_order(label_ids, labels: list[list[int]], split: str) -> None:
+    """Raise if the predictions did not come back in dataset order (each row's labels must be the dataset's)."""
+    import numpy as np
+
+    label_ids = np.asarray(label_ids)
+    for k, row in enumerate(labels):
+        got = [t for t in label_ids[k].tolist() if t >= 0][: len(row)]
+        if got != list(row)[: len(got)] or len(got) != len(row):
+            raise RuntimeError(f"{split} predictions are out of dataset order (row {k}): the hypotheses would be scored "
+                               "against other sentences' references. Please report this with the training arguments.")  # fmt: skip
 
 
 def _any_do(training_args) -> bool:

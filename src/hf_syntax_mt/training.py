@@ -1,13 +1,20 @@
-"""Small building blocks for training runs: a subword tokenizer trained on the fly, a model factory and a
-wall-clock budget for the Trainer. Used by `hf-syntax-mt demo`, the benchmarks and the tests."""
+"""Small building blocks for training runs: a subword tokenizer trained on the fly, a model factory, the Trainer
+(token batches, predictions in dataset order, each loss term logged) and its callbacks (wall-clock budget,
+checkpoint averaging, the validation curve). Used by `scripts/train.py`, `hf-syntax-mt demo`, the benchmarks and the
+tests."""
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from collections.abc import Iterable
+from functools import partial
+from pathlib import Path
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from torch.utils.data import DataLoader, SequentialSampler
 from transformers import MarianConfig, MarianMTModel, PreTrainedTokenizerFast, Seq2SeqTrainer, TrainerCallback
 
 from .configuration_syntax_mt import SyntaxMTConfig
@@ -104,12 +111,23 @@ class TimeBudgetCallback(TrainerCallback):
 
 
 class SyntaxMTTrainer(Seq2SeqTrainer):
-    """`Seq2SeqTrainer` that logs each term of the objective beside `loss`: `translation_loss`, `dbsa_loss`,
-    `lisa_loss`, `sync_loss` and `fertility_loss` (unweighted; averaged over the optimizer steps since the last log,
-    like `loss`). With global fertility it adds `AlignmentTrainingCallback`, which drives its start-step schedule."""
+    """`Seq2SeqTrainer` for SyntaxMT and plain Marian models that
 
-    def __init__(self, *args, **kwargs):
+    - predicts and evaluates in dataset order, whatever the training sampler (transformers 5.x also groups eval and
+      predict batches by length under ``train_sampling_strategy="group_by_length"``, which returns predictions in
+      another order than the references);
+    - forms token-based training batches (`TokenBatchSampler`) when ``max_tokens`` is given here or on the training
+      arguments (``SyntaxMTTrainingArguments.max_tokens``); ``per_device_train_batch_size`` is then unused;
+    - logs each term of the objective beside `loss`: `translation_loss`, `dbsa_loss`, `lisa_loss`, `sync_loss` and
+      `fertility_loss` (unweighted; averaged over the optimizer steps since the last log, like `loss`). With global
+      fertility it adds `AlignmentTrainingCallback`, which drives its start-step schedule.
+    """
+
+    def __init__(self, *args, max_tokens: int | None = None, **kwargs):
         super().__init__(*args, **kwargs)
+        self.max_tokens = max_tokens if max_tokens is not None else getattr(self.args, "max_tokens", None)
+        if self.max_tokens is not None and (not isinstance(self.max_tokens, int) or self.max_tokens <= 0):
+            raise ValueError(f"max_tokens must be a positive integer, got {self.max_tokens!r}")
         self._terms: dict[str, float] = {}
         self._term_calls = 0
         if getattr(self.model, "global_fertility", None) is not None:
@@ -117,6 +135,41 @@ class SyntaxMTTrainer(Seq2SeqTrainer):
 
             if not any(isinstance(c, AlignmentTrainingCallback) for c in self.callback_handler.callbacks):
                 self.add_callback(AlignmentTrainingCallback())  # the global-fertility schedule needs the step
+
+    def _get_eval_sampler(self, eval_dataset):
+        if eval_dataset is None or not hasattr(eval_dataset, "__len__"):
+            return None
+        # one process: in order; several: None, and accelerate shards in order and gathers back in order
+        return SequentialSampler(eval_dataset) if self.args.world_size <= 1 else None
+
+    def get_train_dataloader(self) -> DataLoader:
+        if not self.max_tokens:
+            return super().get_train_dataloader()
+        import datasets
+        from transformers.trainer_utils import seed_worker
+
+        from .batching import TokenBatchSampler, token_lengths
+
+        dataset, collator = self.train_dataset, self.data_collator
+        if isinstance(dataset, datasets.Dataset):
+            dataset = self._remove_unused_columns(dataset, description="Training")
+        else:
+            collator = self._get_collator_with_removed_columns(collator, description="Training")
+        seed = self.args.data_seed if self.args.data_seed is not None else self.args.seed
+        sampler = TokenBatchSampler(token_lengths(dataset), self.max_tokens, seed=seed,
+                                    num_replicas=max(1, self.args.world_size), rank=self.args.process_index)  # fmt: skip
+        loader = DataLoader(
+            dataset, batch_sampler=sampler, collate_fn=collator, num_workers=self.args.dataloader_num_workers,
+            pin_memory=self.args.dataloader_pin_memory, persistent_workers=self.args.dataloader_persistent_workers,
+            worker_init_fn=partial(seed_worker, num_workers=self.args.dataloader_num_workers,
+                                   rank=self.args.process_index),
+        )  # fmt: skip
+        loader = self.accelerator.prepare(loader)
+        # the sampler already gives each process its own batches: make accelerate's shard wrapper a passthrough
+        wrapper = getattr(loader, "batch_sampler", None)
+        if wrapper is not None and getattr(wrapper, "batch_sampler", None) is sampler:
+            wrapper.num_processes, wrapper.process_index = 1, 0
+        return loader
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         loss, outputs = super().compute_loss(model, inputs, return_outputs=True, num_items_in_batch=num_items_in_batch)
@@ -137,4 +190,125 @@ class SyntaxMTTrainer(Seq2SeqTrainer):
         super().log(logs, *args, **kwargs)
 
 
-__all__ = ["SyntaxMTTrainer", "TimeBudgetCallback", "build_model", "model_config", "train_tokenizer"]
+class CheckpointAverageCallback(TrainerCallback):
+    """Average the weights of the last ``last`` checkpoints, ``every`` steps apart (the final step included), and
+    load the average into the model when training ends, as `fairseq-scripts/average_checkpoints.py` does from disk
+    (here in memory: nothing is saved). ``last_state`` keeps the final step's own weights (on the CPU) so that both can
+    be scored. With a time budget the run may stop early: then the steps before it that fall on the grid are
+    averaged, or nothing when none does."""
+
+    def __init__(self, last: int = 5, every: int = 100):
+        if last < 1 or every < 1:
+            raise ValueError(f"checkpoint averaging needs last >= 1 and every >= 1, got last={last}, every={every}")
+        self.last, self.every = last, every
+        self.sum: dict[str, torch.Tensor] | None = None
+        self.steps: list[int] = []
+        self.last_state: dict[str, torch.Tensor] | None = None
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        due = state.max_steps - state.global_step
+        if model is None or due < 0 or due % self.every or due >= self.last * self.every:
+            return control
+        with torch.no_grad():
+            params = {k: v.detach().float().cpu() for k, v in model.state_dict().items() if v.is_floating_point()}
+            if self.sum is None:
+                self.sum = {k: v.clone() for k, v in params.items()}
+            else:
+                for k, v in params.items():
+                    self.sum[k] += v
+        self.steps.append(state.global_step)
+        return control
+
+    def on_save(self, args, state, control, **kwargs):
+        if self.sum is not None and state.is_world_process_zero:
+            from safetensors.torch import save_file
+
+            directory = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            directory.mkdir(parents=True, exist_ok=True)
+            save_file(self.sum, str(directory / "averaged_sum.safetensors"), metadata={"steps": json.dumps(self.steps)})
+        return control
+
+    def load_from(self, checkpoint: str | os.PathLike) -> None:
+        """Resume: the running sum saved with a checkpoint inside the averaging window (`on_save`)."""
+        path = Path(checkpoint) / "averaged_sum.safetensors"
+        if path.is_file():
+            from safetensors import safe_open
+
+            with safe_open(str(path), "pt") as f:
+                self.steps = json.loads(f.metadata()["steps"])
+                self.sum = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118
+
+    def on_train_end(self, args, state, control, model=None, **kwargs):
+        if model is None or not self.steps:
+            return control
+        with torch.no_grad():
+            current = model.state_dict()
+            self.last_state = {k: v.detach().cpu().clone() for k, v in current.items()}
+            for k, total in self.sum.items():
+                current[k].copy_((total / len(self.steps)).to(current[k].dtype))
+        return control
+
+
+class CurveCallback(TrainerCallback):
+    """Records ``(step, training minutes, tokens seen, eval metrics)`` after each evaluation: the learning curve.
+    Training minutes leave out the time spent evaluating. Saved with each checkpoint (``curve.json``) and restored
+    by `load_from` when a run resumes, so the minutes add up across interrupted runs."""
+
+    def __init__(self):
+        self.points: list[dict] = []
+        self.start = self.last_step_end = None
+        self.eval_seconds = 0.0
+        self.offset_seconds = 0.0  # training seconds of the runs before a resume
+
+    def train_seconds(self, now: float | None = None) -> float:
+        if self.start is None:
+            return self.offset_seconds
+        now = time.perf_counter() if now is None else now
+        return self.offset_seconds + now - self.start - self.eval_seconds
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            directory = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            directory.mkdir(parents=True, exist_ok=True)
+            state_ = {"points": self.points, "train_seconds": self.train_seconds(self.last_step_end)}
+            (directory / "curve.json").write_text(json.dumps(state_), encoding="utf-8")
+        return control
+
+    def load_from(self, checkpoint: str | os.PathLike) -> None:
+        path = Path(checkpoint) / "curve.json"
+        if path.is_file():
+            saved = json.loads(path.read_text(encoding="utf-8"))
+            self.points, self.offset_seconds = saved["points"], saved["train_seconds"]
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.start = self.last_step_end = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.last_step_end = time.perf_counter()
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self.start is not None:  # freeze the clock: prediction after training is not training time
+            self.offset_seconds, self.start = self.train_seconds(self.last_step_end), None
+
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+        if self.start is None:
+            return control
+        now = time.perf_counter()
+        self.eval_seconds += now - self.last_step_end  # evaluation runs right after a step ends
+        point = {"step": state.global_step, "train_minutes": round(self.train_seconds(now) / 60, 3),
+                 "tokens_seen": state.num_input_tokens_seen}  # fmt: skip
+        point.update({k: v for k, v in (metrics or {}).items() if isinstance(v, (int, float))})
+        self.points.append(point)
+        self.last_step_end = now  # the next eval's time starts after this one
+        return control
+
+
+__all__ = [
+    "CheckpointAverageCallback",
+    "CurveCallback",
+    "SyntaxMTTrainer",
+    "TimeBudgetCallback",
+    "build_model",
+    "model_config",
+    "train_tokenizer",
+]

@@ -1,0 +1,443 @@
+"""The Multi30k en->de study: one recipe that translates, and every syntax method measured on it (issue 12).
+
+Each (method, seed) is one *unit*: `scripts/train.py`'s `run` with the recipe below and the method's config options,
+then the test set (test_2016_flickr, beam 4) and the attention-to-parent attachment of the best head on gold English
+trees (UD English-EWT test). A unit writes `RESULTS/runs/<method>-seed<k>.json` (settings, steps, minutes, tokens
+seen, validation curve, test scores with sacrebleu signatures, model signature) and its test hypotheses beside it
+(`<method>-seed<k>.test.txt`). An invocation skips the units whose JSON exists, so the study is completed over several
+invocations, and an interrupted unit resumes from its last checkpoint (every 200 steps, under `--output-dir`, when that
+directory survived); `--aggregate` (also run after every unit) rebuilds the table (`RESULTS/results.md`), the paired
+bootstrap tests against vanilla of the same seed and the curves (`RESULTS/curves.png`) from whatever unit files exist.
+Commit the unit files: they are the evidence. Checkpoints stay under `--output-dir` (not committed).
+
+    python benchmarks/multi30k_study.py                       # every unit still missing, in PLAN order
+    python benchmarks/multi30k_study.py --units vanilla-seed0 # one unit
+    python benchmarks/multi30k_study.py --time-limit 150      # start no unit after 150 minutes
+    python benchmarks/multi30k_study.py --list                # which units are done
+    python benchmarks/multi30k_study.py --aggregate           # tables and plots only
+    python benchmarks/multi30k_study.py --quick --results /tmp/q  # plumbing check in a few minutes
+
+The recipe (all methods: same steps, same token batches, same schedule): d_model 256, 3+3 layers, 4 heads, FFN 1024,
+dropout 0.1, a joint BPE of 8,000 trained once on the training set (shared by all units), token batches of at most
+2,500 padded tokens (about 110 pairs), 2,000 steps (about 8.6 epochs), Adam (beta2 0.98), learning rate 7e-4 with
+800 inverse-square-root warm-up steps, clipping 1.0, label smoothing 0.1, the average of the last 5 checkpoints 100
+steps apart (the last step alone is scored too), beam 4. The validation BLEU (first 400 val pairs, beam 4) is logged
+every 400 steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+RESULTS = ROOT / "benchmarks" / "results" / "multi30k"
+
+#: method -> (SyntaxMTConfig overrides, None = a plain MarianMTModel; needs target trees; what it is)
+METHODS: dict[str, tuple[str | None, bool, str]] = {
+    "vanilla": (None, False, "MarianMTModel (transformers), no syntax"),
+    "pascal": ("encoder_pascal_heads=[2,0,0]", False, "PASCAL: 2 of 4 heads of encoder layer 1 (the paper's layer)"),
+    "lisa": ("encoder_lisa_heads=[1,0,0]", False, "LISA: 1 head of encoder layer 1 supervised by the parse"),
+    "dbsa_sync": (
+        "encoder_dbsa_heads=[1,0,0],decoder_dbsa_heads=[1,0,0],dbsa_loss_weight=0.5,sync_loss_weight=0.5",
+        True,
+        "DBSA (1 head, layer 1, encoder and decoder) + synchronous loss (lambda_dep 0.5, lambda_sync 0.5: paper En-De)",
+    ),
+    "dbsa_sync_full": (
+        "encoder_dbsa_heads=[1,0,0],decoder_dbsa_heads=[1,0,0],dbsa_loss_weight=0.5,sync_loss_weight=0.5,"
+        "decoder_dbsa_full_context=true",
+        True,
+        "dbsa_sync with decoder_dbsa_full_context: target arcs to later tokens supervised too",
+    ),
+    "features": (
+        'input_features=["pos","deprel","subword_tag"]',
+        False,
+        "Sennrich & Haddow source features (UPOS, relation, B/I/E/O), summed into the embeddings",
+    ),
+    "alignment": ("alignment_bias_layers=[0,1,2]", False, "Cohn et al. position, Markov and fertility biases, every "
+                  "decoder layer's cross-attention"),  # fmt: skip
+    "vanilla_xavier": ("attention_init=xavier", False, "no syntax, fairseq's Xavier attention init (control)"),
+    "pascal_xavier": ("encoder_pascal_heads=[2,0,0],attention_init=xavier", False, "PASCAL with fairseq's Xavier "
+                      "attention init (issue 12 item 5)"),  # fmt: skip
+}
+#: the order units are run in: the 3-seed comparison first, then one seed of every other method
+PLAN = [("vanilla", 0), ("pascal", 0), ("vanilla", 1), ("pascal", 1), ("vanilla", 2), ("pascal", 2),
+        ("dbsa_sync", 0), ("dbsa_sync_full", 0), ("lisa", 0), ("features", 0), ("alignment", 0),
+        ("vanilla_xavier", 0), ("pascal_xavier", 0)]  # fmt: skip
+
+RECIPE = dict(d_model=256, layers=3, heads=4, ffn_dim=1024, dropout=0.1, vocab_size=8000, max_tokens=2500,
+              max_steps=2000, learning_rate=7e-4, warmup_steps=800, adam_beta2=0.98, max_grad_norm=1.0,
+              label_smoothing=0.1, average_checkpoints=5, average_every=100, num_beams=4, eval_steps=400,
+              max_eval_samples=400, max_length=64, max_test=None, max_train=None, save_steps=200)  # fmt: skip
+QUICK = dict(d_model=64, ffn_dim=128, vocab_size=1000, max_tokens=600, max_steps=30, warmup_steps=10,
+             eval_steps=15, max_eval_samples=20, max_test=40, max_train=600, average_every=5, average_checkpoints=2,
+             num_beams=2, save_steps=10)  # fmt: skip
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--units", nargs="+", help="units to run, e.g. vanilla-seed0 pascal-seed1 (default: the PLAN)")
+    p.add_argument("--time-limit", type=float, default=None, help="start no new unit after this many minutes")
+    p.add_argument("--max-units", type=int, default=None, help="run at most N units in this invocation")
+    p.add_argument("--list", action="store_true", help="print which units are done and stop")
+    p.add_argument("--aggregate", action="store_true", help="only rebuild the tables and plots from the unit files")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    p.add_argument("--threads", type=int, default=2, help="torch threads on the CPU")
+    p.add_argument("--data", default=str(DATA), help="the shared data directory")
+    p.add_argument("--results", default=str(RESULTS), help="where unit files, table and plots go (committed)")
+    p.add_argument("--output-dir", default=str(ROOT / "runs" / "multi30k_study"), help="checkpoints (not committed)")
+    p.add_argument("--bootstrap-samples", type=int, default=1000)
+    p.add_argument("--attention-sentences", type=int, default=300, help="gold EWT sentences for the attachment")
+    p.add_argument("--no-aggregate", action="store_true", help="do not rebuild the tables after each unit (parallel "
+                   "invocations into one --results; run --aggregate once at the end)")  # fmt: skip
+    p.add_argument("--keep-models", action="store_true", help="keep each unit's model directory")
+    p.add_argument("--quick", action="store_true", help="tiny budget: plumbing check (write to another --results)")
+    args = p.parse_args(argv)
+    args.recipe = {**RECIPE, **(QUICK if args.quick else {})}
+    if args.quick and Path(args.results).resolve() == RESULTS.resolve():
+        p.error("--quick results are not evidence: give --results elsewhere (e.g. /tmp/quick)")
+    return args
+
+
+def unit_name(method: str, seed: int) -> str:
+    return f"{method}-seed{seed}"
+
+
+def parse_unit(name: str) -> tuple[str, int]:
+    method, sep, seed = name.rpartition("-seed")
+    if not sep or method not in METHODS or not seed.isdigit():
+        raise SystemExit(f"unknown unit {name!r}: use METHOD-seedK with METHOD in {sorted(METHODS)}")
+    return method, int(seed)
+
+
+def files(data: Path, split: str) -> dict[str, Path]:
+    out = {"src": data / "multi30k" / f"{split}.en", "tgt": data / "multi30k" / f"{split}.de",
+           "src_conllu": data / "multi30k-parsed" / f"{split}.en.conllu.gz",
+           "tgt_conllu": data / "multi30k-parsed" / f"{split}.de.conllu.gz"}  # fmt: skip
+    for path in out.values():
+        if not path.is_file():
+            raise SystemExit(f"missing data file {path}: the study reads ../shared/data/multi30k{{,-parsed}}")
+    return out
+
+
+def shared_tokenizer(args) -> Path:
+    """One joint BPE for every unit (trained once, deterministic), so that all units see the same subwords."""
+    from hf_syntax_mt.training import train_tokenizer
+
+    directory = Path(args.output_dir) / f"tokenizer-{args.recipe['vocab_size']}"
+    if not (directory / "tokenizer.json").is_file():
+        train = files(Path(args.data), "train")
+        lines = []
+        for key in ("src", "tgt"):
+            lines += train[key].read_text(encoding="utf-8").split("\n")
+        train_tokenizer([line for line in lines if line], vocab_size=args.recipe["vocab_size"]).save_pretrained(directory)
+    return directory
+
+
+def train_argv(args, method: str, seed: int, out: Path, tokenizer: Path, device: str) -> list[str]:
+    r, (overrides, target_trees, _) = args.recipe, METHODS[method]
+    data = Path(args.data)
+    argv = ["--output_dir", str(out), "--do_train", "--do_eval", "--do_predict",
+            "--source_lang", "en", "--target_lang", "de", "--tokenizer_name", str(tokenizer)]  # fmt: skip
+    for split, name in (("train", "train"), ("validation", "val"), ("test", "test_2016_flickr")):
+        f = files(data, name)
+        argv += [f"--{split}_source_conllu", str(f["src_conllu"]), f"--{split}_target_file", str(f["tgt"])]
+        if target_trees:
+            argv += [f"--{split}_target_conllu", str(f["tgt_conllu"])]
+    argv += [
+        "--d_model", str(r["d_model"]), "--encoder_layers", str(r["layers"]), "--decoder_layers", str(r["layers"]),
+        "--attention_heads", str(r["heads"]), "--ffn_dim", str(r["ffn_dim"]), "--dropout", str(r["dropout"]),
+        "--max_source_length", str(r["max_length"]), "--max_target_length", str(r["max_length"]),
+        "--max_steps", str(r["max_steps"]), "--max_tokens", str(r["max_tokens"]),
+        "--learning_rate", str(r["learning_rate"]), "--warmup_steps", str(r["warmup_steps"]),
+        "--lr_scheduler_type", "inverse_sqrt", "--weight_decay", "0", "--adam_beta2", str(r["adam_beta2"]),
+        "--max_grad_norm", str(r["max_grad_norm"]), "--seed", str(seed),
+        "--average_checkpoints", str(r["average_checkpoints"]), "--average_every", str(r["average_every"]),
+        "--eval_strategy", "steps", "--eval_steps", str(r["eval_steps"]), "--max_eval_samples",
+        str(r["max_eval_samples"]), "--per_device_eval_batch_size", "128", "--generation_num_beams", str(r["num_beams"]),
+        "--logging_steps", "50", "--save_strategy", "steps", "--save_steps", str(r["save_steps"]),
+        "--save_total_limit", "1", "--report_to", "none", "--dataloader_num_workers", "0",
+        "--disable_tqdm", "true",
+        "--parser_description", "spaCy 3.8.18 with en_core_web_sm 3.8.0 (multi30k-parsed/PROVENANCE.md)",
+        "--data_description", "Multi30k en->de (Elliott et al. 2016), research use only.",
+        "--model_card_title", f"Multi30k en->de {method} (seed {seed}, study recipe)",
+    ]  # fmt: skip
+    if device == "cpu":
+        argv.append("--use_cpu")
+    if r["max_train"]:
+        argv += ["--max_train_samples", str(r["max_train"])]
+    if r["max_test"]:
+        argv += ["--max_predict_samples", str(r["max_test"])]
+    if overrides is None:
+        argv += ["--vanilla_marian", "--label_smoothing_factor", str(r["label_smoothing"])]  # the Trainer's smoother
+    else:
+        argv += ["--label_smoothing", str(r["label_smoothing"]), "--config_overrides", overrides]  # in the model
+    return argv
+
+
+def supervised_target_arcs(args, tokenizer_dir: Path) -> dict:
+    """How many target arcs the decoder parse loss supervises on the training set, causal and full context."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from hf_syntax_mt.data.preprocess import SyntaxMTPreprocessor
+    from hf_syntax_mt.modeling_syntax_mt import decoder_dbsa_arcs
+    from hf_syntax_mt.train_script import DataArguments, load_raw_datasets
+
+    f = files(Path(args.data), "train")
+    data_args = DataArguments(train_source_conllu=str(f["src_conllu"]), train_target_file=str(f["tgt"]),
+                              train_target_conllu=str(f["tgt_conllu"]), max_train_samples=args.recipe["max_train"])  # fmt: skip
+    ds = load_raw_datasets(data_args)["train"]
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
+    fn = SyntaxMTPreprocessor(tok, source_parse_column="source_parse", target_parse_column="target_parse",
+                              max_source_length=args.recipe["max_length"], max_target_length=args.recipe["max_length"])  # fmt: skip
+    ds = ds.map(fn, batched=True, remove_columns=ds.column_names, desc="target arcs")
+    counts = {"arcs": 0, "causal": 0, "full_context": 0}
+    for row_labels, row_heads in zip(ds["labels"], ds["decoder_dbsa_heads"], strict=True):
+        heads = torch.tensor([row_heads])
+        valid = torch.ones(1, len(row_labels), dtype=torch.bool)
+        counts["arcs"] += sum(1 for h in row_heads if h >= 0)
+        counts["causal"] += int(decoder_dbsa_arcs(heads, valid, False)[1].sum())
+        counts["full_context"] += int(decoder_dbsa_arcs(heads, valid, True)[1].sum())
+    return counts
+
+
+def run_unit(args, method: str, seed: int, device: str) -> Path:
+    import torch
+
+    from hf_syntax_mt import __version__
+    from hf_syntax_mt.evaluation import attention_report
+    from hf_syntax_mt.train_script import parse_args as train_args
+    from hf_syntax_mt.train_script import run
+
+    name = unit_name(method, seed)
+    runs = Path(args.results) / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    out = Path(args.output_dir) / name
+    tokenizer = shared_tokenizer(args)
+    argv = train_argv(args, method, seed, out, tokenizer, device)
+    from transformers.trainer_utils import get_last_checkpoint
+
+    checkpoint = get_last_checkpoint(str(out)) if out.is_dir() else None
+    if checkpoint is not None:  # an interrupted unit goes on from its last checkpoint (every 200 steps)
+        print(f"    resuming from {checkpoint}", flush=True)
+        argv += ["--resume_from_checkpoint", checkpoint]
+    else:
+        shutil.rmtree(out, ignore_errors=True)
+    print(f"=== {name} on {device}: {METHODS[method][2]}", flush=True)
+    start = time.perf_counter()
+    run(*train_args(argv))
+    wall = time.perf_counter() - start
+    info = json.loads((out / "hf_syntax_mt_run.json").read_text())
+    hypotheses = (out / "test_generations.txt").read_text(encoding="utf-8")
+    (runs / f"{name}.test.txt").write_text(hypotheses, encoding="utf-8")
+    gold = Path(args.data) / "ud" / "UD_English-EWT" / "en_ewt-ud-test.conllu"
+    attention = None
+    if gold.is_file() and args.attention_sentences:
+        a = attention_report(out, gold, None, None, None, 0, None, args.attention_sentences, info["model_signature"])
+        attention = {k: a[k] for k in ("best", "count", "signature") if k in a}
+        attention["layer_means"] = [round(statistics.mean(row), 4) for row in a["scores"]]
+    train_seconds = info["train_runtime"] or 0.0
+    curve_minutes = info.get("train_seconds", train_seconds) / 60  # across resumed runs
+    record = {
+        "unit": name, "method": method, "seed": seed, "about": METHODS[method][2], "overrides": METHODS[method][0],
+        "recipe": args.recipe, "quick": args.quick, "steps": info["global_step"],
+        "train_minutes": round(curve_minutes, 2), "wall_minutes": round(wall / 60, 2),
+        "tokens_seen": info["num_input_tokens_seen"],
+        "tokens_per_second": round(info["num_input_tokens_seen"] / max(curve_minutes * 60, 1e-9), 1),
+        "curve": info["curve"], "averaged_steps": info["averaged_steps"],
+        "test": info["scores"]["test"], "test_last_step": info["scores"].get("test_last_step"),
+        "validation": info["scores"].get("validation"), "buckets": info["buckets"]["test"],
+        "model_signature": info["model_signature"], "attention": attention,
+        "device": device if device == "cpu" else f"cuda ({torch.cuda.get_device_name()})",
+        "threads": torch.get_num_threads(), "load_average_at_end": os.getloadavg(), "resumed_from": checkpoint and
+        Path(checkpoint).name, "platform": platform.platform(), "torch": torch.__version__,
+        "package": __version__, "commit": _git_commit(), "train_argv": [_relative(a) for a in argv],
+        "hypotheses_sha256": hashlib.sha256(hypotheses.encode()).hexdigest(),
+    }  # fmt: skip
+    if METHODS[method][1]:
+        record["target_arcs"] = supervised_target_arcs(args, tokenizer)
+    path = runs / f"{name}.json"
+    path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    if not args.keep_models:
+        shutil.rmtree(out, ignore_errors=True)
+    print(f"=== {name}: test BLEU {record['test']['bleu']:.2f} chrF {record['test']['chrf']:.2f} "
+          f"({record['train_minutes']:.1f} training minutes) -> {path}", flush=True)  # fmt: skip
+    return path
+
+
+def _relative(arg: str) -> str:
+    """No absolute path of this machine in a committed file."""
+    for base, label in ((Path(DATA).resolve(), "../shared/data"), (ROOT.resolve(), ".")):
+        if arg.startswith(str(base)):
+            return label + arg[len(str(base)) :]
+    return arg
+
+
+def _git_commit() -> str | None:
+    try:
+        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Aggregate: everything below reads only the unit files
+# ------------------------------------------------------------------------------------------------------------------
+def load_units(results: Path) -> list[dict]:
+    units = []
+    for path in sorted((results / "runs").glob("*.json")):
+        unit = json.loads(path.read_text(encoding="utf-8"))
+        unit["hypotheses"] = (path.parent / f"{unit['unit']}.test.txt").read_text(encoding="utf-8").split("\n")[:-1]
+        units.append(unit)
+    order = list(METHODS)
+    return sorted(units, key=lambda u: (order.index(u["method"]) if u["method"] in order else 99, u["seed"]))
+
+
+def mean_std(values: list[float]) -> str:
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.2f}"
+    return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
+
+
+def aggregate(args) -> str | None:
+    from hf_syntax_mt.evaluation import paired_bootstrap
+
+    results = Path(args.results)
+    units = load_units(results)
+    if not units:
+        print(f"no unit files under {results / 'runs'} yet")
+        return None
+    references = files(Path(args.data), "test_2016_flickr")["tgt"].read_text(encoding="utf-8").split("\n")[:-1]
+    by_key = {(u["method"], u["seed"]): u for u in units}
+    for u in units:
+        base = by_key.get(("vanilla", u["seed"]))
+        if base is not None and u["method"] != "vanilla":
+            refs = references[: len(u["hypotheses"])]
+            u["bootstrap"] = paired_bootstrap(base["hypotheses"], u["hypotheses"], refs, args.bootstrap_samples)
+    methods = [m for m in METHODS if any(u["method"] == m for u in units)]
+    lines = [
+        "| method | seeds | BLEU | chrF | RIBES | BLEU last step | ΔBLEU vs vanilla (p) per seed | best head UAS "
+        "(layer, head) | train min | tokens/s | device |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for m in methods:
+        us = [u for u in units if u["method"] == m]
+        boot = ", ".join(f"{b['bleu']['system'] - b['bleu']['baseline']:+.2f} ({b['bleu']['p_value']:.3f})"
+                         for u in us if (b := u.get("bootstrap")))  # fmt: skip
+        uas = ", ".join(f"{a['best']['score']:.3f} ({a['best']['layer']},{a['best']['head']})"
+                        for u in us if (a := u.get("attention")))  # fmt: skip
+        last = [u["test_last_step"]["bleu"] for u in us if u.get("test_last_step")]
+        lines.append(
+            f"| {m} | {','.join(str(u['seed']) for u in us)} | {mean_std([u['test']['bleu'] for u in us])} "
+            f"| {mean_std([u['test']['chrf'] for u in us])} | {mean_std([u['test']['ribes'] * 100 for u in us])} "
+            f"| {mean_std(last)} | {boot or '-'} | {uas or '-'} "
+            f"| {mean_std([u['train_minutes'] for u in us])} | {statistics.mean(u['tokens_per_second'] for u in us):.0f} "
+            f"| {us[0]['device']} |"
+        )  # fmt: skip
+    labels = [b["bucket"] for b in units[0]["buckets"]]
+    lines += ["", "BLEU by source length (words), mean over seeds:", "",
+              "| method | " + " | ".join(f"{b['bucket']} (n={b['count']})" for b in units[0]["buckets"]) + " |",
+              "|---|" + "---|" * len(labels)]  # fmt: skip
+    for m in methods:
+        us = [u for u in units if u["method"] == m]
+        cells = [statistics.mean(next(b["bleu"] for b in u["buckets"] if b["bucket"] == lab) for u in us)
+                 for lab in labels]  # fmt: skip
+        lines.append(f"| {m} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
+    arcs = [u for u in units if u.get("target_arcs")]
+    if arcs:
+        a = arcs[0]["target_arcs"]
+        lines += ["", f"Target arcs the decoder parse loss supervises on the training set: {a['causal']:,} of "
+                  f"{a['arcs']:,} ({a['causal'] / a['arcs']:.1%}) by default (arcs to later tokens left out), "
+                  f"{a['full_context']:,} ({a['full_context'] / a['arcs']:.1%}) with decoder_dbsa_full_context."]  # fmt: skip
+    first = units[0]
+    lines += ["", f"BLEU: `{first['test']['bleu_signature']}`", f"chrF: `{first['test']['chrf_signature']}`"]
+    booted = [u for u in units if u.get("bootstrap")]
+    if booted:
+        lines.append(f"Paired bootstrap: `{booted[0]['bootstrap']['bleu']['signature']}`")
+    lines += ["", "Units (model signatures):", ""] + [f"- {u['unit']} ({u['device']}, commit "
+              f"{(u.get('commit') or '?')[:10]}): `{u['model_signature']}`" for u in units]  # fmt: skip
+    text = "\n".join(lines) + "\n"
+    (results / "results.md").write_text(text, encoding="utf-8")
+    plot_curves(units, results / "curves.png")
+    print(text)
+    return text
+
+
+def plot_curves(units: list[dict], path: Path) -> None:
+    from hf_syntax_mt.evaluation import _pyplot
+
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    colors = {m: f"C{i}" for i, m in enumerate(METHODS)}
+    for u in units:
+        points = [p for p in u["curve"] if "eval_bleu" in p]
+        if not points:
+            continue
+        style = dict(color=colors.get(u["method"], "k"), alpha=0.8, marker=".",
+                     label=u["method"] if u["seed"] == min(v["seed"] for v in units if v["method"] == u["method"]) else None)  # fmt: skip
+        axes[0].plot([p["step"] for p in points], [p["eval_bleu"] for p in points], **style)
+        axes[1].plot([p["train_minutes"] for p in points], [p["eval_bleu"] for p in points], **style)
+    axes[0].set_xlabel("training step")
+    axes[1].set_xlabel("training minutes (evaluation time left out; see each unit's device)")
+    for ax in axes:
+        ax.set_ylabel("validation BLEU (first 400 val pairs, beam 4)")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle("Multi30k en->de: validation BLEU during training, one line per unit")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    runs = Path(args.results) / "runs"
+    plan = [parse_unit(u) for u in args.units] if args.units else PLAN
+    done = {p.stem for p in runs.glob("*.json")} if runs.is_dir() else set()
+    if args.list:
+        for method, seed in PLAN:
+            print(f"{'done' if unit_name(method, seed) in done else 'todo'}  {unit_name(method, seed)}")
+        return 0
+    if args.aggregate:
+        aggregate(args)
+        return 0
+    import torch
+
+    device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    torch.set_num_threads(args.threads)
+    if device == "cuda":  # full fp32 matmuls, as on the CPU
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    start, ran = time.perf_counter(), 0
+    for method, seed in plan:
+        if unit_name(method, seed) in done:
+            print(f"skip {unit_name(method, seed)} (done)")
+            continue
+        if args.time_limit is not None and (time.perf_counter() - start) / 60 > args.time_limit:
+            print(f"time limit of {args.time_limit} minutes reached: stopping before {unit_name(method, seed)}")
+            break
+        if args.max_units is not None and ran >= args.max_units:
+            break
+        run_unit(args, method, seed, device)
+        ran += 1
+        if not args.no_aggregate:
+            aggregate(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""Word alignments you can measure: Pharaoh files, alignment error rate, symmetrisation, and word-level alignments of a
+corpus read off a model's cross-attention (`hf-syntax-mt align`, `hf-syntax-mt aer`).
+
+Pharaoh format (fast_align, GIZA++, eflomal, awesome-align): one line per sentence pair, space-separated links
+``i-j`` (source word i, target word j, 0-based unless said otherwise); gold files add possible links ``ipj``.
+
+AER (Och & Ney 2000): ``1 - (|A ∩ S| + |A ∩ P|) / (|A| + |S|)``, with A the predicted links, S the sure gold links
+and P the possible ones (sure links are possible too), summed over the corpus.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+Link = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class GoldAlignment:
+    """The gold links of one pair: ``sure`` ⊆ ``possible``."""
+
+    sure: frozenset[Link]
+    possible: frozenset[Link]
+
+
+def parse_pharaoh(line: str, one_indexed: bool = False, where: str = "line") -> GoldAlignment:
+    """Links of one Pharaoh line: ``i-j`` (sure) and ``ipj`` (possible). Errors say which token of ``where``."""
+    sure, possible = set(), set()
+    for token in line.split():
+        sep = "-" if "-" in token else "p" if "p" in token else None
+        left, _, right = token.partition(sep) if sep else (token, "", "")
+        if sep is None or not left.isdigit() or not right.isdigit():
+            raise ValueError(f"{where}: {token!r} is not a link 'i-j' (sure) or 'ipj' (possible)")
+        i, j = int(left) - one_indexed, int(right) - one_indexed
+        if i < 0 or j < 0:
+            raise ValueError(f"{where}: link {token!r} is below the first index ({int(one_indexed)})")
+        possible.add((i, j))
+        if sep == "-":
+            sure.add((i, j))
+    return GoldAlignment(frozenset(sure), frozenset(possible))
+
+
+def read_pharaoh(path: str | os.PathLike, one_indexed: bool = False) -> list[GoldAlignment]:
+    """Every line of a Pharaoh file (empty lines = no link); errors name the file and line."""
+    from .evaluation import read_lines
+
+    return [parse_pharaoh(line, one_indexed, f"{path}:{k}") for k, line in enumerate(read_lines(path), start=1)]
+
+
+def format_pharaoh(links: Iterable[Link]) -> str:
+    return " ".join(f"{i}-{j}" for i, j in sorted(links))
+
+
+def alignment_error_rate(predicted: Sequence[Iterable[Link] | GoldAlignment], gold: Sequence[GoldAlignment]) -> dict:
+    """Corpus AER, precision (against P) and recall (against S), with the link counts. ``predicted[k]`` is a set of
+    links or a `GoldAlignment` (its sure links count)."""
+    if len(predicted) != len(gold):
+        raise ValueError(f"{len(predicted)} predicted alignments but {len(gold)} gold ones: the files must be line aligned")
+    a = s = a_s = a_p = 0
+    for pred, g in zip(predicted, gold, strict=True):
+        links = set(pred.sure if isinstance(pred, GoldAlignment) else pred)
+        a, s = a + len(links), s + len(g.sure)
+        a_s, a_p = a_s + len(links & g.sure), a_p + len(links & g.possible)
+    return {
+        "aer": 1.0 - (a_s + a_p) / (a + s) if a + s else 0.0,
+        "precision": a_p / a if a else 0.0,
+        "recall": a_s / s if s else 0.0,
+        "predicted_links": a, "sure_links": s, "predicted_sure": a_s, "predicted_possible": a_p, "pairs": len(gold),
+    }  # fmt: skip
+
+
+def symmetrize(forward: set[Link], reverse: set[Link], method: str = "grow-diag-final-and") -> set[Link]:
+    """Combine two directions' links (both as (source, target)): ``intersection``, ``union`` or
+    ``grow-diag-final-and`` (Koehn et al. 2003, as in Moses and fast_align's atools)."""
+    inter, union = forward & reverse, forward | reverse
+    if method == "intersection":
+        return set(inter)
+    if method == "union":
+        return set(union)
+    if method != "grow-diag-final-and":
+        raise ValueError(f"symmetrization {method!r}: use intersection, union or grow-diag-final-and")
+    links = set(inter)
+    neighbours = [(-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1)]
+
+    def src_aligned(i):
+        return any(a == i for a, _ in links)
+
+    def tgt_aligned(j):
+        return any(b == j for _, b in links)
+
+    added = True
+    while added:  # grow-diag: neighbours in the union that align a so far unaligned word
+        added = False
+        for i, j in sorted(links):
+            for di, dj in neighbours:
+                cand = (i + di, j + dj)
+                if cand in union and cand not in links and (not src_aligned(cand[0]) or not tgt_aligned(cand[1])):
+                    links.add(cand)
+                    added = True
+    for direction in (forward, reverse):  # final-and: links whose words are both still unaligned
+        for i, j in sorted(direction):
+            if not src_aligned(i) and not tgt_aligned(j):
+                links.add((i, j))
+    return links
+
+
+def read_parallel_words(source: str | os.PathLike | None, target: str | os.PathLike | None,
+                        joined: str | os.PathLike | None = None) -> tuple[list[list[str]], list[list[str]]]:  # fmt: skip
+    """Whitespace-tokenised pairs from two line-aligned files, or one ``src ||| tgt`` file."""
+    from .evaluation import read_lines
+
+    if joined is not None:
+        src, tgt = [], []
+        for k, line in enumerate(read_lines(joined), start=1):
+            if line.count(" ||| ") != 1:
+                raise ValueError(f"{joined}:{k}: expected 'source ||| target', got {line[:80]!r}")
+            a, b = line.split(" ||| ")
+            src.append(a.split())
+            tgt.append(b.split())
+        return src, tgt
+    if source is None or target is None:
+        raise ValueError("give a source and a target file, or one 'src ||| tgt' file")
+    src, tgt = read_lines(source), read_lines(target)
+    if len(src) != len(tgt):
+        raise ValueError(f"{source} has {len(src)} lines but {target} has {len(tgt)}: the files must be line aligned")
+    return [s.split() for s in src], [t.split() for t in tgt]
+
+
+def align_corpus(model, tokenizer, sources: Sequence[Sequence[str]], targets: Sequence[Sequence[str]],
+                 layer: int | None = None, batch_size: int = 32, progress: bool = True) -> list[set[Link]]:  # fmt: skip
+    """Word-level links read off decoder layer ``layer``'s cross-attention (heads averaged; every subword's row
+    averaged into its word, every source word's subword columns summed), each target word linked to its argmax
+    source word. Sentences are given as words; the tokenizer's ``word_ids()`` maps subwords back to them.
+
+    An empty side gives no link. Models that read parses (PASCAL, tree heads) need them as inputs and are refused.
+    """
+    import torch
+    from tqdm.auto import tqdm
+
+    from .alignment import align
+
+    config = model.config
+    if getattr(config, "needs_source_parse", False):
+        raise ValueError("align_corpus runs the model without parses: this model's syntax heads need them")
+    if not getattr(tokenizer, "is_fast", False):
+        raise ValueError("align_corpus needs a fast tokenizer (word_ids()) to merge subwords into words")
+    out: list[set[Link]] = []
+    pad = tokenizer.pad_token_id
+    steps = range(0, len(sources), batch_size)
+    for start in tqdm(steps, desc="Aligning", unit="batch", disable=not progress):
+        src, tgt = sources[start : start + batch_size], targets[start : start + batch_size]
+        keep = [k for k in range(len(src)) if src[k] and tgt[k]]
+        links: list[set[Link]] = [set() for _ in src]
+        if keep:
+            enc = tokenizer([" ".join(src[k]) for k in keep], text_target=[" ".join(tgt[k]) for k in keep],
+                            padding=True, return_tensors="pt")  # fmt: skip
+            src_words = [enc.word_ids(b) for b in range(len(keep))]
+            lab = tokenizer(text_target=[" ".join(tgt[k]) for k in keep], padding=True)
+            tgt_words = [lab.word_ids(b) for b in range(len(keep))]
+            labels = enc["labels"].masked_fill(enc["labels"] == pad, -100)
+            with torch.no_grad():
+                result = align(model, enc["input_ids"], labels, enc["attention_mask"], layer, src_words, tgt_words)
+            for b, k in enumerate(keep):
+                links[k] = set(result[b].links)
+        out.extend(links)
+    return out
+
+
+__all__ = [
+    "GoldAlignment",
+    "align_corpus",
+    "alignment_error_rate",
+    "format_pharaoh",
+    "parse_pharaoh",
+    "read_parallel_words",
+    "read_pharaoh",
+    "symmetrize",
+]
