@@ -603,17 +603,38 @@ def build_config_and_model(model_args: ModelArguments, tokenizer, seed: int, sou
 # The run
 # ------------------------------------------------------------------------------------------------------------------
 def portable_paths(values: dict) -> dict:
-    """`values` with every local path (absolute, or naming an existing file or directory) replaced by its file name:
+    """`values` with every local path (absolute, or a relative path to an existing file) replaced by its file name:
     the run file and the model card travel with the model, the training machine's paths do not."""
 
     def portable(v):
         if isinstance(v, list):
             return [portable(x) for x in v]
-        if isinstance(v, str) and v and (os.path.isabs(v) or os.path.exists(v)):
+        if isinstance(v, str) and (os.path.isabs(v) or (os.sep in v and os.path.exists(v))):
             return Path(v).resolve().name
         return v
 
     return {k: portable(v) for k, v in values.items()}
+
+
+def scrub_local_paths(output_dir: Path, training_args) -> None:
+    """Rewrite what the Trainer saved with local paths in it (`training_args.bin`: output_dir, logging_dir, ...;
+    `trainer_state.json`: best_model_checkpoint), in `output_dir` and its checkpoints, with file names instead."""
+    import copy
+
+    import torch
+
+    args = copy.copy(training_args)
+    fields = {f.name: getattr(training_args, f.name) for f in dataclasses.fields(training_args)}
+    for name, value in portable_paths(fields).items():
+        if value != fields[name]:
+            object.__setattr__(args, name, value)
+    for path in output_dir.glob("**/training_args.bin"):
+        torch.save(args, path)
+    for path in output_dir.glob("**/trainer_state.json"):
+        state = json.loads(path.read_text(encoding="utf-8"))
+        if state.get("best_model_checkpoint"):
+            state["best_model_checkpoint"] = portable_paths({"p": state["best_model_checkpoint"]})["p"]
+            path.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def _describe_data(data_args: DataArguments, raw: dict) -> str:
@@ -838,6 +859,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
             "data_args": portable_paths(dataclasses.asdict(data_args)),
         }  # fmt: skip
         (output_dir / RUN_INFO).write_text(json.dumps(info, indent=2), encoding="utf-8")
+        scrub_local_paths(output_dir, training_args)
         if do_train:
             training_text = (
                 f"{trainer.state.global_step} optimizer steps on {training_args.world_size} process(es), per-device "
