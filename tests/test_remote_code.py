@@ -54,9 +54,16 @@ ISOLATED = textwrap.dedent("""
             logits = model(**inputs).logits
         translate = pipeline("translation", model=spec["dir"], trust_remote_code=True)
         texts = [t["translation_text"] for t in translate(spec["texts"], max_new_tokens=8)]
+        # a model loaded from the flat copy saves a flat copy again, which loads the same model
+        resaved = spec["dir"] + "-resaved"
+        model.save_pretrained(resaved)
+        again = AutoModelForSeq2SeqLM.from_pretrained(resaved, trust_remote_code=True).eval()
+        with torch.no_grad():
+            resave_diff = (again(**inputs).logits - logits).abs().max().item()
         out[name] = {"config": type(config).__module__, "model": type(model).__module__,
                      "pipeline": type(translate).__module__, "logits": logits.tolist(), "texts": texts,
-                     "parser": None if translate.parser is None else translate.parser.signature()}
+                     "parser": None if translate.parser is None else translate.parser.signature(),
+                     "resave_diff": resave_diff, "resaved_files": sorted(p.name for p in Path(resaved).glob("*.py"))}
     out["leaked"] = sorted(m for m in sys.modules if m.split(".")[0] == "hf_syntax_mt")
     print("RESULT " + json.dumps(out))
 """)
@@ -139,6 +146,8 @@ def test_a_process_without_the_package_loads_and_translates_like_the_package(sav
         got = result[name]
         # the classes came from the copied directory, not from an installed package
         assert all(got[k].startswith("transformers_modules.") for k in ("config", "model", "pipeline")), got
+        assert got["resave_diff"] == 0.0
+        assert got["resaved_files"] == sorted(p.name for p in dirs[name].glob("*.py"))
         # in-process, with the installed package: same weights, same code -> the same logits and translations
         model = SyntaxMTForConditionalGeneration.from_pretrained(dirs[name]).eval()
         with torch.no_grad():
@@ -233,3 +242,20 @@ def test_optional_imports_stay_optional_and_module_level_ones_fail_at_save_time(
         build_bundle([Eager])
     with pytest.raises(RemoteCodeError, match="absolute import of 'pkg_b'"):
         build_bundle([Absolute])
+
+
+def test_marian_class_loads_a_pascal_checkpoint_but_computes_another_model(saved):
+    """Item 2's `MarianMTModel.from_pretrained(DIR)`: transformers gives no hook to refuse it (nothing of this package
+    runs when Marian reads the config), so the model card documents it (test_model_card); this test backs it: Marian loads
+    every weight of a PASCAL checkpoint and computes a different function, and loads a plain one unchanged."""
+    from transformers import MarianMTModel
+
+    dirs, models, tokenizer, sources, conllu = saved
+    enc = align_parse(tokenizer, get_parser("conllu", path=conllu).parse([sources[0]])[0], text=sources[0])
+    inputs = dict(input_ids=torch.tensor([enc["input_ids"]]), decoder_input_ids=torch.tensor([[0, 5, 6]]))
+    with torch.no_grad():
+        for name, differs in (("pascal", True), ("plain", False)):
+            marian = MarianMTModel.from_pretrained(dirs[name]).eval()
+            extra = {"parent_positions": torch.tensor([enc["parent_positions"]])} if name == "pascal" else {}
+            ours = models[name](**inputs, **extra).logits
+            assert torch.allclose(marian(**inputs).logits, ours, atol=1e-5) != differs, name
