@@ -129,7 +129,8 @@ def test_pipeline_refuses_a_config_parser_that_reads_a_local_file(tmp_path):
     assert SECRET not in str(error.value)
     # a parser passed in explicitly is the user's choice and is used as given
     (tmp_path / "given.conllu").write_text(CONLLU, encoding="utf-8")
-    translate = pipeline("syntax-translation", model=str(pascal), parser=get_parser("conllu", path=tmp_path / "given.conllu"))
+    given = get_parser("conllu", path=tmp_path / "given.conllu")
+    translate = pipeline("syntax-translation", model=str(pascal), parser=given)
     assert isinstance(translate("Le chat dort.", max_new_tokens=3)[0]["translation_text"], str)
     # a model without syntax options ignores whatever its config records: it never builds nor calls a parser
     plain = tiny_model(tmp_path, "plain", source_parser=bad)

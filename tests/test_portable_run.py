@@ -57,8 +57,9 @@ def test_a_run_from_conllu_saves_no_local_path_and_a_plain_model_needs_no_parser
 
 
 def pascal_args(source_parser: dict) -> ModelArguments:
+    overrides = f"source_parser={json.dumps(source_parser)}"
     return ModelArguments(d_model=16, encoder_layers=1, decoder_layers=1, attention_heads=2, ffn_dim=32,
-                          encoder_pascal_heads=[1], config_overrides=f"source_parser={json.dumps(source_parser)}")  # fmt: skip
+                          encoder_pascal_heads=[1], config_overrides=overrides)  # fmt: skip
 
 
 def test_the_parser_that_made_the_conllu_is_recorded_with_its_version():

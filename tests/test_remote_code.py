@@ -1,7 +1,8 @@
 """A saved model works without the package (issue 15, items 1 and 2): `save_pretrained` writes a flat, self-contained
-copy of the code the config, model and pipeline need, and a Python process that cannot import `hf_syntax_mt` loads
-the copied directory with the Auto classes and `pipeline("translation", trust_remote_code=True)` and gets the outputs
-of the installed package. The bundler itself is tested on small hand-made packages."""
+copy of the code the config, model and pipeline need, and a Python process that sees only torch, transformers and
+their requirements (no `hf_syntax_mt`, no `datasets`, no parser library) loads the copied directory with the Auto
+classes and `pipeline("translation", trust_remote_code=True)` and gets the outputs of the installed
+package. The bundler itself is tested on small hand-made packages."""
 
 import ast
 import importlib
@@ -26,13 +27,16 @@ from hf_syntax_mt.data.synthetic import write_corpus
 from hf_syntax_mt.remote_code import AVAILABLE_PACKAGES, RemoteCodeError, build_bundle
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
-# Runs in `python -I` (no PYTHONPATH, no user site): drop every path that holds the package (the editable install
-# adds one), check it is gone, then refuse any later import of it, so the bundle cannot reach it by any route.
+# Runs in `python -I -S` (no PYTHONPATH, no site-packages) on a site folder that holds only torch, transformers and
+# their requirements (`clean_site`), as a machine with only those installed. It checks that neither the package nor
+# the optional libraries are importable, then refuses any import of the package, so the bundle cannot reach it.
 ISOLATED = textwrap.dedent("""
     import importlib.abc, importlib.util, json, sys
     from pathlib import Path
+    sys.path.insert(0, sys.argv[2])
     sys.path[:] = [p for p in sys.path if not (Path(p or ".") / "hf_syntax_mt").exists()]
-    assert importlib.util.find_spec("hf_syntax_mt") is None, "hf_syntax_mt is still importable"
+    for name in ("hf_syntax_mt", "datasets", "spacy", "stanza", "matplotlib", "sacrebleu"):
+        assert importlib.util.find_spec(name) is None, f"{name} is importable"
 
     class Refuse(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path=None, target=None):
@@ -67,6 +71,34 @@ ISOLATED = textwrap.dedent("""
     out["leaked"] = sorted(m for m in sys.modules if m.split(".")[0] == "hf_syntax_mt")
     print("RESULT " + json.dumps(out))
 """)
+
+
+@pytest.fixture(scope="module")
+def clean_site(tmp_path_factory):
+    """A folder of links to torch, transformers and the distributions they require (markers evaluated, no extras):
+    the site-packages of a clean environment with only torch and transformers installed."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    site = tmp_path_factory.mktemp("clean-site")
+    seen, todo = set(), ["torch", "transformers"]
+    while todo:
+        name = todo.pop().lower().replace("_", "-")
+        if name in seen:
+            continue
+        seen.add(name)
+        dist = metadata.distribution(name)
+        for text in dist.requires or []:
+            requirement = Requirement(text)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(requirement.name)
+        for top in {Path(str(f)).parts[0] for f in dist.files or [] if not str(f).startswith("..")}:
+            source = Path(dist.locate_file(top))
+            if source.exists() and top != "__pycache__" and not top.endswith(".pth") and not (site / top).exists():
+                (site / top).symlink_to(source)
+    assert {"torch", "transformers"} <= {p.name for p in site.iterdir()} and not (site / "hf_syntax_mt").exists()
+    return site
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +154,7 @@ def reference_translation(model, tokenizer, parser, text):
     return tokenizer.decode(ids[0], skip_special_tokens=True)
 
 
-def test_a_process_without_the_package_loads_and_translates_like_the_package(saved, tmp_path):
+def test_a_process_without_the_package_loads_and_translates_like_the_package(saved, clean_site, tmp_path):
     dirs, models, tokenizer, sources, conllu = saved
     unseen = "this sentence is in no CoNLL-U file"
     enc = align_parse(tokenizer, get_parser("conllu", path=conllu).parse([sources[0]])[0], text=sources[0])
@@ -136,8 +168,8 @@ def test_a_process_without_the_package_loads_and_translates_like_the_package(sav
     }  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env.update(HF_MODULES_CACHE=str(tmp_path / "modules"), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
-    done = subprocess.run([sys.executable, "-I", "-c", ISOLATED, json.dumps(job)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    command = [sys.executable, "-I", "-S", "-c", ISOLATED, json.dumps(job), str(clean_site)]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.split("RESULT ", 1)[1])
     assert result["leaked"] == []
@@ -246,8 +278,8 @@ def test_optional_imports_stay_optional_and_module_level_ones_fail_at_save_time(
 
 def test_marian_class_loads_a_pascal_checkpoint_but_computes_another_model(saved):
     """Item 2's `MarianMTModel.from_pretrained(DIR)`: transformers gives no hook to refuse it (nothing of this package
-    runs when Marian reads the config), so the model card documents it (test_model_card); this test backs it: Marian loads
-    every weight of a PASCAL checkpoint and computes a different function, and loads a plain one unchanged."""
+    runs when Marian reads the config), so the model card documents it (test_model_card); this test backs it: Marian
+    loads every weight of a PASCAL checkpoint and computes a different function, and loads a plain one unchanged."""
     from transformers import MarianMTModel
 
     dirs, models, tokenizer, sources, conllu = saved

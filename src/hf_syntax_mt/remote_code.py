@@ -64,7 +64,7 @@ class RemoteCodeBundle:
 def _module_file(name: str, needed_by: str) -> Path:
     spec = importlib.util.find_spec(name)
     if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
-        raise RemoteCodeError(f"{needed_by} imports {name!r}, which is not a Python source file: it cannot be bundled.")
+        raise RemoteCodeError(f"{needed_by} imports {name!r}, which is not a Python source file: it cannot be copied.")
     if spec.submodule_search_locations is not None:
         raise RemoteCodeError(
             f"{needed_by} imports from the package {name!r} (its __init__.py): the remote-code bundle is flat, so "
@@ -145,9 +145,10 @@ def _rewrite(name: str, path: Path, flat: dict[str, str], root: str) -> str:
             names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in node.names)
             edits.append((node, [f"from .{target} import {names}"]))
             continue
-        tops = {a.name.split(".")[0] for a in node.names} if isinstance(node, ast.Import) else {node.module.split(".")[0]}
+        modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+        tops = {m.split(".")[0] for m in modules}
         if root in tops:
-            raise RemoteCodeError(f"{where}: an absolute import of {root!r}; import it relatively (`from .x import y`).")
+            raise RemoteCodeError(f"{where}: an absolute import of {root!r}; import it relatively (from .x import y).")
         optional = sorted(tops - AVAILABLE_PACKAGES)
         if not optional or _inside(node, parents, (ast.Try,)):
             continue

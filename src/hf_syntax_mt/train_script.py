@@ -587,7 +587,9 @@ def build_config_and_model(model_args: ModelArguments, tokenizer, seed: int, sou
         for key in ("model_type", "transformers_version", "architectures"):
             values.pop(key, None)
         if not model_args.vanilla_marian:
-            parser_config = recordable_parser_config(overrides["source_parser"]) if "source_parser" in overrides else source_parser
+            parser_config = source_parser
+            if "source_parser" in overrides:
+                parser_config = recordable_parser_config(overrides["source_parser"])
             if parser_config is not None:
                 values["source_parser"] = parser_config
         config = config_class(**values)
