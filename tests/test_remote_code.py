@@ -257,9 +257,11 @@ def test_optional_imports_stay_optional_and_module_level_ones_fail_at_save_time(
         "pkg_b/lazy.py": "def load():\n    import datasets\n    return datasets\n\nclass Lazy:\n    pass\n",
         "pkg_b/eager.py": "import datasets\n\nclass Eager:\n    pass\n",
         "pkg_b/absolute.py": "from pkg_b.lazy import load\n\nclass Absolute:\n    pass\n",
+        "pkg_b/guarded.py": "try:\n    import datasets\nexcept ImportError:\n    datasets = None\n\nclass Guarded:\n    pass\n",
     })  # fmt: skip
     from pkg_b.absolute import Absolute
     from pkg_b.eager import Eager
+    from pkg_b.guarded import Guarded
     from pkg_b.lazy import Lazy
 
     text = build_bundle([Lazy]).files["lazy"]
@@ -270,6 +272,8 @@ def test_optional_imports_stay_optional_and_module_level_ones_fail_at_save_time(
     namespace = {}
     exec(compile(text, "lazy.py", "exec"), namespace)
     assert namespace["load"]().__name__ == "datasets"  # ... and the function still imports it
+    guarded = build_bundle([Guarded]).files["guarded"]  # already optional: copied as it is
+    assert guarded.split("\n", 1)[1] == (on_path / "pkg_b" / "guarded.py").read_text()
     with pytest.raises(RemoteCodeError, match="module-level import of datasets.*Import it inside the function"):
         build_bundle([Eager])
     with pytest.raises(RemoteCodeError, match="absolute import of 'pkg_b'"):

@@ -86,59 +86,61 @@ def _relative_target(node: ast.ImportFrom, module: str, path: Path) -> str:
     return importlib.util.resolve_name("." * node.level + node.module, _package_of(module, path))
 
 
-def _walk(roots: list[str]) -> dict[str, Path]:
-    """Every module reachable from `roots` through relative imports: dotted name -> file."""
-    found: dict[str, Path] = {}
+def _imports(body: list[ast.stmt], in_function: bool = False, in_try: bool = False):
+    """Every import statement in `body` (recursively: imports are statements, so only statement bodies are visited),
+    with whether it sits inside a function and inside a `try` block."""
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node, in_function, in_try
+            continue
+        function = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        guarded = in_try or isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try)))  # all of try/except/else
+        for part in ("body", "orelse", "finalbody"):
+            yield from _imports(getattr(node, part, None) or [], function, guarded)
+        for block in [*getattr(node, "handlers", []), *getattr(node, "cases", [])]:  # except clauses, match cases
+            yield from _imports(block.body, function, guarded)
+
+
+def _parse(path: Path) -> tuple[str, ast.Module]:
+    source = path.read_text(encoding="utf-8")
+    return source, ast.parse(source, filename=str(path))
+
+
+def _walk(roots: list[str]) -> dict[str, tuple[Path, str, ast.Module]]:
+    """Every module reachable from `roots` through relative imports: dotted name -> (file, source, tree)."""
+    found: dict[str, tuple[Path, str, ast.Module]] = {}
     todo = [(r, "save_pretrained") for r in roots]
     while todo:
         name, needed_by = todo.pop()
         if name in found:
             continue
         path = _module_file(name, needed_by)
-        found[name] = path
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node in ast.walk(tree):
+        found[name] = (path, *_parse(path))
+        for node, _, _ in _imports(found[name][2].body):
             if isinstance(node, ast.ImportFrom) and node.level > 0:
                 todo.append((_relative_target(node, name, path), name))
     return found
 
 
-def _flat_names(modules: dict[str, Path]) -> dict[str, str]:
+def _flat_names(modules: dict[str, tuple[Path, str, ast.Module]]) -> dict[str, str]:
     """File stem, unless two different files share it; then the dotted module name joined by `_`. The same file
     content under two module names (a flat folder that transformers loaded twice) is one module."""
     contents: dict[str, set[str]] = {}
-    for path in modules.values():
-        contents.setdefault(path.stem, set()).add(path.read_text(encoding="utf-8"))
-    names = {m: p.stem if len(contents[p.stem]) == 1 else m.replace(".", "_") for m, p in modules.items()}
+    for path, source, _ in modules.values():
+        contents.setdefault(path.stem, set()).add(source)
+    names = {m: p.stem if len(contents[p.stem]) == 1 else m.replace(".", "_") for m, (p, _, _) in modules.items()}
     clash: dict[str, set[str]] = {}
     for m, n in names.items():
-        clash.setdefault(n, set()).add(modules[m].read_text(encoding="utf-8"))
+        clash.setdefault(n, set()).add(modules[m][1])
     if bad := sorted(n for n, texts in clash.items() if len(texts) > 1):
         raise RemoteCodeError(f"different modules would be written as {bad}: rename one of them.")
     return names
 
 
-def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
-    return {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-
-
-def _inside(node: ast.AST, parents: dict, kinds: tuple[type, ...]) -> bool:
-    while node in parents:
-        node = parents[node]
-        if isinstance(node, kinds):
-            return True
-    return False
-
-
-def _rewrite(name: str, path: Path, flat: dict[str, str], root: str) -> str:
-    source = path.read_text(encoding="utf-8")
+def _rewrite(name: str, path: Path, source: str, tree: ast.Module, flat: dict[str, str], root: str) -> str:
     lines = source.splitlines(keepends=True)
-    tree = ast.parse(source, filename=str(path))
-    parents = _parents(tree)
     edits: list[tuple[ast.stmt, list[str]]] = []  # statement -> replacement lines (without the indentation prefix)
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.Import, ast.ImportFrom)):
-            continue
+    for node, in_function, in_try in _imports(tree.body):
         where = f"{name} line {node.lineno}"
         if isinstance(node, ast.ImportFrom) and node.level > 0:
             target = flat[_relative_target(node, name, path)]
@@ -150,9 +152,9 @@ def _rewrite(name: str, path: Path, flat: dict[str, str], root: str) -> str:
         if root in tops:
             raise RemoteCodeError(f"{where}: an absolute import of {root!r}; import it relatively (from .x import y).")
         optional = sorted(tops - AVAILABLE_PACKAGES)
-        if not optional or _inside(node, parents, (ast.Try,)):
+        if not optional or in_try:
             continue
-        if not _inside(node, parents, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if not in_function:
             raise RemoteCodeError(
                 f"{where}: a module-level import of {', '.join(optional)}, which a machine with only torch and "
                 "transformers lacks, in a module the saved model needs. Import it inside the function that uses it."
@@ -176,10 +178,10 @@ def build_bundle(classes: list[type], version: str = "") -> RemoteCodeBundle:
     root = min(modules, key=len).split(".")[0]
     flat = _flat_names(modules)
     bundle = RemoteCodeBundle(flat_names=flat)
-    for name, path in sorted(modules.items()):
+    for name, (path, source, tree) in sorted(modules.items()):
         if flat[name] in bundle.files:  # the same file under a second module name
             continue
-        source = _rewrite(name, path, flat, root)
+        source = _rewrite(name, path, source, tree, flat, root)
         if not source.startswith(HEADER[:26]):
             source = HEADER.format(version=version, module=name) + source
         compile(source, f"{flat[name]}.py", "exec")  # the rewrite must stay valid Python
