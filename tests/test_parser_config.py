@@ -8,7 +8,7 @@ from transformers import pipeline
 
 import hf_syntax_mt  # noqa: F401  (registers "syntax-translation")
 from hf_syntax_mt.data.parser_config import parser_from_config, portable_parser_config
-from hf_syntax_mt.data.parsers import ConllParser, ParserNotAvailableError, get_parser
+from hf_syntax_mt.data.parsers import ConllParser, Parser, ParserNotAvailableError, get_parser
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
 CONLLU = """# text = Le chat dort.
@@ -105,9 +105,33 @@ def test_a_recorded_spacy_parser_is_rebuilt_and_a_version_change_is_a_warning(ca
     assert "trained with version 2.0.0, version 3.8.0 is installed" in caplog.text
 
 
-def test_portable_parser_config_drops_local_paths(model_dir):
+class RecordedOnly(Parser):
+    """A parser that only reports its config (as a stanza parser would)."""
+
+    name = model = "stanza"
+
+    def __init__(self, **config):
+        self.config = config
+
+    def parse(self, texts):
+        raise AssertionError("not called")
+
+    def signature(self):
+        return "stanza:fr-default-1.15.0"
+
+    def to_config(self):
+        return dict(self.config)
+
+
+def test_portable_parser_config_drops_local_paths_and_refuses_what_a_config_may_not_carry(model_dir):
     assert portable_parser_config(None) is None
     assert portable_parser_config(ConllParser(model_dir / "parses" / "train.conllu")) is None
+    stanza = RecordedOnly(backend="stanza", lang="fr", model_dir="/home/someone/stanza_resources", version="1.15.0")
+    assert portable_parser_config(stanza) == {"backend": "stanza", "lang": "fr", "model_dir": None,
+                                              "version": "1.15.0"}  # fmt: skip
+    # refused at training time, not when someone loads the model
+    with pytest.raises(ValueError, match=r"\['tokenize_pretokenized'\]"):
+        portable_parser_config(RecordedOnly(backend="stanza", lang="fr", tokenize_pretokenized=True))
 
 
 def tiny_model(tmp_path, name, **options):

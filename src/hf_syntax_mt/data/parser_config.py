@@ -82,9 +82,9 @@ def conllu_paths(path: Any, model_dir: str | os.PathLike | None) -> list[Path]:
     return resolved
 
 
-def parser_from_config(options: dict, model_dir: str | os.PathLike | None = None) -> Parser:
-    """Build the parser a model config records (`config.source_parser`), after checking every option (see the module
-    docstring). `model_dir` is the local model directory; CoNLL-U paths are relative to it."""
+def check_parser_config(options: dict) -> tuple[str, dict]:
+    """Check recorded parser options (see the module docstring) without building anything; returns the backend and
+    the other options. Raises `ValueError` naming the first option that a config may not carry."""
     if not isinstance(options, dict) or not isinstance(options.get("backend"), str):
         raise ValueError(f"source_parser={options!r} in the model config needs a 'backend' key; {_FIX}.")
     options = dict(options)
@@ -96,34 +96,43 @@ def parser_from_config(options: dict, model_dir: str | os.PathLike | None = None
             f"source_parser option(s) {unknown} in the model config are not accepted from a config (they could make "
             f"the parser download models or read local files); {_FIX}."
         )
-    if backend == "conllu":
-        return get_parser("conllu", path=[str(p) for p in conllu_paths(options["path"], model_dir)])
     if backend == "spacy":
         _name(options, "model")
-        if importlib.util.find_spec(options["model"]) is None:  # spacy.load would also read a directory of that name
-            raise ParserNotAvailableError(
-                f"the spaCy pipeline {options['model']!r} that this model's config records is not installed: "
-                f"python -m spacy download {options['model']}, or {_FIX}."
-            )
         if not isinstance(options.get("batch_size", 1), int) or options.get("batch_size", 1) < 1:
             raise ValueError(f"source_parser batch_size={options['batch_size']!r} must be a positive integer.")
         exclude = options.get("exclude", [])
         if not isinstance(exclude, list) or not all(isinstance(e, str) for e in exclude):
             raise ValueError(f"source_parser exclude={exclude!r} must be a list of component names.")
-    else:
+    elif backend == "stanza":
         _name(options, "lang")
         _name(options, "package", required=False)
         if options.pop("model_dir", None) is not None:
             raise ValueError(f"source_parser model_dir is a local path and is not accepted from a config; {_FIX}.")
         if not isinstance(options.get("use_gpu", False), bool):
             raise ValueError(f"source_parser use_gpu={options['use_gpu']!r} must be true or false.")
+    return backend, options
+
+
+def parser_from_config(options: dict, model_dir: str | os.PathLike | None = None) -> Parser:
+    """Build the parser a model config records (`config.source_parser`), after checking every option (see the module
+    docstring). `model_dir` is the local model directory; CoNLL-U paths are relative to it."""
+    backend, options = check_parser_config(options)
+    if backend == "conllu":
+        return get_parser("conllu", path=[str(p) for p in conllu_paths(options["path"], model_dir)])
+    if backend == "spacy" and importlib.util.find_spec(options["model"]) is None:
+        # not an installed package: spacy.load would read a directory of that name instead
+        raise ParserNotAvailableError(
+            f"the spaCy pipeline {options['model']!r} that this model's config records is not installed: "
+            f"python -m spacy download {options['model']}, or {_FIX}."
+        )
     return get_parser(backend, **options)
 
 
 def portable_parser_config(parser: Parser | None) -> dict | None:
     """What to record as `config.source_parser` for a parser that can parse new text on another machine: spaCy and
     stanza configs as they are (they name installed models; a local `model_dir` is dropped), and `None` for a
-    CoNLL-U parser (its files hold the training text only, and their paths are local)."""
+    CoNLL-U parser (its files hold the training text only, and their paths are local). Options a config may not
+    carry (see the module docstring) raise `ValueError` now rather than when the model is loaded."""
     if parser is None:
         return None
     options = dict(parser.to_config())
@@ -131,6 +140,7 @@ def portable_parser_config(parser: Parser | None) -> dict | None:
         return None
     if options.get("model_dir") is not None:
         options["model_dir"] = None
+    check_parser_config(options)  # what the saved model's pipeline will accept, checked at training time already
     return options
 
 
