@@ -141,3 +141,27 @@ def test_read_parallel_words_errors_name_the_file(tmp_path):
     (tmp_path / "c").write_text("x ||| y\nno separator\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"c:2: expected 'source \|\|\| target'"):
         read_parallel_words(None, None, tmp_path / "c")
+
+
+@pytest.mark.parametrize("method", ["forward", "backward", "intersection", "grow-diag-final-and"])
+def test_align_corpus_with_a_symmetric_model_combines_both_directions(tiny_model, method, tmp_path):
+    from hf_syntax_mt import SymmetricTranslationModel
+
+    forward, tok, src, tgt = tiny_model
+    backward = build_model(model_config(tok, d_model=16, layers=2, heads=2, ffn_dim=32), seed=1).eval()
+    backward.config._attn_implementation = "eager"
+    joint = SymmetricTranslationModel.from_directions(forward, backward).eval()
+    got = align_corpus(joint, tok, src, tgt, batch_size=3, progress=False, method=method)
+    st = align_corpus(forward, tok, src, tgt, progress=False)
+    ts = [{(i, j) for j, i in links} for links in align_corpus(backward, tok, tgt, src, progress=False)]
+    expected = {"forward": st, "backward": ts}.get(method) or [symmetrize(a, b, method) for a, b in zip(st, ts, strict=True)]
+    assert got == expected
+    if method == "intersection":  # the command loads the joint model through AutoModel
+        joint.save_pretrained(tmp_path / "joint")
+        tok.save_pretrained(tmp_path / "joint")
+        (tmp_path / "src").write_text("\n".join(" ".join(s) for s in src) + "\n", encoding="utf-8")
+        (tmp_path / "tgt").write_text("\n".join(" ".join(t) for t in tgt) + "\n", encoding="utf-8")
+        assert cli_main(["align", "--model", str(tmp_path / "joint"), "--src", str(tmp_path / "src"), "--tgt",
+                         str(tmp_path / "tgt"), "--output", str(tmp_path / "out"), "--symmetrize", method]) == 0  # fmt: skip
+        lines = (tmp_path / "out").read_text(encoding="utf-8").split("\n")[:-1]
+        assert [parse_pharaoh(line).sure for line in lines] == expected

@@ -8,14 +8,19 @@ from .modeling_syntax_mt import (
     SyntaxMTModel,
     SyntaxMTPreTrainedModel,
 )
+from .symmetric import SymmetricTranslationConfig, SymmetricTranslationModel
 
 __version__ = "0.1.0"
 
 AutoConfig.register(SyntaxMTConfig.model_type, SyntaxMTConfig, exist_ok=True)
 AutoModel.register(SyntaxMTConfig, SyntaxMTModel, exist_ok=True)
 AutoModelForSeq2SeqLM.register(SyntaxMTConfig, SyntaxMTForConditionalGeneration, exist_ok=True)
+AutoConfig.register(SymmetricTranslationConfig.model_type, SymmetricTranslationConfig, exist_ok=True)
+AutoModel.register(SymmetricTranslationConfig, SymmetricTranslationModel, exist_ok=True)
 
 __all__ = [
+    "SymmetricTranslationConfig",
+    "SymmetricTranslationModel",
     "SyntaxMTConfig",
     "SyntaxMTForConditionalGeneration",
     "SyntaxMTModel",

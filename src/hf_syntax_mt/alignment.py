@@ -9,8 +9,8 @@ What lives here:
   the cache, and records probabilities for the alignment-based losses.
 - `GlobalFertility`: the contextual Normal fertility model N(f_i; mu(h_i), sigma^2(h_i)) whose negative
   log-likelihood is added to the loss after a pre-training phase.
-- `SymmetricTranslationModel` + `DataCollatorForSymmetricTranslation`: joint training of both directions with the
-  trace bonus, each direction saved as a normal model directory.
+- `DataCollatorForSymmetricTranslation`: batches for the joint training of both directions with the trace bonus
+  (the model: `hf_syntax_mt.symmetric.SymmetricTranslationModel`).
 - `align` / `Alignment` / `plot_alignment`: alignments out of a chosen layer's cross-attention, and a PNG plot.
 - `AlignmentTrainingCallback`: feeds the Trainer's step to the fertility schedule and logs the auxiliary losses.
 
@@ -53,7 +53,6 @@ from torch import nn
 from transformers import TrainerCallback
 from transformers import initialization as init
 from transformers.cache_utils import DynamicLayer, EncoderDecoderCache
-from transformers.utils import ModelOutput
 
 __all__ = [
     "Alignment",
@@ -62,8 +61,6 @@ __all__ = [
     "DataCollatorForSymmetricTranslation",
     "GlobalFertility",
     "StructuralAlignmentBias",
-    "SymmetricTranslationModel",
-    "SymmetricTranslationOutput",
     "align",
     "plot_alignment",
     "recording_alignment",
@@ -413,102 +410,6 @@ def symmetry_trace(
 
 
 @dataclass
-class SymmetricTranslationOutput(ModelOutput):
-    """Loss L = -log p(t|s) - log p(s|t) + gamma * B of the joint model, and its parts.
-
-    Args:
-        loss: the total loss.
-        forward_loss, backward_loss: translation losses (per target token, incl. any global-fertility term).
-        symmetry_bonus: B = -tr(alpha_{s->t} alpha_{t->s}) summed over the batch / forward target tokens (before
-            gamma).
-    """
-
-    loss: torch.Tensor | None = None
-    forward_loss: torch.Tensor | None = None
-    backward_loss: torch.Tensor | None = None
-    symmetry_bonus: torch.Tensor | None = None
-
-
-class SymmetricTranslationModel(nn.Module):
-    """Two `SyntaxMTForConditionalGeneration`s (s->t and t->s) trained jointly with the trace bonus.
-
-    L = -log p(t|s) - log p(s|t) + gamma * B, with B = -tr(alpha_{s->t} alpha_{t->s}) from the cross-attention of each
-    model's `alignment_layer`, heads averaged (`symmetry_trace`), normalised by the number of s->t target tokens.
-    Works with `Seq2SeqTrainer` and `DataCollatorForSymmetricTranslation` (the reverse direction's inputs are the
-    forward labels and vice versa, so the two models need vocabularies that share ids, e.g. Marian's joint vocab).
-    Save with `save_directions(dir)` (or `save_pretrained`), which writes `dir/forward` and `dir/backward`, two normal
-    model directories; with the Trainer use `save_strategy="no"` and call it at the end.
-
-    Args:
-        forward_model, backward_model: the two directions.
-        symmetry_weight: gamma (default: `forward_model.config.symmetry_weight`).
-        layers: decoder layers whose cross-attention is compared, (forward, backward) (default: each config's
-            `resolved_alignment_layer`).
-    """
-
-    # each direction's loss is a mean over its own tokens, so the Trainer scales for gradient accumulation itself
-    accepts_loss_kwargs = False
-
-    def __init__(self, forward_model, backward_model, symmetry_weight: float | None = None, layers=None):
-        super().__init__()
-        self.forward_model = forward_model
-        self.backward_model = backward_model
-        gamma = forward_model.config.symmetry_weight if symmetry_weight is None else symmetry_weight
-        if isinstance(gamma, bool) or not gamma >= 0:
-            raise ValueError(f"symmetry_weight={gamma!r} must be a number >= 0.")
-        self.symmetry_weight = float(gamma)
-        if layers is None:
-            layers = (forward_model.config.resolved_alignment_layer, backward_model.config.resolved_alignment_layer)
-        self.layers = tuple(layers)
-        self.auxiliary_loss_log = {}
-
-    @property
-    def config(self):
-        return self.forward_model.config
-
-    def forward(
-        self,
-        input_ids: torch.LongTensor,
-        labels: torch.LongTensor,
-        reverse_input_ids: torch.LongTensor,
-        reverse_labels: torch.LongTensor,
-        attention_mask: torch.Tensor | None = None,
-        reverse_attention_mask: torch.Tensor | None = None,
-    ) -> SymmetricTranslationOutput:
-        """`input_ids` `(B, I)` / `labels` `(B, J)` for s->t; `reverse_input_ids` `(B, J)` / `reverse_labels` `(B, I)`."""
-        with (
-            recording_alignment(self.forward_model, self.layers[0], enabled=self.symmetry_weight > 0) as rec_st,
-            recording_alignment(self.backward_model, self.layers[1], enabled=self.symmetry_weight > 0) as rec_ts,
-        ):
-            out_st = self.forward_model(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
-            out_ts = self.backward_model(
-                input_ids=reverse_input_ids, attention_mask=reverse_attention_mask, labels=reverse_labels
-            )
-        loss = out_st.loss + out_ts.loss
-        bonus = None
-        if self.symmetry_weight > 0:
-            forward_mask, backward_mask = labels != -100, reverse_labels != -100  # (B, J), (B, I)
-            trace = symmetry_trace(rec_st.probs, rec_ts.probs, forward_mask, backward_mask)  # (B,)
-            bonus = -trace.sum() / forward_mask.sum().clamp(min=1)  # B = -tr(alpha_st alpha_ts)
-            loss = loss + self.symmetry_weight * bonus
-        log_auxiliary_losses(self, forward_loss=out_st.loss, backward_loss=out_ts.loss, symmetry_bonus=bonus)
-        return SymmetricTranslationOutput(
-            loss=loss, forward_loss=out_st.loss, backward_loss=out_ts.loss, symmetry_bonus=bonus
-        )
-
-    def save_directions(self, save_directory: str | os.PathLike, **kwargs) -> tuple[str, str]:
-        """Write `save_directory/forward` and `save_directory/backward` with `save_pretrained`; returns both paths."""
-        paths = (os.path.join(save_directory, "forward"), os.path.join(save_directory, "backward"))
-        self.forward_model.save_pretrained(paths[0], **kwargs)
-        self.backward_model.save_pretrained(paths[1], **kwargs)
-        return paths
-
-    def save_pretrained(self, save_directory: str | os.PathLike, **kwargs) -> tuple[str, str]:
-        kwargs.pop("state_dict", None)  # each direction saves its own weights
-        return self.save_directions(save_directory, **kwargs)
-
-
-@dataclass
 class DataCollatorForSymmetricTranslation:
     """Pad a batch of `{"input_ids": [...], "labels": [...]}` rows for both directions of `SymmetricTranslationModel`.
 
@@ -713,7 +614,7 @@ class AlignmentTrainingCallback(TrainerCallback):
 
 
 def _prefixed_models(model: nn.Module):
-    if isinstance(model, SymmetricTranslationModel):
+    if hasattr(model, "forward_model") and hasattr(model, "backward_model"):  # SymmetricTranslationModel
         return [("forward_", model.forward_model), ("backward_", model.backward_model), ("", model)]
     return [("", model)] if hasattr(model, "auxiliary_loss_log") else []  # a SyntaxMTForConditionalGeneration
 
@@ -727,3 +628,12 @@ def log_auxiliary_losses(model: nn.Module, **losses: torch.Tensor | None) -> Non
         if value is not None:
             total, count = log.get(name, (0.0, 0))
             log[name] = (total + value.detach(), count + 1)
+
+
+def __getattr__(name: str):
+    # the joint model moved to `hf_syntax_mt.symmetric` (a PreTrainedModel now); the old import path still works
+    if name in ("SymmetricTranslationModel", "SymmetricTranslationOutput", "SymmetricTranslationConfig"):
+        from . import symmetric
+
+        return getattr(symmetric, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -222,15 +222,18 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _align(args: argparse.Namespace) -> int:
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM, AutoTokenizer
 
     import hf_syntax_mt  # noqa: F401  (registers the Auto classes)
     from hf_syntax_mt.word_alignment import align_corpus, format_pharaoh, read_parallel_words
 
     sources, targets = read_parallel_words(args.src, args.tgt, args.input)
-    model = AutoModelForSeq2SeqLM.from_pretrained(args.model, attn_implementation="eager")
+    config = AutoConfig.from_pretrained(args.model)
+    auto = AutoModel if config.model_type == "syntax_mt_symmetric" else AutoModelForSeq2SeqLM
+    model = auto.from_pretrained(args.model, attn_implementation="eager")
     tokenizer = AutoTokenizer.from_pretrained(args.model)
-    links = align_corpus(model, tokenizer, sources, targets, layer=args.layer, batch_size=args.batch_size)
+    links = align_corpus(model, tokenizer, sources, targets, layer=args.layer, batch_size=args.batch_size,
+                         method=args.symmetrize)  # fmt: skip
     text = "".join(format_pharaoh(pair) + "\n" for pair in links)
     if args.output == "-":
         sys.stdout.write(text)
@@ -342,6 +345,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--output", default="-", help="Pharaoh file (default: standard output)")
     a.add_argument("--layer", type=int, help="decoder layer whose cross-attention is read (default: the model's "
                    "alignment layer: the last biased layer, else the last layer)")  # fmt: skip
+    a.add_argument("--symmetrize", default="grow-diag-final-and",
+                   choices=["forward", "backward", "intersection", "union", "grow-diag-final-and"],
+                   help="with a symmetric model (both directions): how the two directions' links are combined")  # fmt: skip
     a.add_argument("--batch-size", type=int, default=32)
     a.set_defaults(func=_align)
 

@@ -59,9 +59,9 @@ class SyntaxMTConfig(MarianConfig):
         attention_init (`str`, *optional*, defaults to `"normal"`):
             Initialisation of the attention projections. `"normal"`: Marian's (normal, std `init_std` = 0.02), as a
             `MarianMTModel`. `"xavier"`: fairseq's (Xavier-uniform q/k/v with gain 1/sqrt(2), out projection gain 1),
-            whose attention scores start of order 1 rather than near 0, so that the Gaussian of a PASCAL head
-            (Eq. 2-3 multiply the scores) shapes its attention from the first step instead of scaling a near-uniform
-            one. Only the initial weights change, never Eqs. 1-3.
+            whose attention scores start larger. Eqs. 2-3 multiply a PASCAL head's scores by the Gaussian, so with
+            scores near 0 the head starts as uniform as a plain one and its gradient is scaled down away from the
+            parent; larger scores let the Gaussian act sooner. Only the initial weights change, never Eqs. 1-3.
         encoder_tree_heads (`list[int]`, *optional*):
             Number of syntax-directed attention heads (Chen et al. 2017, thesis review) in each encoder layer: the
             attention probabilities are multiplied by exp(-d^2 / (2 (D/2)^2)) with d the distance in the dependency

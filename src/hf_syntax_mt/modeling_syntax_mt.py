@@ -460,7 +460,7 @@ class SyntaxMTPreTrainedModel(MarianPreTrainedModel):
     def _init_weights(self, module):
         super()._init_weights(module)
         if hasattr(module, "xavier_gain") and getattr(self.config, "attention_init", "normal") == "xavier":
-            # fairseq MultiheadAttention.reset_parameters: scores start of order 1, so PASCAL's Gaussian bites at once
+            # fairseq MultiheadAttention.reset_parameters: larger initial scores for PASCAL's Gaussian to scale
             init.xavier_uniform_(module.weight, gain=module.xavier_gain)
         if isinstance(module, SyntaxMTAttention) and module.biaffine_u is not None:
             # U = I: a bi-affine head starts as a plain dot-product head (a retrofitted checkpoint is unchanged)

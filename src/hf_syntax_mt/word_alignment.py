@@ -129,10 +129,14 @@ def read_parallel_words(source: str | os.PathLike | None, target: str | os.PathL
 
 
 def align_corpus(model, tokenizer, sources: Sequence[Sequence[str]], targets: Sequence[Sequence[str]],
-                 layer: int | None = None, batch_size: int = 32, progress: bool = True) -> list[set[Link]]:  # fmt: skip
+                 layer: int | None = None, batch_size: int = 32, progress: bool = True,
+                 method: str = "grow-diag-final-and") -> list[set[Link]]:  # fmt: skip
     """Word-level links read off decoder layer ``layer``'s cross-attention (heads averaged; every subword's row
     averaged into its word, every source word's subword columns summed), each target word linked to its argmax
     source word. Sentences are given as words; the tokenizer's ``word_ids()`` maps subwords back to them.
+
+    With a `SymmetricTranslationModel` both directions are read (each at its own alignment layer) and combined with
+    ``method`` (``forward``, ``backward``, ``intersection``, ``union``, ``grow-diag-final-and``).
 
     An empty side gives no link. Models that read parses (PASCAL, tree heads) need them as inputs and are refused.
     """
@@ -141,8 +145,9 @@ def align_corpus(model, tokenizer, sources: Sequence[Sequence[str]], targets: Se
 
     from .alignment import align
 
-    config = model.config
-    if getattr(config, "needs_source_parse", False):
+    symmetric = hasattr(model, "forward_model") and hasattr(model, "backward_model")
+    configs = [model.config.forward, model.config.backward] if symmetric else [model.config]
+    if any(getattr(c, "needs_source_parse", False) for c in configs):
         raise ValueError("align_corpus runs the model without parses: this model's syntax heads need them")
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError("align_corpus needs a fast tokenizer (word_ids()) to merge subwords into words")
@@ -161,9 +166,17 @@ def align_corpus(model, tokenizer, sources: Sequence[Sequence[str]], targets: Se
             tgt_words = [lab.word_ids(b) for b in range(len(keep))]
             labels = enc["labels"].masked_fill(enc["labels"] == pad, -100)
             with torch.no_grad():
-                result = align(model, enc["input_ids"], labels, enc["attention_mask"], layer, src_words, tgt_words)
+                if symmetric:
+                    reverse_input_ids = enc["labels"]  # the target tokens, padded with pad
+                    reverse_labels = enc["input_ids"].masked_fill(enc["attention_mask"] == 0, -100)
+                    result = model.align(enc["input_ids"], labels, reverse_input_ids, reverse_labels,
+                                         enc["attention_mask"], (labels != -100).long(), method=method,
+                                         source_word_ids=src_words, target_word_ids=tgt_words)  # fmt: skip
+                else:
+                    result = [set(a.links) for a in align(model, enc["input_ids"], labels, enc["attention_mask"],
+                                                          layer, src_words, tgt_words)]  # fmt: skip
             for b, k in enumerate(keep):
-                links[k] = set(result[b].links)
+                links[k] = result[b]
         out.extend(links)
     return out
 
