@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 from transformers import pipeline
-from transformers.dynamic_module_utils import get_imports
+from transformers.dynamic_module_utils import get_imports, get_relative_import_files, get_relative_imports
 
 import hf_syntax_mt  # noqa: F401  (registers "syntax-translation")
 from hf_syntax_mt import SyntaxMTForConditionalGeneration
@@ -138,12 +138,14 @@ def test_saved_code_is_flat_and_needs_only_torch_and_transformers(saved):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level:  # relative: a file beside this one
-                assert node.level == 1 and (dirs["pascal"] / f"{node.module}.py").exists(), (path.name, node.module)
+                assert node.level == 1, (path.name, node.lineno)
+                assert node.module is None or (dirs["pascal"] / f"{node.module}.py").exists(), (path.name, node.module)
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
             names += [node.module] if isinstance(node, ast.ImportFrom) and not node.level else []
             assert not any(n.split(".")[0] == "hf_syntax_mt" for n in names), path.name
-        # what transformers' remote-code loader will require (imports inside try blocks are optional)
+        # what transformers' remote-code loader will require (imports inside try blocks are optional) and copy
         assert set(get_imports(path)) <= AVAILABLE_PACKAGES, (path.name, set(get_imports(path)) - AVAILABLE_PACKAGES)
+        assert all(Path(f).exists() for f in get_relative_import_files(path)), path.name
 
 
 def reference_translation(model, tokenizer, parser, text):
@@ -229,7 +231,9 @@ def test_bundle_follows_nested_relative_imports_and_renames_clashes(on_path):
                     from .sub.util import three  # a lazy import is followed too
                     return double(x) + ten() + three()
             """,
-        "pkg_a/util.py": "def ten():\n    return 10\n",
+        "pkg_a/util.py": "from . import extra\n\ndef ten():\n    return extra.TEN\n\ndef unused():\n    from . import alias\n    return alias\n",
+        "pkg_a/extra.py": "TEN = 10\n",
+        "pkg_a/alias.py": "import datasets  # would fail the bundle, but only a lazy `from . import` reaches it\n",
         "pkg_a/sub/__init__.py": "",
         "pkg_a/sub/helper.py": "from ..util import ten\n\ndef double(x):\n    return 2 * x + ten() - 10\n",
         "pkg_a/sub/util.py": "def three():\n    return 3\n",
@@ -238,10 +242,13 @@ def test_bundle_follows_nested_relative_imports_and_renames_clashes(on_path):
 
     bundle = build_bundle([Model])
     # two different util.py files: both kept, under their dotted names
-    assert sorted(bundle.files) == ["helper", "model", "pkg_a_sub_util", "pkg_a_util"]
+    assert sorted(bundle.files) == ["extra", "helper", "model", "pkg_a_sub_util", "pkg_a_util"]  # no alias
     assert bundle.reference(Model) == "model.Model"
     assert "from .helper import double" in bundle.files["model"]
     assert "from .pkg_a_util import ten" in bundle.files["helper"]
+    # `from . import extra` is rewritten to a form transformers' loader follows; the lazy `from . import alias` stays
+    assert "from .extra import __name__" in bundle.files["pkg_a_util"]
+    assert "    from . import alias\n" in bundle.files["pkg_a_util"]
     flat = on_path / "pkg_flat"
     flat.mkdir()
     bundle.write(flat)
@@ -249,6 +256,7 @@ def test_bundle_follows_nested_relative_imports_and_renames_clashes(on_path):
     importlib.invalidate_caches()
     module = importlib.import_module("pkg_flat.model")  # the flat copy runs on its own
     assert module.Model().run(4) == Model().run(4) == 21
+    assert sorted(get_relative_imports(flat / "pkg_a_util.py")) == ["extra"]  # what transformers copies
 
 
 def test_optional_imports_stay_optional_and_module_level_ones_fail_at_save_time(on_path):

@@ -15,6 +15,11 @@ package (`datasets`, `stanza`, `spacy`, `matplotlib`) is wrapped in `try: ... ex
 changes nothing when the function runs and keeps the package optional at load time. An optional package imported at
 module level cannot be bundled: `save_pretrained` raises `RemoteCodeError` naming the module and the import.
 
+`from . import a` is rewritten to a form transformers follows when it sits at module level (the module is needed on
+import). Inside a function it is left as it is unless `a` is bundled anyway: transformers does not follow that form
+either, so a module that only such a lazy import reaches (e.g. a backward-compatible alias) is not copied, and that
+function raises `ImportError` in the copy.
+
 The walk works on any layout: on the installed package (`hf_syntax_mt.data.parsers` -> `parsers.py`) and on an
 already flat folder loaded as remote code (re-saving a model loaded with `trust_remote_code=True`).
 """
@@ -77,13 +82,13 @@ def _package_of(module: str, path: Path) -> str:
     return module if path.name == "__init__.py" else module.rpartition(".")[0]
 
 
-def _relative_target(node: ast.ImportFrom, module: str, path: Path) -> str:
-    if not node.module:
-        raise RemoteCodeError(
-            f"{module} line {node.lineno}: `from {'.' * node.level} import ...` cannot be followed by transformers' "
-            "remote-code loader; write `from .module import name`."
-        )
-    return importlib.util.resolve_name("." * node.level + node.module, _package_of(module, path))
+def _relative_targets(node: ast.ImportFrom, module: str, path: Path) -> list[str]:
+    """The modules a relative import needs: `from .a.b import x` -> [pkg.a.b]; `from . import a, b` -> [pkg.a, pkg.b]
+    (each must be a module: names defined in a package's __init__.py cannot be bundled)."""
+    package = _package_of(module, path)
+    if node.module:
+        return [importlib.util.resolve_name("." * node.level + node.module, package)]
+    return [importlib.util.resolve_name("." * node.level + a.name, package) for a in node.names]
 
 
 def _imports(body: list[ast.stmt], in_function: bool = False, in_try: bool = False):
@@ -116,9 +121,9 @@ def _walk(roots: list[str]) -> dict[str, tuple[Path, str, ast.Module]]:
             continue
         path = _module_file(name, needed_by)
         found[name] = (path, *_parse(path))
-        for node, _, _ in _imports(found[name][2].body):
-            if isinstance(node, ast.ImportFrom) and node.level > 0:
-                todo.append((_relative_target(node, name, path), name))
+        for node, in_function, _ in _imports(found[name][2].body):
+            if isinstance(node, ast.ImportFrom) and node.level > 0 and (node.module or not in_function):
+                todo += [(target, name) for target in _relative_targets(node, name, path)]
     return found
 
 
@@ -143,9 +148,17 @@ def _rewrite(name: str, path: Path, source: str, tree: ast.Module, flat: dict[st
     for node, in_function, in_try in _imports(tree.body):
         where = f"{name} line {node.lineno}"
         if isinstance(node, ast.ImportFrom) and node.level > 0:
-            target = flat[_relative_target(node, name, path)]
-            names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in node.names)
-            edits.append((node, [f"from .{target} import {names}"]))
+            targets = [flat.get(t) for t in _relative_targets(node, name, path)]
+            if None in targets:  # a lazy `from . import a` of a module the model does not need: left as it is
+                continue
+            if node.module:
+                names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in node.names)
+                edits.append((node, [f"from .{targets[0]} import {names}"]))
+            else:  # `from . import a`: transformers does not follow it; import the module by a form it follows
+                edits.append((node, [line for a, t in zip(node.names, targets, strict=True) for line in (
+                    f"from .{t} import __name__ as _{t}_module_name",
+                    f"{a.asname or a.name} = __import__('sys').modules[_{t}_module_name]",
+                )]))  # fmt: skip
             continue
         modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
         tops = {m.split(".")[0] for m in modules}
