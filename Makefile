@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-slow bench bench-quick bench-multi30k bench-docnmt lint clean
+.PHONY: demo test test-slow bench bench-quick bench-multi30k bench-docnmt bench-alignment lint clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ bench-multi30k: $(STAMP)
 # document-level two-step training on docnmt-en-de (sentence, control, document models; about 15 min on 2 CPU cores)
 bench-docnmt: $(STAMP)
 	$(BIN)/python benchmarks/bench_docnmt.py
+
+# the alignment study (issue 14): Multi30k en->fr models, AER on the Hansards gold beside eflomal's; resumable units
+bench-alignment: $(STAMP)
+	$(BIN)/python benchmarks/alignment_study.py --time-limit 150
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests scripts benchmarks

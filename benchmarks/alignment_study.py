@@ -1,0 +1,250 @@
+"""The alignment study (issue 14): models trained on Multi30k en->fr under one budget, their alignments scored with AER
+on the English-French Hansards gold (447 pairs, `alignment-gold-en-fr`), beside eflomal's on the same data
+(`eflomal_reference.py`), and each model's BLEU on test_2016_flickr en->fr.
+
+Like `multi30k_study.py`, each (method, seed) is a unit that writes `RESULTS/runs/<method>-seed<k>.json` (and its
+Hansards alignments beside it); an invocation skips finished units; `--aggregate` rebuilds `RESULTS/results.md`.
+
+    python benchmarks/alignment_study.py                 # every missing unit
+    python benchmarks/alignment_study.py --units vanilla-seed0
+    python benchmarks/alignment_study.py --aggregate
+    python benchmarks/alignment_study.py --quick --results /tmp/aq   # plumbing check
+
+The data are lower-cased and punctuation-split like the gold set (the tokenisation of `eflomal_reference.py`), so the
+Hansards words look like the training words; BLEU is computed on that tokenisation too (sacrebleu with tok:none on
+lower-cased, pre-tokenised text: not comparable with true-case BLEU). Alignments are read from decoder layer 2 of 3
+(the penultimate layer, as Garg et al. 2019 find best), heads averaged, each French word linked to its most attended
+English word (`hf_syntax_mt.word_alignment.align_corpus`); the biased methods bias that layer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shutil
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+RESULTS = ROOT / "benchmarks" / "results" / "alignment"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+#: method -> (SyntaxMTConfig overrides of the s->t model, symmetric?, what it is)
+METHODS: dict[str, tuple[dict, bool, str]] = {
+    "vanilla": ({"alignment_layer": 1}, False, "no bias (SyntaxMT with no option = Marian)"),
+    "position": ({"alignment_bias_layers": [1], "alignment_biases": ["position"]}, False, "Cohn position bias (Eq. 6)"),
+    "markov": ({"alignment_bias_layers": [1], "alignment_biases": ["markov"]}, False, "Cohn Markov condition (Eq. 7)"),
+    "fertility": ({"alignment_bias_layers": [1], "alignment_biases": ["fertility"]}, False, "Cohn local fertility"),
+    "all_biases": ({"alignment_bias_layers": [1]}, False, "position + Markov + local fertility"),
+    "symmetric": ({"alignment_layer": 1}, True, "both directions jointly, trace bonus gamma 0.5 (Cohn Sec. 3.3)"),
+}
+PLAN = [(m, 0) for m in METHODS]
+RECIPE = dict(d_model=256, layers=3, heads=4, ffn_dim=1024, dropout=0.1, vocab_size=8000, max_tokens=2500,
+              max_steps=2000, learning_rate=7e-4, warmup_steps=800, adam_beta2=0.98, max_grad_norm=1.0,
+              label_smoothing=0.1, average_checkpoints=5, average_every=100, num_beams=4, max_length=64,
+              symmetry_weight=0.5, max_train=None, max_test=None)  # fmt: skip
+QUICK = dict(d_model=64, ffn_dim=128, vocab_size=1000, max_tokens=600, max_steps=20, warmup_steps=5, max_train=600,
+             max_test=30, average_every=5, average_checkpoints=2, num_beams=2)  # fmt: skip
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--units", nargs="+")
+    p.add_argument("--time-limit", type=float, default=None, help="start no new unit after this many minutes")
+    p.add_argument("--aggregate", action="store_true")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--data", default=str(DATA))
+    p.add_argument("--results", default=str(RESULTS))
+    p.add_argument("--output-dir", default=str(ROOT / "runs" / "alignment_study"))
+    p.add_argument("--quick", action="store_true")
+    args = p.parse_args(argv)
+    args.recipe = {**RECIPE, **(QUICK if args.quick else {})}
+    if args.quick and Path(args.results).resolve() == RESULTS.resolve():
+        p.error("--quick results are not evidence: give --results elsewhere")
+    return args
+
+
+def prepared_data(args) -> dict[str, tuple[list[str], list[str]]]:
+    """Lower-cased, punctuation-split en/fr pairs per split (the gold set's tokenisation), plus the Hansards."""
+    from eflomal_reference import tokenize
+
+    data, r = Path(args.data), args.recipe
+    out = {}
+    for split, limit in (("train", r["max_train"]), ("test_2016_flickr", r["max_test"])):
+        en = (data / "multi30k" / f"{split}.en").read_text(encoding="utf-8").split("\n")[:-1][:limit]
+        fr = (data / "multi30k" / f"{split}.fr").read_text(encoding="utf-8").split("\n")[:-1][:limit]
+        out[split] = ([tokenize(s, "en") for s in en], [tokenize(s, "fr") for s in fr])
+    gold = data / "alignment-gold-en-fr"
+    out["hansards"] = tuple((gold / f"hansards.{lang}").read_text(encoding="utf-8").split("\n")[:-1] for lang in ("en", "fr"))
+    return out
+
+
+def build(args, method: str, seed: int, tokenizer):
+    import torch
+
+    from hf_syntax_mt import SymmetricTranslationConfig, SymmetricTranslationModel
+    from hf_syntax_mt.training import model_config
+
+    r, (overrides, symmetric, _) = args.recipe, METHODS[method]
+    dims = dict(d_model=r["d_model"], layers=r["layers"], heads=r["heads"], ffn_dim=r["ffn_dim"], dropout=r["dropout"])
+    forward = model_config(tokenizer, label_smoothing=r["label_smoothing"], **dims, **overrides)
+    torch.manual_seed(seed)
+    if symmetric:
+        backward = model_config(tokenizer, label_smoothing=r["label_smoothing"], **dims, **overrides)
+        config = SymmetricTranslationConfig(forward=forward.to_dict(), backward=backward.to_dict(),
+                                            symmetry_weight=r["symmetry_weight"])  # fmt: skip
+        return SymmetricTranslationModel(config)
+    from hf_syntax_mt import SyntaxMTForConditionalGeneration
+
+    return SyntaxMTForConditionalGeneration(forward)
+
+
+def translate(model, tokenizer, sources: list[str], args, batch_size: int = 64) -> list[str]:
+    import torch
+
+    out = []
+    model.eval()
+    for start in range(0, len(sources), batch_size):
+        enc = tokenizer(sources[start : start + batch_size], return_tensors="pt", padding=True, truncation=True,
+                        max_length=args.recipe["max_length"]).to(model.device)  # fmt: skip
+        with torch.no_grad():
+            ids = model.generate(**enc, num_beams=args.recipe["num_beams"], max_length=args.recipe["max_length"])
+        out += [t.strip() for t in tokenizer.batch_decode(ids, skip_special_tokens=True)]
+    return out
+
+
+def run_unit(args, method: str, seed: int) -> Path:
+    import sacrebleu
+    import torch
+    from datasets import Dataset
+
+    from hf_syntax_mt import __version__
+    from hf_syntax_mt.alignment import DataCollatorForSymmetricTranslation
+    from hf_syntax_mt.data import DataCollatorForSyntaxMT
+    from hf_syntax_mt.data.preprocess import TokenizeOnly
+    from hf_syntax_mt.train_script import SyntaxMTTrainingArguments
+    from hf_syntax_mt.training import CheckpointAverageCallback, SyntaxMTTrainer, train_tokenizer
+    from hf_syntax_mt.word_alignment import align_corpus, alignment_error_rate, format_pharaoh, read_pharaoh
+
+    r, name = args.recipe, f"{method}-seed{seed}"
+    data = prepared_data(args)
+    tok_dir = Path(args.output_dir) / f"tokenizer-{r['vocab_size']}"
+    if not (tok_dir / "tokenizer.json").is_file():
+        train_tokenizer(data["train"][0] + data["train"][1], vocab_size=r["vocab_size"]).save_pretrained(tok_dir)
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tok_dir)
+    train = Dataset.from_dict({"source": data["train"][0], "target": data["train"][1]})
+    train = train.map(TokenizeOnly(tokenizer, r["max_length"], r["max_length"]), batched=True,
+                      remove_columns=["source", "target"], desc="tokenize")  # fmt: skip
+    model = build(args, method, seed, tokenizer)
+    symmetric = METHODS[method][1]
+    collator = (DataCollatorForSymmetricTranslation(pad_token_id=tokenizer.pad_token_id) if symmetric
+                else DataCollatorForSyntaxMT(tokenizer, model=model))  # fmt: skip
+    out = Path(args.output_dir) / name
+    shutil.rmtree(out, ignore_errors=True)
+    training_args = SyntaxMTTrainingArguments(
+        output_dir=str(out), max_steps=r["max_steps"], max_tokens=r["max_tokens"], learning_rate=r["learning_rate"],
+        warmup_steps=r["warmup_steps"], lr_scheduler_type="inverse_sqrt", weight_decay=0.0, adam_beta2=r["adam_beta2"],
+        max_grad_norm=r["max_grad_norm"], seed=seed, logging_steps=50, save_strategy="no", report_to="none",
+        use_cpu=True, dataloader_num_workers=0, disable_tqdm=True, include_num_input_tokens_seen="non_padding",
+    )  # fmt: skip
+    averager = CheckpointAverageCallback(r["average_checkpoints"], r["average_every"])
+    trainer = SyntaxMTTrainer(model=model, args=training_args, train_dataset=train, data_collator=collator,
+                              callbacks=[averager])  # fmt: skip
+    print(f"=== {name}: {METHODS[method][2]}", flush=True)
+    start = time.perf_counter()
+    trainer.train()
+    minutes = (time.perf_counter() - start) / 60
+    gold = read_pharaoh(Path(args.data) / "alignment-gold-en-fr" / "hansards.gold", one_indexed=True)
+    src_words = [s.split() for s in data["hansards"][0]]
+    tgt_words = [t.split() for t in data["hansards"][1]]
+    aer, links = {}, {}
+    methods = ["forward", "backward", "intersection", "grow-diag-final-and"] if symmetric else ["forward"]
+    for m in methods:
+        links[m] = align_corpus(model, tokenizer, src_words, tgt_words, method=m, progress=False)
+        aer[m] = alignment_error_rate(links[m], gold)
+    translator = model.forward_model if symmetric else model
+    hyps = translate(translator, tokenizer, data["test_2016_flickr"][0], args)
+    refs = data["test_2016_flickr"][1]
+    bleu_metric = sacrebleu.BLEU(tokenize="none")
+    bleu = bleu_metric.corpus_score(hyps, [refs])
+    chrf = sacrebleu.corpus_chrf(hyps, [refs])
+    runs = Path(args.results) / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    best = min(aer, key=lambda m: aer[m]["aer"])
+    (runs / f"{name}.align.txt").write_text("".join(format_pharaoh(x) + "\n" for x in links[best]), encoding="utf-8")
+    record = {
+        "unit": name, "method": method, "seed": seed, "about": METHODS[method][2], "overrides": METHODS[method][0],
+        "recipe": args.recipe, "quick": args.quick, "steps": trainer.state.global_step,
+        "train_minutes": round(minutes, 2), "tokens_seen": trainer.state.num_input_tokens_seen,
+        "averaged_steps": averager.steps, "aer": aer, "alignments_written": best,
+        "bleu": round(bleu.score, 2), "chrf": round(chrf.score, 2),
+        "bleu_signature": str(bleu_metric.get_signature()),
+        "device": "cpu", "threads": torch.get_num_threads(), "platform": platform.platform(),
+        "torch": torch.__version__, "package": __version__,
+    }  # fmt: skip
+    path = runs / f"{name}.json"
+    path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    shutil.rmtree(out, ignore_errors=True)
+    print(f"=== {name}: AER {100 * aer[best]['aer']:.1f} ({best}), BLEU {bleu.score:.2f} -> {path}", flush=True)
+    return path
+
+
+def aggregate(args) -> str | None:
+    results = Path(args.results)
+    units = [json.loads(p.read_text()) for p in sorted((results / "runs").glob("*.json"))]
+    lines = ["| system | AER forward | AER backward | AER intersection | AER grow-diag-final-and | BLEU (tok:none, lc) "
+             "| chrF | train min |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    eflomal = results / "eflomal.json"
+    if eflomal.is_file():
+        e = json.loads(eflomal.read_text())
+        for run in e["runs"]:
+            s = run["scores"]
+            lines.append(f"| eflomal (run {run['run']}, reference) | {100 * s['forward']['aer']:.1f} | "
+                         f"{100 * s['reverse']['aer']:.1f} | {100 * s['intersection']['aer']:.1f} | "
+                         f"{100 * s['grow-diag-final-and']['aer']:.1f} | - | - | - |")  # fmt: skip
+    order = list(METHODS)
+    for u in sorted(units, key=lambda u: (order.index(u["method"]) if u["method"] in order else 99, u["seed"])):
+        cells = [f"{100 * u['aer'][m]['aer']:.1f}" if m in u["aer"] else "-"
+                 for m in ("forward", "backward", "intersection", "grow-diag-final-and")]  # fmt: skip
+        lines.append(f"| {u['unit']}{' (quick)' if u['quick'] else ''} | {' | '.join(cells)} | {u['bleu']:.2f} | "
+                     f"{u['chrf']:.2f} | {u['train_minutes']:.1f} |")  # fmt: skip
+    text = "\n".join(lines) + "\n"
+    results.mkdir(parents=True, exist_ok=True)
+    (results / "results.md").write_text(text, encoding="utf-8")
+    print(text)
+    return text
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.aggregate:
+        aggregate(args)
+        return 0
+    import torch
+
+    torch.set_num_threads(args.threads)
+    plan = [(u.rpartition("-seed")[0], int(u.rpartition("-seed")[2])) for u in args.units] if args.units else PLAN
+    for method, _ in plan:
+        if method not in METHODS:
+            raise SystemExit(f"unknown method {method!r}: use one of {sorted(METHODS)}")
+    done = {p.stem for p in (Path(args.results) / "runs").glob("*.json")}
+    start = time.perf_counter()
+    for method, seed in plan:
+        if f"{method}-seed{seed}" in done:
+            print(f"skip {method}-seed{seed} (done)")
+            continue
+        if args.time_limit is not None and (time.perf_counter() - start) / 60 > args.time_limit:
+            print(f"time limit reached: stopping before {method}-seed{seed}")
+            break
+        run_unit(args, method, seed)
+        aggregate(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
