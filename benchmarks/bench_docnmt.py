@@ -41,6 +41,13 @@ from pathlib import Path
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
+def read_lines(path: Path) -> list[str]:
+    """Lines split at "\n" only, as every line-aligned file of the package (imported late: --help stays fast)."""
+    from hf_syntax_mt.data.textio import read_lines as read
+
+    return read(path)
+
+
 #: (name, what it is) of the three docnmt models, in training order.
 DOC_MODELS = [
     ("sentence", "step 1: sentence-level model (no context)"),
@@ -123,7 +130,7 @@ def docnmt_files(args, work: Path) -> dict[str, dict[str, Path]]:
     for key in ("src", "tgt", "docid"):
         lines = []
         for stem in args.train_corpora:
-            lines += corpus(stem)[key].read_text(encoding="utf-8").splitlines()[:per_corpus]
+            lines += read_lines(corpus(stem)[key])[:per_corpus]
         files["train"][key].write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return files
 
@@ -136,7 +143,8 @@ def train_docnmt_model(args, name: str, files, start_from: Path | None, context:
     out = Path(args.output_dir) / name
     src, tgt = args.direction.split("-")
     steps = args.sentence_steps if start_from is None else args.document_steps
-    argv = ["--output_dir", str(out), "--do_train", "--do_predict", "--source_lang", src, "--target_lang", tgt]
+    argv = ["--output_dir", str(out), "--overwrite_output_dir", "--do_train", "--do_predict", "--source_lang", src,
+            "--target_lang", tgt]  # a rerun replaces the previous run's model
     for split, f in files.items():
         argv += [f"--{split}_source_file", str(f["src"]), f"--{split}_target_file", str(f["tgt"])]
         if context:
@@ -169,7 +177,7 @@ def train_docnmt_model(args, name: str, files, start_from: Path | None, context:
     start = time.perf_counter()
     metrics = run(*train_args(argv))
     info = json.loads((out / "hf_syntax_mt_run.json").read_text())
-    hypotheses = (out / "test_generations.txt").read_text(encoding="utf-8").splitlines()
+    hypotheses = read_lines(out / "test_generations.txt")
     return {"name": name, "dir": str(out), "argv": argv, "seconds": round(time.perf_counter() - start, 1),
             "train_runtime": metrics.get("train_runtime"), "steps": info["global_step"], "scores": info["scores"],
             "model_signature": info["model_signature"], "hypotheses": hypotheses}  # fmt: skip
@@ -255,9 +263,9 @@ def run_docnmt(args) -> int:
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
     files = docnmt_files(args, Path(args.output_dir) / "data")
-    train_ids = files["train"]["docid"].read_text(encoding="utf-8").splitlines()
-    test_ids = files["test"]["docid"].read_text(encoding="utf-8").splitlines()[: args.max_test]
-    references = files["test"]["tgt"].read_text(encoding="utf-8").splitlines()[: args.max_test]
+    train_ids = read_lines(files["train"]["docid"])
+    test_ids = read_lines(files["test"]["docid"])[: args.max_test]
+    references = read_lines(files["test"]["tgt"])[: args.max_test]
     print(f"train: {len(train_ids):,} sentences in {len(set(train_ids))} documents ({' + '.join(args.train_corpora)}); "
           f"test: {len(references)} sentences in {len(set(test_ids))} documents ({args.test_corpus})", flush=True)  # fmt: skip
 

@@ -57,6 +57,13 @@ def test_aer_against_hand_computed_cases(predicted, golds, aer, precision, recal
     assert result["recall"] == pytest.approx(recall)
 
 
+def test_an_alignment_file_of_empty_lines_links_nothing(tmp_path):
+    (tmp_path / "none.txt").write_text("\n\n", encoding="utf-8")
+    predicted = read_pharaoh(tmp_path / "none.txt")
+    assert predicted == [gold(set()), gold(set())]
+    assert alignment_error_rate(predicted, [gold({(0, 0)}), gold({(1, 1)})])["aer"] == 1.0
+
+
 def test_aer_refuses_files_of_different_lengths():
     with pytest.raises(ValueError, match="2 predicted alignments but 1 gold"):
         alignment_error_rate([set(), set()], [gold(set())])

@@ -135,17 +135,22 @@ def _translate(args: argparse.Namespace) -> int:
     from transformers import pipeline
 
     import hf_syntax_mt  # noqa: F401  (registers the pipeline task)
+    from hf_syntax_mt.data.textio import decode_utf8, read_text, split_lines
 
-    source = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
-    with source:
-        lines = source.read().splitlines()
+    if args.input == "-":
+        stdin = getattr(sys.stdin, "buffer", None)
+        text = decode_utf8(stdin.read(), "<stdin>") if stdin is not None else sys.stdin.read()
+    else:
+        text = read_text(args.input)
+    lines = split_lines(text)  # one output line per "\n"-terminated input line, whatever other breaks a line holds
     parser = None
     if args.parser:
         key = {"stanza": "lang", "spacy": "model", "conllu": "path"}[args.parser]
         parser = {"backend": args.parser, **({key: args.parser_model} if args.parser_model else {})}
     translator = pipeline("syntax-translation", model=args.model, parser=parser)
     outputs = translator(lines, batch_size=args.batch_size, num_beams=args.num_beams)
-    text = "".join(o["translation_text"] + "\n" for o in outputs)
+    # a line break inside a translation would shift every later line of the output: write it as a space
+    text = "".join(" ".join(split_lines(o["translation_text"]) or [""]) + "\n" for o in outputs)
     if args.output == "-":
         sys.stdout.write(text)
     else:

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import contextvars
+import dataclasses
+import difflib
+import logging
+import math
+import numbers
+
 from huggingface_hub.dataclasses import strict
-from transformers import MarianConfig
+from transformers import GenerationConfig, MarianConfig
+
+logger = logging.getLogger(__name__)
 
 ATTENTION_INITS = ("normal", "xavier")
 PASCAL_WEIGHTINGS = ("gaussian", "parent_only")
@@ -29,6 +38,37 @@ _PER_LAYER = (
     "encoder_pascal_heads", "encoder_tree_heads", "encoder_lisa_heads", "encoder_dbsa_heads", "decoder_dbsa_heads",
 )  # fmt: skip
 ALIGNMENT_BIASES = ("position", "markov", "fertility")
+
+# Below this sigma the Gaussian is already 0 one position away from the parent and its peak 1 / (sigma sqrt(2 pi))
+# overflows half precision; at 1e-30, 2 sigma^2 underflows float32 and the weights are NaN.
+MIN_PASCAL_SIGMA = 1e-3
+
+_POSITIVE_INTS = (
+    "vocab_size", "d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads", "decoder_attention_heads",
+    "encoder_ffn_dim", "decoder_ffn_dim", "max_position_embeddings",
+)  # fmt: skip
+_PROBABILITIES = ("dropout", "attention_dropout", "activation_dropout", "encoder_layerdrop", "decoder_layerdrop")
+_NUMBERS = (
+    "pascal_sigma", "parent_ignoring", "label_smoothing", "dbsa_loss_weight", "lisa_loss_weight", "sync_loss_weight",
+    "global_fertility_weight", "symmetry_weight", "init_std", *_PROBABILITIES,
+)  # fmt: skip
+
+# Keys that are not fields of the config but that transformers itself writes into (or reads from) config.json:
+# bookkeeping, loading options, generation parameters (popped by PreTrainedConfig), attribute_map aliases and the
+# attributes of transformers 4.x's PretrainedConfig and of opus-mt (BART-era) Marian config files.
+_TRANSFORMERS_KEYS = frozenset({
+    "model_type", "auto_map", "custom_pipelines", "_name_or_path", "name_or_path", "torch_dtype", "_commit_hash",
+    "attn_implementation", "_attn_implementation", "_attn_implementation_internal", "_attn_implementation_autoset",
+    "experts_implementation", "_experts_implementation_internal", "output_attentions", "num_labels", "_num_labels",
+    "per_layer_config", "rope_scaling", "rope_theta", "hidden_size", "num_attention_heads", "num_hidden_layers",
+    "torchscript", "use_bfloat16", "tf_legacy_loss", "pruned_heads", "cross_attention_hidden_size",
+    "add_cross_attention", "tie_encoder_decoder", "finetuning_task", "tokenizer_class", "prefix", "sep_token_id",
+    "task_specific_params", "gradient_checkpointing", "output_past", "use_return_dict", "add_bias_logits",
+    "add_final_layer_norm", "classif_dropout", "classifier_dropout", "normalize_before", "normalize_embedding",
+    "static_position_embeddings", "extra_pos_embeddings", "do_blenderbot_90_layernorm",
+    "force_bos_token_to_be_generated", "max_new_tokens", "min_new_tokens", "decoder_no_repeat_ngram_size",
+})  # fmt: skip
+_LOADING = contextvars.ContextVar("syntax_mt_config_loading", default=False)
 
 
 @strict
@@ -189,6 +229,7 @@ class SyntaxMTConfig(MarianConfig):
     max_context_length: int | None = None
 
     def __post_init__(self, **kwargs):
+        self._check_unknown_keys(kwargs)
         for name in _PER_LAYER:
             if getattr(self, name) is not None:
                 setattr(self, name, list(getattr(self, name)))
@@ -201,6 +242,53 @@ class SyntaxMTConfig(MarianConfig):
                 setattr(self, name, list(getattr(self, name)))
         super().__post_init__(**kwargs)
         self.validate_syntax_options()  # raise a plain ValueError at creation, not strict's wrapper
+
+    @classmethod
+    def _check_unknown_keys(cls, kwargs: dict) -> None:
+        """An unknown keyword (a typo such as `encoder_pscal_heads`) raises with the closest fields, instead of
+        becoming an attribute that nothing reads. Keys transformers writes into config.json pass. Loading a file
+        (`from_dict`, `from_pretrained`) only warns about other unknown keys, unless they look like a typo of a field,
+        so that configs written by other tools still load."""
+        fields = sorted(f.name for f in dataclasses.fields(cls))
+        generation = GenerationConfig._get_default_generation_params()
+        for key in kwargs:
+            if key in _TRANSFORMERS_KEYS or key in generation:
+                continue
+            close = difflib.get_close_matches(key, fields, n=3, cutoff=0.8)
+            if _LOADING.get() and not close:
+                logger.warning(f"{cls.__name__}: config key {key!r} is not an option of this model; it is kept but "
+                               "nothing reads it.")  # fmt: skip
+                continue
+            close = close or difflib.get_close_matches(key, fields, n=3)
+            hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            raise ValueError(
+                f"{cls.__name__} has no option {key!r}.{hint} (The options are the fields of SyntaxMTConfig and "
+                "MarianConfig; see help(SyntaxMTConfig).)"
+            )
+
+    @classmethod
+    def from_dict(cls, config_dict, **kwargs):
+        """`PreTrainedConfig.from_dict`; unknown keys of a stored config warn unless they look like typos."""
+        return_unused = kwargs.pop("return_unused_kwargs", False)
+        token = _LOADING.set(True)
+        try:
+            config, unused = super().from_dict(config_dict, return_unused_kwargs=True, **kwargs)
+        finally:
+            _LOADING.reset(token)
+        fields = sorted(f.name for f in dataclasses.fields(cls))
+        for key in unused:  # from_pretrained(path, encoder_pscal_heads=...) would silently drop the option
+            if close := difflib.get_close_matches(key, fields, n=3, cutoff=0.8):
+                raise ValueError(f"{cls.__name__} has no option {key!r}. Did you mean {' or '.join(map(repr, close))}?")
+        return (config, unused) if return_unused else config
+
+    @classmethod
+    def from_json_file(cls, json_file):
+        """`PreTrainedConfig.from_json_file`, loading like `from_dict` (unknown keys warn unless they look like typos)."""
+        token = _LOADING.set(True)
+        try:
+            return super().from_json_file(json_file)
+        finally:
+            _LOADING.reset(token)
 
     @classmethod
     def get_config_dict(cls, pretrained_model_name_or_path, **kwargs):
@@ -282,8 +370,47 @@ class SyntaxMTConfig(MarianConfig):
             return self.alignment_bias_layers[-1]
         return self.decoder_layers - 1
 
+    def _validate_marian_options(self):
+        """Sizes, probabilities and the activation, checked before torch sees them (whose errors name no option)."""
+        from transformers.activations import ACT2FN
+
+        for name in _POSITIVE_INTS:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name}={value!r} must be an int >= 1.")
+        for name in _NUMBERS:
+            value = getattr(self, name)
+            if not isinstance(value, numbers.Real) or isinstance(value, bool) or not math.isfinite(value):
+                raise ValueError(f"{name}={value!r} must be a finite number, not {type(value).__name__}.")
+        for name in _PROBABILITIES:
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name}={getattr(self, name)!r} is a probability: it must be in [0, 1].")
+        for side in ("encoder", "decoder"):
+            heads = getattr(self, f"{side}_attention_heads")
+            if self.d_model % heads:
+                raise ValueError(
+                    f"d_model={self.d_model} is not divisible by {side}_attention_heads={heads}: each head gets "
+                    "d_model / heads dimensions."
+                )
+        if self.activation_function not in ACT2FN:
+            close = difflib.get_close_matches(str(self.activation_function), sorted(ACT2FN), n=3)
+            hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+            raise ValueError(
+                f"activation_function={self.activation_function!r} is not a transformers activation{hint}: use one of "
+                f"{sorted(ACT2FN)}."
+            )
+        vocab = self.vocab_size if self.decoder_vocab_size is None else min(self.vocab_size, self.decoder_vocab_size)
+        for name in ("pad_token_id", "decoder_start_token_id"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value < vocab:
+                raise ValueError(
+                    f"{name}={value} is not a token id of the vocabulary (vocab_size={self.vocab_size}): use the "
+                    f"tokenizer's id, e.g. {name}=tokenizer.pad_token_id."
+                )
+
     def validate_syntax_options(self):
         """Part of `@strict` validation: every syntax option, with an error that says what to change."""
+        self._validate_marian_options()
         if self.attention_init not in ATTENTION_INITS:
             raise ValueError(f"attention_init={self.attention_init!r} must be one of {ATTENTION_INITS}.")
         for name in _PER_LAYER:
@@ -348,8 +475,11 @@ class SyntaxMTConfig(MarianConfig):
                     f"task_token_ids={self.task_token_ids!r} must map 'translate' and 'parse' to token ids in "
                     f"0..{self.vocab_size - 1}; build it with `hf_syntax_mt.data.multitask.add_task_tokens`."
                 )
-        if not self.pascal_sigma > 0:
-            raise ValueError(f"pascal_sigma={self.pascal_sigma} must be > 0 (the paper uses 1.0).")
+        if not self.pascal_sigma >= MIN_PASCAL_SIGMA:
+            raise ValueError(
+                f"pascal_sigma={self.pascal_sigma!r} must be > 0 and at least {MIN_PASCAL_SIGMA} (the paper uses 1.0): "
+                "smaller values give NaN weights or overflow; pascal_weighting='parent_only' is the hard limit."
+            )
         if self.pascal_weighting not in PASCAL_WEIGHTINGS:
             raise ValueError(f"pascal_weighting={self.pascal_weighting!r} must be one of {PASCAL_WEIGHTINGS}.")
         if not 0.0 <= self.parent_ignoring <= 1.0:

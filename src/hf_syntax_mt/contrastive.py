@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 
 from .data.documents import encode_context
+from .data.textio import read_lines, read_text
 
 __all__ = ["DISCEVALMT_SUBSETS", "load_discevalmt", "score_contrastive"]
 
@@ -148,11 +149,6 @@ def score_contrastive(
     }
 
 
-def _read_lines(path: Path) -> list[str]:
-    lines = path.read_text(encoding="utf-8").split("\n")
-    return lines[:-1] if lines and lines[-1] == "" else lines
-
-
 def _json_pairs(subset: str, data: dict) -> list[tuple[list[str], list[str], list[str], dict]]:
     """(source [prev, current], good target [prev, current], bad target, extra fields) from the DiscEvalMT json."""
     pairs = []
@@ -195,7 +191,7 @@ def load_discevalmt(directory: str | Path, subset: str = "anaphora") -> list[dic
     if missing:
         raise FileNotFoundError(f"DiscEvalMT files missing: {missing} (expected the test-sets folder of "
                                 "https://github.com/rbawden/discourse-mt-test-sets)")  # fmt: skip
-    lines = {name: _read_lines(path) for name, path in files.items()}
+    lines = {name: read_lines(path) for name, path in files.items()}
     lengths = {name: len(v) for name, v in lines.items()}
     if len(set(lengths.values())) != 1 or lengths["current.fr"] % 2:
         raise ValueError(f"DiscEvalMT {subset}: the four files need the same, even number of lines, got {lengths}")
@@ -215,7 +211,7 @@ def load_discevalmt(directory: str | Path, subset: str = "anaphora") -> list[dic
         })  # fmt: skip
     json_path = directory / DISCEVALMT_SUBSETS[subset]
     if json_path.is_file():
-        pairs = _json_pairs(subset, json.loads(json_path.read_text(encoding="utf-8")))
+        pairs = _json_pairs(subset, json.loads(read_text(json_path)))
         if len(pairs) != len(examples):
             raise ValueError(f"{json_path.name} has {len(pairs)} examples but the text files {len(examples)}")
         for ex, (src, good, bad, extra) in zip(examples, pairs, strict=True):

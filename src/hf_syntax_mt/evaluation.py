@@ -14,12 +14,15 @@ The same engine backs ``hf-syntax-mt evaluate`` (:func:`evaluate_files`).
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from sacrebleu.metrics import BLEU, CHRF
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_EDGES",
@@ -762,18 +765,21 @@ def plot_attention_arcs(
 # ----------------------------------------------------------------------------------------------------------------
 # Files -> every score (`hf-syntax-mt evaluate`)
 # ----------------------------------------------------------------------------------------------------------------
-def read_lines(path: str | os.PathLike, what: str = "file") -> list[str]:
-    """Lines of a UTF-8 text file (final newline dropped); ``ValueError`` naming the file when it is empty."""
+def read_lines(path: str | os.PathLike, what: str = "file", blank_ok: bool = False) -> list[str]:
+    """Lines of a UTF-8 text file (final newline dropped); ``ValueError`` naming the file when it has no line, or
+    only empty lines unless ``blank_ok`` (a system that output nothing: a warning, and it scores 0)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{what} not found: {path}")
-    text = path.read_text(encoding="utf-8")
-    if not text.strip():
+    from .data.textio import read_text, split_lines
+
+    text = read_text(path)  # invalid UTF-8: an error naming the file, line and byte offset
+    if not text or (not text.strip() and not blank_ok):
         raise ValueError(f"{what} {path} is empty: expected one segment per line")
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+    lines = split_lines(text)  # at "\n" only, as the other files of a parallel set
+    if not text.strip():
+        logger.warning(f"{what} {path}: all {len(lines)} lines are empty (the system output nothing); it scores 0")
+    return lines
 
 
 def _check_line_counts(named: dict[str, tuple[str | os.PathLike, list[str]]]) -> None:
@@ -834,11 +840,11 @@ def evaluate_files(
       of sentence ``arcs_sentence`` under the best head, or ``arcs_layer_head``, at ``arcs``). ``input_conllu``
       gives the parses fed to the syntax heads (default: the gold trees).
     """
-    hyp_lines = read_lines(hypotheses, "hypothesis file")
+    hyp_lines = read_lines(hypotheses, "hypothesis file", blank_ok=True)
     ref_lines = read_lines(references, "reference file")
     files = {"hypotheses": (hypotheses, hyp_lines), "references": (references, ref_lines)}
     if baseline is not None:
-        files["baseline"] = (baseline, read_lines(baseline, "baseline hypothesis file"))
+        files["baseline"] = (baseline, read_lines(baseline, "baseline hypothesis file", blank_ok=True))
     if sources is not None:
         files["sources"] = (sources, read_lines(sources, "source file"))
     _check_line_counts(files)

@@ -147,6 +147,15 @@ def tree_distances(word_index: torch.Tensor, word_heads: torch.Tensor) -> torch.
     for _ in range(max(W - 1, 1).bit_length()):
         anc = anc | torch.gather(anc, 1, jump.unsqueeze(-1).expand(B, W, W))
         jump = torch.gather(jump, 1, jump)
+    # in a tree every word's furthest ancestor is a root (its own parent); in a cycle it never is
+    stuck = torch.gather(parent, 1, jump) != jump  # (B, W)
+    if stuck.any():
+        row = int(stuck.any(-1).nonzero()[0])
+        raise ValueError(
+            f"word_heads of batch row {row} contain a cycle: words {(stuck[row].nonzero().flatten() + 1).tolist()} "
+            f"(1-based) never reach the root by following their heads {word_heads[row].tolist()}; tree "
+            "distances need a tree (build word_heads from validated parses, e.g. align_parse(..., compute_tree=True))"
+        )
     a = anc.float()
     n = a.sum(-1)  # (B, W) depth + 1
     # dist(u, v) = depth(u) + depth(v) - 2 depth(lca(u, v)); common ancestors = depth(lca) + 1
@@ -1141,7 +1150,33 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         unless `forced_bos_token_id` or `decoder_input_ids` say otherwise."""
         if self.config.task_token_ids and "forced_bos_token_id" not in kwargs and "decoder_input_ids" not in kwargs:
             kwargs["forced_bos_token_id"] = self.config.task_token_ids["translate"]
+        self._cap_generation_length(kwargs)
         return super().generate(*args, **kwargs)
+
+    def _cap_generation_length(self, kwargs: dict) -> None:
+        """In place: cap `max_new_tokens` / `max_length` so that the decoder never reads a position past
+        `max_position_embeddings` (an opaque `IndexError` deep in the position embedding otherwise), with a warning.
+
+        The decoder reads every output token but the last, so an output of L tokens (decoder start token included)
+        needs L - 1 positions."""
+        limit = self.config.max_position_embeddings + 1  # longest output, decoder start token included
+        config = kwargs.get("generation_config") or self.generation_config
+        start = kwargs["decoder_input_ids"].shape[-1] if kwargs.get("decoder_input_ids") is not None else 1
+        max_new = kwargs.get("max_new_tokens", config.max_new_tokens)
+        max_length = kwargs.get("max_length", config.max_length)
+        if max_new is not None and start + max_new > limit:
+            logger.warning(
+                f"max_new_tokens={max_new} after {start} decoder token(s) would pass the model's "
+                f"max_position_embeddings={self.config.max_position_embeddings}: generating at most {limit - start} "
+                "new tokens."
+            )
+            kwargs["max_new_tokens"] = limit - start
+        elif max_new is None and max_length is not None and max_length > limit:
+            logger.warning(
+                f"max_length={max_length} would pass the model's max_position_embeddings="
+                f"{self.config.max_position_embeddings}: generating at most {limit} tokens (decoder start included)."
+            )
+            kwargs["max_length"] = limit
 
 
 __all__ = [

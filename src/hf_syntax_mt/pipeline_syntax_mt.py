@@ -7,14 +7,18 @@ works (transformers 5 removed the core translation task).
 
 from __future__ import annotations
 
+import logging
+
 import torch
 from transformers import Pipeline
 
 from .data.documents import encode_context
 from .data.parser_config import parser_from_config
-from .data.parsers import get_parser
+from .data.parsers import Parser, get_parser
 from .data.preprocess import parse_texts
 from .data.subwords import align_parse
+
+logger = logging.getLogger(__name__)
 
 
 class SyntaxTranslationPipeline(Pipeline):
@@ -23,9 +27,11 @@ class SyntaxTranslationPipeline(Pipeline):
     Args:
         parser (`Parser` or `dict`, *optional*): the source parser; defaults to `model.config.source_parser`
             (checked: no downloads, CoNLL-U files only inside the model directory). Models whose options need no parse
-            never parse, whatever the config records.
-        max_length (`int`, *optional*): source truncation length in subword tokens (default: the model's
-            `max_position_embeddings`).
+            never parse, whatever the config records or the call passes. `pipe(texts, parser=...)` parses that call
+            only, as every per-call pipeline parameter in transformers: the pipeline's own parser stays the same.
+        max_length (`int`, *optional*): source truncation length in subword tokens (default and upper bound: the
+            model's `max_position_embeddings`); a longer sentence is truncated with a warning. The output length is
+            `max_new_tokens`, capped (with a warning) where the decoder would run out of position embeddings.
         Any other keyword (`num_beams`, `max_new_tokens`, ...) goes to `model.generate()`.
 
     Documents (models with `config.context_sentences = k > 0`, issue 5): `pipe(sentences, document=True)` translates
@@ -76,30 +82,38 @@ class SyntaxTranslationPipeline(Pipeline):
             )
         return parser_from_config(recorded, model_dir=getattr(self.model, "name_or_path", None) or None)
 
-    def _sanitize_parameters(self, max_length=None, parser=None, clean_up_tokenization_spaces=None, **generate_kwargs):
+    def _sanitize_parameters(self, max_length=None, clean_up_tokenization_spaces=None, **generate_kwargs):
         preprocess = {} if max_length is None else {"max_length": max_length}
-        if parser is not None:
-            self.parser = self._resolve_parser(parser)
         postprocess = {}
         if clean_up_tokenization_spaces is not None:
             postprocess["clean_up_tokenization_spaces"] = clean_up_tokenization_spaces
         return preprocess, generate_kwargs, postprocess
 
-    def __call__(self, inputs: str | list[str] | list[list[str]], document: bool = False, **kwargs):
+    def __call__(
+        self, inputs: str | list[str] | list[list[str]], document: bool = False, parser: Parser | dict | None = None,
+        **kwargs,
+    ):  # fmt: skip
+        expected = (
+            "SyntaxTranslationPipeline takes a string, a list of strings (sentences, or one document with "
+            "document=True) or a list of lists of strings (documents)"
+        )
+        if not isinstance(inputs, (str, list, tuple)):
+            raise TypeError(f"{expected}; got {type(inputs).__name__}: {inputs!r:.80}.")
         single = isinstance(inputs, str)
         items = [inputs] if single else list(inputs)
         nested = bool(items) and all(isinstance(d, (list, tuple)) for d in items)  # a list of documents
         documents = [list(d) for d in items] if nested else [items] if document else None
         texts = [t for d in documents for t in d] if documents is not None else items
         if not all(isinstance(t, str) for t in texts):
-            raise TypeError(
-                "SyntaxTranslationPipeline takes a string, a list of strings (sentences, or one document with "
-                "document=True) or a list of lists of strings (documents)."
-            )
+            bad = next(t for t in texts if not isinstance(t, str))
+            raise TypeError(f"{expected}; got an item of type {type(bad).__name__}: {bad!r:.80}.")
         contexts = [None] * len(texts) if documents is None else self._document_contexts(documents)
+        # A per-call parser parses this call only (as every per-call pipeline parameter in transformers); the
+        # pipeline's own parser is unchanged afterwards.
+        parser = self.parser if parser is None else self._resolve_parser(parser)
         # parse the whole input at once (parsers are much faster batched), then translate pair by pair
-        parse = self.parser is not None and self._needs_parse()
-        parses = parse_texts(self.parser, texts, lambda k: f"input {k}") if parse else [None] * len(texts)
+        parse = parser is not None and self._needs_parse()
+        parses = parse_texts(parser, texts, lambda k: f"input {k}") if parse else [None] * len(texts)
         results = super().__call__(list(zip(texts, parses, contexts, strict=True)), **kwargs) if texts else []
         results = [r[0] if isinstance(r, list) else r for r in results]
         if not nested:
@@ -134,8 +148,21 @@ class SyntaxTranslationPipeline(Pipeline):
             inputs["context_attention_mask"] = torch.ones(1, len(ids), dtype=torch.long)
         return inputs
 
+    def _source_length(self, text: str, max_length: int | None) -> int:
+        """The truncation length (at most `max_position_embeddings`); warns when `text` is longer."""
+        limit = self.model.config.max_position_embeddings
+        if max_length is not None and max_length > limit:
+            logger.warning(f"max_length={max_length} (source truncation) is more than the model's "
+                           f"max_position_embeddings={limit}: truncating to {limit} tokens.")  # fmt: skip
+        max_length = min(max_length or limit, limit)
+        n = len(self.tokenizer(text)["input_ids"])
+        if n > max_length:
+            logger.warning(f"A source sentence of {n} tokens is truncated to {max_length} tokens (the model's "
+                           f"max_position_embeddings is {limit}): {text[:60]!r}...")  # fmt: skip
+        return max_length
+
     def _preprocess_sentence(self, text, parse, max_length=None):
-        max_length = max_length or self.model.config.max_position_embeddings
+        max_length = self._source_length(text, max_length)
         config = self.model.config
         if parse is None or not self._needs_parse():  # no input depends on the parse
             input_ids = self.tokenizer(text, truncation=True, max_length=max_length)["input_ids"]

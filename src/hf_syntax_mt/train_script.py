@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import gzip
 import json
 import logging
 import os
@@ -28,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from transformers import HfArgumentParser, Seq2SeqTrainingArguments
+
+from .data.textio import iter_lines
 
 logger = logging.getLogger(__name__)
 
@@ -202,6 +203,12 @@ class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
     average_every: int = field(default=100, metadata={"help": "Steps between averaged checkpoints."})
     model_card_title: str | None = None
     model_card_limitations: str | None = None
+    # transformers 5 removed `overwrite_output_dir` from TrainingArguments; the script keeps run_translation.py's flag
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={"help": "Train into a non-empty --output_dir (its old checkpoint-* folders are removed first). "
+                          "Without it such a directory is refused, unless --resume_from_checkpoint is given."},
+    )  # fmt: skip
 
     def __post_init__(self):
         super().__post_init__()
@@ -278,8 +285,6 @@ def parse_config_overrides(text: str | None, config_class=None) -> dict[str, Any
 # ------------------------------------------------------------------------------------------------------------------
 # Data
 # ------------------------------------------------------------------------------------------------------------------
-def _open(path: str):
-    return gzip.open(path, "rt", encoding="utf-8") if str(path).endswith(".gz") else open(path, encoding="utf-8")
 
 
 def _require_nonempty(path: str) -> None:
@@ -293,17 +298,15 @@ def read_tsv(path: str) -> dict[str, list[str]]:
     """``source<TAB>target`` lines; an optional header ``source<TAB>target`` is skipped. Errors name file:line."""
     _require_nonempty(path)
     sources, targets = [], []
-    with _open(path) as f:
-        for lineno, raw in enumerate(f, start=1):
-            line = raw.rstrip("\r\n")
-            cols = line.split("\t")
-            if len(cols) != 2:
-                raise ValueError(f"{path}:{lineno}: expected 2 tab-separated columns (source, target), found "
-                                 f"{len(cols)}: {line[:80]!r}")  # fmt: skip
-            if lineno == 1 and [c.strip().lower() for c in cols] == ["source", "target"]:
-                continue
-            sources.append(cols[0])
-            targets.append(cols[1])
+    for lineno, line in iter_lines(path):  # at "\n" only; invalid UTF-8 names the file, line and byte offset
+        cols = line.split("\t")
+        if len(cols) != 2:
+            raise ValueError(f"{path}:{lineno}: expected 2 tab-separated columns (source, target), found "
+                             f"{len(cols)}: {line[:80]!r}")  # fmt: skip
+        if lineno == 1 and [c.strip().lower() for c in cols] == ["source", "target"]:
+            continue
+        sources.append(cols[0])
+        targets.append(cols[1])
     if not sources:
         raise ValueError(f"data file {path} has no rows")
     return {"source": sources, "target": targets}
@@ -314,28 +317,27 @@ def read_jsonl(path: str, source_lang: str | None = None, target_lang: str | Non
     run_translation.py) or ``{src: ..., tgt: ...}`` keyed by language codes. Errors name file:line:field."""
     _require_nonempty(path)
     sources, targets = [], []
-    with _open(path) as f:
-        for lineno, raw in enumerate(f, start=1):
-            if not raw.strip():
-                continue
-            try:
-                row = json.loads(raw)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{lineno}: invalid JSON: {e}") from e
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
-            pair = row.get("translation", row)
-            keys = ("source", "target") if "source" in pair or "target" in pair else (source_lang, target_lang)
-            for key in keys:
-                if key is None:
-                    raise ValueError(f"{path}:{lineno}: no 'source'/'target' fields; give --source_lang and "
-                                     f"--target_lang to read the fields {sorted(pair)}")  # fmt: skip
-                if key not in pair:
-                    raise ValueError(f"{path}:{lineno}: missing field {key!r} (fields: {sorted(pair)})")
-                if not isinstance(pair[key], str):
-                    raise ValueError(f"{path}:{lineno}: field {key!r} must be a string, got {pair[key]!r}")
-            sources.append(pair[keys[0]])
-            targets.append(pair[keys[1]])
+    for lineno, raw in iter_lines(path):
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}:{lineno}: invalid JSON: {e}") from e
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+        pair = row.get("translation", row)
+        keys = ("source", "target") if "source" in pair or "target" in pair else (source_lang, target_lang)
+        for key in keys:
+            if key is None:
+                raise ValueError(f"{path}:{lineno}: no 'source'/'target' fields; give --source_lang and "
+                                 f"--target_lang to read the fields {sorted(pair)}")  # fmt: skip
+            if key not in pair:
+                raise ValueError(f"{path}:{lineno}: missing field {key!r} (fields: {sorted(pair)})")
+            if not isinstance(pair[key], str):
+                raise ValueError(f"{path}:{lineno}: field {key!r} must be a string, got {pair[key]!r}")
+        sources.append(pair[keys[0]])
+        targets.append(pair[keys[1]])
     if not sources:
         raise ValueError(f"data file {path} has no rows")
     return {"source": sources, "target": targets}
@@ -393,7 +395,7 @@ def _load_split_rows(data_args: DataArguments, split: str):
     conllu = getattr(data_args, f"{split}_source_conllu")
     given = [name for name, v in (("file", file), ("source_file", src), ("source_conllu", conllu)) if v]
     if len(given) > 1:
-        raise ValueError(f"give one source for the {split} split, got --{split}_{' and --{split}_'.join(given)}")
+        raise ValueError(f"give one source for the {split} split, got {' and '.join(f'--{split}_{g}' for g in given)}")
     if not tgt and getattr(data_args, f"{split}_target_conllu") and (conllu or src):
         from datasets import Dataset
 
@@ -533,6 +535,8 @@ def load_or_train_tokenizer(model_args: ModelArguments, training_args, train_dat
     if path:
         return AutoTokenizer.from_pretrained(path)
     directory = Path(training_args.output_dir) / "tokenizer"
+    if training_args.resume_from_checkpoint is not None and (directory / "tokenizer.json").is_file():
+        return AutoTokenizer.from_pretrained(directory)  # the resumed run's own vocabulary
     with training_args.main_process_first(desc="training the tokenizer", local=False):
         if training_args.process_index == 0:
             texts = list(train_dataset["source"]) + list(train_dataset["target"])
@@ -657,6 +661,31 @@ def _scores_with_ribes(hypotheses: list[str], references: list[str]) -> dict:
     return {**corpus_scores(hypotheses, references), **corpus_ribes(hypotheses, references)}
 
 
+def check_output_dir(training_args: SyntaxMTTrainingArguments, do_train: bool) -> None:
+    """Refuse to train into a non-empty ``--output_dir`` (its model and checkpoints would be silently mixed with
+    the new run's) unless ``--overwrite_output_dir`` or ``--resume_from_checkpoint`` is given. With
+    ``--overwrite_output_dir`` the old ``checkpoint-*`` folders are removed (by the main process)."""
+    import shutil
+
+    output_dir = Path(training_args.output_dir)
+    if not do_train or not output_dir.is_dir() or not any(output_dir.iterdir()):
+        return
+    if training_args.resume_from_checkpoint is not None:
+        return
+    checkpoints = sorted(p for p in output_dir.glob("checkpoint-*") if p.is_dir())
+    if not training_args.overwrite_output_dir:
+        found = f" with {len(checkpoints)} checkpoint(s) ({checkpoints[-1].name}, ...)" if checkpoints else ""
+        resume = f" or --resume_from_checkpoint {checkpoints[-1]} to continue that run" if checkpoints else ""
+        raise ValueError(
+            f"--output_dir {output_dir} already exists and is not empty{found}: training would replace its model and "
+            f"mix old files with the new run's. Give another --output_dir, --overwrite_output_dir to replace it{resume}."
+        )
+    if training_args.process_index == 0:
+        for path in checkpoints:
+            logger.warning("--overwrite_output_dir: removing the old checkpoint %s", path)
+            shutil.rmtree(path)
+
+
 def run(model_args: ModelArguments, data_args: DataArguments, training_args: SyntaxMTTrainingArguments) -> dict:
     """Train, evaluate, predict, save; returns the metrics (on every process; files are written by process 0)."""
     import numpy as np
@@ -674,6 +703,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
 
     set_seed(training_args.seed)
     output_dir = Path(training_args.output_dir)
+    check_output_dir(training_args, do_train=training_args.do_train or not _any_do(training_args))
     raw = load_raw_datasets(data_args)
     tokenizer = load_or_train_tokenizer(model_args, training_args, raw["train"])
     tokenizer.padding_side = "right"  # Marian positions start at 0 on the left
@@ -733,7 +763,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
             fn = make_preprocessor(split, parser=parser)
         elif needs_syntax:
             raise ValueError(f"the model has syntax heads but the {split} split has no parses: give CoNLL-U sources "
-                             "(--{split}_source_conllu) or a parser (--parser spacy --parser_model ...)")  # fmt: skip
+                             f"(--{split}_source_conllu) or a parser (--parser spacy --parser_model ...)")  # fmt: skip
         elif is_syntax:
             fn = make_preprocessor(split)  # nothing needs a parse: for_config gives TokenizeOnly (with the context length)
         else:

@@ -43,10 +43,12 @@ def parse_pharaoh(line: str, one_indexed: bool = False, where: str = "line") -> 
 
 
 def read_pharaoh(path: str | os.PathLike, one_indexed: bool = False) -> list[GoldAlignment]:
-    """Every line of a Pharaoh file (empty lines = no link); errors name the file and line."""
-    from .evaluation import read_lines
+    """Every line of a Pharaoh file (empty lines = no link, so an aligner that linked nothing is read too); errors
+    name the file and line."""
+    from .data.textio import read_text, split_lines
 
-    return [parse_pharaoh(line, one_indexed, f"{path}:{k}") for k, line in enumerate(read_lines(path), start=1)]
+    lines = split_lines(read_text(path))
+    return [parse_pharaoh(line, one_indexed, f"{path}:{k}") for k, line in enumerate(lines, start=1)]
 
 
 def format_pharaoh(links: Iterable[Link]) -> str:

@@ -20,7 +20,6 @@ Parsers are picklable (they pickle their configuration and reload the backend la
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import logging
@@ -31,6 +30,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .textio import iter_lines
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +76,8 @@ class ParsedSentence:
         mwt: multi-word tokens as ``(start, end)`` half-open ranges of 0-based word indices, e.g. ``[(2, 4)]`` when
             words 2 and 3 ("de", "le") form the surface token "du". ``None`` or ``[]`` when there are none.
 
-    A sentence with no words (empty input line) is valid; otherwise at least one word must be a root.
+    A sentence with no words (empty input line) is valid; otherwise the heads must form one tree: exactly one root
+    and no cycle (every word reaches the root). Errors name the offending word ids (1-based, as CoNLL-U's ID).
     """
 
     words: list[str]
@@ -105,8 +107,7 @@ class ParsedSentence:
                 )
             if h == i + 1:
                 raise ValueError(f"ParsedSentence.heads[{i}] = {h} points to the word itself ({self.words[i]!r})")
-        if n and 0 not in self.heads:
-            raise ValueError(f"ParsedSentence.heads has no root (no head equal to 0): {self.heads!r}")
+        _check_tree(self.heads, self.words)
         if self.spans is not None:
             self.spans = [(int(s), int(e)) for s, e in self.spans]
             if len(self.spans) != n:
@@ -166,6 +167,37 @@ class ParsedSentence:
             out.append((i, e))
             i = e
         return out
+
+
+def _check_tree(heads: list[int], words: list[str]) -> None:
+    """Raise ``ValueError`` unless ``heads`` (1-based, 0 = root, each in range) form one tree: a single root and no
+    cycle. A cycle or a second root would silently give wrong parents and tree distances (0 inside a cycle)."""
+    if not heads:
+        return
+    roots = [i + 1 for i, h in enumerate(heads) if h == 0]
+    if not roots:
+        raise ValueError(f"heads {heads} have no root (no head equal to 0), so they form a cycle: give one word head 0")
+    if len(roots) > 1:
+        raise ValueError(
+            f"heads {heads} have {len(roots)} roots: words {roots} (1-based ids) all have head 0, but a dependency "
+            "tree has exactly one root; attach the others to it (e.g. as parataxis) or split the sentence"
+        )
+    state = [0] * len(heads)  # 0: not visited, 1: on the current path, 2: reaches the root
+    for start in range(len(heads)):
+        path, w = [], start
+        while w >= 0 and state[w] == 0:
+            state[w] = 1
+            path.append(w)
+            w = heads[w] - 1
+        if w >= 0 and state[w] == 1:  # back on the current path: a cycle
+            cycle = path[path.index(w) :]
+            arrows = " -> ".join(f"{i + 1} ({words[i]!r})" for i in [*cycle, w])
+            raise ValueError(
+                f"heads {heads} contain a cycle that never reaches the root: words {sorted(i + 1 for i in cycle)} "
+                f"(1-based ids): {arrows}; every word must lead to the root by following its head"
+            )
+        for i in path:
+            state[i] = 2
 
 
 def merge_sentences(sentences: Sequence[ParsedSentence], text: str | None = None) -> ParsedSentence:
@@ -502,13 +534,6 @@ class SpacyParser(Parser):
 # --------------------------------------------------------------------------------------------------------------
 # CoNLL-U
 # --------------------------------------------------------------------------------------------------------------
-def _open_text(path: str | os.PathLike):
-    path = str(path)
-    if path.endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
-
-
 _UNESCAPE = {"\\s": " ", "\\t": "\t", "\\n": "\n", "\\\\": "\\", "\\p": "|"}
 
 
@@ -608,44 +633,41 @@ def _build_sentence(rows, mwt_rows, comments, path, start_line) -> ParsedSentenc
 def iter_conllu(path: str | os.PathLike) -> Iterable[ParsedSentence]:
     """Yield the sentences of a CoNLL-U file (plain or ``.gz``); see :func:`read_conllu`."""
     rows, mwt_rows, comments, start_line = [], [], {}, 1
-    with _open_text(path) as f:
-        lineno = 0
-        for lineno, raw in enumerate(f, start=1):
-            line = raw.rstrip("\r\n")
-            if not line.strip():
-                if rows or mwt_rows:
-                    yield _build_sentence(rows, mwt_rows, comments, path, start_line)
-                rows, mwt_rows, comments, start_line = [], [], {}, lineno + 1
-                continue
-            if line.startswith("#"):
-                key, sep, value = line[1:].partition("=")
-                if sep:
-                    comments.setdefault(key.strip(), value[1:] if value.startswith(" ") else value)
-                continue
-            cols = line.split("\t")
-            if len(cols) != 10:
-                raise ValueError(f"{path}:{lineno}: expected 10 tab-separated columns, found {len(cols)}: {line!r}")
-            wid = cols[0]
-            if "." in wid:  # empty node of the enhanced graph
-                continue
-            if "-" in wid:
-                try:
-                    first, last = (int(x) for x in wid.split("-"))
-                except ValueError:
-                    raise ValueError(f"{path}:{lineno}: invalid multi-word token ID {wid!r}") from None
-                mwt_rows.append((lineno, first, last, cols[1], cols[9]))
-                continue
+    for lineno, line in iter_lines(path):  # lines end at "\n" only; invalid UTF-8 names the file, line and byte
+        if not line.strip():
+            if rows or mwt_rows:
+                yield _build_sentence(rows, mwt_rows, comments, path, start_line)
+            rows, mwt_rows, comments, start_line = [], [], {}, lineno + 1
+            continue
+        if line.startswith("#"):
+            key, sep, value = line[1:].partition("=")
+            if sep:
+                comments.setdefault(key.strip(), value[1:] if value.startswith(" ") else value)
+            continue
+        cols = line.split("\t")
+        if len(cols) != 10:
+            raise ValueError(f"{path}:{lineno}: expected 10 tab-separated columns, found {len(cols)}: {line!r}")
+        wid = cols[0]
+        if "." in wid:  # empty node of the enhanced graph
+            continue
+        if "-" in wid:
             try:
-                wid_int = int(wid)
+                first, last = (int(x) for x in wid.split("-"))
             except ValueError:
-                raise ValueError(f"{path}:{lineno}: invalid word ID {wid!r}") from None
-            try:
-                head = int(cols[6])
-            except ValueError:
-                raise ValueError(f"{path}:{lineno}: HEAD must be an integer, found {cols[6]!r}") from None
-            rows.append((lineno, wid_int, cols[1], cols[3], head, cols[7], cols[9]))
-        if rows or mwt_rows:
-            yield _build_sentence(rows, mwt_rows, comments, path, start_line)
+                raise ValueError(f"{path}:{lineno}: invalid multi-word token ID {wid!r}") from None
+            mwt_rows.append((lineno, first, last, cols[1], cols[9]))
+            continue
+        try:
+            wid_int = int(wid)
+        except ValueError:
+            raise ValueError(f"{path}:{lineno}: invalid word ID {wid!r}") from None
+        try:
+            head = int(cols[6])
+        except ValueError:
+            raise ValueError(f"{path}:{lineno}: HEAD must be an integer, found {cols[6]!r}") from None
+        rows.append((lineno, wid_int, cols[1], cols[3], head, cols[7], cols[9]))
+    if rows or mwt_rows:
+        yield _build_sentence(rows, mwt_rows, comments, path, start_line)
 
 
 def read_conllu(path: str | os.PathLike) -> list[ParsedSentence]:

@@ -28,7 +28,6 @@ own truncation state is never touched), so ``num_proc > 1`` works and a second i
 
 from __future__ import annotations
 
-import gzip
 import logging
 import os
 from collections.abc import Sequence
@@ -37,6 +36,7 @@ from typing import Any
 from .documents import encode_context
 from .parsers import ParsedSentence, Parser, read_conllu
 from .subwords import align_parse
+from .textio import read_lines
 
 logger = logging.getLogger(__name__)
 
@@ -208,9 +208,7 @@ class SyntaxMTPreprocessor:
             parses = self._read_parses(batch, self.source_parse_column, texts, indices)
         else:
             parses = self._parse(texts, indices)
-        n_empty = sum(1 for t in texts if not t.strip())
-        if n_empty:
-            logger.warning("%d empty source line(s) kept with special tokens only as input", n_empty)
+        _warn_empty(texts, indices)
 
         names = self.output_columns([])  # the source-side columns
         out: dict[str, list[Any]] = {name: [] for name in names}
@@ -341,19 +339,9 @@ def prepare_dataset(
 
 
 def _read_lines(path: str | os.PathLike) -> list[str]:
-    """The lines of a UTF-8 text file (gzip-compressed files too), without line ends; empty lines kept."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    if raw[:2] == b"\x1f\x8b":  # gzip magic number
-        raw = gzip.decompress(raw)
-    try:
-        data = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path} is not UTF-8 text: {e}") from e
-    lines = data.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # final newline
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+    """The lines of a UTF-8 text file (gzip-compressed files too), without line ends; empty lines kept. Lines end
+    at "\n" only (see :mod:`.textio`); invalid UTF-8 raises an error naming the file, line and byte offset."""
+    return read_lines(path)
 
 
 def load_parallel_files(
@@ -405,6 +393,16 @@ def read_parallel_conllu(
     )
 
 
+def _warn_empty(texts: list[str], indices: Sequence[int] | None) -> None:
+    """The warning the module docstring promises for empty source lines, with the first rows that have one."""
+    empty = [k if indices is None else indices[k] for k, t in enumerate(texts) if not t.strip()]
+    if empty:
+        rows = ", ".join(map(str, empty[:5])) + (", ..." if len(empty) > 5 else "")
+        where = "row" if indices is not None else "batch row"
+        logger.warning(f"{len(empty)} empty source line(s) ({where}s {rows}) kept, with the special tokens alone as "
+                       "input")  # fmt: skip
+
+
 class TokenizeOnly:
     """Batched `datasets.map` function for models without syntax inputs: tokenize, truncate (keeping ``</s>``);
     with a ``context`` column also ``context_input_ids`` / ``context_attention_mask`` (see
@@ -420,6 +418,7 @@ class TokenizeOnly:
     def __call__(self, batch: dict[str, list], indices=None) -> dict[str, list]:
         special = set(self.tokenizer.all_special_ids)
         sources = ["" if s is None else s for s in batch["source"]]
+        _warn_empty(sources, indices)
         ids = [_truncate_ids(list(x), self.max_source_length, special) for x in self.tokenizer(sources)["input_ids"]]
         out = {"input_ids": ids, "attention_mask": [[1] * len(x) for x in ids]}
         if "target" in batch:
