@@ -159,7 +159,7 @@ def pascal_model_dir(tmp_path_factory, tokenizer):
     write_conllu(directory / "b.conllu", list(zip(SENTENCES, RIGHT_HEADS, strict=True)))
     config = model_config(
         tokenizer, d_model=16, layers=1, heads=2, ffn_dim=32, encoder_pascal_heads=[2], init_std=0.5,
-        source_parser={"backend": "conllu", "path": str(directory / "a.conllu")},
+        source_parser={"backend": "conllu", "path": "a.conllu"},  # relative to the model directory (issue 15, item 9)
     )  # fmt: skip
     model = build_model(config, seed=0).eval()
     model.generation_config.max_new_tokens = 8

@@ -174,3 +174,4 @@ def test_tiny_demo_end_to_end(tmp_path, capsys):
         assert record["steps"] == 6 and record["diagnostic"]["n"] == 8
         assert [s for s, _ in record["diagnostic_curve"]] == [3, 6, 6]
     assert (out / "demo.png").exists() and (out / "pascal" / "config.json").exists()
+    assert (out / "pascal" / "test.src.conllu").exists()  # the pipeline's parser travels with the model

@@ -18,7 +18,11 @@ def test_model_card_reflects_config_and_scores(tmp_path):
     assert "encoder layer 0: 3 heads; gaussian weighting, sigma=0.5, parent ignoring q=0.1" in card
     assert f"BLEU {scores['bleu']:.2f} (`{scores['bleu_signature']}`)" in card
     assert f"{model.num_parameters():,} parameters" in card
-    assert 'pipeline("translation", model="' + str(tmp_path) + '", trust_remote_code=True)' in card
+    assert 'pipeline("translation", model="' + tmp_path.name + '", trust_remote_code=True)' in card
+    assert str(tmp_path) not in card  # the directory's name, never its local path
+    # MarianMTModel.from_pretrained would drop the syntax options: the card says which, and what to load with
+    assert "drops the syntax options (`encoder_pascal_heads`, `parent_ignoring`, `pascal_sigma`)" in card
+    assert "AutoModelForSeq2SeqLM.from_pretrained(..., trust_remote_code=True)" in card
 
 
 def test_model_cards_template_file_is_the_one_the_package_fills():
@@ -40,6 +44,7 @@ def test_model_card_records_ribes_training_and_model_signature(tmp_path):
                             training="12 steps").read_text()  # fmt: skip
     assert f"RIBES {scores['ribes']:.4f} (`{scores['ribes_signature']}`)" in card
     assert "## Training\n12 steps" in card and "- none (vanilla Marian)" in card
+    assert "MarianMTModel.from_pretrained" not in card  # nothing to drop
     assert f"Model signature: `{model_signature(model.config)}`" in card and "variant:marian" in card
 
 

@@ -16,6 +16,7 @@ from transformers import AutoModelForSeq2SeqLM, MarianMTModel, pipeline
 import hf_syntax_mt
 from hf_syntax_mt import SyntaxMTForConditionalGeneration
 from hf_syntax_mt.cli import main as cli_main
+from hf_syntax_mt.data.parsers import get_parser
 from hf_syntax_mt.data.synthetic import write_corpus
 from hf_syntax_mt.evaluation import RUN_INFO, corpus_ribes, corpus_scores
 from hf_syntax_mt.train_script import (
@@ -66,7 +67,7 @@ def test_train_saves_a_model_that_reloads_and_translates(corpus, tmp_path):
     assert config["model_type"] == "syntax_mt" and config["encoder_pascal_heads"] == [2, 0]
     assert (config["pascal_sigma"], config["parent_ignoring"], config["label_smoothing"]) == (0.8, 0.1, 0.1)
     assert (config["pascal_weighting"], config["activation_function"]) == ("parent_only", "gelu")
-    assert config["source_parser"]["backend"] == "conllu"
+    assert config["source_parser"] is None  # CoNLL-U parses only their own sentences: no parser of new text
     info = json.loads((out / RUN_INFO).read_text())
     assert info["global_step"] == 15 and info["world_size"] == 1
     card = (out / "README.md").read_text()
@@ -80,11 +81,14 @@ def test_train_saves_a_model_that_reloads_and_translates(corpus, tmp_path):
         assert info["scores"]["test"][key] == pytest.approx(expected[key]) if "sig" not in key else expected[key]
     assert f"BLEU {expected['bleu']:.2f} (`{expected['bleu_signature']}`)" in card
 
-    # reload: the Auto class gives the syntax model, and the saved pipeline (which parses raw text itself with the
-    # recorded CoNLL-U parser) reproduces the run's own test predictions
+    # reload: the Auto class gives the syntax model, and the saved pipeline (which parses raw text itself, here with
+    # the test CoNLL-U passed in) reproduces the run's own test predictions
     model = AutoModelForSeq2SeqLM.from_pretrained(out)
     assert isinstance(model, SyntaxMTForConditionalGeneration) and model.config.encoder_pascal_heads == [2, 0]
-    translate = pipeline("translation", model=str(out), trust_remote_code=True)
+    with pytest.raises(ValueError, match="new text needs a parser"):
+        pipeline("translation", model=str(out), trust_remote_code=True)
+    parser = get_parser("conllu", path=corpus["test"]["src_conllu"])
+    translate = pipeline("translation", model=str(out), trust_remote_code=True, parser=parser)
     sources = corpus["test"]["src"].read_text(encoding="utf-8").splitlines()
     outputs = [o["translation_text"].strip() for o in translate(sources, batch_size=4, num_beams=1, max_length=24)]
     assert outputs == hypotheses

@@ -149,7 +149,8 @@ class SyntaxMTConfig(MarianConfig):
             first unless told otherwise.
         source_parser (`dict`, *optional*):
             How to parse raw source text at inference, as given by `Parser.to_config()`, e.g.
-            `{"backend": "spacy", "model": "fr_core_news_sm"}`; the translation pipeline uses it.
+            `{"backend": "spacy", "model": "fr_core_news_sm"}`; the translation pipeline uses it once checked by
+            `data.parser_config.parser_from_config` (names only; CoNLL-U paths relative to the model directory).
         alignment_bias_layers (`list[int]`, *optional*):
             Decoder layers (indices `0..decoder_layers-1`) whose cross-attention gets the structural alignment
             biases of Cohn et al. (2016) in every head (see `hf_syntax_mt.alignment`). `None` (default): none.

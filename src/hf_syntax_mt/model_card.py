@@ -36,10 +36,11 @@ Model size: d_model={d_model}, {encoder_layers}+{decoder_layers} layers, {heads}
 ## Use
 ```python
 from transformers import pipeline
-translate = pipeline("translation", model="{path}", trust_remote_code=True)  # needs `pip install hf-syntax-mt`
+translate = pipeline("translation", model="{path}", trust_remote_code=True)  # the code is in this repository
 translate(["..."])
 ```
-The pipeline parses raw input itself with the parser recorded in the config (`source_parser`).
+The pipeline parses raw input itself with the parser recorded in the config (`source_parser`), or with the one you
+pass as `parser=`.{loading}
 
 ## Scores
 {scores}
@@ -107,6 +108,7 @@ def render_model_card(
     """Fill the card. `scores` maps a split name to the dict of `evaluation.corpus_scores` (signatures kept; a
     `ribes`/`ribes_signature` pair from `evaluation.corpus_ribes` is printed too). `model_signature` defaults to
     `evaluation.model_signature(model.config)`."""
+    from .evaluation import _syntax_options
     from .evaluation import model_signature as default_signature
 
     config = model.config
@@ -115,6 +117,13 @@ def render_model_card(
         for k in ("encoder_pascal_heads", "pascal_sigma", "pascal_weighting", "parent_ignoring", "label_smoothing")
         if hasattr(config, k)
     }
+    dropped = sorted(_syntax_options(config))
+    loading = (
+        "\nLoad the model with `AutoModelForSeq2SeqLM.from_pretrained(..., trust_remote_code=True)`. "
+        "`MarianMTModel.from_pretrained` also loads the weights, but drops the syntax options "
+        f"({', '.join(f'`{k}`' for k in dropped)}) with only a generic warning, and then computes a different model."
+        if dropped else ""
+    )
     score_lines = []
     for split, s in (scores or {}).items():
         line = f"- {split}: BLEU {s['bleu']:.2f} (`{s['bleu_signature']}`), chrF {s['chrf']:.2f} (`{s['chrf_signature']}`)"
@@ -135,6 +144,7 @@ def render_model_card(
         training=training or "not recorded",
         parser=parser,
         path=path,
+        loading=loading,
         scores="\n".join(score_lines) or "not evaluated",
         limitations=limitations or "Not evaluated outside its training domain.",
         model_signature=model_signature or default_signature(config),
@@ -142,9 +152,10 @@ def render_model_card(
 
 
 def write_model_card(directory: str | Path, **kwargs) -> Path:
-    """Write `README.md` (the Hub's model card) into a saved model directory."""
+    """Write `README.md` (the Hub's model card) into a saved model directory. The card names the directory, never
+    its local path: the card travels with the model."""
     path = Path(directory) / "README.md"
-    path.write_text(render_model_card(path=str(directory), **kwargs), encoding="utf-8")
+    path.write_text(render_model_card(path=Path(directory).resolve().name, **kwargs), encoding="utf-8")
     return path
 
 

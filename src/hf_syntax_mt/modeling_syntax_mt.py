@@ -8,7 +8,7 @@ attention kernel (SDPA by default), and the two are concatenated before `out_pro
 from __future__ import annotations
 
 import math
-import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -459,18 +459,6 @@ class SyntaxMTDecoderLayer(MarianDecoderLayer):
         return _feed_forward(self, hidden_states)  # Eqs. 13 / 18
 
 
-# Auto class -> (shim module saved beside the weights, class, what the shim imports)
-_SHIMS = {
-    "AutoConfig": ("configuration_syntax_mt", "SyntaxMTConfig", "hf_syntax_mt.configuration_syntax_mt import SyntaxMTConfig"),
-    "AutoModel": ("modeling_syntax_mt", "SyntaxMTModel", "hf_syntax_mt.modeling_syntax_mt import SyntaxMTModel"),
-    "AutoModelForSeq2SeqLM": (
-        "modeling_syntax_mt",
-        "SyntaxMTForConditionalGeneration",
-        "hf_syntax_mt.modeling_syntax_mt import SyntaxMTForConditionalGeneration, SyntaxMTModel",
-    ),
-}
-
-
 class SyntaxMTPreTrainedModel(MarianPreTrainedModel):
     config_class = SyntaxMTConfig
     config: SyntaxMTConfig
@@ -491,14 +479,25 @@ class SyntaxMTPreTrainedModel(MarianPreTrainedModel):
             module.reset_parameters()
 
     def save_pretrained(self, save_directory, *args, **kwargs):
-        """`PreTrainedModel.save_pretrained` plus the declarations that let the directory load anywhere the package
-        is installed: `auto_map` (Auto classes with `trust_remote_code=True`) and `custom_pipelines`, which routes
-        `pipeline("translation", model=DIR, trust_remote_code=True)` to `SyntaxTranslationPipeline`. The files it
-        names are one-line shims that import the installed `hf_syntax_mt`."""
-        self.config.auto_map = {name: f"{module}.{cls}" for name, (module, cls, _) in _SHIMS.items()}
+        """`PreTrainedModel.save_pretrained` plus self-contained remote code: a flat copy of the modules the config,
+        model and pipeline classes need (`remote_code.build_bundle`), declared in `auto_map` (Auto classes with
+        `trust_remote_code=True`) and `custom_pipelines`, which routes `pipeline("translation", model=DIR,
+        trust_remote_code=True)` to `SyntaxTranslationPipeline`. The directory loads without `hf_syntax_mt`
+        installed. Raises `RemoteCodeError` (before writing anything) if a needed module cannot be bundled."""
+        from .pipeline_syntax_mt import SyntaxTranslationPipeline
+        from .remote_code import build_bundle
+
+        version = getattr(sys.modules.get(__package__ or ""), "__version__", "")
+        bundle = build_bundle([type(self.config), SyntaxMTModel, SyntaxMTForConditionalGeneration,
+                               SyntaxTranslationPipeline], version=version)  # fmt: skip
+        self.config.auto_map = {
+            "AutoConfig": bundle.reference(type(self.config)),
+            "AutoModel": bundle.reference(SyntaxMTModel),
+            "AutoModelForSeq2SeqLM": bundle.reference(SyntaxMTForConditionalGeneration),
+        }
         self.config.custom_pipelines = {
             "translation": {
-                "impl": "pipeline_syntax_mt.SyntaxTranslationPipeline",
+                "impl": bundle.reference(SyntaxTranslationPipeline),
                 "pt": ["AutoModelForSeq2SeqLM"],
                 "tf": [],
                 "type": "text",
@@ -506,11 +505,7 @@ class SyntaxMTPreTrainedModel(MarianPreTrainedModel):
         }
         super().save_pretrained(save_directory, *args, **kwargs)
         if kwargs.get("is_main_process", True):
-            files = {module: source for module, _, source in _SHIMS.values()}
-            files["pipeline_syntax_mt"] = "hf_syntax_mt.pipeline_syntax_mt import SyntaxTranslationPipeline"
-            for module, source in files.items():
-                with open(os.path.join(save_directory, f"{module}.py"), "w", encoding="utf-8") as f:
-                    f.write(f'"""Written by hf-syntax-mt: `pip install hf-syntax-mt`."""\n\nfrom {source}  # noqa: F401\n')
+            bundle.write(save_directory)
 
 
 def check_parent_positions(parent_positions: torch.Tensor, input_shape: torch.Size, attention_mask=None) -> None:

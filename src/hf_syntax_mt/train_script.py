@@ -28,11 +28,17 @@ from typing import Any
 
 from transformers import HfArgumentParser, Seq2SeqTrainingArguments
 
-from .data.textio import iter_lines
+from .train_data import (  # noqa: F401  (the data readers live in train_data; these names stay importable here)
+    SPLITS,
+    build_parser,
+    load_raw_datasets,
+    load_split,
+    read_jsonl,
+    read_tsv,
+)
 
 logger = logging.getLogger(__name__)
 
-SPLITS = ("train", "validation", "test")
 PARSER_CHOICES = ("auto", "conllu", "spacy", "stanza", "none")
 
 # Defaults of the size flags when no --model_name_or_path is given.
@@ -283,236 +289,6 @@ def parse_config_overrides(text: str | None, config_class=None) -> dict[str, Any
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# Data
-# ------------------------------------------------------------------------------------------------------------------
-
-
-def _require_nonempty(path: str) -> None:
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"data file not found: {path}")
-    if Path(path).stat().st_size == 0:
-        raise ValueError(f"data file {path} is empty")
-
-
-def read_tsv(path: str) -> dict[str, list[str]]:
-    """``source<TAB>target`` lines; an optional header ``source<TAB>target`` is skipped. Errors name file:line."""
-    _require_nonempty(path)
-    sources, targets = [], []
-    for lineno, line in iter_lines(path):  # at "\n" only; invalid UTF-8 names the file, line and byte offset
-        cols = line.split("\t")
-        if len(cols) != 2:
-            raise ValueError(f"{path}:{lineno}: expected 2 tab-separated columns (source, target), found "
-                             f"{len(cols)}: {line[:80]!r}")  # fmt: skip
-        if lineno == 1 and [c.strip().lower() for c in cols] == ["source", "target"]:
-            continue
-        sources.append(cols[0])
-        targets.append(cols[1])
-    if not sources:
-        raise ValueError(f"data file {path} has no rows")
-    return {"source": sources, "target": targets}
-
-
-def read_jsonl(path: str, source_lang: str | None = None, target_lang: str | None = None) -> dict[str, list[str]]:
-    """JSON lines with ``{"source": ..., "target": ...}``, ``{"translation": {src: ..., tgt: ...}}`` (as in
-    run_translation.py) or ``{src: ..., tgt: ...}`` keyed by language codes. Errors name file:line:field."""
-    _require_nonempty(path)
-    sources, targets = [], []
-    for lineno, raw in iter_lines(path):
-        if not raw.strip():
-            continue
-        try:
-            row = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}:{lineno}: invalid JSON: {e}") from e
-        if not isinstance(row, dict):
-            raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
-        pair = row.get("translation", row)
-        keys = ("source", "target") if "source" in pair or "target" in pair else (source_lang, target_lang)
-        for key in keys:
-            if key is None:
-                raise ValueError(f"{path}:{lineno}: no 'source'/'target' fields; give --source_lang and "
-                                 f"--target_lang to read the fields {sorted(pair)}")  # fmt: skip
-            if key not in pair:
-                raise ValueError(f"{path}:{lineno}: missing field {key!r} (fields: {sorted(pair)})")
-            if not isinstance(pair[key], str):
-                raise ValueError(f"{path}:{lineno}: field {key!r} must be a string, got {pair[key]!r}")
-        sources.append(pair[keys[0]])
-        targets.append(pair[keys[1]])
-    if not sources:
-        raise ValueError(f"data file {path} has no rows")
-    return {"source": sources, "target": targets}
-
-
-def load_split(data_args: DataArguments, split: str):
-    """The raw ``Dataset`` of one split, with a ``doc_id`` column when ``--{split}_docid_file`` is given and a
-    ``target_parse`` column when ``--{split}_target_conllu`` is given."""
-    ds = _load_split_rows(data_args, split)
-    target_conllu = getattr(data_args, f"{split}_target_conllu")
-    if target_conllu:
-        if ds is None:
-            raise ValueError(f"--{split}_target_conllu needs the {split} split's source data")
-        ds = _add_target_parses(ds, target_conllu, split)
-    docid_file = getattr(data_args, f"{split}_docid_file")
-    if docid_file:
-        from .data.documents import read_doc_ids
-
-        if ds is None:
-            raise ValueError(f"--{split}_docid_file needs the {split} split's data files")
-        _require_nonempty(docid_file)
-        described = next(getattr(data_args, f"{split}_{k}") for k in ("source_conllu", "source_file", "file")
-                          if getattr(data_args, f"{split}_{k}"))  # fmt: skip
-        ds = ds.add_column("doc_id", read_doc_ids(docid_file, len(ds), described))
-    return ds
-
-
-def _add_target_parses(ds, path: str, split: str):
-    """Add the ``target_parse`` column from a CoNLL-U file, checked line by line against the split's targets."""
-    from .data.parsers import read_conllu
-
-    _require_nonempty(path)
-    parses = read_conllu(path)
-    if len(parses) != len(ds):
-        raise ValueError(f"--{split}_target_conllu {path} has {len(parses)} sentences but the {split} split has "
-                         f"{len(ds)} rows")  # fmt: skip
-    targets = ds["target"]
-    for k, (parse, target) in enumerate(zip(parses, targets, strict=True)):
-        if target is not None and parse.text.split() != target.split():
-            raise ValueError(f"--{split}_target_conllu {path}: sentence {k + 1} is {parse.text[:60]!r} but target "
-                             f"line {k + 1} is {target[:60]!r}: the files are not line aligned")  # fmt: skip
-    return ds.add_column("target_parse", [p.to_dict() for p in parses])
-
-
-def _load_split_rows(data_args: DataArguments, split: str):
-    """The raw ``Dataset`` of one split (columns ``source``, ``target`` and, for CoNLL-U sources, ``source_parse``),
-    or ``None`` when the split is not given."""
-    from datasets import Dataset
-
-    from .data.preprocess import load_parallel_files, read_parallel_conllu
-
-    file = getattr(data_args, f"{split}_file")
-    src = getattr(data_args, f"{split}_source_file")
-    tgt = getattr(data_args, f"{split}_target_file")
-    conllu = getattr(data_args, f"{split}_source_conllu")
-    given = [name for name, v in (("file", file), ("source_file", src), ("source_conllu", conllu)) if v]
-    if len(given) > 1:
-        raise ValueError(f"give one source for the {split} split, got {' and '.join(f'--{split}_{g}' for g in given)}")
-    if not tgt and getattr(data_args, f"{split}_target_conllu") and (conllu or src):
-        from datasets import Dataset
-
-        from .data.parsers import read_conllu
-
-        tgt_lines = [s.text for s in read_conllu(getattr(data_args, f"{split}_target_conllu"))]
-        if conllu:
-            sources = read_conllu(conllu)
-            rows = {"source": [s.text for s in sources], "source_parse": [s.to_dict() for s in sources]}
-        else:
-            from .data.preprocess import _read_lines
-
-            rows = {"source": _read_lines(src)}
-        if len(rows["source"]) != len(tgt_lines):
-            raise ValueError(f"the {split} source has {len(rows['source'])} rows but "
-                             f"--{split}_target_conllu has {len(tgt_lines)} sentences")  # fmt: skip
-        return Dataset.from_dict({**rows, "target": tgt_lines})
-    if conllu:
-        if not tgt:
-            raise ValueError(f"--{split}_source_conllu needs --{split}_target_file (or --{split}_target_conllu)")
-        _require_nonempty(conllu)
-        _require_nonempty(tgt)
-        return read_parallel_conllu(conllu, tgt)
-    if src or (tgt and not file):
-        if not (src and tgt):
-            raise ValueError(f"--{split}_source_file and --{split}_target_file go together")
-        _require_nonempty(src)
-        _require_nonempty(tgt)
-        return load_parallel_files(src, tgt)
-    if file:
-        name = file[:-3] if file.endswith(".gz") else file
-        if name.endswith(".tsv"):
-            return Dataset.from_dict(read_tsv(file))
-        if name.endswith((".jsonl", ".json")):
-            return Dataset.from_dict(read_jsonl(file, data_args.source_lang, data_args.target_lang))
-        raise ValueError(f"--{split}_file {file}: unknown format (use .tsv, .jsonl or .json, optionally .gz)")
-    return None
-
-
-class _TranslationColumns:
-    """`{"translation": {src: ..., tgt: ...}}` rows -> `source`/`target` columns (picklable for `num_proc`)."""
-
-    def __init__(self, source_lang: str, target_lang: str):
-        self.source_lang, self.target_lang = source_lang, target_lang
-
-    def __call__(self, batch: dict) -> dict:
-        pairs = batch["translation"]
-        return {"source": [t[self.source_lang] for t in pairs], "target": [t[self.target_lang] for t in pairs]}
-
-
-def _from_hub_dataset(data_args: DataArguments):
-    """`load_dataset(name, config)` -> a dict of splits with ``source``/``target`` columns."""
-    from datasets import load_dataset
-
-    raw = load_dataset(data_args.dataset_name, data_args.dataset_config_name)
-    out = {}
-    for split in SPLITS:
-        name = split if split in raw else ("valid" if split == "validation" and "valid" in raw else None)
-        if name is None:
-            continue
-        ds = raw[name]
-        if "translation" in ds.column_names:
-            src, tgt = data_args.source_lang, data_args.target_lang
-            if not (src and tgt):
-                raise ValueError(f"{data_args.dataset_name} has a 'translation' column: give --source_lang and "
-                                 "--target_lang")  # fmt: skip
-            ds = ds.map(_TranslationColumns(src, tgt), batched=True, remove_columns=ds.column_names,
-                        desc=f"{split}: translation pairs")  # fmt: skip
-        elif not {"source", "target"} <= set(ds.column_names):
-            raise ValueError(f"{data_args.dataset_name}[{name}] has columns {ds.column_names}: need 'translation' or "
-                             "'source' and 'target'")  # fmt: skip
-        out[split] = ds
-    return out
-
-
-def load_raw_datasets(data_args: DataArguments) -> dict:
-    """Every given split as a raw ``Dataset``, limited by ``max_*_samples``."""
-    if data_args.dataset_name:
-        raw = _from_hub_dataset(data_args)
-    else:
-        raw = {s: ds for s in SPLITS if (ds := load_split(data_args, s)) is not None}
-    if "train" not in raw:
-        raise ValueError("no training data: give --train_file, --train_source_file/--train_target_file, "
-                         "--train_source_conllu/--train_target_file or --dataset_name")  # fmt: skip
-    limits = {"train": data_args.max_train_samples, "validation": data_args.max_eval_samples,
-              "test": data_args.max_predict_samples}  # fmt: skip
-    for split, limit in limits.items():
-        if split in raw and limit is not None:
-            raw[split] = raw[split].select(range(min(limit, len(raw[split]))))
-    for split, ds in raw.items():
-        if len(ds) == 0:
-            raise ValueError(f"the {split} split is empty")
-    return raw
-
-
-def build_parser(data_args: DataArguments):
-    """The `Parser` for raw-text sources (None when sources are pre-parsed or no parser is asked for)."""
-    from .data.parsers import CachedParser, get_parser
-
-    if data_args.parser in ("auto", "none"):
-        return None
-    if data_args.parser == "conllu":
-        if not data_args.parser_model:
-            raise ValueError("--parser conllu needs --parser_model with the CoNLL-U file(s), comma separated")
-        parser = get_parser("conllu", path=data_args.parser_model.split(","))
-    elif data_args.parser == "spacy":
-        if not data_args.parser_model:
-            raise ValueError("--parser spacy needs --parser_model, e.g. fr_core_news_sm")
-        parser = get_parser("spacy", model=data_args.parser_model)
-    else:
-        if not data_args.parser_model:
-            raise ValueError("--parser stanza needs --parser_model with the language code, e.g. fr")
-        parser = get_parser("stanza", lang=data_args.parser_model)
-    return CachedParser(parser, data_args.parser_cache_dir) if data_args.parser_cache_dir else parser
-
-
-# ------------------------------------------------------------------------------------------------------------------
 # Tokenizer and model
 # ------------------------------------------------------------------------------------------------------------------
 def _has_tokenizer(path: str | None) -> bool:
@@ -554,6 +330,7 @@ def build_config_and_model(model_args: ModelArguments, tokenizer, seed: int, sou
     from transformers import MarianConfig, MarianMTModel
 
     from .configuration_syntax_mt import SyntaxMTConfig
+    from .data.parser_config import recordable_parser_config
     from .modeling_syntax_mt import SyntaxMTForConditionalGeneration
     from .training import build_model, model_config
 
@@ -575,7 +352,7 @@ def build_config_and_model(model_args: ModelArguments, tokenizer, seed: int, sou
             if source_parser is not None and "source_parser" not in overrides:
                 values["source_parser"] = source_parser
             elif "source_parser" in overrides:
-                values["source_parser"] = overrides["source_parser"]
+                values["source_parser"] = recordable_parser_config(overrides["source_parser"])
             for key in ("model_type", "transformers_version", "architectures", "auto_map", "custom_pipelines"):
                 values.pop(key, None)
             config = SyntaxMTConfig(**values)
@@ -590,7 +367,9 @@ def build_config_and_model(model_args: ModelArguments, tokenizer, seed: int, sou
         for key in ("model_type", "transformers_version", "architectures"):
             values.pop(key, None)
         if not model_args.vanilla_marian:
-            parser_config = overrides.get("source_parser", source_parser)
+            parser_config = source_parser
+            if "source_parser" in overrides:
+                parser_config = recordable_parser_config(overrides["source_parser"])
             if parser_config is not None:
                 values["source_parser"] = parser_config
         config = config_class(**values)
@@ -605,11 +384,46 @@ def build_config_and_model(model_args: ModelArguments, tokenizer, seed: int, sou
 # ------------------------------------------------------------------------------------------------------------------
 # The run
 # ------------------------------------------------------------------------------------------------------------------
+def portable_paths(values: dict) -> dict:
+    """`values` with every local path (absolute, or a relative path to an existing file) replaced by its file name:
+    the run file and the model card travel with the model, the training machine's paths do not."""
+
+    def portable(v):
+        if isinstance(v, list):
+            return [portable(x) for x in v]
+        if isinstance(v, str) and (os.path.isabs(v) or (os.sep in v and os.path.exists(v))):
+            return Path(v).resolve().name
+        return v
+
+    return {k: portable(v) for k, v in values.items()}
+
+
+def scrub_local_paths(output_dir: Path, training_args) -> None:
+    """Rewrite what the Trainer saved with local paths in it (`training_args.bin`: output_dir, logging_dir, ...;
+    `trainer_state.json`: best_model_checkpoint), in `output_dir` and its checkpoints, with file names instead."""
+    import copy
+
+    import torch
+
+    args = copy.copy(training_args)
+    fields = {f.name: getattr(training_args, f.name) for f in dataclasses.fields(training_args)}
+    for name, value in portable_paths(fields).items():
+        if value != fields[name]:
+            object.__setattr__(args, name, value)
+    for path in output_dir.glob("**/training_args.bin"):
+        torch.save(args, path)
+    for path in output_dir.glob("**/trainer_state.json"):
+        state = json.loads(path.read_text(encoding="utf-8"))
+        if state.get("best_model_checkpoint"):
+            state["best_model_checkpoint"] = portable_paths({"p": state["best_model_checkpoint"]})["p"]
+            path.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
 def _describe_data(data_args: DataArguments, raw: dict) -> str:
     lines = []
     for split, ds in raw.items():
         keys = ("file", "source_conllu", "source_file", "target_file", "docid_file")
-        files = [getattr(data_args, f"{split}_{k}") for k in keys]
+        files = [portable_paths({"f": getattr(data_args, f"{split}_{k}")})["f"] for k in keys]
         files = [f for f in files if f] or [f"{data_args.dataset_name}[{split}]"]
         lines.append(f"- {split}: {len(ds):,} pairs from {', '.join(f'`{f}`' for f in files)}")
     pair = f"{data_args.source_lang or 'source'} -> {data_args.target_lang or 'target'}"
@@ -657,6 +471,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
     from .configuration_syntax_mt import SyntaxMTConfig
     from .data.collator import DataCollatorForSyntaxMT
     from .data.documents import add_document_context
+    from .data.parser_config import portable_parser_config
     from .data.preprocess import SyntaxMTPreprocessor, TokenizeOnly
     from .evaluation import DEFAULT_EDGES, RUN_INFO, bucket_scores, model_signature, plot_bucket_scores
     from .model_card import write_model_card
@@ -673,14 +488,11 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
     parser = build_parser(data_args)
     if data_args.parser == "conllu" and all(pre_parsed.values()):
         parser = None
-    # What the saved model's pipeline should parse raw text with.
-    source_parser = None
-    if parser is not None:
-        source_parser = parser.to_config()
-    elif any(pre_parsed.values()):
-        files = [getattr(data_args, f"{s}_source_conllu") for s in SPLITS if getattr(data_args, f"{s}_source_conllu")]
-        files = [str(Path(f).resolve()) for f in files]  # the pipeline may run from another directory
-        source_parser = {"backend": "conllu", "path": files if len(files) > 1 else files[0]}
+    # What the saved model's pipeline should parse new text with: a parser that can (spaCy or stanza, with its
+    # version). CoNLL-U files parse only their own sentences and their paths are local, so a model trained on them
+    # records none unless --parser names the parser that produced them; its pipeline then asks for `parser=`.
+    source_parser = portable_parser_config(parser)
+    conllu_files = [getattr(data_args, f"{s}_source_conllu") for s in SPLITS if getattr(data_args, f"{s}_source_conllu")]
     config, model = build_config_and_model(model_args, tokenizer, training_args.seed, source_parser)
     is_syntax = isinstance(config, SyntaxMTConfig)
     if model_args.freeze_sentence_level:
@@ -832,10 +644,10 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
             trainer.save_metrics(split, prediction.metrics)
 
     parser_sig = parser.signature() if parser is not None else None
-    if parser_sig is None and source_parser is not None and source_parser.get("backend") == "conllu":
+    if parser_sig is None and conllu_files:  # the parses the model was trained on: file names and hashes
         from .data.parsers import ConllParser
 
-        parser_sig = ConllParser(source_parser["path"]).signature()
+        parser_sig = ConllParser(conllu_files).signature()
     data_sig = ",".join(f"{s}:{len(ds)}" for s, ds in raw.items())
     model_sig = model_signature(config, parser=(parser_sig or "none").replace("|", "/"), seed=training_args.seed,
                                 data=data_sig, steps=trainer.state.global_step)  # fmt: skip
@@ -851,9 +663,11 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
             "num_input_tokens_seen": trainer.state.num_input_tokens_seen, "curve": curve.points,
             "train_runtime": metrics.get("train_runtime"), "train_seconds": round(curve.train_seconds(), 1),
             "averaged_steps": averager.steps if averager is not None else [],
-            "model_args": dataclasses.asdict(model_args), "data_args": dataclasses.asdict(data_args),
+            "model_args": portable_paths(dataclasses.asdict(model_args)),
+            "data_args": portable_paths(dataclasses.asdict(data_args)),
         }  # fmt: skip
         (output_dir / RUN_INFO).write_text(json.dumps(info, indent=2), encoding="utf-8")
+        scrub_local_paths(output_dir, training_args)
         if do_train:
             training_text = (
                 f"{trainer.state.global_step} optimizer steps on {training_args.world_size} process(es), per-device "
@@ -867,9 +681,11 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
             )  # fmt: skip
             parser_text = data_args.parser_description or "none (the model has no syntax input)"
             if parser_sig:
+                inference = (f"At inference the pipeline parses raw text with `{json.dumps(source_parser)}`."
+                             if source_parser else "No parser of new text is recorded (the model was trained on "
+                             "pre-parsed CoNLL-U): pass one to the pipeline as `parser=`.")  # fmt: skip
                 parser_text = (f"{data_args.parser_description + ' ' if data_args.parser_description else ''}"
-                               f"Parser signature: `{parser_sig}`. At inference the pipeline parses raw text with "
-                               f"`{json.dumps(source_parser)}`.")  # fmt: skip
+                               f"Parser signature: `{parser_sig}`. {inference}")  # fmt: skip
             write_model_card(
                 output_dir, model=trainer.model, title=training_args.model_card_title or f"{output_dir.name}",
                 data=_describe_data(data_args, raw), parser=parser_text, scores=scores,

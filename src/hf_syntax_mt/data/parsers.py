@@ -401,12 +401,15 @@ class StanzaParser(Parser):
         return f"stanza:{self.lang}-{package}-{stanza.__version__}"
 
     def to_config(self) -> dict[str, Any]:
+        import stanza
+
         return {
             "backend": "stanza",
             "lang": self.lang,
             "model_dir": self.model_dir,
             "use_gpu": self.use_gpu,
             **self.pipeline_kwargs,
+            "version": stanza.__version__,
         }
 
 
@@ -524,6 +527,7 @@ class SpacyParser(Parser):
             "batch_size": self.batch_size,
             "exclude": self.exclude,
             **self.load_kwargs,
+            "version": self._load().meta.get("version"),
         }
 
 
@@ -829,10 +833,20 @@ PARSER_BACKENDS: dict[str, type[Parser]] = {"stanza": StanzaParser, "spacy": Spa
 
 def get_parser(backend: str, **kwargs: Any) -> Parser:
     """Build a parser: ``get_parser("spacy", model="fr_core_news_sm")``, ``get_parser("stanza", lang="fr")``,
-    ``get_parser("conllu", path="train.fr.conllu.gz")``. ``get_parser(**parser.to_config())`` rebuilds a parser.
+    ``get_parser("conllu", path="train.fr.conllu.gz")``. ``get_parser(**parser.to_config())`` rebuilds a parser;
+    the ``version`` that spaCy and stanza configs record is compared with the installed one (a warning if it differs).
+    Options read from a model config go through `parser_config.parser_from_config`, which checks them first.
     """
     try:
         cls = PARSER_BACKENDS[backend]
     except KeyError:
         raise ValueError(f"unknown parser backend {backend!r}; valid backends: {sorted(PARSER_BACKENDS)}") from None
-    return cls(**kwargs)
+    version = kwargs.pop("version", None)
+    parser = cls(**kwargs)
+    installed = parser.to_config().get("version")
+    if version is not None and installed != version:
+        logger.warning(
+            "parser %s: the model was trained with version %s, version %s is installed; parses (and translations) "
+            "may differ.", parser.signature(), version, installed
+        )
+    return parser

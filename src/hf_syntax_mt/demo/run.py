@@ -6,6 +6,7 @@ sentences through its pipeline, and draw the loss and diagnostic curves."""
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,7 +111,7 @@ def _configs(settings: DemoSettings, tokenizer, conllu: Path) -> dict:
     configs = {
         "vanilla": model_config(tokenizer, marian=True, **dims),
         "PASCAL": model_config(tokenizer, encoder_pascal_heads=pascal, pascal_sigma=settings.pascal_sigma,
-                               source_parser={"backend": "conllu", "path": str(conllu.resolve())}, **dims),
+                               source_parser={"backend": "conllu", "path": conllu.name}, **dims),
     }  # fmt: skip
     return {name: configs[name] for name in settings.systems}
 
@@ -222,6 +223,7 @@ def _save_and_translate(model, tokenizer, out: Path, settings: DemoSettings, rec
     model.generation_config.max_length = 64
     model.save_pretrained(out / "pascal")
     tokenizer.save_pretrained(out / "pascal")
+    shutil.copy(out / "data" / "test.src.conllu", out / "pascal")  # the pipeline's parser, beside the weights
     write_model_card(
         out / "pascal", model=model, title="PASCAL on the hf-syntax-mt demo language",
         data=f"The demo language (`hf_syntax_mt.demo.language`, seed {settings.seed}): {settings.train_size} training "
