@@ -5,129 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import shutil
 import sys
-import time
 from pathlib import Path
-
-DEMO_SENTENCES = 4
 
 
 def _demo(args: argparse.Namespace) -> int:
-    import torch
-    from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, pipeline
-    from transformers.utils import logging as hf_logging
+    from hf_syntax_mt.demo.run import DemoSettings, run_demo
 
-    from hf_syntax_mt.data import DataCollatorForSyntaxMT, SyntaxMTPreprocessor
-    from hf_syntax_mt.data.synthetic import gold_source_parses, load_synthetic_dataset, write_corpus
-    from hf_syntax_mt.evaluation import bucket_scores, corpus_scores, format_comparison, signature
-    from hf_syntax_mt.model_card import write_model_card
-    from hf_syntax_mt.training import TimeBudgetCallback, build_model, model_config, train_tokenizer
-
-    hf_logging.set_verbosity_error()
-    torch.set_num_threads(args.threads)
-    out = Path(args.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-
-    # 1. the built-in language pair, with gold trees on both sides (CoNLL-U written for inspection and the pipeline)
-    print(f"[1/5] Generating the synthetic language pair (seed {args.seed}) ...", flush=True)
-    splits = {"train": args.train_size, "validation": args.valid_size, "test": args.test_size}
-    files = write_corpus(out / "data", splits=splits, seed=args.seed)
-    data = load_synthetic_dataset(args.train_size, args.valid_size, args.test_size, seed=args.seed)
-    tokenizer = train_tokenizer(list(data["train"]["source"]) + list(data["train"]["target"]), args.vocab_size)
-
-    # 2. gold source trees -> subword parent positions, in one datasets.map pass
-    print("[2/5] Mapping gold trees onto subwords ...", flush=True)
-    test_sources = data["test"]  # raw text of the test split, kept for scoring and the pipeline
-    data = data.map(gold_source_parses, batched=True, desc="Collecting gold parses")
-    preprocess = SyntaxMTPreprocessor(
-        tokenizer, source_parse_column="source_parse", max_source_length=args.max_length,
-        max_target_length=args.max_length,
-    )  # fmt: skip
-    columns = data["train"].column_names
-    data = data.map(preprocess, batched=True, remove_columns=columns, desc="Aligning parses to subwords")
-
-    # 3. the same budget for a vanilla Marian and a PASCAL model of the same size
-    results, buckets, steps = {}, {}, {}
-    lengths = [len(s.split()) for s in test_sources["source"]]
-    references = list(test_sources["target"])
-    dims = dict(d_model=args.d_model, layers=args.layers, heads=args.heads, ffn_dim=4 * args.d_model)
-    systems = {
-        "vanilla Marian": model_config(tokenizer, marian=True, **dims),
-        "PASCAL": model_config(
-            tokenizer, encoder_pascal_heads=[args.pascal_heads] + [0] * (args.layers - 1),
-            source_parser={"backend": "conllu", "path": files["test"]["src_conllu"].name}, **dims,  # in the model dir
-        ),
-    }  # fmt: skip
-    for i, (name, config) in enumerate(systems.items()):
-        print(f"[3/5] Training {name} ({i + 1}/2): at most {args.max_steps} steps or {args.budget:.0f} s ...", flush=True)
-        model = build_model(config, seed=args.seed)
-        budget = TimeBudgetCallback(args.budget)
-        trainer = Seq2SeqTrainer(
-            model=model,
-            args=Seq2SeqTrainingArguments(
-                output_dir=str(out / "checkpoints" / name.split()[0].lower()), max_steps=args.max_steps,
-                per_device_train_batch_size=args.batch_size, per_device_eval_batch_size=64,
-                learning_rate=args.learning_rate, warmup_steps=min(300, args.max_steps // 5),
-                lr_scheduler_type="inverse_sqrt", weight_decay=0.0, logging_steps=50, save_strategy="no",
-                report_to=[], seed=args.seed, predict_with_generate=True, train_sampling_strategy="group_by_length", generation_num_beams=1,
-                generation_max_length=args.max_length, dataloader_num_workers=0, disable_tqdm=False,
-                use_cpu=True,
-            ),  # fmt: skip
-            train_dataset=data["train"],
-            data_collator=DataCollatorForSyntaxMT(tokenizer, model=model),
-            processing_class=tokenizer,
-            callbacks=[budget],
-        )
-        train_result = trainer.train()
-        steps[name] = (trainer.state.global_step, train_result.metrics.get("train_runtime", 0.0))
-        print(f"[4/5] Translating the {len(references)} test sentences with {name} ...", flush=True)
-        prediction = trainer.predict(data["test"], max_length=args.max_length, num_beams=1)
-        ids = prediction.predictions
-        ids[ids < 0] = tokenizer.pad_token_id
-        hypotheses = tokenizer.batch_decode(ids, skip_special_tokens=True)
-        results[name] = corpus_scores(hypotheses, references)
-        buckets[name] = bucket_scores(lengths, hypotheses, references)
-        if name == "PASCAL":
-            pascal_model = model
-            model.generation_config.max_length = args.max_length
-            model.save_pretrained(out / "pascal")
-            tokenizer.save_pretrained(out / "pascal")
-            shutil.copy(files["test"]["src_conllu"], out / "pascal")  # the pipeline's parser, beside the weights
-
-    write_model_card(
-        out / "pascal", model=pascal_model, title="PASCAL on the hf-syntax-mt synthetic language pair",
-        data=f"Built-in synthetic SVO -> head-final pair (`hf_syntax_mt.data.synthetic`, seed {args.seed}): "
-        f"{args.train_size} training pairs, {args.test_size} test pairs, gold dependency trees.",
-        parser="Gold trees. At inference the pipeline looks sentences up in the generated test CoNLL-U file "
-        "(backend `conllu`); no off-the-shelf parser knows the synthetic language.",
-        scores={"synthetic test (greedy)": results["PASCAL"]},
-        limitations=f"A demonstration model trained for {steps['PASCAL'][0]} steps on 2 CPU cores; it only knows the "
-        "synthetic language, and translates only sentences present in its CoNLL-U file through the pipeline.",
-    )  # fmt: skip
-    print("\n" + format_comparison(results, buckets))
-    for name, (n, seconds) in steps.items():
-        print(f"{name}: {n} training steps in {seconds:.0f} s")
-    model_sig = signature(
-        data=f"synthetic(seed={args.seed},train={args.train_size})",
-        variant=f"pascal(layer0:{args.pascal_heads}/{args.heads} heads,sigma=1.0)", parser="gold", seed=args.seed,
-    )  # fmt: skip
-    print(f"model signature: {model_sig}")
-
-    # 5. raw sentences through the saved model's own pipeline (it parses the input itself)
-    print(f"\n[5/5] pipeline('translation', model='{out / 'pascal'}', trust_remote_code=True) on raw text:")
-    translator = pipeline("translation", model=str(out / "pascal"), trust_remote_code=True)
-    raw = list(test_sources["source"][:DEMO_SENTENCES])
-    for src, hyp, ref in zip(raw, translator(raw, batch_size=DEMO_SENTENCES), references, strict=False):
-        print(f"  source:    {src}\n  output:    {hyp['translation_text']}\n  reference: {ref}\n")
-    summary = {
-        "scores": results, "buckets": buckets, "steps": {k: v[0] for k, v in steps.items()},
-        "seconds": round(time.perf_counter() - t0, 1), "model_signature": model_sig,
-    }  # fmt: skip
-    (out / "results.json").write_text(json.dumps(summary, indent=2))
-    print(f"Saved the PASCAL model to {out / 'pascal'} and the scores to {out / 'results.json'} "
-          f"({summary['seconds']:.0f} s in all).")  # fmt: skip
+    settings = {k: v for k, v in vars(args).items() if k not in ("command", "func", "only")}
+    run_demo(DemoSettings(**settings, systems=tuple(args.only)))
     return 0
 
 
@@ -267,23 +153,29 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hf-syntax-mt", description="Syntax-aware NMT for Hugging Face transformers.")
     sub = p.add_subparsers(dest="command", required=True)
 
-    d = sub.add_parser("demo", help="train vanilla Marian vs PASCAL on the built-in synthetic pair and compare")
+    d = sub.add_parser(
+        "demo", help="train vanilla Marian vs PASCAL on the built-in demo language; BLEU, chrF, attachment diagnostic"
+    )
     d.add_argument("--output-dir", default="runs/demo")
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--train-size", type=int, default=20000)
-    d.add_argument("--valid-size", type=int, default=200)
     d.add_argument("--test-size", type=int, default=500)
-    d.add_argument("--vocab-size", type=int, default=400)
+    d.add_argument("--diagnostic-size", type=int, default=100, help="ambiguous sources, each scored with both trees")
+    d.add_argument("--vocab-size", type=int, default=160)
     d.add_argument("--d-model", type=int, default=128)
-    d.add_argument("--layers", type=int, default=3)
+    d.add_argument("--layers", type=int, default=2)
     d.add_argument("--heads", type=int, default=4)
-    d.add_argument("--pascal-heads", type=int, default=2, help="PASCAL heads in the first encoder layer")
-    d.add_argument("--batch-size", type=int, default=32)
+    d.add_argument("--pascal-heads", type=int, default=2, help="PASCAL heads in encoder layer --pascal-layer")
+    d.add_argument("--pascal-layer", type=int, default=0)
+    d.add_argument("--pascal-sigma", type=float, default=1.0)
+    d.add_argument("--max-tokens", type=int, default=1024, help="padded tokens per training batch")
     d.add_argument("--learning-rate", type=float, default=1e-3)
-    d.add_argument("--max-steps", type=int, default=3000)
-    d.add_argument("--budget", type=float, default=240.0, help="training seconds per model (wall clock)")
-    d.add_argument("--max-length", type=int, default=128)
-    d.add_argument("--threads", type=int, default=2)
+    d.add_argument("--warmup-steps", type=int, default=200)
+    d.add_argument("--max-steps", type=int, default=1200, help="training steps per model (the stopping rule)")
+    d.add_argument("--budget", type=float, default=None, help="optional: also stop after this many seconds per model")
+    d.add_argument("--curve-every", type=int, default=250, help="steps between diagnostic-curve points (0: none)")
+    d.add_argument("--threads", type=int, default=1, help="torch threads (2 may help on an idle machine)")
+    d.add_argument("--only", nargs="+", choices=["vanilla", "PASCAL"], default=["vanilla", "PASCAL"])
     d.set_defaults(func=_demo)
 
     sub.add_parser(
