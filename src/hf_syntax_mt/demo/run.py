@@ -111,7 +111,7 @@ def _configs(settings: DemoSettings, tokenizer, conllu: Path) -> dict:
     configs = {
         "vanilla": model_config(tokenizer, marian=True, **dims),
         "PASCAL": model_config(tokenizer, encoder_pascal_heads=pascal, pascal_sigma=settings.pascal_sigma,
-                               source_parser={"backend": "conllu", "path": conllu.name}, **dims),
+                               source_parser={"backend": "conllu", "path": conllu.name}, **dims),  # in the model dir
     }  # fmt: skip
     return {name: configs[name] for name in settings.systems}
 
@@ -206,7 +206,7 @@ def run_demo(settings: DemoSettings) -> dict:
     print(f"\nLoss and diagnostic curves: {figure}")
 
     if "PASCAL" in models:
-        _save_and_translate(models["PASCAL"], tokenizer, out, settings, results["PASCAL"], raw["test"])
+        _save_and_translate(models["PASCAL"], tokenizer, out, settings, results["PASCAL"], raw["test"], conllu)
     summary = {"settings": settings.__dict__ | {"systems": list(settings.systems)}, "results": results,
                "model_signature": model_sig, "seconds_before_pipeline": round(seconds_before_pipeline, 1),
                "seconds": round(time.perf_counter() - t0, 1)}  # fmt: skip
@@ -215,7 +215,7 @@ def run_demo(settings: DemoSettings) -> dict:
     return summary
 
 
-def _save_and_translate(model, tokenizer, out: Path, settings: DemoSettings, record: dict, test) -> None:
+def _save_and_translate(model, tokenizer, out: Path, settings: DemoSettings, record: dict, test, conllu: Path) -> None:
     from transformers import pipeline
 
     from ..model_card import write_model_card
@@ -223,7 +223,7 @@ def _save_and_translate(model, tokenizer, out: Path, settings: DemoSettings, rec
     model.generation_config.max_length = 64
     model.save_pretrained(out / "pascal")
     tokenizer.save_pretrained(out / "pascal")
-    shutil.copy(out / "data" / "test.src.conllu", out / "pascal")  # the pipeline's parser, beside the weights
+    shutil.copy(conllu, out / "pascal")  # the pipeline's parser, beside the weights (config paths are model-relative)
     write_model_card(
         out / "pascal", model=model, title="PASCAL on the hf-syntax-mt demo language",
         data=f"The demo language (`hf_syntax_mt.demo.language`, seed {settings.seed}): {settings.train_size} training "
