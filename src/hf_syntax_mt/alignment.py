@@ -9,8 +9,8 @@ What lives here:
   the cache, and records probabilities for the alignment-based losses.
 - `GlobalFertility`: the contextual Normal fertility model N(f_i; mu(h_i), sigma^2(h_i)) whose negative
   log-likelihood is added to the loss after a pre-training phase.
-- `DataCollatorForSymmetricTranslation`: batches for the joint training of both directions with the trace bonus
-  (the model: `hf_syntax_mt.symmetric.SymmetricTranslationModel`).
+- the joint training of both directions with the trace bonus lives in `hf_syntax_mt.symmetric` (the model and
+  `DataCollatorForSymmetricTranslation`); both names still import from here.
 - `align` / `Alignment` / `plot_alignment`: alignments out of a chosen layer's cross-attention, and a PNG plot.
 - `AlignmentTrainingCallback`: feeds the Trainer's step to the fertility schedule and logs the auxiliary losses.
 
@@ -58,7 +58,6 @@ __all__ = [
     "Alignment",
     "AlignmentStateLayer",
     "AlignmentTrainingCallback",
-    "DataCollatorForSymmetricTranslation",
     "GlobalFertility",
     "StructuralAlignmentBias",
     "align",
@@ -409,45 +408,6 @@ def symmetry_trace(
     return (st * ts.transpose(1, 2)).sum(dim=(1, 2))  # tr(alpha_st alpha_ts), (B,)
 
 
-@dataclass
-class DataCollatorForSymmetricTranslation:
-    """Pad a batch of `{"input_ids": [...], "labels": [...]}` rows for both directions of `SymmetricTranslationModel`.
-
-    Returns `input_ids`/`attention_mask` `(B, I)` and `labels` `(B, J)` for s->t, and `reverse_input_ids`/
-    `reverse_attention_mask` `(B, J)` (the target tokens) and `reverse_labels` `(B, I)` (the source tokens) for t->s.
-    Padding: `pad_token_id` in inputs, `label_pad_token_id` (-100) in labels, 0 in masks; right padding.
-    """
-
-    pad_token_id: int
-    reverse_pad_token_id: int | None = None
-    label_pad_token_id: int = -100
-
-    def __call__(self, features: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
-        if not features:
-            raise ValueError("cannot collate an empty list of features")
-        for n, row in enumerate(features):
-            if "input_ids" not in row or "labels" not in row:
-                raise ValueError(f"feature {n} needs 'input_ids' and 'labels'; got keys {sorted(row)}")
-        source = [list(row["input_ids"]) for row in features]
-        target = [[t for t in row["labels"] if t != self.label_pad_token_id] for row in features]
-        reverse_pad = self.pad_token_id if self.reverse_pad_token_id is None else self.reverse_pad_token_id
-
-        def pad(rows, value, length):
-            return torch.tensor([r + [value] * (length - len(r)) for r in rows], dtype=torch.long)
-
-        n_src, n_tgt = max(map(len, source)), max(map(len, target))
-        masks_s = [[1] * len(r) for r in source]
-        masks_t = [[1] * len(r) for r in target]
-        return {
-            "input_ids": pad(source, self.pad_token_id, n_src),
-            "attention_mask": pad(masks_s, 0, n_src),
-            "labels": pad(target, self.label_pad_token_id, n_tgt),
-            "reverse_input_ids": pad(target, reverse_pad, n_tgt),
-            "reverse_attention_mask": pad(masks_t, 0, n_tgt),
-            "reverse_labels": pad(source, self.label_pad_token_id, n_src),
-        }
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # Alignments out
 # ----------------------------------------------------------------------------------------------------------------
@@ -632,7 +592,8 @@ def log_auxiliary_losses(model: nn.Module, **losses: torch.Tensor | None) -> Non
 
 def __getattr__(name: str):
     # the joint model moved to `hf_syntax_mt.symmetric` (a PreTrainedModel now); the old import path still works
-    if name in ("SymmetricTranslationModel", "SymmetricTranslationOutput", "SymmetricTranslationConfig"):
+    if name in ("SymmetricTranslationModel", "SymmetricTranslationOutput", "SymmetricTranslationConfig",
+                "DataCollatorForSymmetricTranslation"):
         from . import symmetric
 
         return getattr(symmetric, name)

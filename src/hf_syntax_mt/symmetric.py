@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from huggingface_hub.dataclasses import strict
@@ -208,6 +209,46 @@ class SymmetricTranslationModel(PreTrainedModel):
         return paths
 
 
+@dataclass
+class DataCollatorForSymmetricTranslation:
+    """Pad a batch of `{"input_ids": [...], "labels": [...]}` rows for both directions of `SymmetricTranslationModel`.
+
+    Returns `input_ids`/`attention_mask` `(B, I)` and `labels` `(B, J)` for s->t, and `reverse_input_ids`/
+    `reverse_attention_mask` `(B, J)` (the target tokens) and `reverse_labels` `(B, I)` (the source tokens) for t->s.
+    Padding: `pad_token_id` in inputs, `label_pad_token_id` (-100) in labels, 0 in masks; right padding.
+    """
+
+    pad_token_id: int
+    reverse_pad_token_id: int | None = None
+    label_pad_token_id: int = -100
+
+    def __call__(self, features: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
+        if not features:
+            raise ValueError("cannot collate an empty list of features")
+        for n, row in enumerate(features):
+            if "input_ids" not in row or "labels" not in row:
+                raise ValueError(f"feature {n} needs 'input_ids' and 'labels'; got keys {sorted(row)}")
+        source = [list(row["input_ids"]) for row in features]
+        target = [[t for t in row["labels"] if t != self.label_pad_token_id] for row in features]
+        reverse_pad = self.pad_token_id if self.reverse_pad_token_id is None else self.reverse_pad_token_id
+
+        def pad(rows, value, length):
+            return torch.tensor([r + [value] * (length - len(r)) for r in rows], dtype=torch.long)
+
+        n_src, n_tgt = max(map(len, source)), max(map(len, target))
+        masks_s = [[1] * len(r) for r in source]
+        masks_t = [[1] * len(r) for r in target]
+        return {
+            "input_ids": pad(source, self.pad_token_id, n_src),
+            "attention_mask": pad(masks_s, 0, n_src),
+            "labels": pad(target, self.label_pad_token_id, n_tgt),
+            "reverse_input_ids": pad(target, reverse_pad, n_tgt),
+            "reverse_attention_mask": pad(masks_t, 0, n_tgt),
+            "reverse_labels": pad(source, self.label_pad_token_id, n_src),
+        }
+
+
+
 def _config_from_directions(forward_model, backward_model, symmetry_weight, layers) -> SymmetricTranslationConfig:
     gamma = forward_model.config.symmetry_weight if symmetry_weight is None else symmetry_weight
     layers = (None, None) if layers is None else tuple(layers)
@@ -216,4 +257,4 @@ def _config_from_directions(forward_model, backward_model, symmetry_weight, laye
                                       backward_alignment_layer=layers[1])  # fmt: skip
 
 
-__all__ = ["SymmetricTranslationConfig", "SymmetricTranslationModel", "SymmetricTranslationOutput"]
+__all__ = ["DataCollatorForSymmetricTranslation", "SymmetricTranslationConfig", "SymmetricTranslationModel", "SymmetricTranslationOutput"]
