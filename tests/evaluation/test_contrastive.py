@@ -12,7 +12,7 @@ from hf_syntax_mt.contrastive import load_discevalmt, score_contrastive
 from hf_syntax_mt.data.synthetic import contrastive_examples, generate_documents
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
-DISCEVALMT = Path(__file__).resolve().parents[2] / "shared" / "data" / "discevalmt-en-fr"
+DISCEVALMT = Path(__file__).resolve().parents[3] / "shared" / "data" / "discevalmt-en-fr"
 needs_discevalmt = pytest.mark.skipif(not DISCEVALMT.is_dir(), reason=f"DiscEvalMT not found at {DISCEVALMT}")
 TINY = dict(d_model=16, layers=2, heads=4, ffn_dim=32, max_position_embeddings=64, dropout=0.0, init_std=0.3)
 
@@ -214,7 +214,7 @@ def test_synthetic_document_demo_script(tmp_path):
     """scripts/synthetic_document_demo.py end to end, tiny: both models trained for the same steps, then scored."""
     import importlib.util
 
-    path = Path(__file__).resolve().parents[1] / "scripts" / "synthetic_document_demo.py"
+    path = Path(__file__).resolve().parents[2] / "scripts" / "synthetic_document_demo.py"
     spec = importlib.util.spec_from_file_location("synthetic_document_demo", path)
     demo = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(demo)

@@ -30,7 +30,7 @@ def test_model_cards_template_file_is_the_one_the_package_fills():
 
     from hf_syntax_mt.model_card import TEMPLATE
 
-    path = Path(__file__).resolve().parents[1] / "model_cards" / "TEMPLATE.md"
+    path = Path(__file__).resolve().parents[2] / "model_cards" / "TEMPLATE.md"
     assert path.read_text(encoding="utf-8") == TEMPLATE, "regenerate model_cards/TEMPLATE.md from model_card.TEMPLATE"
 
 

@@ -22,7 +22,7 @@ from hf_syntax_mt.train_script import SyntaxMTTrainingArguments
 from hf_syntax_mt.train_script import main as train_main
 from hf_syntax_mt.training import SyntaxMTTrainer, build_model, model_config, train_tokenizer
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def random_lengths(n=500, seed=0):

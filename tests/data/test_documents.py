@@ -16,7 +16,7 @@ from hf_syntax_mt.data.documents import DocumentContext, add_document_context, e
 from hf_syntax_mt.data.parsers import ParsedSentence, Parser
 from hf_syntax_mt.data.preprocess import SyntaxMTPreprocessor, prepare_dataset
 
-REAL_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "docnmt-en-de"  # ../shared beside the repo
+REAL_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "docnmt-en-de"  # ../shared beside the repo
 
 # Hand-built documents. Single-sentence documents come first so that the first map batches hold first sentences
 # only (an all-empty context column must not fix its type to list<null>).

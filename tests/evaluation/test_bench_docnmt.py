@@ -14,7 +14,7 @@ from safetensors.torch import load_file
 
 from hf_syntax_mt.document_context import is_document_parameter
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data"
 
 pytestmark = [

@@ -30,7 +30,7 @@ from hf_syntax_mt.train_script import (
 )
 from hf_syntax_mt.training import train_tokenizer
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TINY = ["--d_model", "32", "--encoder_layers", "2", "--decoder_layers", "2", "--attention_heads", "4",
         "--ffn_dim", "64", "--max_position_embeddings", "128", "--vocab_size", "200"]  # fmt: skip
 QUIET = ["--save_strategy", "no", "--report_to", "none", "--use_cpu", "--disable_tqdm", "true"]

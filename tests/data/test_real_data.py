@@ -9,7 +9,7 @@ import torch
 from hf_syntax_mt.data import ConllParser, DataCollatorForSyntaxMT, align_parse
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 CONLLU = DATA / "multi30k-parsed" / "val.fr.conllu.gz"
 TEXT = DATA / "multi30k" / "val.fr"
 
