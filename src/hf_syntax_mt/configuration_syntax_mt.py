@@ -12,36 +12,23 @@ import numbers
 from huggingface_hub.dataclasses import strict
 from transformers import GenerationConfig, MarianConfig
 
+from .methods.builtin import BUILTIN  # noqa: F401  (registers the built-in methods)
+from .methods.alignment_bias import ALIGNMENT_BIASES, AlignmentBias
+from .methods.input_features import FEATURE_COMBINATIONS  # noqa: F401
+from .methods.pascal import MIN_PASCAL_SIGMA, PASCAL_WEIGHTINGS  # noqa: F401
+from .methods.registry import SITES, head_layout, parse_columns, registered
+from .vocabularies import DEPRELS, INPUT_FEATURES, SUBWORD_TAGS, UPOS_TAGS  # noqa: F401
+
 logger = logging.getLogger(__name__)
 
 ATTENTION_INITS = ("normal", "xavier")
-PASCAL_WEIGHTINGS = ("gaussian", "parent_only")
-FEATURE_COMBINATIONS = ("sum", "concat")
 
-# Fixed vocabularies of the linguistic input features (Sennrich & Haddow 2016); id 0 = none (special / padding /
-# unknown). Dependency relations are reduced to their universal part ("nmod:poss" -> "nmod").
-UPOS_TAGS = (
-    "ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN", "PUNCT", "SCONJ",
-    "SYM", "VERB", "X",
-)  # fmt: skip
-DEPRELS = (
-    "acl", "advcl", "advmod", "amod", "appos", "aux", "case", "cc", "ccomp", "clf", "compound", "conj", "cop",
-    "csubj", "dep", "det", "discourse", "dislocated", "expl", "fixed", "flat", "goeswith", "iobj", "list", "mark",
-    "nmod", "nsubj", "nummod", "obj", "obl", "orphan", "parataxis", "punct", "reparandum", "root", "vocative",
-    "xcomp",
-)  # fmt: skip
-SUBWORD_TAGS = ("B", "I", "E", "O")  # begin / inside / end of a split word, O = a word of one subword
-INPUT_FEATURES = {"pos": UPOS_TAGS, "deprel": DEPRELS, "subword_tag": SUBWORD_TAGS}
 
 
 _PER_LAYER = (
     "encoder_pascal_heads", "encoder_tree_heads", "encoder_lisa_heads", "encoder_dbsa_heads", "decoder_dbsa_heads",
 )  # fmt: skip
-ALIGNMENT_BIASES = ("position", "markov", "fertility")
 
-# Below this sigma the Gaussian is already 0 one position away from the parent and its peak 1 / (sigma sqrt(2 pi))
-# overflows half precision; at 1e-30, 2 sigma^2 underflows float32 and the weights are NaN.
-MIN_PASCAL_SIGMA = 1e-3
 
 _POSITIVE_INTS = (
     "vocab_size", "d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads", "decoder_attention_heads",
@@ -227,6 +214,7 @@ class SyntaxMTConfig(MarianConfig):
     decoder_context_layers: list[int] | None = None
     context_gating: bool = True
     max_context_length: int | None = None
+    method_options: dict | None = None
 
     def __post_init__(self, **kwargs):
         self._check_unknown_keys(kwargs)
@@ -305,8 +293,9 @@ class SyntaxMTConfig(MarianConfig):
     @property
     def needs_source_parse(self) -> bool:
         """Whether the model's *inputs* depend on a source parse at inference (PASCAL, syntax-directed heads, input
-        features). Bi-affine heads (DBSA, LISA) need parses for training only."""
-        return self.uses_pascal or self.uses_tree or bool(self.input_features)
+        features: the methods whose inputs come from the parse). Bi-affine heads (DBSA, LISA) need parses for
+        training only."""
+        return bool(parse_columns(self))
 
     @property
     def uses_tree(self) -> bool:
@@ -357,9 +346,7 @@ class SyntaxMTConfig(MarianConfig):
 
     def alignment_biases_of_layer(self, layer_idx: int) -> tuple[str, ...]:
         """The structural biases of decoder layer `layer_idx`'s cross-attention (empty when none)."""
-        if not self.alignment_bias_layers or layer_idx not in self.alignment_bias_layers:
-            return ()
-        return tuple(b for b in ALIGNMENT_BIASES if b in (self.alignment_biases or ALIGNMENT_BIASES))
+        return AlignmentBias.biases_of_layer(self, layer_idx)
 
     @property
     def resolved_alignment_layer(self) -> int:
@@ -413,60 +400,6 @@ class SyntaxMTConfig(MarianConfig):
         self._validate_marian_options()
         if self.attention_init not in ATTENTION_INITS:
             raise ValueError(f"attention_init={self.attention_init!r} must be one of {ATTENTION_INITS}.")
-        for name in _PER_LAYER:
-            heads = getattr(self, name)
-            if heads is None:
-                continue
-            side = name.split("_")[0]
-            n_layers, n_heads = getattr(self, f"{side}_layers"), getattr(self, f"{side}_attention_heads")
-            if len(heads) != n_layers:
-                raise ValueError(
-                    f"{name} has {len(heads)} entries but the model has {side}_layers={n_layers}: give one number "
-                    f"of heads per {side} layer, e.g. {[1] + [0] * (n_layers - 1)}."
-                )
-            for layer, k in enumerate(heads):
-                if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= n_heads:
-                    raise ValueError(
-                        f"{name}[{layer}]={k!r} but {side}_attention_heads={n_heads}: each entry must be an int in "
-                        f"0..{n_heads}."
-                    )
-        for layer in range(self.encoder_layers):
-            layout = self.encoder_head_layout(layer)
-            if sum(layout.values()) > self.encoder_attention_heads:
-                raise ValueError(
-                    f"encoder layer {layer} asks for {sum(layout.values())} syntax heads {layout} but has only "
-                    f"encoder_attention_heads={self.encoder_attention_heads}: lower the per-layer counts."
-                )
-        if not isinstance(self.tree_window, int) or self.tree_window < 1:
-            raise ValueError(f"tree_window={self.tree_window!r} must be an int >= 1 (Chen et al. use 2 or more).")
-        for name in ("dbsa_loss_weight", "lisa_loss_weight", "sync_loss_weight"):
-            if not getattr(self, name) >= 0:
-                raise ValueError(f"{name}={getattr(self, name)} must be >= 0.")
-        if self.uses_sync and not (self.uses_encoder_dbsa and self.uses_decoder_dbsa):
-            raise ValueError(
-                f"sync_loss_weight={self.sync_loss_weight} needs DBSA heads in both the encoder and the decoder "
-                f"(encoder_dbsa_heads={self.encoder_dbsa_heads}, decoder_dbsa_heads={self.decoder_dbsa_heads})."
-            )
-        if self.sync_cross_attention_layer is not None and not 0 <= self.sync_cross_attention_layer < self.decoder_layers:
-            raise ValueError(
-                f"sync_cross_attention_layer={self.sync_cross_attention_layer} is not a decoder layer: use "
-                f"0..{self.decoder_layers - 1} (0-based; the paper uses the penultimate layer)."
-            )
-        if self.input_features is not None:
-            unknown = [f for f in self.input_features if f not in INPUT_FEATURES]
-            if unknown or len(set(self.input_features)) != len(self.input_features):
-                raise ValueError(
-                    f"input_features={self.input_features} must be distinct names among {sorted(INPUT_FEATURES)}."
-                )
-        if self.feature_combination not in FEATURE_COMBINATIONS:
-            raise ValueError(f"feature_combination={self.feature_combination!r} must be one of {FEATURE_COMBINATIONS}.")
-        n_features = len(self.input_features or [])
-        if self.feature_combination == "concat" and n_features:
-            if not 1 <= self.feature_embedding_dim * n_features < self.d_model:
-                raise ValueError(
-                    f"feature_embedding_dim={self.feature_embedding_dim} x {n_features} features must leave room for "
-                    f"the token embedding in d_model={self.d_model}."
-                )
         if self.task_token_ids is not None:
             if set(self.task_token_ids) != {"translate", "parse"} or not all(
                 isinstance(v, int) and 0 <= v < self.vocab_size for v in self.task_token_ids.values()
@@ -475,15 +408,6 @@ class SyntaxMTConfig(MarianConfig):
                     f"task_token_ids={self.task_token_ids!r} must map 'translate' and 'parse' to token ids in "
                     f"0..{self.vocab_size - 1}; build it with `hf_syntax_mt.data.multitask.add_task_tokens`."
                 )
-        if not self.pascal_sigma >= MIN_PASCAL_SIGMA:
-            raise ValueError(
-                f"pascal_sigma={self.pascal_sigma!r} must be > 0 and at least {MIN_PASCAL_SIGMA} (the paper uses 1.0): "
-                "smaller values give NaN weights or overflow; pascal_weighting='parent_only' is the hard limit."
-            )
-        if self.pascal_weighting not in PASCAL_WEIGHTINGS:
-            raise ValueError(f"pascal_weighting={self.pascal_weighting!r} must be one of {PASCAL_WEIGHTINGS}.")
-        if not 0.0 <= self.parent_ignoring <= 1.0:
-            raise ValueError(f"parent_ignoring={self.parent_ignoring} is a probability: it must be in [0, 1].")
         if not 0.0 <= self.label_smoothing < 1.0:
             raise ValueError(f"label_smoothing={self.label_smoothing} must be in [0, 1).")
         if self.source_parser is not None and "backend" not in self.source_parser:
@@ -491,8 +415,32 @@ class SyntaxMTConfig(MarianConfig):
                 f"source_parser={self.source_parser!r} needs a 'backend' key ('stanza', 'spacy' or 'conllu'); "
                 "build it with `parser.to_config()`."
             )
-        self._validate_alignment_options()
-        self._validate_context_options()
+        layer = self.alignment_layer
+        n = self.decoder_layers
+        if layer is not None and (not isinstance(layer, int) or isinstance(layer, bool) or not 0 <= layer < n):
+            raise ValueError(
+                f"alignment_layer={layer!r} but the model has decoder_layers={n}: give a decoder layer index in "
+                f"0..{n - 1}, or None for the last biased layer."
+            )
+        value = self.symmetry_weight
+        if isinstance(value, bool) or not value >= 0 or value == float("inf"):
+            raise ValueError(f"symmetry_weight={value!r} must be a finite number >= 0 (0 switches it off).")
+        methods = {m.name for m in registered()}
+        if self.method_options is not None:
+            if not isinstance(self.method_options, dict) or any(not isinstance(v, dict) for v in self.method_options.values()):
+                raise ValueError(f"method_options={self.method_options!r} must map method names to dicts of options.")
+            unknown = sorted(set(self.method_options) - methods)
+            if unknown:
+                raise ValueError(
+                    f"method_options names {unknown}, which no registered method has (registered: {sorted(methods)}): "
+                    "import the module that registers it (`hf_syntax_mt.methods.register`) before building the config."
+                )
+        for method in registered():  # each method validates the options it owns
+            method.validate(self)
+        for site in SITES:  # the heads the methods take fit in every attention
+            side = "encoder" if site == "encoder" else "decoder"
+            for layer in range(getattr(self, f"{side}_layers")):
+                head_layout(self, site, layer, getattr(self, f"{side}_attention_heads"))
 
     @property
     def uses_context(self) -> bool:
@@ -509,93 +457,6 @@ class SyntaxMTConfig(MarianConfig):
     @property
     def resolved_max_context_length(self) -> int:
         return self.max_context_length if self.max_context_length is not None else self.max_position_embeddings
-
-    def _validate_context_options(self):
-        """Document-level context (issue 5)."""
-
-        def is_int(value) -> bool:
-            return isinstance(value, int) and not isinstance(value, bool)
-
-        if not is_int(self.context_sentences) or self.context_sentences < 0:
-            raise ValueError(
-                f"context_sentences={self.context_sentences!r} must be an int >= 0: the number of previous source "
-                "sentences read as context (the paper's best is 2; 0 switches document context off)."
-            )
-        if not is_int(self.context_encoder_layers) or self.context_encoder_layers < 1:
-            raise ValueError(
-                f"context_encoder_layers={self.context_encoder_layers!r} must be an int >= 1 (N_c; the paper's best is 1)."
-            )
-        for side in ("encoder", "decoder"):
-            name, n = f"{side}_context_layers", getattr(self, f"{side}_layers")
-            layers = getattr(self, name)
-            if layers is None:
-                continue
-            if any(not is_int(i) or not 0 <= i < n for i in layers) or len(set(layers)) != len(layers):
-                raise ValueError(
-                    f"{name}={layers!r} must list distinct {side} layer indices in 0..{n - 1} (None: every layer, "
-                    "[]: none)."
-                )
-        if self.uses_context and not (self.context_layers("encoder") or self.context_layers("decoder")):
-            raise ValueError(
-                f"context_sentences={self.context_sentences} but encoder_context_layers and decoder_context_layers are "
-                "both empty: the context would reach nothing. Leave one of them None (every layer) or list layers."
-            )
-        if not isinstance(self.context_gating, bool):
-            raise ValueError(f"context_gating={self.context_gating!r} must be True (Eqs. 21-22) or False (residual).")
-        length = self.max_context_length
-        if length is not None and (not is_int(length) or not 1 <= length <= self.max_position_embeddings):
-            raise ValueError(
-                f"max_context_length={length!r} must be an int in 1..max_position_embeddings="
-                f"{self.max_position_embeddings} (context tokens get position embeddings), or None."
-            )
-
-    def _validate_alignment_options(self):
-        """Structural alignment biases, global fertility and bilingual symmetry (issue 4)."""
-        n = self.decoder_layers
-        layers = self.alignment_bias_layers
-        if layers is not None:
-            for layer in layers:
-                if not isinstance(layer, int) or isinstance(layer, bool) or not 0 <= layer < n:
-                    raise ValueError(
-                        f"alignment_bias_layers contains {layer!r} but the model has decoder_layers={n}: give decoder "
-                        f"layer indices in 0..{n - 1}, e.g. [{n - 1}]."
-                    )
-            if len(set(layers)) != len(layers):
-                raise ValueError(f"alignment_bias_layers={layers} lists a layer twice: give each layer once.")
-        biases = self.alignment_biases
-        if biases is not None:
-            unknown = [b for b in biases if b not in ALIGNMENT_BIASES]
-            if unknown or not biases:
-                raise ValueError(
-                    f"alignment_biases={biases!r}: give a non-empty subset of {list(ALIGNMENT_BIASES)} (or None for all)."
-                )
-            if not layers:
-                raise ValueError(
-                    f"alignment_biases={biases!r} is set but alignment_bias_layers is empty: choose the decoder layers "
-                    f"that get them, e.g. alignment_bias_layers=[{n - 1}]."
-                )
-        window = self.alignment_window
-        if not isinstance(window, int) or isinstance(window, bool) or window < 0:
-            raise ValueError(f"alignment_window={window!r} must be an int >= 0 (k: features over i-k..i+k, e.g. 2).")
-        hidden = self.alignment_bias_hidden_size
-        if not isinstance(hidden, int) or isinstance(hidden, bool) or hidden < 1:
-            raise ValueError(f"alignment_bias_hidden_size={hidden!r} must be an int >= 1 (e.g. 16).")
-        layer = self.alignment_layer
-        if layer is not None and (not isinstance(layer, int) or isinstance(layer, bool) or not 0 <= layer < n):
-            raise ValueError(
-                f"alignment_layer={layer!r} but the model has decoder_layers={n}: give a decoder layer index in "
-                f"0..{n - 1}, or None for the last biased layer."
-            )
-        for name in ("global_fertility_weight", "symmetry_weight"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not value >= 0 or value == float("inf"):
-                raise ValueError(f"{name}={value!r} must be a finite number >= 0 (0 switches it off).")
-        start = self.global_fertility_start_step
-        if not isinstance(start, int) or isinstance(start, bool) or start < 0:
-            raise ValueError(
-                f"global_fertility_start_step={start!r} must be an int >= 0 (the training step that switches the "
-                "global-fertility loss on; 0: from the start)."
-            )
 
 
 __all__ = ["INPUT_FEATURES", "SyntaxMTConfig"]

@@ -17,6 +17,7 @@ from .data.parser_config import parser_from_config
 from .data.parsers import Parser, get_parser
 from .data.preprocess import parse_texts
 from .data.subwords import align_parse
+from .methods.registry import parse_columns
 
 logger = logging.getLogger(__name__)
 
@@ -170,21 +171,21 @@ class SyntaxTranslationPipeline(Pipeline):
                 "input_ids": torch.tensor([input_ids]),
                 "attention_mask": torch.ones(1, len(input_ids), dtype=torch.long),
             }
+        columns = parse_columns(config)  # what the model's methods read from the parse
         enc = align_parse(
             self.tokenizer, parse, text=text if text.strip() else None, max_length=max_length,
-            compute_tree=getattr(config, "uses_tree", False), compute_features=bool(getattr(config, "input_features", None)),
+            compute_tree="word_index" in columns, compute_features=any(c.endswith("_ids") for c in columns),
         )  # fmt: skip
         out = {
             "input_ids": torch.tensor([enc["input_ids"]]),
             "attention_mask": torch.ones(1, len(enc["input_ids"]), dtype=torch.long),
         }
-        if getattr(config, "uses_pascal", False):
-            out["parent_positions"] = torch.tensor([enc["parent_positions"]], dtype=torch.float)
-        for name in ("word_index", "pos_ids", "deprel_ids", "subword_tag_ids"):
-            if name in enc:
-                out[name] = torch.tensor([enc[name]])
-        if "word_heads" in enc:
-            out["word_heads"] = torch.tensor([enc["word_heads"] or [0]])
+        for name in columns:
+            if name == "word_heads":
+                out[name] = torch.tensor([enc[name] or [0]])
+            elif name in enc:
+                dtype = torch.float if name == "parent_positions" else torch.long
+                out[name] = torch.tensor([enc[name]], dtype=dtype)
         if multitask := getattr(config, "task_token_ids", None):
             out["forced_bos_token_id"] = multitask["translate"]
         return out

@@ -200,3 +200,30 @@ def build_bundle(classes: list[type], version: str = "") -> RemoteCodeBundle:
         compile(source, f"{flat[name]}.py", "exec")  # the rewrite must stay valid Python
         bundle.files[flat[name]] = source
     return bundle
+
+
+def attach_remote_code(model, model_classes: list[type]) -> RemoteCodeBundle:
+    """Fill `model.config.auto_map` (the config and `model_classes`: base model, then the LM-head model) and
+    `custom_pipelines` (the translation pipeline) and return the bundle to write beside the weights."""
+    import sys
+
+    from .pipeline_syntax_mt import SyntaxTranslationPipeline
+
+    version = getattr(sys.modules.get(__package__ or ""), "__version__", "")
+    config_class = type(model.config)
+    bundle = build_bundle([config_class, *model_classes, SyntaxTranslationPipeline], version=version)
+    base, lm = model_classes
+    model.config.auto_map = {
+        "AutoConfig": bundle.reference(config_class),
+        "AutoModel": bundle.reference(base),
+        "AutoModelForSeq2SeqLM": bundle.reference(lm),
+    }
+    model.config.custom_pipelines = {
+        "translation": {
+            "impl": bundle.reference(SyntaxTranslationPipeline),
+            "pt": ["AutoModelForSeq2SeqLM"],
+            "tf": [],
+            "type": "text",
+        }
+    }
+    return bundle

@@ -26,7 +26,7 @@ from transformers import PreTrainedConfig, PreTrainedModel
 from transformers.configuration_utils import SubConfigSpec
 from transformers.utils import ModelOutput
 
-from .alignment import align, log_auxiliary_losses, recording_alignment, symmetry_trace
+from .alignment import align, recording_alignment, symmetry_trace
 from .configuration_syntax_mt import SyntaxMTConfig
 from .modeling_syntax_mt import SyntaxMTForConditionalGeneration
 
@@ -124,7 +124,6 @@ class SymmetricTranslationModel(PreTrainedModel):
             self.forward_model = SyntaxMTForConditionalGeneration(config.forward)
             self.backward_model = SyntaxMTForConditionalGeneration(config.backward)
             self.post_init()
-        self.auxiliary_loss_log = {}
 
     @classmethod
     def from_directions(cls, forward_model, backward_model, symmetry_weight: float | None = None, layers=None):
@@ -168,7 +167,6 @@ class SymmetricTranslationModel(PreTrainedModel):
             trace = symmetry_trace(rec_st.probs, rec_ts.probs, forward_mask, backward_mask)  # (B,)
             bonus = -trace.sum() / forward_mask.sum().clamp(min=1)  # B = -tr(alpha_st alpha_ts)
             loss = loss + gamma * bonus
-        log_auxiliary_losses(self, forward_loss=out_st.loss, backward_loss=out_ts.loss, symmetry_bonus=bonus)
         return SymmetricTranslationOutput(
             loss=loss, forward_loss=out_st.loss, backward_loss=out_ts.loss, symmetry_bonus=bonus
         )

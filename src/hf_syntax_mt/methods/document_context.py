@@ -1,0 +1,265 @@
+"""Document-level context (Zhang et al. 2018, *Improving the Transformer Translation Model with Document-Level
+Context*): a context encoder over the previous k source sentences, context attention in encoder and decoder
+layers, context gating, and the two-step training that freezes the sentence-level parameters.
+
+- `ContextEncoder`: N_c self-attention layers over the context tokens X^c (Eqs. 4-9), sharing the source word
+  embeddings and positional encoding. It also applies the key/value projections of *every* context-attention
+  sublayer (Eqs. 12 and 16) to C^(N_c), fused in one matmul: they depend on the context only, so they run once per
+  sentence, inside the encoder, before `generate()` copies the encoder outputs for beams. Decoding steps and beams
+  reuse them; no cache slot is needed, and cached and uncached decoding read the same tensors.
+- `ContextAttention`: the query/output half of one context-attention sublayer, `MultiHead(H, C, C)`, followed by the
+  context gate (Eqs. 21-22) or a residual connection (Eq. 20), and layer normalisation (post-norm, as Marian).
+
+A row whose `context_attention_mask` has no real token (the first sentence of a document, or no context given)
+has *no context*: every context sublayer is the identity for it, so the document model then computes exactly the
+sentence-level model it was built from.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import nn
+from transformers.masking_utils import create_bidirectional_mask
+from transformers.models.marian.modeling_marian import MarianEncoderLayer
+
+from typing import TYPE_CHECKING
+
+from .registry import Method, register
+
+if TYPE_CHECKING:
+    from ..configuration_syntax_mt import SyntaxMTConfig
+
+
+def is_document_parameter(name: str) -> bool:
+    """Whether parameter `name` belongs to theta_d, the document-level parameters added by the context options (the
+    red modules of the paper's Figure 1b): the context encoder, context attentions and gates."""
+    return any(part.startswith("context_") for part in name.split("."))
+
+
+def has_context(context_attention_mask: torch.Tensor) -> torch.Tensor:
+    """`(B,)` bool: rows with at least one real context token."""
+    return context_attention_mask.bool().any(dim=-1)
+
+
+class ContextMasks(NamedTuple):
+    """The masks every context attention of a forward pass shares, built once from `context_attention_mask`:
+    `attend` `(B, 1, 1, M)` bool (rows without context attend everywhere, their outputs are discarded) and `rows`
+    `(B, 1, 1)` bool (rows with context)."""
+
+    attend: torch.Tensor
+    rows: torch.Tensor
+
+
+def context_masks(context_attention_mask: torch.Tensor) -> ContextMasks:
+    return ContextMasks(
+        _attend_mask(context_attention_mask)[:, None, None, :], has_context(context_attention_mask)[:, None, None]
+    )
+
+
+def _attend_mask(context_attention_mask: torch.Tensor) -> torch.Tensor:
+    """`(B, M)` bool mask where rows without context attend everywhere (their outputs are discarded), so no softmax
+    runs over an empty set."""
+    mask = context_attention_mask.bool()
+    return mask | ~mask.any(dim=-1, keepdim=True)
+
+
+def context_sublayer(config: SyntaxMTConfig, side: str, layer_idx: int) -> tuple[int | None, ContextAttention | None]:
+    """The context attention of `side` layer `layer_idx` and its slot in the keys/values of its side, or
+    `(None, None)` when that layer has none."""
+    layers = config.context_layers(side)
+    if layer_idx not in layers:
+        return None, None
+    return layers.index(layer_idx), ContextAttention(config, getattr(config, f"{side}_attention_heads"))
+
+
+class ContextEncoder(nn.Module):
+    """Self-attentive context encoder (Section 2.2) plus the fused key/value projections of the context attentions.
+
+    Args:
+        config: the model config; `config.context_encoder_layers` = N_c, and `config.context_layers(side)` tells
+            which encoder/decoder layers have a context attention (each gets its own W_K, W_V).
+    """
+
+    def __init__(self, config: SyntaxMTConfig):
+        super().__init__()
+        self.config = config
+        self.num_heads = config.encoder_attention_heads
+        self.head_dim = config.d_model // self.num_heads
+        self.dropout = config.dropout
+        self.num_encoder_sublayers = len(config.context_layers("encoder"))
+        self.num_decoder_sublayers = len(config.context_layers("decoder"))
+        self.layers = nn.ModuleList([MarianEncoderLayer(config, i) for i in range(config.context_encoder_layers)])
+        n = self.num_encoder_sublayers + self.num_decoder_sublayers
+        # [W_K; W_V] of every context-attention sublayer, encoder layers first
+        self.key_value_proj = nn.Linear(config.d_model, n * 2 * config.d_model)
+
+    def forward(
+        self,
+        context_embeds: torch.Tensor,
+        context_attention_mask: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """
+        Args:
+            context_embeds: `(B, M, D)` X^c of Eq. 4 (scaled word embeddings + positional encoding).
+            context_attention_mask: `(B, M)` 1 for real context tokens.
+
+        Returns:
+            C^(N_c) `(B, M, D)`; keys/values of the encoder sublayers `(B, n_enc, 2, H, M, d)` and of the decoder
+            sublayers `(B, n_dec, 2, H, M, d)`.
+        """
+        hidden = nn.functional.dropout(context_embeds, p=self.dropout, training=self.training)  # C^(0) = X^c
+        mask = create_bidirectional_mask(
+            config=self.config, inputs_embeds=hidden, attention_mask=_attend_mask(context_attention_mask)
+        )
+        for layer in self.layers:
+            hidden = layer(hidden, mask)  # Eqs. 5-9: A^(n) = MultiHead(C^(n-1), C^(n-1), C^(n-1)), C^(n) = FNN(A^(n))
+        B, M, D = hidden.shape
+        n = self.num_encoder_sublayers + self.num_decoder_sublayers
+        real = context_attention_mask.bool()  # (B, M)
+        if bool(real.all()):
+            kv = self.key_value_proj(hidden)  # (B, M, n * 2 * D)
+        else:  # the largest matmul of the method: project real tokens only (padding keys are masked anyway)
+            kv = hidden.new_zeros(B, M, n * 2 * D).index_put((real,), self.key_value_proj(hidden[real]))
+        kv = kv.view(B, M, n, 2, self.num_heads, self.head_dim)  # (B, M, n, 2, H, d)
+        # contiguous once per sentence: attention over permuted keys/values is ~3x slower at every decoding step
+        kv = kv.permute(0, 2, 3, 4, 1, 5).contiguous()  # (B, n, 2, H, M, d)
+        # split, not slicing: its backward is one concatenation, where slicing fills a zero tensor per slice
+        encoder_kv, decoder_kv = kv.split([self.num_encoder_sublayers, self.num_decoder_sublayers], dim=1)
+        return hidden, encoder_kv, decoder_kv
+
+
+class ContextAttention(nn.Module):
+    """One context-attention sublayer (Eq. 12 in the encoder, Eq. 16 in the decoder) with its gate (Eqs. 21-22).
+
+    The keys and values come precomputed from `ContextEncoder`; this module owns W_Q, W_O, the gate and the layer
+    norm. Output for rows with context: `LayerNorm(Gating(H))` (or `LayerNorm(H + SubLayer(H))` without gating);
+    rows without context get `H` unchanged.
+    """
+
+    def __init__(self, config: SyntaxMTConfig, num_heads: int):
+        super().__init__()
+        d_model = config.d_model
+        self.num_heads, self.head_dim = num_heads, d_model // num_heads
+        self.dropout, self.attention_dropout = config.dropout, config.attention_dropout
+        self.q_proj = nn.Linear(d_model, d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+        # Eq. 22: lambda = sigmoid(W_i H + W_s SubLayer(H)), no bias
+        self.gate_input_proj = nn.Linear(d_model, d_model, bias=False) if config.context_gating else None  # W_i
+        self.gate_sublayer_proj = nn.Linear(d_model, d_model, bias=False) if config.context_gating else None  # W_s
+        self.layer_norm = nn.LayerNorm(d_model)
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        key_value: torch.Tensor,
+        masks: ContextMasks,
+    ) -> torch.Tensor:
+        """
+        Args:
+            hidden_states: `(B, T, D)` H, the output of the self-attention sublayer (B^(n) or E^(n)).
+            key_value: `(B, 2, H, M, d)` keys and values of C^(N_c) for this sublayer.
+            masks: the pass's `ContextMasks` (`context_masks(context_attention_mask)`).
+
+        Returns:
+            `(B, T, D)` D^(n) (encoder) or F^(n) (decoder).
+        """
+        B, T, D = hidden_states.shape
+        query = self.q_proj(hidden_states).view(B, T, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, T, d)
+        key, value = key_value.unbind(1)  # (B, H, M, d) each; unbind, not indexing: one stack in backward
+        out = nn.functional.scaled_dot_product_attention(
+            query, key, value, attn_mask=masks.attend,
+            dropout_p=self.attention_dropout if self.training else 0.0,
+        )  # Eqs. 12 / 16: MultiHead(H, C, C), (B, H, T, d)  # fmt: skip
+        sublayer = self.out_proj(out.transpose(1, 2).reshape(B, T, D))  # (B, T, D)
+        sublayer = nn.functional.dropout(sublayer, p=self.dropout, training=self.training)
+        if self.gate_input_proj is not None:
+            gate = torch.sigmoid(self.gate_input_proj(hidden_states) + self.gate_sublayer_proj(sublayer))  # Eq. 22
+            mixed = torch.lerp(sublayer, hidden_states, gate)  # Eq. 21: lambda H + (1 - lambda) SubLayer(H)
+        else:
+            mixed = hidden_states + sublayer  # Eq. 20
+        out = self.layer_norm(mixed)
+        return torch.where(masks.rows, out, hidden_states)
+
+
+__all__ = [
+    "ContextAttention",
+    "ContextEncoder",
+    "ContextMasks",
+    "context_masks",
+    "context_sublayer",
+    "has_context",
+    "is_document_parameter",
+]
+
+
+class DocumentContext(Method):
+    """Registry entry of the document-level context: its options, columns and description. Its sublayers sit in the
+    spine's encoder and decoder layers (a context attention between self-attention and the feed-forward network,
+    Eqs. 12 and 16), since they change the layer structure rather than one attention's heads."""
+
+    name = "document_context"
+    fields = (
+        "context_sentences", "context_encoder_layers", "encoder_context_layers", "decoder_context_layers",
+        "context_gating", "max_context_length",
+    )  # fmt: skip
+    inputs = ("context_input_ids", "context_attention_mask")
+
+    def active(self, config) -> bool:
+        return config.uses_context
+
+    def input_columns(self, config):
+        return ("context_input_ids",) if self.active(config) else ()
+
+    def validate(self, config) -> None:
+        """Document-level context (issue 5)."""
+
+        def is_int(value) -> bool:
+            return isinstance(value, int) and not isinstance(value, bool)
+
+        if not is_int(config.context_sentences) or config.context_sentences < 0:
+            raise ValueError(
+                f"context_sentences={config.context_sentences!r} must be an int >= 0: the number of previous source "
+                "sentences read as context (the paper's best is 2; 0 switches document context off)."
+            )
+        if not is_int(config.context_encoder_layers) or config.context_encoder_layers < 1:
+            raise ValueError(
+                f"context_encoder_layers={config.context_encoder_layers!r} must be an int >= 1 (N_c; the paper's best is 1)."
+            )
+        for side in ("encoder", "decoder"):
+            name, n = f"{side}_context_layers", getattr(config, f"{side}_layers")
+            layers = getattr(config, name)
+            if layers is None:
+                continue
+            if any(not is_int(i) or not 0 <= i < n for i in layers) or len(set(layers)) != len(layers):
+                raise ValueError(
+                    f"{name}={layers!r} must list distinct {side} layer indices in 0..{n - 1} (None: every layer, "
+                    "[]: none)."
+                )
+        if config.uses_context and not (config.context_layers("encoder") or config.context_layers("decoder")):
+            raise ValueError(
+                f"context_sentences={config.context_sentences} but encoder_context_layers and decoder_context_layers are "
+                "both empty: the context would reach nothing. Leave one of them None (every layer) or list layers."
+            )
+        if not isinstance(config.context_gating, bool):
+            raise ValueError(f"context_gating={config.context_gating!r} must be True (Eqs. 21-22) or False (residual).")
+        length = config.max_context_length
+        if length is not None and (not is_int(length) or not 1 <= length <= config.max_position_embeddings):
+            raise ValueError(
+                f"max_context_length={length!r} must be an int in 1..max_position_embeddings="
+                f"{config.max_position_embeddings} (context tokens get position embeddings), or None."
+            )
+
+    def describe(self, config):
+        if not self.active(config):
+            return None
+        gate = "context gating (Eqs. 21-22)" if config.context_gating else "residual connections (no gating)"
+        return (f"Document-level context (Zhang et al. 2018): the previous {config.context_sentences} source "
+                f"sentences, a {config.context_encoder_layers}-layer context encoder, context attention in "
+                f"encoder layers {config.context_layers('encoder')} and decoder layers "
+                f"{config.context_layers('decoder')}, {gate}. Translate documents with "
+                "`pipe.translate_document(sentences)`.")  # fmt: skip
+
+
+register(DocumentContext())

@@ -1,0 +1,81 @@
+"""Linguistic input features (Sennrich & Haddow 2016): UPOS, universal dependency relation and B/I/E/O subword tags,
+each embedded and summed with (or concatenated into) the token embedding. Inputs: `pos_ids`, `deprel_ids`,
+`subword_tag_ids` `(B, S)` (ids in `INPUT_FEATURES`, 0 = none; `SyntaxMTPreprocessor(compute_features=True)`).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..vocabularies import INPUT_FEATURES
+from .registry import Method, register
+
+FEATURE_COMBINATIONS = ("sum", "concat")
+
+
+class InputFeatures(Method):
+    name = "input_features"
+    fields = ("input_features", "feature_combination", "feature_embedding_dim")
+    inputs = tuple(f"{name}_ids" for name in INPUT_FEATURES)
+    from_parse = True
+
+    def active(self, config) -> bool:
+        return bool(config.input_features)
+
+    def input_columns(self, config):
+        return tuple(f"{name}_ids" for name in config.input_features or [])
+
+    def validate(self, config) -> None:
+        if config.input_features is not None:
+            unknown = [f for f in config.input_features if f not in INPUT_FEATURES]
+            if unknown or len(set(config.input_features)) != len(config.input_features):
+                raise ValueError(
+                    f"input_features={config.input_features} must be distinct names among {sorted(INPUT_FEATURES)}."
+                )
+        if config.feature_combination not in FEATURE_COMBINATIONS:
+            raise ValueError(
+                f"feature_combination={config.feature_combination!r} must be one of {FEATURE_COMBINATIONS}."
+            )
+        n_features = len(config.input_features or [])
+        if config.feature_combination == "concat" and n_features:
+            if not 1 <= config.feature_embedding_dim * n_features < config.d_model:
+                raise ValueError(
+                    f"feature_embedding_dim={config.feature_embedding_dim} x {n_features} features must leave room "
+                    f"for the token embedding in d_model={config.d_model}."
+                )
+
+    def describe(self, config):
+        if not self.active(config):
+            return None
+        return (f"Linguistic input features (Sennrich & Haddow 2016): {', '.join(config.input_features)}, "
+                f"{config.feature_combination}.")  # fmt: skip
+
+    def build_encoder(self, encoder, config):
+        dim = config.d_model if config.feature_combination == "sum" else config.feature_embedding_dim
+        # one embedding table per feature, id 0 = none
+        encoder.feature_embeddings = nn.ModuleDict(
+            {name: nn.Embedding(len(INPUT_FEATURES[name]) + 1, dim, padding_idx=0) for name in config.input_features or []}
+        )
+
+    def embed(self, encoder, input_ids, embeds, inputs):
+        if not encoder.feature_embeddings:
+            return embeds
+        feats = []
+        for name, table in encoder.feature_embeddings.items():
+            ids = inputs.get(f"{name}_ids")
+            if ids is None:
+                raise ValueError(
+                    f"This model uses the input feature {name!r} (input_features={encoder.config.input_features}) and "
+                    f"needs `{name}_ids` (B, S): prepare data with `SyntaxMTPreprocessor(compute_features=True)`."
+                )
+            if ids.shape != input_ids.shape:
+                raise ValueError(f"{name}_ids has shape {tuple(ids.shape)} but input_ids {tuple(input_ids.shape)}.")
+            feats.append(table(ids))  # (B, S, d_f)
+        if encoder.config.feature_combination == "sum":
+            return embeds + sum(feats)  # E x + sum_k E_k f_k
+        width = sum(f.shape[-1] for f in feats)
+        return torch.cat([embeds[..., : embeds.shape[-1] - width], *feats], dim=-1)  # [E x ; E_1 f_1 ; ...]
+
+
+register(InputFeatures())

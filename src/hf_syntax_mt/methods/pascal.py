@@ -1,0 +1,134 @@
+"""PASCAL: parent-scaled self-attention (Bugliarello & Okazaki 2020), in chosen encoder heads.
+
+A PASCAL head multiplies its scaled scores by a Gaussian centred on the middle subword of the token's parent word
+(Eqs. 1-3); with `parent_ignoring` a row of the weights is set to 1 during training. Input: `parent_positions`
+`(B, S)`, attached per subword by `hf_syntax_mt.data.SyntaxMTPreprocessor`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .registry import AttentionContext, Method, check_per_layer_heads, per_layer, register
+
+PASCAL_WEIGHTINGS = ("gaussian", "parent_only")
+# Below this sigma the Gaussian is already 0 one position away from the parent and its peak 1 / (sigma sqrt(2 pi))
+# overflows half precision; at 1e-30, 2 sigma^2 underflows float32 and the weights are NaN.
+MIN_PASCAL_SIGMA = 1e-3
+# Gaussian weights whose exponent is below -_MAX_EXPONENT are set to exactly 0: exp(-80) ~ 1.8e-35 is still a normal
+# float32, while the far tail underflows to denormals that make CPU matmuls 3-5x slower.
+_MAX_EXPONENT = 80.0
+
+
+def pascal_weights(
+    parent_positions: torch.Tensor,
+    key_length: int,
+    sigma: float,
+    weighting: str = "gaussian",
+) -> torch.Tensor:
+    """D_p of the PASCAL paper: the weight of every key position j for every query token t.
+
+    Args:
+        parent_positions: `(B, T)` float, p_t = middle position (in subword tokens) of token t's parent word.
+        key_length: S, the number of key positions.
+        sigma: standard deviation of the Gaussian.
+        weighting: `"gaussian"` (Eq. 3) or `"parent_only"` (1 where |j - p_t| <= 0.5, else 0).
+
+    Returns:
+        `(B, T, S)` float tensor.
+    """
+    j = torch.arange(key_length, device=parent_positions.device, dtype=torch.float32)  # (S,)
+    dist = j.view(1, 1, -1) - parent_positions.float().unsqueeze(-1)  # (B, T, S)
+    if weighting == "parent_only":
+        return (dist.abs() <= 0.5).float()
+    # Eq. 3: dist(p_t, j) = 1 / sqrt(2 pi sigma^2) * exp(-(j - p_t)^2 / (2 sigma^2))
+    exponent = dist.square() / (2.0 * sigma**2)  # (B, T, S)
+    weights = torch.exp(-exponent) / math.sqrt(2.0 * math.pi * sigma**2)
+    return weights.masked_fill(exponent > _MAX_EXPONENT, 0.0)
+
+
+def check_parent_positions(parent_positions: torch.Tensor, input_shape: torch.Size, attention_mask=None) -> None:
+    """Raise a clear error for `parent_positions` of the wrong shape or out of range (before any kernel runs)."""
+    if parent_positions.shape != input_shape:
+        raise ValueError(
+            f"parent_positions has shape {tuple(parent_positions.shape)} but input_ids has shape "
+            f"{tuple(input_shape)}: give one parent position per input token (B, S)."
+        )
+    if parent_positions.is_floating_point() and not torch.isfinite(parent_positions).all():
+        raise ValueError("parent_positions contains NaN or infinite values.")
+    valid = parent_positions >= 0
+    valid &= parent_positions <= input_shape[-1] - 1
+    if attention_mask is not None:
+        valid |= attention_mask == 0  # padding may hold anything
+    if not bool(valid.all()):
+        b, t = (~valid).nonzero()[0].tolist()
+        raise ValueError(
+            f"parent_positions[{b}, {t}] = {parent_positions[b, t].item()} is outside 0..{input_shape[-1] - 1}: "
+            "parent positions index subword tokens of the same (truncated) sequence."
+        )
+
+
+class Pascal(Method):
+    name = "pascal"
+    fields = ("encoder_pascal_heads", "pascal_sigma", "pascal_weighting", "parent_ignoring")
+    inputs = ("parent_positions",)
+    from_parse = True
+
+    def active(self, config) -> bool:
+        return any(per_layer(config, "encoder_pascal_heads", "encoder"))
+
+    def heads(self, config, site, layer):
+        return per_layer(config, "encoder_pascal_heads", "encoder")[layer] if site == "encoder" else 0
+
+    def validate(self, config) -> None:
+        check_per_layer_heads(config, "encoder_pascal_heads")
+        if not config.pascal_sigma >= MIN_PASCAL_SIGMA:
+            raise ValueError(
+                f"pascal_sigma={config.pascal_sigma!r} must be > 0 and at least {MIN_PASCAL_SIGMA} (the paper uses "
+                "1.0): smaller values give NaN weights or overflow; pascal_weighting='parent_only' is the hard limit."
+            )
+        if config.pascal_weighting not in PASCAL_WEIGHTINGS:
+            raise ValueError(f"pascal_weighting={config.pascal_weighting!r} must be one of {PASCAL_WEIGHTINGS}.")
+        if not 0.0 <= config.parent_ignoring <= 1.0:
+            raise ValueError(f"parent_ignoring={config.parent_ignoring} is a probability: it must be in [0, 1].")
+
+    def describe(self, config):
+        if not self.active(config):
+            return None
+        layers = [f"layer {i}: {k} heads" for i, k in enumerate(config.encoder_pascal_heads) if k]
+        return (
+            f"PASCAL parent-scaled self-attention (Bugliarello & Okazaki 2020, Eqs. 1-3) in encoder "
+            f"{', '.join(layers)}; {config.pascal_weighting} weighting, sigma={config.pascal_sigma}, "
+            f"parent ignoring q={config.parent_ignoring}."
+        )
+
+    def prepare(self, config, inputs, input_shape, attention_mask):
+        parent_positions = inputs.get("parent_positions")
+        if parent_positions is None:
+            raise ValueError(
+                f"This model has PASCAL heads (encoder_pascal_heads={config.encoder_pascal_heads}) and "
+                "needs `parent_positions` (B, S): prepare data with `hf_syntax_mt.data.SyntaxMTPreprocessor` or "
+                "translate raw text with `pipeline('syntax-translation', model=...)`."
+            )
+        check_parent_positions(parent_positions, input_shape, attention_mask)
+        return {"parent_positions": parent_positions}
+
+    def scores(self, ctx: AttentionContext, scores, start, stop):
+        parent_positions = ctx.inputs.get("parent_positions")
+        if parent_positions is None:
+            raise ValueError(
+                f"This layer has {stop - start} PASCAL heads and needs `parent_positions` (B, S): parse the source with "
+                "`hf_syntax_mt.data.SyntaxMTPreprocessor` or translate with the `syntax-translation` pipeline."
+            )
+        config, module = ctx.module.config, ctx.module
+        weights = pascal_weights(parent_positions, scores.shape[-1], config.pascal_sigma, config.pascal_weighting)
+        if module.training and config.parent_ignoring > 0:  # D_p, (B, T, S)
+            # parent ignoring: each row d_t of D_p is set to 1 with probability q, during training only
+            ignore = torch.rand(weights.shape[:2], device=weights.device) < config.parent_ignoring  # (B, T)
+            weights = weights.masked_fill(ignore.unsqueeze(-1), 1.0)
+        return scores * weights.unsqueeze(1).to(scores.dtype)  # Eq. 2: n_tj = s_tj * d^p_tj, (B, k, T, S)
+
+
+register(Pascal())

@@ -1,0 +1,297 @@
+"""The method registry: every syntax- or document-aware method is one `Method` registered by name.
+
+A method owns, in one place:
+
+- its config fields (declared on `SyntaxMTConfig`, or under `config.method_options[name]` for a method registered
+  outside the package) and their validation (`validate`);
+- the self- and cross-attention heads it takes in each layer (`heads`); heads are given out in registry order, so
+  in a layer the heads of the first registered method come first;
+- the data columns it needs: model inputs (`inputs`, the preprocessor, collator, pipeline and train script ask
+  `input_columns`) and training-only supervision (`supervision`);
+- its attention hooks, applied to its own heads on the eager score path of `SyntaxMTAttention`
+  (`query` -> `scores` -> `logits` -> `probs` -> `record`), and the per-forward preparation of its inputs
+  (`prepare`), which reach the attention as keyword arguments, the way transformers v5 passes attention kwargs;
+- its auxiliary loss (`loss`, with `loss_weights`), added to the cross-entropy by the model;
+- its parameters (`build_attention`, `build_encoder`, `build_model`, `init_weights`) and a one-line description
+  for model cards and signatures (`describe`).
+
+Adding a method is one module with a `Method` subclass and `register(MyMethod())`: the attention class, the
+encoder, the decoder and the generation class need no edit (tests/models/test_registry.py shows it with a toy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+SITES = ("encoder", "decoder", "cross")  # encoder self-attention, decoder self-attention, decoder cross-attention
+
+
+@dataclass
+class HeadRecord:
+    """What a supervised self-attention head group stored: masked logits, raw scores and probabilities, each
+    `(B, k, T, S)` for the group's k heads."""
+
+    logits: torch.Tensor
+    scores: torch.Tensor
+    probs: torch.Tensor
+
+
+@dataclass
+class AttentionRecord:
+    """Attention kept during one forward for the auxiliary losses, `align()` and the symmetric model (one typed
+    record instead of a store keyed by tuples).
+
+    Attributes:
+        heads: `(site, layer, kind)` -> `HeadRecord` of a method's heads (e.g. `("encoder", 0, "dbsa")`).
+        cross_layers: decoder layers whose cross-attention probabilities are wanted.
+        cross: decoder layer -> its cross-attention probabilities `(B, H, T, S)` (with gradient).
+        record_heads: whether head groups store their `HeadRecord` (only when a loss reads them).
+    """
+
+    record_heads: bool = False
+    cross_layers: set[int] = field(default_factory=set)
+    heads: dict[tuple[str, int, str], HeadRecord] = field(default_factory=dict)
+    cross: dict[int, torch.Tensor] = field(default_factory=dict)
+
+    def wants_cross(self, layer: int) -> bool:
+        return layer in self.cross_layers
+
+    def of_kind(self, site: str, kind: str) -> list[HeadRecord]:
+        """The head records of one kind on one site, in layer order."""
+        return [r for (s, _, k), r in sorted(self.heads.items(), key=lambda kv: kv[0][1]) if s == site and k == kind]
+
+
+@dataclass
+class AttentionContext:
+    """What a hook sees besides its tensors: the attention module, its site and layer, the additive mask
+    `(B|1, 1, T, S)` or None, the cache, the method inputs (keyword arguments) and the record (or None)."""
+
+    module: nn.Module
+    site: str
+    mask: torch.Tensor | None
+    past_key_values: object
+    inputs: dict
+    record: AttentionRecord | None
+
+
+class Method:
+    """Base class of a registered method; every hook defaults to "does nothing"."""
+
+    name: str = ""
+    #: config fields the method owns (validated by `validate`)
+    fields: tuple[str, ...] = ()
+    #: model inputs read at training and inference (data columns of the same names)
+    inputs: tuple[str, ...] = ()
+    #: training-only supervision columns (given to `forward()` with the labels, never to the encoder)
+    supervision: tuple[str, ...] = ()
+    #: names of the auxiliary losses it adds
+    losses: tuple[str, ...] = ()
+    #: the eager path must run for its heads even without a record (scores or probabilities are changed)
+    always_eager: bool = True
+    #: its inputs are computed from the source parse (the pipeline parses new text for them)
+    from_parse: bool = False
+
+    def active(self, config) -> bool:
+        return False
+
+    def validate(self, config) -> None:
+        """Raise a `ValueError` naming the option and what to use."""
+
+    def heads(self, config, site: str, layer: int) -> int:
+        """Number of heads this method takes in the self-attention (`"encoder"`, `"decoder"`) or cross-attention
+        (`"cross"`) of `layer`; `-1` means every head of that attention."""
+        return 0
+
+    def input_columns(self, config) -> tuple[str, ...]:
+        return self.inputs if self.active(config) else ()
+
+    def supervision_columns(self, config) -> tuple[str, ...]:
+        return self.supervision if self.active(config) else ()
+
+    def describe(self, config) -> str | None:
+        """One line for model cards and signatures, or None when inactive."""
+        return None
+
+    # --- parameters -----------------------------------------------------------------------------------------
+    def build_attention(self, attention: nn.Module, config, site: str, layer: int, num_heads: int) -> None:
+        """Add this method's parameters to an attention module that has `num_heads` of its heads (called for every
+        attention module, with `num_heads=0` where the method takes none)."""
+
+    def build_encoder(self, encoder: nn.Module, config) -> None:
+        """Add parameters to the encoder (e.g. feature embeddings)."""
+
+    def build_model(self, model: nn.Module, config) -> None:
+        """Add parameters to the translation model (e.g. the global-fertility network)."""
+
+    def init_weights(self, module: nn.Module, config) -> None:
+        """Initialise this method's parameters held by `module` (called by `_init_weights` for every module)."""
+
+    # --- forward --------------------------------------------------------------------------------------------
+    def embed(self, encoder: nn.Module, input_ids: torch.Tensor, embeds: torch.Tensor, inputs: dict) -> torch.Tensor:
+        """Token embeddings `(B, S, D)` -> embeddings with this method's input (e.g. linguistic features)."""
+        return embeds
+
+    def prepare(self, config, inputs: dict, input_shape: torch.Size, attention_mask) -> dict:
+        """Check this method's encoder inputs once per forward and return the attention keyword arguments they
+        become (e.g. tree weights from `word_index` / `word_heads`)."""
+        return {}
+
+    def needs_eager(self, ctx: AttentionContext) -> bool:
+        return self.always_eager
+
+    def query(self, ctx: AttentionContext, query: torch.Tensor, start: int, stop: int) -> torch.Tensor:
+        """The queries `(B, k, T, d)` of this method's heads `start..stop-1`."""
+        return query
+
+    def scores(self, ctx: AttentionContext, scores: torch.Tensor, start: int, stop: int) -> torch.Tensor:
+        """Scaled dot-product scores `(B, k, T, S)` of its heads, before the mask."""
+        return scores
+
+    def logits(self, ctx: AttentionContext, logits: torch.Tensor, start: int, stop: int) -> torch.Tensor:
+        """Masked logits `(B, k, T, S)` of its heads, before the softmax."""
+        return logits
+
+    def probs(self, ctx: AttentionContext, probs: torch.Tensor, start: int, stop: int) -> torch.Tensor:
+        """Attention probabilities `(B, k, T, S)` of its heads, before dropout."""
+        return probs
+
+    def record(self, ctx: AttentionContext, record: HeadRecord, start: int, stop: int) -> None:
+        """Store what the loss needs in `ctx.record` (called only when a record is kept)."""
+
+    # --- objective ------------------------------------------------------------------------------------------
+    def wants_record(self, model: nn.Module, batch: dict) -> tuple[bool, set[int]]:
+        """(whether head groups must store their records, the cross-attention layers to keep) for this batch."""
+        return False, set()
+
+    def loss(self, model: nn.Module, record: AttentionRecord, batch: dict, outputs) -> dict[str, torch.Tensor]:
+        """Auxiliary losses, summed over tokens (the model divides by the target tokens), unweighted."""
+        return {}
+
+    def loss_weights(self, config) -> dict[str, float]:
+        return {}
+
+
+_REGISTRY: dict[str, Method] = {}
+_LISTENERS: list[Callable[[], None]] = []
+
+
+def register(method: Method) -> Method:
+    """Add `method` under `method.name` (after the methods registered before it: its heads come after theirs)."""
+    if not method.name or not method.name.isidentifier():
+        raise ValueError(f"A method needs a name that is a Python identifier, got {method.name!r}.")
+    if method.name in _REGISTRY and type(_REGISTRY[method.name]) is not type(method):
+        raise ValueError(f"A method named {method.name!r} is already registered ({type(_REGISTRY[method.name]).__name__}).")
+    _REGISTRY[method.name] = method
+    for listener in _LISTENERS:
+        listener()
+    return method
+
+
+def unregister(name: str) -> None:
+    _REGISTRY.pop(name, None)
+    for listener in _LISTENERS:
+        listener()
+
+
+def on_change(listener: Callable[[], None]) -> None:
+    """Call `listener` now and whenever a method is registered (the model refreshes its forward signature)."""
+    _LISTENERS.append(listener)
+    listener()
+
+
+def registered() -> list[Method]:
+    return list(_REGISTRY.values())
+
+
+def get_method(name: str) -> Method:
+    if name not in _REGISTRY:
+        raise KeyError(f"No method {name!r} is registered; registered: {sorted(_REGISTRY)}.")
+    return _REGISTRY[name]
+
+
+def active_methods(config) -> list[Method]:
+    """The methods a config switches on (none for a config without the syntax options, e.g. a `MarianConfig`)."""
+    if not hasattr(config, "method_options"):
+        return []
+    return [m for m in _REGISTRY.values() if m.active(config)]
+
+
+def head_layout(config, site: str, layer: int, num_heads: int) -> list[tuple[Method, int, int]]:
+    """`(method, start, stop)` for every method with heads in this attention, in registry order."""
+    groups, start = [], 0
+    for method in _REGISTRY.values():
+        k = method.heads(config, site, layer)
+        if k == -1:
+            k = num_heads - start
+        if k:
+            groups.append((method, start, start + k))
+            start += k
+    if start > num_heads:
+        taken = {m.name: stop - begin for m, begin, stop in groups}
+        raise ValueError(
+            f"{site} layer {layer} asks for {start} syntax heads {taken} but has only {num_heads} attention heads: "
+            "lower the per-layer counts."
+        )
+    return groups
+
+
+def input_names() -> tuple[str, ...]:
+    """Every model input any registered method reads (the one list of syntax keyword arguments)."""
+    return tuple(dict.fromkeys(n for m in _REGISTRY.values() for n in m.inputs))
+
+
+def supervision_names() -> tuple[str, ...]:
+    return tuple(dict.fromkeys(n for m in _REGISTRY.values() for n in m.supervision))
+
+
+def input_columns(config) -> list[str]:
+    """The data columns a model with `config` reads at training and inference."""
+    return list(dict.fromkeys(c for m in active_methods(config) for c in m.input_columns(config)))
+
+
+def parse_columns(config) -> list[str]:
+    """The input columns computed from the source parse (what the pipeline must parse new text for)."""
+    return list(dict.fromkeys(c for m in active_methods(config) if m.from_parse for c in m.input_columns(config)))
+
+
+def supervision_columns(config) -> list[str]:
+    """The training-only columns (parse supervision) a model with `config` learns from."""
+    return list(dict.fromkeys(c for m in active_methods(config) for c in m.supervision_columns(config)))
+
+
+def loss_names() -> tuple[str, ...]:
+    return tuple(dict.fromkeys(n for m in _REGISTRY.values() for n in m.losses))
+
+
+def describe(config) -> list[str]:
+    """One line per active method (model cards, signatures)."""
+    return [line for m in active_methods(config) if (line := m.describe(config))]
+
+
+def per_layer(config, name: str, side: str) -> list[int]:
+    """The per-layer head counts of option `name` (zeros when unset)."""
+    return getattr(config, name) or [0] * getattr(config, f"{side}_layers")
+
+
+def check_per_layer_heads(config, name: str) -> None:
+    """A per-layer head-count option (`encoder_pascal_heads=[2, 0, 0]`): one int in 0..heads per layer."""
+    heads = getattr(config, name)
+    if heads is None:
+        return
+    side = name.split("_")[0]
+    n_layers, n_heads = getattr(config, f"{side}_layers"), getattr(config, f"{side}_attention_heads")
+    if len(heads) != n_layers:
+        raise ValueError(
+            f"{name} has {len(heads)} entries but the model has {side}_layers={n_layers}: give one number "
+            f"of heads per {side} layer, e.g. {[1] + [0] * (n_layers - 1)}."
+        )
+    for layer, k in enumerate(heads):
+        if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= n_heads:
+            raise ValueError(
+                f"{name}[{layer}]={k!r} but {side}_attention_heads={n_heads}: each entry must be an int in "
+                f"0..{n_heads}."
+            )
