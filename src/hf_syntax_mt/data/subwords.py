@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..vocabularies import DEPRELS, SUBWORD_TAGS, UPOS_TAGS
-from .parsers import ParsedSentence
+from .parsed import ParsedSentence
 
 __all__ = [
     "word_middle_positions",
