@@ -4,72 +4,14 @@ for raw text. Errors name the file, line and field. Used by `hf_syntax_mt.train_
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .data.textio import iter_lines
+from .data.readers import _require_nonempty, read_jsonl, read_tsv  # the TSV / JSONL readers live in data.readers
 
 if TYPE_CHECKING:
     from .train_script import DataArguments
 
 SPLITS = ("train", "validation", "test")
-
-
-def _require_nonempty(path: str) -> None:
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"data file not found: {path}")
-    if Path(path).stat().st_size == 0:
-        raise ValueError(f"data file {path} is empty")
-
-
-def read_tsv(path: str) -> dict[str, list[str]]:
-    """``source<TAB>target`` lines; an optional header ``source<TAB>target`` is skipped. Errors name file:line."""
-    _require_nonempty(path)
-    sources, targets = [], []
-    for lineno, line in iter_lines(path):  # at "\n" only; invalid UTF-8 names the file, line and byte offset
-        cols = line.split("\t")
-        if len(cols) != 2:
-            raise ValueError(f"{path}:{lineno}: expected 2 tab-separated columns (source, target), found "
-                             f"{len(cols)}: {line[:80]!r}")  # fmt: skip
-        if lineno == 1 and [c.strip().lower() for c in cols] == ["source", "target"]:
-            continue
-        sources.append(cols[0])
-        targets.append(cols[1])
-    if not sources:
-        raise ValueError(f"data file {path} has no rows")
-    return {"source": sources, "target": targets}
-
-
-def read_jsonl(path: str, source_lang: str | None = None, target_lang: str | None = None) -> dict[str, list[str]]:
-    """JSON lines with ``{"source": ..., "target": ...}``, ``{"translation": {src: ..., tgt: ...}}`` (as in
-    run_translation.py) or ``{src: ..., tgt: ...}`` keyed by language codes. Errors name file:line:field."""
-    _require_nonempty(path)
-    sources, targets = [], []
-    for lineno, raw in iter_lines(path):
-        if not raw.strip():
-            continue
-        try:
-            row = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}:{lineno}: invalid JSON: {e}") from e
-        if not isinstance(row, dict):
-            raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
-        pair = row.get("translation", row)
-        keys = ("source", "target") if "source" in pair or "target" in pair else (source_lang, target_lang)
-        for key in keys:
-            if key is None:
-                raise ValueError(f"{path}:{lineno}: no 'source'/'target' fields; give --source_lang and "
-                                 f"--target_lang to read the fields {sorted(pair)}")  # fmt: skip
-            if key not in pair:
-                raise ValueError(f"{path}:{lineno}: missing field {key!r} (fields: {sorted(pair)})")
-            if not isinstance(pair[key], str):
-                raise ValueError(f"{path}:{lineno}: field {key!r} must be a string, got {pair[key]!r}")
-        sources.append(pair[keys[0]])
-        targets.append(pair[keys[1]])
-    if not sources:
-        raise ValueError(f"data file {path} has no rows")
-    return {"source": sources, "target": targets}
 
 
 def load_split(data_args: DataArguments, split: str):

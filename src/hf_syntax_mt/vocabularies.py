@@ -1,7 +1,13 @@
-"""Fixed vocabularies of the linguistic input features (no dependency: the data and model sides both read them)."""
+"""Fixed vocabularies of the linguistic input features (Sennrich & Haddow 2016), shared by the model configuration
+(`configuration_syntax_mt`, which validates `input_features`) and the data side (`data.subwords`, which turns a parse
+into feature ids). Dependency-free, so the data package needs nothing from the model side.
 
-# Fixed vocabularies of the linguistic input features (Sennrich & Haddow 2016); id 0 = none (special / padding /
-# unknown). Dependency relations are reduced to their universal part ("nmod:poss" -> "nmod").
+Id 0 = none (special / padding / unknown); a tag's id is its index here plus 1. Dependency relations are reduced to
+their universal part ("nmod:poss" -> "nmod").
+"""
+
+__all__ = ["DEPRELS", "INPUT_FEATURES", "SUBWORD_TAGS", "UPOS_TAGS"]
+
 UPOS_TAGS = (
     "ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN", "PUNCT", "SCONJ",
     "SYM", "VERB", "X",

@@ -1,23 +1,38 @@
 """Data preparation: parsing, subword alignment, document context, ``datasets.map`` preprocessing and batch
-collation."""
+collation.
+
+The modules, in the order the data flows (each imports only modules before it; ``tests/data/test_layout.py``
+checks it):
+
+- :mod:`.parsed` -- :class:`ParsedSentence`, the dependency tree every reader and parser produces;
+- :mod:`.readers` -- every file reader: text lines, parallel text, TSV, JSONL, document ids, CoNLL-U;
+- :mod:`.parsers` -- the parser backends (stanza, spaCy, pre-parsed CoNLL-U, a cache); :mod:`.parser_config` --
+  a parser from a model config, checked;
+- :mod:`.subwords` -- word-level trees mapped onto subword tokens (PASCAL parents, LISA, DBSA, features);
+- :mod:`.documents` -- document-level context (previous source sentences);
+- :mod:`.preprocess` -- the batched ``datasets.map`` function; :mod:`.multitask` -- parse + translate rows;
+- :mod:`.collator` -- padding a batch.
+
+:mod:`.textio` and :mod:`.synthetic` are kept for compatibility: the line readers are in :mod:`.readers`, the
+synthetic demo language in :mod:`hf_syntax_mt.demo`.
+"""
 
 from .collator import DataCollatorForSyntaxMT
-from .documents import DocumentContext, add_document_context, encode_context, read_doc_ids, read_documents
+from .documents import DocumentContext, add_document_context, encode_context
+from .parsed import ParsedSentence, merge_sentences
 from .parsers import (
     PARSER_BACKENDS,
     CachedParser,
     ConllParser,
     MissingParseError,
-    ParsedSentence,
     Parser,
     ParserNotAvailableError,
     SpacyParser,
     StanzaParser,
     get_parser,
-    merge_sentences,
-    read_conllu,
 )
-from .preprocess import SyntaxMTPreprocessor, TokenizeOnly, load_parallel_files, prepare_dataset, read_parallel_conllu
+from .preprocess import SyntaxMTPreprocessor, TokenizeOnly, prepare_dataset
+from .readers import load_parallel_files, read_conllu, read_doc_ids, read_documents, read_parallel_conllu
 from .subwords import (
     align_parse,
     dbsa_heads_from_word_ids,

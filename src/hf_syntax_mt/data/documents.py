@@ -8,7 +8,7 @@ context, along the package's data path:
 - :func:`read_documents`: parallel text with document boundaries -> ``Dataset`` with ``source``, ``target``,
   ``doc_id``. Boundaries come from a doc-id file (one id a line, consecutive identical ids = one document, as
   ``shared/data/docnmt-en-de/*.docid``, see :func:`read_doc_ids`) or, without one, from blank lines between
-  documents.
+  documents. Both readers live in :mod:`.readers` (the first step of the data flow) and stay importable from here.
 - :func:`add_document_context`: a ``datasets.map`` pass adding ``context`` (``list[str]``, the up-to-k previous
   source sentences of the same document, oldest first).
 - :func:`encode_context`: a ``context`` list -> ``context_input_ids`` (used by
@@ -20,9 +20,10 @@ document is an error, in the files and in the dataset).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
+
+from .readers import read_doc_ids, read_documents
 
 __all__ = ["DocumentContext", "add_document_context", "encode_context", "read_doc_ids", "read_documents"]
 
@@ -58,127 +59,6 @@ def encode_context(tokenizer, sentences: Sequence[str], max_length: int | None) 
     if max_length is not None and len(ids) > max_length:
         ids = ids[len(ids) - max_length :]
     return ids
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# Reading documents
-# ------------------------------------------------------------------------------------------------------------------
-def _read_lines(path: str | os.PathLike) -> list[str]:
-    from .preprocess import _read_lines as read_lines
-
-    return read_lines(path)
-
-
-def read_doc_ids(
-    docid_file: str | os.PathLike, n_lines: int | None = None, text_file: str | os.PathLike | None = None
-) -> list[str]:
-    """The document ids of a doc-id file: one id a line (surrounding spaces stripped); a document is a run of
-    identical ids, and an id may not come back after another document.
-
-    Args:
-        docid_file: the file (gzip ok).
-        n_lines: the number of lines of the text it goes with (checked when given); ``text_file`` names it.
-
-    Raises:
-        ValueError: naming the file and line of an empty or reappearing id, or both files and counts.
-    """
-    ids = _read_lines(docid_file)
-    if n_lines is not None and len(ids) != n_lines:
-        raise ValueError(
-            f"document id file and text have different line counts: {docid_file} has {len(ids)} lines, "
-            f"{text_file or 'the text'} has {n_lines} lines"
-        )
-    first_line: dict[str, int] = {}  # doc id -> line (1-based) where its document starts
-    previous = None
-    for lineno, raw in enumerate(ids, start=1):
-        doc = raw.strip()
-        if not doc:
-            raise ValueError(f"{docid_file}:{lineno}: empty document id (every line needs one)")
-        if doc != previous:
-            if doc in first_line:
-                raise ValueError(
-                    f"{docid_file}:{lineno}: document id {doc!r} reappears after another document (its document "
-                    f"started at line {first_line[doc]} and ended before line {lineno}); a document's lines must "
-                    "be consecutive"
-                )
-            first_line[doc] = lineno
-            previous = doc
-        ids[lineno - 1] = doc
-    return ids
-
-
-def _split_blank_lines(sources: list[str], targets: list[str] | None, source_file, target_file):
-    """Blank-line separated documents -> (sources, targets, doc ids) without the blank lines."""
-    out_src: list[str] = []
-    out_tgt: list[str] = []
-    doc_ids: list[str] = []
-    n_docs, in_doc = 0, False
-    for lineno, src in enumerate(sources, start=1):
-        blank = not src.strip()
-        if targets is not None and blank != (not targets[lineno - 1].strip()):
-            blank_file, other_file = (source_file, target_file) if blank else (target_file, source_file)
-            other = targets[lineno - 1] if blank else src
-            raise ValueError(
-                f"line {lineno}: a blank line (document boundary) in {blank_file} but not in {other_file} "
-                f"({other[:80]!r}); both files need their blank lines at the same positions"
-            )
-        if blank:
-            if in_doc:
-                n_docs, in_doc = n_docs + 1, False
-            continue
-        in_doc = True
-        out_src.append(src)
-        if targets is not None:
-            out_tgt.append(targets[lineno - 1])
-        doc_ids.append(f"doc{n_docs}")
-    return out_src, (out_tgt if targets is not None else None), doc_ids
-
-
-def read_documents(
-    source_file: str | os.PathLike,
-    target_file: str | os.PathLike | None = None,
-    docid_file: str | os.PathLike | None = None,
-    source_column: str = "source",
-    target_column: str = "target",
-    doc_column: str = "doc_id",
-):
-    """Read documents of (parallel) text into a ``datasets.Dataset``, one row per sentence, in file order.
-
-    Two formats:
-
-    - with ``docid_file``: one document id per line, line-aligned with the text files; consecutive identical ids
-      form one document. Empty text lines are kept as (empty) sentences.
-    - without it: documents separated by blank lines. Blank (whitespace-only) lines are boundaries, not sentences
-      (several in a row are one boundary); documents are named ``doc0``, ``doc1``, ... When a target is given, its
-      blank lines must be at the same positions as the source's.
-
-    Files may be gzip-compressed (detected from the content).
-
-    Returns:
-        ``Dataset`` with columns ``source``, ``target`` (when ``target_file`` is given) and ``doc_id`` (str).
-
-    Raises:
-        ValueError: line counts differ (naming both files and counts); a document id reappears after another
-            document or is empty (naming the file and line); blank lines at different positions (naming the line).
-    """
-    from datasets import Dataset
-
-    sources = _read_lines(source_file)
-    targets = _read_lines(target_file) if target_file is not None else None
-    if targets is not None and len(sources) != len(targets):
-        raise ValueError(
-            f"parallel files have different line counts: {source_file} has {len(sources)} lines, "
-            f"{target_file} has {len(targets)} lines"
-        )
-    if docid_file is not None:
-        doc_ids = read_doc_ids(docid_file, len(sources), source_file)
-    else:
-        sources, targets, doc_ids = _split_blank_lines(sources, targets, source_file, target_file)
-    columns: dict[str, list[str]] = {source_column: sources}
-    if targets is not None:
-        columns[target_column] = targets
-    columns[doc_column] = doc_ids
-    return Dataset.from_dict(columns)
 
 
 # ------------------------------------------------------------------------------------------------------------------

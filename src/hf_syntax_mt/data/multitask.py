@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .parsers import ParsedSentence
+from .parsed import ParsedSentence
 
 __all__ = ["TASK_TOKENS", "add_task_tokens", "delinearize", "linearize_parse", "multitask_dataset"]
 

@@ -14,6 +14,9 @@ All parsers treat one input text as one sentence. When a backend splits a text i
 the sentences are joined into one tree: the root of every later sentence is attached to the root of the first
 one with the relation ``parataxis`` (see :func:`merge_sentences`).
 
+The parse data structure (:class:`ParsedSentence`, :func:`merge_sentences`) lives in :mod:`.parsed` and the CoNLL-U
+reader (:func:`read_conllu`) in :mod:`.readers`; both names stay importable from here.
+
 Parsers are picklable (they pickle their configuration and reload the backend lazily), so they work with
 ``datasets.Dataset.map(num_proc=N)`` and give stable ``datasets`` cache fingerprints.
 """
@@ -26,12 +29,11 @@ import logging
 import os
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .textio import iter_lines
+from .parsed import ParsedSentence, merge_sentences
+from .readers import iter_conllu, read_conllu
 
 logger = logging.getLogger(__name__)
 
@@ -56,180 +58,6 @@ _WS_RE = re.compile(r"\s+")
 def normalize_whitespace(text: str) -> str:
     """Collapse runs of whitespace to one space and strip both ends."""
     return _WS_RE.sub(" ", text).strip()
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Data structure
-# --------------------------------------------------------------------------------------------------------------
-@dataclass
-class ParsedSentence:
-    """A dependency tree over syntactic words (UD conventions).
-
-    Attributes:
-        words: the ``n`` syntactic words (for a UD multi-word token such as French "du", its words "de", "le").
-        heads: ``n`` ints, the 1-based index of each word's head word; ``0`` marks a root.
-        deprels: ``n`` dependency relation labels.
-        upos: ``n`` universal POS tags.
-        text: the sentence text the spans refer to (``None`` if unknown).
-        spans: ``n`` ``(start, end)`` character offsets (end exclusive) into ``text`` of each word's *surface
-            token*; the words of one multi-word token share the span of that token. ``None`` if unknown.
-        mwt: multi-word tokens as ``(start, end)`` half-open ranges of 0-based word indices, e.g. ``[(2, 4)]`` when
-            words 2 and 3 ("de", "le") form the surface token "du". ``None`` or ``[]`` when there are none.
-
-    A sentence with no words (empty input line) is valid; otherwise the heads must form one tree: exactly one root
-    and no cycle (every word reaches the root). Errors name the offending word ids (1-based, as CoNLL-U's ID).
-    """
-
-    words: list[str]
-    heads: list[int]
-    deprels: list[str]
-    upos: list[str]
-    text: str | None = None
-    spans: list[tuple[int, int]] | None = None
-    mwt: list[tuple[int, int]] | None = field(default=None)
-
-    def __post_init__(self) -> None:
-        n = len(self.words)
-        self.words = list(self.words)
-        self.heads = [int(h) for h in self.heads]
-        self.deprels = list(self.deprels)
-        self.upos = list(self.upos)
-        for name in ("heads", "deprels", "upos"):
-            if len(getattr(self, name)) != n:
-                raise ValueError(
-                    f"ParsedSentence.{name} has {len(getattr(self, name))} entries but words has {n}: {self.words!r}"
-                )
-        for i, h in enumerate(self.heads):
-            if not 0 <= h <= n:
-                raise ValueError(
-                    f"ParsedSentence.heads[{i}] = {h} is out of range 0..{n} (heads are 1-based, 0 = root) "
-                    f"for words {self.words!r}"
-                )
-            if h == i + 1:
-                raise ValueError(f"ParsedSentence.heads[{i}] = {h} points to the word itself ({self.words[i]!r})")
-        _check_tree(self.heads, self.words)
-        if self.spans is not None:
-            self.spans = [(int(s), int(e)) for s, e in self.spans]
-            if len(self.spans) != n:
-                raise ValueError(f"ParsedSentence.spans has {len(self.spans)} entries but words has {n}")
-            limit = len(self.text) if self.text is not None else None
-            for i, (s, e) in enumerate(self.spans):
-                if s < 0 or e < s or (limit is not None and e > limit):
-                    raise ValueError(
-                        f"ParsedSentence.spans[{i}] = {(s, e)} is not a valid span of a text of length {limit}"
-                    )
-        if self.mwt is not None:
-            self.mwt = [(int(s), int(e)) for s, e in self.mwt]
-            previous_end = 0
-            for s, e in sorted(self.mwt):
-                if not (0 <= s and e <= n and e - s >= 2) or s < previous_end:
-                    raise ValueError(
-                        f"ParsedSentence.mwt range {(s, e)} is invalid for {n} words (ranges are half-open 0-based "
-                        f"word indices, at least 2 words long, not overlapping): {self.mwt!r}"
-                    )
-                if self.spans is not None and len({self.spans[i] for i in range(s, e)}) != 1:
-                    raise ValueError(f"ParsedSentence.mwt range {(s, e)}: its words must share one span")
-                previous_end = e
-
-    def __len__(self) -> int:
-        return len(self.words)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON/Arrow-friendly dict (lists instead of tuples) that :meth:`from_dict` reads back."""
-        d = asdict(self)
-        d["spans"] = None if self.spans is None else [list(s) for s in self.spans]
-        d["mwt"] = None if self.mwt is None else [list(m) for m in self.mwt]
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ParsedSentence:
-        """Build from a dict with keys ``words, heads, deprels, upos`` and optional ``text, spans, mwt``."""
-        missing = [k for k in ("words", "heads") if k not in d or d[k] is None]
-        if missing:
-            raise ValueError(f"parse dict lacks required key(s) {missing}; got keys {sorted(d)}")
-        n = len(d["words"])
-        return cls(
-            words=list(d["words"]),
-            heads=list(d["heads"]),
-            deprels=list(d.get("deprels") or ["_"] * n),
-            upos=list(d.get("upos") or ["_"] * n),
-            text=d.get("text"),
-            spans=None if d.get("spans") is None else [tuple(s) for s in d["spans"]],
-            mwt=None if d.get("mwt") is None else [tuple(m) for m in d["mwt"]],
-        )
-
-    def surface_tokens(self) -> list[tuple[int, int]]:
-        """Half-open word-index ranges of the surface tokens (one per word, one per multi-word token), in order."""
-        starts = {s: e for s, e in (self.mwt or [])}
-        out, i = [], 0
-        while i < len(self.words):
-            e = starts.get(i, i + 1)
-            out.append((i, e))
-            i = e
-        return out
-
-
-def _check_tree(heads: list[int], words: list[str]) -> None:
-    """Raise ``ValueError`` unless ``heads`` (1-based, 0 = root, each in range) form one tree: a single root and no
-    cycle. A cycle or a second root would silently give wrong parents and tree distances (0 inside a cycle)."""
-    if not heads:
-        return
-    roots = [i + 1 for i, h in enumerate(heads) if h == 0]
-    if not roots:
-        raise ValueError(f"heads {heads} have no root (no head equal to 0), so they form a cycle: give one word head 0")
-    if len(roots) > 1:
-        raise ValueError(
-            f"heads {heads} have {len(roots)} roots: words {roots} (1-based ids) all have head 0, but a dependency "
-            "tree has exactly one root; attach the others to it (e.g. as parataxis) or split the sentence"
-        )
-    state = [0] * len(heads)  # 0: not visited, 1: on the current path, 2: reaches the root
-    for start in range(len(heads)):
-        path, w = [], start
-        while w >= 0 and state[w] == 0:
-            state[w] = 1
-            path.append(w)
-            w = heads[w] - 1
-        if w >= 0 and state[w] == 1:  # back on the current path: a cycle
-            cycle = path[path.index(w) :]
-            arrows = " -> ".join(f"{i + 1} ({words[i]!r})" for i in [*cycle, w])
-            raise ValueError(
-                f"heads {heads} contain a cycle that never reaches the root: words {sorted(i + 1 for i in cycle)} "
-                f"(1-based ids): {arrows}; every word must lead to the root by following its head"
-            )
-        for i in path:
-            state[i] = 2
-
-
-def merge_sentences(sentences: Sequence[ParsedSentence], text: str | None = None) -> ParsedSentence:
-    """Join several parsed sentences of one input into one tree.
-
-    Word indices (and heads) of later sentences are shifted; every root after the first root of the first
-    sentence is attached to that first root with the relation ``parataxis``. Spans must already be relative to
-    ``text``.
-    """
-    words, heads, deprels, upos, spans, mwt = [], [], [], [], [], []
-    has_spans = all(s.spans is not None for s in sentences)
-    first_root = None
-    for sent in sentences:
-        offset = len(words)
-        for i, h in enumerate(sent.heads):
-            if h == 0:
-                if first_root is None:
-                    first_root = offset + i + 1
-                    heads.append(0)
-                    deprels.append(sent.deprels[i])
-                else:
-                    heads.append(first_root)
-                    deprels.append("parataxis")
-            else:
-                heads.append(h + offset)
-                deprels.append(sent.deprels[i])
-        words.extend(sent.words)
-        upos.extend(sent.upos)
-        if has_spans:
-            spans.extend(sent.spans)
-        mwt.extend((s + offset, e + offset) for s, e in (sent.mwt or []))
-    return ParsedSentence(words, heads, deprels, upos, text=text, spans=spans if has_spans else None, mwt=mwt or None)
 
 
 def _reattach_roots(heads: list[int], deprels: list[str]) -> None:
@@ -534,153 +362,6 @@ class SpacyParser(Parser):
 # --------------------------------------------------------------------------------------------------------------
 # CoNLL-U
 # --------------------------------------------------------------------------------------------------------------
-_UNESCAPE = {"\\s": " ", "\\t": "\t", "\\n": "\n", "\\\\": "\\", "\\p": "|"}
-
-
-def _unescape_spaces(value: str) -> str:
-    return re.sub(r"\\[stnp\\]", lambda m: _UNESCAPE[m.group(0)], value)
-
-
-def _misc(misc: str) -> dict[str, str]:
-    if misc in ("", "_"):
-        return {}
-    out = {}
-    for item in misc.split("|"):
-        key, _, value = item.partition("=")
-        out[key] = value
-    return out
-
-
-def _build_sentence(rows, mwt_rows, comments, path, start_line) -> ParsedSentence:
-    """rows: (lineno, id, form, upos, head, deprel, misc); mwt_rows: (lineno, first, last, form, misc)."""
-    if not rows:
-        raise ValueError(f"{path}:{start_line}: sentence block has no word lines")
-    for k, row in enumerate(rows):
-        if row[1] != k + 1:
-            raise ValueError(f"{path}:{row[0]}: word ID {row[1]} is out of sequence (expected {k + 1})")
-    n = len(rows)
-    for row in rows:
-        if not 0 <= row[4] <= n:
-            raise ValueError(f"{path}:{row[0]}: HEAD {row[4]} is out of range 0..{n}")
-    mwt_by_first = {}
-    for lineno, first, last, form, misc in mwt_rows:
-        if not (1 <= first < last <= n):
-            raise ValueError(f"{path}:{lineno}: multi-word token range {first}-{last} is invalid for {n} words")
-        mwt_by_first[first] = (last, form, misc)
-    # Surface tokens in order: (first word id, last word id, form, misc)
-    tokens, i = [], 1
-    while i <= n:
-        if i in mwt_by_first:
-            last, form, misc = mwt_by_first[i]
-            tokens.append((i, last, form, misc))
-            i = last + 1
-        else:
-            row = rows[i - 1]
-            tokens.append((i, i, row[2], row[6]))
-            i += 1
-    text = comments.get("text")
-    token_spans = []
-    if text is None:  # rebuild the text from FORM and SpaceAfter / SpacesBefore / SpacesAfter
-        pieces, pos = [], 0
-        for k, (_, _, form, misc) in enumerate(tokens):
-            m = _misc(misc)
-            if k == 0 and "SpacesBefore" in m:
-                before = _unescape_spaces(m["SpacesBefore"])
-                pieces.append(before)
-                pos += len(before)
-            token_spans.append((pos, pos + len(form)))
-            pieces.append(form)
-            pos += len(form)
-            if "SpacesAfter" in m:
-                after = _unescape_spaces(m["SpacesAfter"])
-            elif m.get("SpaceAfter") == "No" or k == len(tokens) - 1:
-                after = ""
-            else:
-                after = " "
-            pieces.append(after)
-            pos += len(after)
-        text = "".join(pieces)
-    else:  # locate each surface token in the given text
-        pos = 0
-        for first, _, form, _ in tokens:
-            found = text.find(form, pos)
-            if found < 0 or text[pos:found].strip():
-                line = rows[first - 1][0]
-                raise ValueError(
-                    f"{path}:{line}: token {form!r} not found in '# text' after character {pos}: {text!r}"
-                )
-            token_spans.append((found, found + len(form)))
-            pos = found + len(form)
-    spans, mwt = [], []
-    for (first, last, _, _), span in zip(tokens, token_spans, strict=True):
-        spans.extend([span] * (last - first + 1))
-        if last > first:
-            mwt.append((first - 1, last))
-    try:
-        return ParsedSentence(
-            words=[r[2] for r in rows],
-            heads=[r[4] for r in rows],
-            deprels=[r[5] for r in rows],
-            upos=[r[3] for r in rows],
-            text=text,
-            spans=spans,
-            mwt=mwt or None,
-        )
-    except ValueError as e:
-        raise ValueError(f"{path}:{start_line}: invalid sentence: {e}") from e
-
-
-def iter_conllu(path: str | os.PathLike) -> Iterable[ParsedSentence]:
-    """Yield the sentences of a CoNLL-U file (plain or ``.gz``); see :func:`read_conllu`."""
-    rows, mwt_rows, comments, start_line = [], [], {}, 1
-    for lineno, line in iter_lines(path):  # lines end at "\n" only; invalid UTF-8 names the file, line and byte
-        if not line.strip():
-            if rows or mwt_rows:
-                yield _build_sentence(rows, mwt_rows, comments, path, start_line)
-            rows, mwt_rows, comments, start_line = [], [], {}, lineno + 1
-            continue
-        if line.startswith("#"):
-            key, sep, value = line[1:].partition("=")
-            if sep:
-                comments.setdefault(key.strip(), value[1:] if value.startswith(" ") else value)
-            continue
-        cols = line.split("\t")
-        if len(cols) != 10:
-            raise ValueError(f"{path}:{lineno}: expected 10 tab-separated columns, found {len(cols)}: {line!r}")
-        wid = cols[0]
-        if "." in wid:  # empty node of the enhanced graph
-            continue
-        if "-" in wid:
-            try:
-                first, last = (int(x) for x in wid.split("-"))
-            except ValueError:
-                raise ValueError(f"{path}:{lineno}: invalid multi-word token ID {wid!r}") from None
-            mwt_rows.append((lineno, first, last, cols[1], cols[9]))
-            continue
-        try:
-            wid_int = int(wid)
-        except ValueError:
-            raise ValueError(f"{path}:{lineno}: invalid word ID {wid!r}") from None
-        try:
-            head = int(cols[6])
-        except ValueError:
-            raise ValueError(f"{path}:{lineno}: HEAD must be an integer, found {cols[6]!r}") from None
-        rows.append((lineno, wid_int, cols[1], cols[3], head, cols[7], cols[9]))
-    if rows or mwt_rows:
-        yield _build_sentence(rows, mwt_rows, comments, path, start_line)
-
-
-def read_conllu(path: str | os.PathLike) -> list[ParsedSentence]:
-    """Read a CoNLL-U file (plain or ``.gz``) into :class:`ParsedSentence` objects.
-
-    Handles ``# text =`` comments, multi-word token lines (``3-4 du``: their words share the token's span and
-    become a :attr:`ParsedSentence.mwt` range) and skips empty nodes (``5.1``). Without ``# text`` the text is
-    rebuilt from FORM and MISC ``SpaceAfter=No`` (and UDPipe's ``SpacesBefore``/``SpacesAfter``). Errors name
-    the file and the line number.
-    """
-    return list(iter_conllu(path))
-
-
 def _file_sha(path: str) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:

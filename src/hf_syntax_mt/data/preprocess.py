@@ -24,21 +24,26 @@ Edge cases:
 The preprocessor is picklable and deterministic (parsers pickle their configuration only, and the tokenizer's
 own truncation state is never touched), so ``num_proc > 1`` works and a second identical ``map`` call reuses
 ``datasets``' cache instead of parsing again.
+
+The readers of parallel files (:func:`load_parallel_files`, :func:`read_parallel_conllu`) live in :mod:`.readers` and
+stay importable from here.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 from typing import Any
 
 from .documents import encode_context
-from .parsers import ParsedSentence, Parser, read_conllu
+from .parsed import ParsedSentence
+from .parsers import Parser
+from .readers import load_parallel_files, read_lines, read_parallel_conllu
 from .subwords import align_parse
-from .textio import read_lines
 
 logger = logging.getLogger(__name__)
+
+_read_lines = read_lines  # the old name of the line reader here (`hf_syntax_mt.train_data` imports it)
 
 __all__ = ["SyntaxMTPreprocessor", "TokenizeOnly", "prepare_dataset", "load_parallel_files", "read_parallel_conllu"]
 
@@ -335,61 +340,6 @@ def prepare_dataset(
         features=preprocessor.output_features(columns),
         desc=desc,
         **(map_kwargs or {}),
-    )
-
-
-def _read_lines(path: str | os.PathLike) -> list[str]:
-    """The lines of a UTF-8 text file (gzip-compressed files too), without line ends; empty lines kept. Lines end
-    at "\n" only (see :mod:`.textio`); invalid UTF-8 raises an error naming the file, line and byte offset."""
-    return read_lines(path)
-
-
-def load_parallel_files(
-    source_file: str | os.PathLike,
-    target_file: str | os.PathLike,
-    source_column: str = "source",
-    target_column: str = "target",
-):
-    """Read two line-aligned text files into a ``datasets.Dataset`` with ``source`` and ``target`` columns.
-
-    Empty lines are kept (see the module docstring). Raises ``ValueError`` naming both files and both line
-    counts when they differ.
-    """
-    from datasets import Dataset
-
-    sources, targets = _read_lines(source_file), _read_lines(target_file)
-    if len(sources) != len(targets):
-        raise ValueError(
-            f"parallel files have different line counts: {source_file} has {len(sources)} lines, "
-            f"{target_file} has {len(targets)} lines"
-        )
-    return Dataset.from_dict({source_column: sources, target_column: targets})
-
-
-def read_parallel_conllu(
-    source_conllu: str | os.PathLike,
-    target_file: str | os.PathLike,
-    source_column: str = "source",
-    target_column: str = "target",
-    parse_column: str = "source_parse",
-):
-    """A ``Dataset`` from a parsed source (CoNLL-U, one sentence per target line) and a plain target file.
-
-    Columns: ``source`` (the ``# text``), ``target`` and ``source_parse`` (``ParsedSentence.to_dict()``), ready
-    for ``SyntaxMTPreprocessor(..., source_parse_column="source_parse")``.
-    """
-    from datasets import Dataset
-
-    sentences = read_conllu(source_conllu)
-    targets = _read_lines(target_file)
-    if len(sentences) != len(targets):
-        raise ValueError(f"{source_conllu} has {len(sentences)} sentences but {target_file} has {len(targets)} lines")
-    return Dataset.from_dict(
-        {
-            source_column: [s.text for s in sentences],
-            target_column: targets,
-            parse_column: [s.to_dict() for s in sentences],
-        }
     )
 
 

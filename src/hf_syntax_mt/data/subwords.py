@@ -40,7 +40,8 @@ import bisect
 from collections.abc import Sequence
 from typing import Any
 
-from .parsers import ParsedSentence
+from ..vocabularies import DEPRELS, SUBWORD_TAGS, UPOS_TAGS
+from .parsed import ParsedSentence
 
 __all__ = [
     "word_middle_positions",
@@ -409,8 +410,6 @@ def align_parse(
 
 def _features(parse: ParsedSentence, assigned: Sequence[int | None]) -> dict[str, list[int]]:
     """Sennrich & Haddow features of each subword: its word's UPOS and universal relation, and its B/I/E/O tag."""
-    from ..configuration_syntax_mt import DEPRELS, SUBWORD_TAGS, UPOS_TAGS
-
     pos_vocab = {tag: k + 1 for k, tag in enumerate(UPOS_TAGS)}
     rel_vocab = {rel: k + 1 for k, rel in enumerate(DEPRELS)}
     tag_id = {tag: k + 1 for k, tag in enumerate(SUBWORD_TAGS)}

@@ -19,8 +19,8 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..data.synthetic import SyntheticPair
 from .language import ATTACHMENTS, draw_sentence, make_pair
+from .synthetic import SyntheticPair
 
 
 @dataclass

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..data.synthetic import DependencyTree, SyntheticPair, to_conllu
+from .synthetic import DependencyTree, SyntheticPair
+from .synthetic_corpus import to_conllu
 
 if TYPE_CHECKING:  # pragma: no cover
     from datasets import DatasetDict
@@ -203,7 +204,7 @@ def generate_corpus(n: int, seed: int = 0) -> list[SyntheticPair]:
 
 def to_dataset(splits: dict[str, list[SyntheticPair]], extra: dict[str, dict[str, list]] | None = None) -> DatasetDict:
     """``{split: pairs}`` -> DatasetDict with ``source``, ``target`` and the gold trees (``source_words``,
-    ``source_heads``, ...), the columns `hf_syntax_mt.data.synthetic.gold_source_parses` reads; ``extra`` adds
+    ``source_heads``, ...), the columns `hf_syntax_mt.demo.synthetic_corpus.gold_source_parses` reads; ``extra`` adds
     columns per split."""
     from datasets import Dataset, DatasetDict
 
