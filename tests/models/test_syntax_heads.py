@@ -76,7 +76,7 @@ def decoder_ids(inputs):
 def direct_biaffine(attn, q, k, valid_keys, h, causal=False):
     """Eq. 4 one example at a time: A_h = softmax(Q_h U K_h^T / sqrt(d)) over the valid (and, causal, earlier) keys."""
     d = attn.head_dim
-    U = attn.biaffine_u[h - attn.num_pascal_heads - attn.num_tree_heads].detach()
+    U = attn.biaffine_u[h - attn.heads_of("biaffine").start].detach()
     q, k = q.detach(), k.detach()
     B, T, _ = q.shape
     S = k.shape[1]
