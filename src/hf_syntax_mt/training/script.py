@@ -4,7 +4,7 @@
 Three dataclasses are parsed by `HfArgumentParser`: :class:`ModelArguments` (model size or a local model directory,
 every syntax option, and a generic ``--config_overrides key=value,...`` passthrough to `SyntaxMTConfig`),
 :class:`DataArguments` (local files or a `datasets` name, parser, lengths) and :class:`SyntaxMTTrainingArguments`
-(`Seq2SeqTrainingArguments` plus a wall-clock budget and the model card's texts). The run:
+(`Seq2SeqTrainingArguments` plus a wall-clock budget and the model card's texts), all in `script_args`. The run:
 
     raw data -> [document context: previous k source sentences, with --{split}_docid_file and --context_sentences]
     -> parse (CoNLL-U column or a parser, through datasets.map) -> Seq2SeqTrainer (accelerate-ready)
