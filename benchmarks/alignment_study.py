@@ -21,16 +21,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import shutil
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
-RESULTS = ROOT / "benchmarks" / "results" / "alignment"
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py, also when loaded from elsewhere
+from common import DATA, ROOT, done_units, parse_unit, run_plan, software, unit_name, write_json
+from common import RESULTS as ALL_RESULTS
+
+RESULTS = ALL_RESULTS / "alignment"
 
 #: method -> (SyntaxMTConfig overrides of the s->t model, symmetric?, what it is)
 METHODS: dict[str, tuple[dict, bool, str]] = {
@@ -121,15 +121,14 @@ def run_unit(args, method: str, seed: int) -> Path:
     import torch
     from datasets import Dataset
 
-    from hf_syntax_mt import __version__
     from hf_syntax_mt.alignment import DataCollatorForSymmetricTranslation
     from hf_syntax_mt.data import DataCollatorForSyntaxMT
     from hf_syntax_mt.data.preprocess import TokenizeOnly
-    from hf_syntax_mt.train_script import SyntaxMTTrainingArguments
     from hf_syntax_mt.training import CheckpointAverageCallback, SyntaxMTTrainer, train_tokenizer
+    from hf_syntax_mt.training.script_args import SyntaxMTTrainingArguments
     from hf_syntax_mt.word_alignment import align_corpus, alignment_error_rate, format_pharaoh, read_pharaoh
 
-    r, name = args.recipe, f"{method}-seed{seed}"
+    r, name = args.recipe, unit_name(method, seed)
     data = prepared_data(args)
     tok_dir = Path(args.output_dir) / f"tokenizer-{r['vocab_size']}"
     if not (tok_dir / "tokenizer.json").is_file():
@@ -184,11 +183,9 @@ def run_unit(args, method: str, seed: int) -> Path:
         "averaged_steps": averager.steps, "aer": aer, "alignments_written": best,
         "bleu": round(bleu.score, 2), "chrf": round(chrf.score, 2),
         "bleu_signature": str(bleu_metric.get_signature()),
-        "device": "cpu", "threads": torch.get_num_threads(), "platform": platform.platform(),
-        "torch": torch.__version__, "package": __version__,
+        "device": "cpu", "threads": torch.get_num_threads(), **software(),
     }  # fmt: skip
-    path = runs / f"{name}.json"
-    path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    path = write_json(runs / f"{name}.json", record, indent=1, newline=True)
     shutil.rmtree(out, ignore_errors=True)
     print(f"=== {name}: AER {100 * aer[best]['aer']:.1f} ({best}), BLEU {bleu.score:.2f} -> {path}", flush=True)
     return path
@@ -228,21 +225,9 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    plan = [(u.rpartition("-seed")[0], int(u.rpartition("-seed")[2])) for u in args.units] if args.units else PLAN
-    for method, _ in plan:
-        if method not in METHODS:
-            raise SystemExit(f"unknown method {method!r}: use one of {sorted(METHODS)}")
-    done = {p.stem for p in (Path(args.results) / "runs").glob("*.json")}
-    start = time.perf_counter()
-    for method, seed in plan:
-        if f"{method}-seed{seed}" in done:
-            print(f"skip {method}-seed{seed} (done)")
-            continue
-        if args.time_limit is not None and (time.perf_counter() - start) / 60 > args.time_limit:
-            print(f"time limit reached: stopping before {method}-seed{seed}")
-            break
-        run_unit(args, method, seed)
-        aggregate(args)
+    plan = [parse_unit(u, METHODS) for u in args.units] if args.units else PLAN
+    run_plan(plan, done_units(args.results), lambda method, seed: run_unit(args, method, seed), args.time_limit,
+             after=lambda: aggregate(args))  # fmt: skip
     return 0
 
 

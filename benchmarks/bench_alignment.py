@@ -18,10 +18,9 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-from pathlib import Path
 
 import torch
-from bench_pascal import add_common_arguments, generate, result_header, time_interleaved, train_step
+from common import add_common_arguments, generate, result_header, time_interleaved, train_step, write_json
 from transformers import MarianMTModel
 
 from hf_syntax_mt.alignment import StructuralAlignmentBias
@@ -130,9 +129,7 @@ def main():
         "generate_ratio": min(gen_times["vanilla"]) / min(gen_times["aligned"]),
     }
     result["meets_targets"] = {k: result["ratios"][k] >= TARGETS[k] for k in TARGETS}
-    out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2))
+    out = write_json(args.output, result)
     print(json.dumps({"ratios": result["ratios"], "paired_ratios_median": result["paired_ratios_median"],
                       "best_of_ratios": result["best_of_ratios"], "medians": {"train": med, "generate": gmed},
                       "meets_targets": result["meets_targets"]}, indent=2))  # fmt: skip

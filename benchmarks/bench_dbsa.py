@@ -19,7 +19,7 @@ import statistics
 from pathlib import Path
 
 import torch
-from bench_pascal import (
+from common import (
     add_common_arguments,
     generate,
     parse_quick,
@@ -27,6 +27,7 @@ from bench_pascal import (
     time_interleaved,
     timing_fields,
     train_step,
+    write_json,
 )
 from transformers import MarianMTModel
 
@@ -95,7 +96,7 @@ def main():
         "meets_targets": {k: ratios[k] >= v for k, v in TARGETS.items()},
     }
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.output).write_text(json.dumps(result, indent=2))
+    write_json(args.output, result)
     print(json.dumps({"ratios": ratios, "train": med, "generate": gmed, "meets_targets": result["meets_targets"]}, indent=2))
 
 

@@ -33,20 +33,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import platform
 import sys
 import time
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-
-
-def read_lines(path: Path) -> list[str]:
-    """Lines split at "\n" only, as every line-aligned file of the package (imported late: --help stays fast)."""
-    from hf_syntax_mt.data.textio import read_lines as read
-
-    return read(path)
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py, also when loaded from elsewhere
+from common import DATA, cpu_name, read_lines, write_json
 
 #: (name, what it is) of the three docnmt models, in training order.
 DOC_MODELS = [
@@ -137,8 +129,8 @@ def docnmt_files(args, work: Path) -> dict[str, dict[str, Path]]:
 
 def train_docnmt_model(args, name: str, files, start_from: Path | None, context: bool) -> dict:
     """One `train_script.run`: step 1 (``start_from=None``), the control or the document model."""
-    from hf_syntax_mt.train_script import parse_args as train_args
-    from hf_syntax_mt.train_script import run
+    from hf_syntax_mt.training.script import parse_args as train_args
+    from hf_syntax_mt.training.script import run
 
     out = Path(args.output_dir) / name
     src, tgt = args.direction.split("-")
@@ -299,7 +291,7 @@ def run_docnmt(args) -> int:
         "learning_rate": args.learning_rate, "warmup_steps": args.warmup_steps, "d_model": args.d_model,
         "layers": args.layers, "heads": args.heads, "vocab_size": args.vocab_size, "max_length": args.max_length,
         "num_beams": args.num_beams, "quick": args.quick, "threads": args.threads, "torch": torch.__version__,
-        "cpu": platform.processor() or platform.machine(), "seconds": round(time.perf_counter() - t0, 1),
+        "cpu": cpu_name(), "seconds": round(time.perf_counter() - t0, 1),
         "runs": [{k: v for k, v in runs[name].items() if k != "hypotheses"} for name, _ in DOC_MODELS],
     }  # fmt: skip
     results = Path(args.results)
@@ -310,7 +302,7 @@ def run_docnmt(args) -> int:
 
 def write_results(directory: Path, summary: dict, table: str) -> None:
     """`results.json` (everything) and `results.md` (the table) in `directory`; prints the table."""
-    (directory / "results.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    write_json(directory / "results.json", summary, default=str)
     (directory / "results.md").write_text(table + "\n", encoding="utf-8")
     print(table)
     print(f"\nwrote {directory / 'results.json'} and {directory / 'results.md'} ({summary['seconds']:.0f} s)")

@@ -16,16 +16,23 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
-import platform
 import resource
 import statistics
-import time
-from pathlib import Path
 
 import torch
+from common import (  # noqa: F401  (the throughput helpers, importable from here as before)
+    add_common_arguments,
+    generate,
+    parse_quick,
+    result_header,
+    sync,
+    time_interleaved,
+    timing_fields,
+    train_step,
+    write_json,
+)
 from transformers import MarianMTModel
 
-import hf_syntax_mt
 from hf_syntax_mt.data.subwords import align_parse
 from hf_syntax_mt.data.synthetic import generate_corpus
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
@@ -68,39 +75,6 @@ def inputs_for(name, batch):
     return batch if name == "pascal" else {k: v for k, v in batch.items() if k != "parent_positions"}
 
 
-def sync(device):
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-
-
-def train_step(model, optimizer, inputs):
-    loss = model(**inputs).loss
-    loss.backward()
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-
-
-def generate(model, inputs, new_tokens):
-    gen_inputs = {k: v for k, v in inputs.items() if k != "labels"}
-    return model.generate(**gen_inputs, max_new_tokens=new_tokens, min_new_tokens=new_tokens, num_beams=1, do_sample=False)
-
-
-def time_interleaved(fns: dict, rounds: int, warmup: int, device: str) -> dict[str, list[float]]:
-    for _ in range(warmup):
-        for fn in fns.values():
-            fn()
-    times = {name: [] for name in fns}
-    for r in range(rounds):
-        order = list(fns) if r % 2 == 0 else list(reversed(fns))
-        for name in order:
-            sync(device)
-            start = time.perf_counter()
-            fns[name]()
-            sync(device)
-            times[name].append(time.perf_counter() - start)
-    return times
-
-
 def _rss_bytes() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * resource.getpagesize()
@@ -132,61 +106,6 @@ def peak_step_memory(args, name) -> int:
     value = queue.get(timeout=1800)
     proc.join()
     return value
-
-
-def result_header(args, benchmark: str, method: str, n_src: int, n_tgt: int) -> dict:
-    """The fields every throughput result starts with: what ran, where, with which settings and batch."""
-    device = getattr(args, "device", "cpu")
-    return {
-        "benchmark": benchmark,
-        "method": method,
-        "quick": args.quick,
-        "package": hf_syntax_mt.__version__,
-        "torch": torch.__version__,
-        "device": device if device == "cpu" else torch.cuda.get_device_name(),
-        "cpu": platform.processor() or platform.machine(),
-        "threads": args.threads,
-        "config": {k: v for k, v in vars(args).items() if k != "output"},
-        "batch": {"sentences": args.batch_size, "source_tokens": n_src, "target_tokens": n_tgt},
-    }
-
-
-def timing_fields(args, med: dict, gmed: dict, n_src: int, n_tgt: int) -> dict:
-    """Median step/generation seconds per model and the token rates derived from them."""
-    return {
-        "train_step_seconds_median": med,
-        "generate_seconds_median": gmed,
-        "train_tokens_per_second": {k: (n_src + n_tgt) / v for k, v in med.items()},
-        "generate_tokens_per_second": {k: args.batch_size * args.new_tokens / v for k, v in gmed.items()},
-    }
-
-
-def parse_quick(p):
-    """Parse `p` with a `--quick` flag (d_model 128, 3 layers, 5 rounds, batch 16); set threads and seed."""
-    p.add_argument("--quick", action="store_true", help="small model, 5 rounds")
-    args = p.parse_args()
-    if args.quick:
-        args.d_model, args.layers, args.rounds, args.warmup, args.batch_size = 128, 3, 5, 1, 16
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    return args
-
-
-def add_common_arguments(p, output: str) -> None:
-    """The arguments every throughput benchmark shares: threads, model dims, the synthetic batch, rounds, output."""
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--d-model", type=int, default=256)
-    p.add_argument("--layers", type=int, default=6)
-    p.add_argument("--heads", type=int, default=8)
-    p.add_argument("--vocab-size", type=int, default=2000)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--min-words", type=int, default=10)
-    p.add_argument("--max-words", type=int, default=60)
-    p.add_argument("--new-tokens", type=int, default=32)
-    p.add_argument("--rounds", type=int, default=15)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--output", default=output)
 
 
 def main():
@@ -243,9 +162,7 @@ def main():
         "generate_ratio": result["ratios"]["generate_ratio"] >= TARGETS["generate_ratio"],
         "memory_ratio": result["ratios"]["memory_ratio"] <= TARGETS["memory_ratio"],
     }
-    out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2))
+    out = write_json(args.output, result)
     print(json.dumps({"ratios": result["ratios"], "meets_targets": result["meets_targets"]}, indent=2))
     print(f"wrote {out}")
 

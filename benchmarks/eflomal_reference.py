@@ -12,15 +12,15 @@ Tokenisation follows the gold files: lower case, punctuation split off, English 
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py
+from common import DATA, RESULTS, ROOT, write_json
+
 sys.path.insert(0, str(ROOT / "src"))
 
 PATTERNS = {"en": re.compile(r"'\w+|\w+|[^\w\s]"), "fr": re.compile(r"\w+'|\w+|[^\w\s]")}
@@ -33,7 +33,7 @@ def tokenize(line: str, lang: str) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", default=str(DATA))
-    p.add_argument("--results", default=str(ROOT / "benchmarks" / "results" / "alignment"))
+    p.add_argument("--results", default=str(RESULTS / "alignment"))
     p.add_argument("--max-train", type=int, default=None, help="first N Multi30k pairs (default: all 29,000)")
     p.add_argument("--seed-runs", type=int, default=1, help="eflomal samplers are random: repeat and report each")
     args = p.parse_args(argv)
@@ -70,12 +70,11 @@ def main(argv=None) -> int:
         runs.append({"run": run, "seconds": round(seconds, 1), "scores": scores})
         print(f"run {run}: " + ", ".join(f"{k} AER {100 * v['aer']:.1f}" for k, v in scores.items()) + f" ({seconds:.0f} s)")
     out = Path(args.results)
-    out.mkdir(parents=True, exist_ok=True)
     record = {"aligner": f"eflomal {getattr(eflomal, '__version__', '2.0.0')} (defaults: model 3, 3 samplers)",
               "training_pairs": len(src) + n, "data": "Multi30k en-fr train (lower-cased, punctuation split) + the "
               "447 Hansards pairs", "gold": "alignment-gold-en-fr/hansards.gold (1-indexed sure/possible)",
               "runs": runs}  # fmt: skip
-    (out / "eflomal.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    write_json(out / "eflomal.json", record, indent=1, newline=True)
     print(f"wrote {out / 'eflomal.json'}")
     return 0
 

@@ -31,17 +31,18 @@ import argparse
 import hashlib
 import json
 import os
-import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
-RESULTS = ROOT / "benchmarks" / "results" / "multi30k"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py, also when loaded from elsewhere
+from common import DATA, ROOT, done_units, git_commit, relative_path, run_plan, software, unit_name, write_json
+from common import RESULTS as ALL_RESULTS
+from common import parse_unit as _parse_unit
+
+RESULTS = ALL_RESULTS / "multi30k"
 
 #: method -> (SyntaxMTConfig overrides, None = a plain MarianMTModel; needs target trees; what it is)
 METHODS: dict[str, tuple[str | None, bool, str]] = {
@@ -109,15 +110,8 @@ def parse_args(argv=None):
     return args
 
 
-def unit_name(method: str, seed: int) -> str:
-    return f"{method}-seed{seed}"
-
-
 def parse_unit(name: str) -> tuple[str, int]:
-    method, sep, seed = name.rpartition("-seed")
-    if not sep or method not in METHODS or not seed.isdigit():
-        raise SystemExit(f"unknown unit {name!r}: use METHOD-seedK with METHOD in {sorted(METHODS)}")
-    return method, int(seed)
+    return _parse_unit(name, METHODS)
 
 
 def files(data: Path, split: str) -> dict[str, Path]:
@@ -192,7 +186,8 @@ def supervised_target_arcs(args, tokenizer_dir: Path) -> dict:
 
     from hf_syntax_mt.data.preprocess import SyntaxMTPreprocessor
     from hf_syntax_mt.modeling_syntax_mt import decoder_dbsa_arcs
-    from hf_syntax_mt.train_script import DataArguments, load_raw_datasets
+    from hf_syntax_mt.training.data import load_raw_datasets
+    from hf_syntax_mt.training.script_args import DataArguments
 
     f = files(Path(args.data), "train")
     data_args = DataArguments(train_source_conllu=str(f["src_conllu"]), train_target_file=str(f["tgt"]),
@@ -215,10 +210,9 @@ def supervised_target_arcs(args, tokenizer_dir: Path) -> dict:
 def run_unit(args, method: str, seed: int, device: str) -> Path:
     import torch
 
-    from hf_syntax_mt import __version__
     from hf_syntax_mt.evaluation import attention_report
-    from hf_syntax_mt.train_script import parse_args as train_args
-    from hf_syntax_mt.train_script import run
+    from hf_syntax_mt.training.script import parse_args as train_args
+    from hf_syntax_mt.training.script import run
 
     name = unit_name(method, seed)
     runs = Path(args.results) / "runs"
@@ -261,35 +255,17 @@ def run_unit(args, method: str, seed: int, device: str) -> Path:
         "model_signature": info["model_signature"], "attention": attention,
         "device": device if device == "cpu" else f"cuda ({torch.cuda.get_device_name()})",
         "threads": torch.get_num_threads(), "load_average_at_end": os.getloadavg(), "resumed_from": checkpoint and
-        Path(checkpoint).name, "platform": platform.platform(), "torch": torch.__version__,
-        "package": __version__, "commit": _git_commit(), "train_argv": [_relative(a) for a in argv],
+        Path(checkpoint).name, **software(), "commit": git_commit(), "train_argv": [relative_path(a) for a in argv],
         "hypotheses_sha256": hashlib.sha256(hypotheses.encode()).hexdigest(),
     }  # fmt: skip
     if METHODS[method][1]:
         record["target_arcs"] = supervised_target_arcs(args, tokenizer)
-    path = runs / f"{name}.json"
-    path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    path = write_json(runs / f"{name}.json", record, indent=1, newline=True)
     if not args.keep_models:
         shutil.rmtree(out, ignore_errors=True)
     print(f"=== {name}: test BLEU {record['test']['bleu']:.2f} chrF {record['test']['chrf']:.2f} "
           f"({record['train_minutes']:.1f} training minutes) -> {path}", flush=True)  # fmt: skip
     return path
-
-
-def _relative(arg: str) -> str:
-    """No absolute path of this machine in a committed file."""
-    for base, label in ((Path(DATA).resolve(), "../shared/data"), (ROOT.resolve(), ".")):
-        if arg.startswith(str(base)):
-            return label + arg[len(str(base)) :]
-    return arg
-
-
-def _git_commit() -> str | None:
-    try:
-        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.CalledProcessError):
-        return None
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -405,9 +381,8 @@ def plot_curves(units: list[dict], path: Path) -> None:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    runs = Path(args.results) / "runs"
     plan = [parse_unit(u) for u in args.units] if args.units else PLAN
-    done = {p.stem for p in runs.glob("*.json")} if runs.is_dir() else set()
+    done = done_units(args.results)
     if args.list:
         for method, seed in PLAN:
             print(f"{'done' if unit_name(method, seed) in done else 'todo'}  {unit_name(method, seed)}")
@@ -422,20 +397,8 @@ def main(argv=None) -> int:
     if device == "cuda":  # full fp32 matmuls, as on the CPU
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
-    start, ran = time.perf_counter(), 0
-    for method, seed in plan:
-        if unit_name(method, seed) in done:
-            print(f"skip {unit_name(method, seed)} (done)")
-            continue
-        if args.time_limit is not None and (time.perf_counter() - start) / 60 > args.time_limit:
-            print(f"time limit of {args.time_limit} minutes reached: stopping before {unit_name(method, seed)}")
-            break
-        if args.max_units is not None and ran >= args.max_units:
-            break
-        run_unit(args, method, seed, device)
-        ran += 1
-        if not args.no_aggregate:
-            aggregate(args)
+    run_plan(plan, done, lambda method, seed: run_unit(args, method, seed, device), args.time_limit, args.max_units,
+             after=None if args.no_aggregate else lambda: aggregate(args))  # fmt: skip
     return 0
 
 

@@ -8,10 +8,12 @@ prints the largest logit difference and how far the PASCAL heads' attention is f
 """
 
 import sys
+from pathlib import Path
 
 import torch
 
-sys.path.insert(0, "benchmarks")
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py
+from common import DATA, ROOT
 from transformers import AutoTokenizer
 
 from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
@@ -19,8 +21,8 @@ from hf_syntax_mt.data import DataCollatorForSyntaxMT
 from hf_syntax_mt.data.preprocess import SyntaxMTPreprocessor, read_parallel_conllu
 
 torch.set_num_threads(1)
-tok = AutoTokenizer.from_pretrained("runs/multi30k_study/tokenizer-8000")
-D = "../shared/data"
+tok = AutoTokenizer.from_pretrained(str(ROOT / "runs" / "multi30k_study" / "tokenizer-8000"))
+D = DATA
 ds = read_parallel_conllu(f"{D}/multi30k-parsed/val.en.conllu.gz", f"{D}/multi30k/val.de").select(range(32))
 fn = SyntaxMTPreprocessor(tok, source_parse_column="source_parse")
 ds = ds.map(fn, batched=True, remove_columns=ds.column_names)

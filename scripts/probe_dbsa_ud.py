@@ -25,7 +25,7 @@ from transformers import Seq2SeqTrainingArguments
 
 from hf_syntax_mt.data import DataCollatorForSyntaxMT, SyntaxMTPreprocessor
 from hf_syntax_mt.data.parsers import read_conllu
-from hf_syntax_mt.probing import _representative_heads, attachment_score, uas_against_conllu
+from hf_syntax_mt.evaluation.probing import _representative_heads, attachment_score, uas_against_conllu
 from hf_syntax_mt.training import SyntaxMTTrainer, TimeBudgetCallback, build_model, model_config, train_tokenizer
 
 

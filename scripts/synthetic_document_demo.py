@@ -39,10 +39,10 @@ from pathlib import Path
 import torch
 
 from hf_syntax_mt import __version__
-from hf_syntax_mt.contrastive import score_contrastive
 from hf_syntax_mt.data import DataCollatorForSyntaxMT
 from hf_syntax_mt.data.documents import encode_context
 from hf_syntax_mt.data.synthetic import contrastive_examples, generate_documents
+from hf_syntax_mt.evaluation.contrastive import score_contrastive
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
 

@@ -2,7 +2,7 @@
 """Train a syntax-aware (or vanilla) Marian translation model with Seq2SeqTrainer.
 
 In the style of transformers' examples/pytorch/translation/run_translation.py; the logic lives in
-`hf_syntax_mt.train_script` (also available as `hf-syntax-mt train`). Runs unchanged under accelerate:
+`hf_syntax_mt.training.script` (also available as `hf-syntax-mt train`). Runs unchanged under accelerate:
 
     python scripts/train.py --output_dir runs/m30k-pascal \\
         --train_source_conllu .../multi30k-parsed/train.fr.conllu.gz --train_target_file .../multi30k/train.en \\
@@ -14,7 +14,7 @@ In the style of transformers' examples/pytorch/translation/run_translation.py; t
 
 import sys
 
-from hf_syntax_mt.train_script import main
+from hf_syntax_mt.training.script import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -49,7 +49,7 @@ def _uas(args) -> int:
     from transformers import AutoTokenizer
 
     from hf_syntax_mt import SyntaxMTForConditionalGeneration, __version__
-    from hf_syntax_mt.probing import uas_against_conllu
+    from hf_syntax_mt.evaluation.probing import uas_against_conllu
 
     model = SyntaxMTForConditionalGeneration.from_pretrained(args.model)
     tokenizer = AutoTokenizer.from_pretrained(args.model)
@@ -68,8 +68,8 @@ def _contrastive(args: argparse.Namespace) -> int:
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     from hf_syntax_mt import __version__
-    from hf_syntax_mt.contrastive import load_discevalmt, score_contrastive
     from hf_syntax_mt.data.synthetic import contrastive_examples, generate_documents
+    from hf_syntax_mt.evaluation.contrastive import load_discevalmt, score_contrastive
 
     if args.discevalmt:
         examples, data = load_discevalmt(args.discevalmt, args.subset), f"discevalmt-{args.subset}"
@@ -270,7 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "train":  # HfArgumentParser owns the flags of `train`
-        from hf_syntax_mt.train_script import main as train_main
+        from hf_syntax_mt.training.script import main as train_main
 
         return train_main(argv[1:])
     logging.basicConfig(level=logging.WARNING)

@@ -119,25 +119,24 @@ def _configs(settings: DemoSettings, tokenizer, conllu: Path) -> dict:
 def _train_one(name, config, settings, data, items, tokenizer, out):
     """Train one model; returns (model, trainer, record)."""
     from ..data import DataCollatorForSyntaxMT
-    from ..train_script import SyntaxMTTrainingArguments
-    from ..training import SyntaxMTTrainer, TimeBudgetCallback, build_model
+    from ..training import build_model, build_trainer
+    from ..training.script_args import SyntaxMTTrainingArguments
 
     model = build_model(config, seed=settings.seed)
-    collator = DataCollatorForSyntaxMT(tokenizer, model=model)
     keep = ["input_ids", "attention_mask"] + (["parent_positions"] if name == "PASCAL" else [])
     diag = data["diagnostic"].remove_columns([c for c in data["diagnostic"].column_names if c not in keep])
-    curve = DiagnosticCurve(settings.curve_every, collator(list(diag)), items, tokenizer, max_length=64)
-    callbacks = [curve] + ([TimeBudgetCallback(settings.budget)] if settings.budget else [])
+    diag_batch = DataCollatorForSyntaxMT(tokenizer, model=model)(list(diag))
+    curve = DiagnosticCurve(settings.curve_every, diag_batch, items, tokenizer, max_length=64)
     args = SyntaxMTTrainingArguments(
         output_dir=str(out / "checkpoints" / name.lower()), max_steps=settings.max_steps,
         max_tokens=settings.max_tokens, per_device_eval_batch_size=128, learning_rate=settings.learning_rate,
         warmup_steps=settings.warmup_steps, lr_scheduler_type="inverse_sqrt", weight_decay=0.0,
         logging_steps=max(1, settings.max_steps // 40), save_strategy="no", report_to=[], seed=settings.seed,
         predict_with_generate=True, generation_num_beams=1, generation_max_length=64, dataloader_num_workers=0,
-        disable_tqdm=False, use_cpu=True,
+        disable_tqdm=False, use_cpu=True, time_budget_seconds=settings.budget or None,
     )  # fmt: skip
-    trainer = SyntaxMTTrainer(model=model, args=args, train_dataset=data["train"], data_collator=collator,
-                              processing_class=tokenizer, callbacks=callbacks)  # fmt: skip
+    # the Trainer, collator and callbacks of `scripts/train.py` (its learning curve records nothing here: no eval set)
+    trainer, _, _ = build_trainer(model, tokenizer, args, train_dataset=data["train"], callbacks=[curve])
     start = time.perf_counter()
     trainer.train()
     seconds = time.perf_counter() - start - curve.seconds

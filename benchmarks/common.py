@@ -1,0 +1,214 @@
+"""What the benchmark scripts share: paths, the common arguments and the timing of the throughput benchmarks, JSON
+result files and the environment they record, and the unit loop of the studies (units already written are skipped,
+no unit starts after a time limit).
+
+Every script runs as ``python benchmarks/<name>.py``, so this directory is on ``sys.path`` and ``import common``
+works; heavy modules (torch, hf_syntax_mt) are imported inside the functions, so that ``--help`` and ``--list`` stay
+fast.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent  # benchmarks/
+ROOT = HERE.parent  # the repository
+DATA = ROOT.parent / "shared" / "data"  # the shared data directory, beside the repository
+RESULTS = HERE / "results"
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Files and the environment
+# ------------------------------------------------------------------------------------------------------------------
+def read_lines(path: Path) -> list[str]:
+    """Lines split at "\n" only, as every line-aligned file of the package (imported late: --help stays fast)."""
+    from hf_syntax_mt.data.textio import read_lines as read
+
+    return read(path)
+
+
+def write_json(path: str | Path, data: dict, indent: int = 2, newline: bool = False, **dumps) -> Path:
+    """Write ``data`` as JSON (creating the folder); ``newline`` ends the file with one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=indent, **dumps) + ("\n" if newline else ""), encoding="utf-8")
+    return path
+
+
+def cpu_name() -> str:
+    return platform.processor() or platform.machine()
+
+
+def software() -> dict:
+    """``{"platform", "torch", "package"}``: what a result file records of the software that made it."""
+    import torch
+
+    from hf_syntax_mt import __version__
+
+    return {"platform": platform.platform(), "torch": torch.__version__, "package": __version__}
+
+
+def git_commit() -> str | None:
+    """The repository's commit (None outside a git checkout)."""
+    try:
+        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def relative_path(arg: str) -> str:
+    """No absolute path of this machine in a committed file: the shared data and the repository become relative."""
+    for base, label in ((Path(DATA).resolve(), "../shared/data"), (ROOT.resolve(), ".")):
+        if arg.startswith(str(base)):
+            return label + arg[len(str(base)) :]
+    return arg
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Studies: units (a method and a seed), skipped when their JSON exists
+# ------------------------------------------------------------------------------------------------------------------
+def unit_name(method: str, seed: int) -> str:
+    return f"{method}-seed{seed}"
+
+
+def parse_unit(name: str, methods: Iterable[str]) -> tuple[str, int]:
+    """``"pascal-seed1"`` -> ``("pascal", 1)``; an unknown method or a malformed name stops the script."""
+    method, sep, seed = name.rpartition("-seed")
+    if not sep or method not in methods or not seed.isdigit():
+        raise SystemExit(f"unknown unit {name!r}: use METHOD-seedK with METHOD in {sorted(methods)}")
+    return method, int(seed)
+
+
+def done_units(results: str | Path) -> set[str]:
+    """The units whose result file ``RESULTS/runs/<unit>.json`` exists."""
+    runs = Path(results) / "runs"
+    return {p.stem for p in runs.glob("*.json")} if runs.is_dir() else set()
+
+
+def run_plan(plan: Iterable[tuple[str, int]], done: set[str], run: Callable[[str, int], object],
+             time_limit: float | None = None, max_units: int | None = None,
+             after: Callable[[], object] | None = None) -> int:  # fmt: skip
+    """Run ``run(method, seed)`` for each unit of ``plan`` not in ``done``, then ``after()``; start none after
+    ``time_limit`` minutes or ``max_units`` units. Returns the number of units run."""
+    start, ran = time.perf_counter(), 0
+    for method, seed in plan:
+        name = unit_name(method, seed)
+        if name in done:
+            print(f"skip {name} (done)")
+            continue
+        if time_limit is not None and (time.perf_counter() - start) / 60 > time_limit:
+            print(f"time limit of {time_limit} minutes reached: stopping before {name}")
+            break
+        if max_units is not None and ran >= max_units:
+            break
+        run(method, seed)
+        ran += 1
+        if after is not None:
+            after()
+    return ran
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Throughput benchmarks (bench_*.py): a method against vanilla Marian of the same dims
+# ------------------------------------------------------------------------------------------------------------------
+def add_common_arguments(p, output: str) -> None:
+    """The arguments every throughput benchmark shares: threads, model dims, the synthetic batch, rounds, output."""
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--d-model", type=int, default=256)
+    p.add_argument("--layers", type=int, default=6)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--vocab-size", type=int, default=2000)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--min-words", type=int, default=10)
+    p.add_argument("--max-words", type=int, default=60)
+    p.add_argument("--new-tokens", type=int, default=32)
+    p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--output", default=output)
+
+
+def parse_quick(p):
+    """Parse `p` with a `--quick` flag (d_model 128, 3 layers, 5 rounds, batch 16); set threads and seed."""
+    import torch
+
+    p.add_argument("--quick", action="store_true", help="small model, 5 rounds")
+    args = p.parse_args()
+    if args.quick:
+        args.d_model, args.layers, args.rounds, args.warmup, args.batch_size = 128, 3, 5, 1, 16
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    return args
+
+
+def sync(device):
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def train_step(model, optimizer, inputs):
+    loss = model(**inputs).loss
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
+def generate(model, inputs, new_tokens):
+    gen_inputs = {k: v for k, v in inputs.items() if k != "labels"}
+    return model.generate(**gen_inputs, max_new_tokens=new_tokens, min_new_tokens=new_tokens, num_beams=1, do_sample=False)
+
+
+def time_interleaved(fns: dict, rounds: int, warmup: int, device: str) -> dict[str, list[float]]:
+    """Seconds of each of ``fns`` per round, after ``warmup`` untimed rounds; the order alternates every round."""
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    times = {name: [] for name in fns}
+    for r in range(rounds):
+        order = list(fns) if r % 2 == 0 else list(reversed(fns))
+        for name in order:
+            sync(device)
+            start = time.perf_counter()
+            fns[name]()
+            sync(device)
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def result_header(args, benchmark: str, method: str, n_src: int, n_tgt: int) -> dict:
+    """The fields every throughput result starts with: what ran, where, with which settings and batch."""
+    import torch
+
+    import hf_syntax_mt
+
+    device = getattr(args, "device", "cpu")
+    return {
+        "benchmark": benchmark,
+        "method": method,
+        "quick": args.quick,
+        "package": hf_syntax_mt.__version__,
+        "torch": torch.__version__,
+        "device": device if device == "cpu" else torch.cuda.get_device_name(),
+        "cpu": cpu_name(),
+        "threads": args.threads,
+        "config": {k: v for k, v in vars(args).items() if k != "output"},
+        "batch": {"sentences": args.batch_size, "source_tokens": n_src, "target_tokens": n_tgt},
+    }
+
+
+def timing_fields(args, med: dict, gmed: dict, n_src: int, n_tgt: int) -> dict:
+    """Median step/generation seconds per model and the token rates derived from them."""
+    return {
+        "train_step_seconds_median": med,
+        "generate_seconds_median": gmed,
+        "train_tokens_per_second": {k: (n_src + n_tgt) / v for k, v in med.items()},
+        "generate_tokens_per_second": {k: args.batch_size * args.new_tokens / v for k, v in gmed.items()},
+    }

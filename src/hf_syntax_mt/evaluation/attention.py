@@ -1,0 +1,216 @@
+"""Attention to the syntactic parent: word-level attention (Clark et al. 2019), per-head attachment scores against
+gold trees, the encoder run that collects them (:func:`model_attachment_scores`) and the report of a saved model with
+its figures (:func:`attention_report`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from .plots import plot_attachment_heatmap, plot_attention_arcs
+
+
+def word_attention(attention, word_ids: Sequence[int | None], num_words: int):
+    """Aggregate a subword attention matrix to words (Clark et al. 2019): attention *to* a word is the sum over its
+    subwords, attention *from* a word the mean over its subwords. Special tokens (``word_ids`` None) are dropped.
+
+    Args:
+        attention: ``(T, T)`` probabilities, rows = queries.
+        word_ids: ``T`` word indices (0-based) or None.
+
+    Returns:
+        ``(num_words, num_words)`` float array; rows of words with no subword are NaN.
+    """
+    import numpy as np
+
+    attention = np.asarray(attention, dtype=np.float64)
+    T = len(word_ids)
+    if attention.shape != (T, T):
+        raise ValueError(f"attention has shape {attention.shape} but word_ids has {T} entries: expected ({T}, {T})")
+    member = np.zeros((T, num_words))  # (T, n) one-hot subword -> word
+    for t, w in enumerate(word_ids):
+        if w is not None:
+            if not 0 <= w < num_words:
+                raise ValueError(f"word_ids[{t}] = {w} is outside 0..{num_words - 1}")
+            member[t, w] = 1.0
+    counts = member.sum(0)  # (n,)
+    to_words = attention @ member  # (T, n): sum over the subwords of the attended word
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (member.T @ to_words) / counts[:, None]  # (n, n): mean over the subwords of the attending word
+
+
+def attachment_scores(attentions: Sequence, word_ids: Sequence[Sequence[int | None]], heads: Sequence[Sequence[int]]):
+    """Per-head attention-to-parent attachment: for every layer and head, the fraction of words whose most-attended
+    word (:func:`word_attention`) is their gold head.
+
+    Roots (head 0), words with no subword left after truncation and words whose head was truncated away are not
+    counted. A word attending most to itself counts as wrong.
+
+    Args:
+        attentions: one ``(L, H, T, T)`` array per sentence.
+        word_ids: one ``T``-list of 0-based word indices (None for special tokens) per sentence.
+        heads: one list of 1-based gold heads (0 = root) per sentence.
+
+    Returns:
+        ``{"scores": (L, H) float array, "correct": (L, H) int array, "count": int}``.
+    """
+    import numpy as np
+
+    if not (len(attentions) == len(word_ids) == len(heads)):
+        raise ValueError(
+            f"got {len(attentions)} attention arrays, {len(word_ids)} word_ids lists and {len(heads)} trees; "
+            "give one of each per sentence"
+        )
+    if not attentions:
+        raise ValueError("no sentence to score")
+    correct, count = None, 0
+    for k, (att, wids, tree) in enumerate(zip(attentions, word_ids, heads, strict=True)):
+        att = np.asarray(att)
+        if att.ndim != 4:
+            raise ValueError(f"sentence {k}: attention must be (layers, heads, T, T), got shape {att.shape}")
+        L, H = att.shape[:2]
+        if correct is None:
+            correct = np.zeros((L, H), dtype=np.int64)
+        elif correct.shape != (L, H):
+            raise ValueError(f"sentence {k} has {L}x{H} layers x heads but sentence 0 has {correct.shape}")
+        n = len(tree)
+        present = {w for w in wids if w is not None}
+        scored = [i for i in range(n) if tree[i] != 0 and i in present and tree[i] - 1 in present]
+        if not scored:
+            continue
+        for layer in range(L):
+            for head in range(H):
+                words = word_attention(att[layer, head], wids, n)  # (n, n)
+                words = np.where(np.isnan(words), -np.inf, words)
+                predicted = words[scored].argmax(axis=1)
+                correct[layer, head] += int(sum(p == tree[i] - 1 for p, i in zip(predicted, scored, strict=True)))
+        count += len(scored)
+    scores = correct / count if count else np.full(correct.shape, np.nan)
+    return {"scores": scores, "correct": correct, "count": count}
+
+
+def model_attachment_scores(
+    model,
+    tokenizer,
+    gold,
+    input_parses=None,
+    batch_size: int = 16,
+    max_length: int | None = None,
+    return_attentions: int = 0,
+) -> dict:
+    """Run the encoder of ``model`` over the gold sentences and score every encoder head with
+    :func:`attachment_scores`.
+
+    Args:
+        model: a ``SyntaxMTForConditionalGeneration`` or ``MarianMTModel`` (loaded with ``attn_implementation=
+            "eager"`` for Marian, so that attentions are returned).
+        tokenizer: its tokenizer.
+        gold: ``ParsedSentence`` list (gold trees, e.g. :func:`~hf_syntax_mt.data.read_conllu` of a treebank).
+        input_parses: the parses that feed the model's syntax heads (default: ``gold``; give a parser's output to
+            measure what the model sees at test time). Must be aligned with ``gold`` (same words).
+        max_length: source truncation in tokens (default: the model's ``max_position_embeddings``).
+        return_attentions: also return the word-level attention of the first ``return_attentions`` sentences
+            (``(L, H, n, n)`` arrays) for :func:`plot_attention_arcs`.
+
+    Returns:
+        :func:`attachment_scores` output plus ``"layers"``, ``"heads"``, ``"sentences"`` and optionally
+        ``"examples"`` (``[{"words", "heads", "attention"}]``).
+    """
+    import numpy as np
+    import torch
+    from tqdm.auto import tqdm
+
+    from ..configuration_syntax_mt import SyntaxMTConfig
+    from ..data.collator import DataCollatorForSyntaxMT
+    from ..data.subwords import align_parse
+
+    input_parses = gold if input_parses is None else input_parses
+    if len(input_parses) != len(gold):
+        raise ValueError(f"{len(input_parses)} input parses but {len(gold)} gold trees: they must be aligned")
+    for k, (a, b) in enumerate(zip(input_parses, gold, strict=True)):
+        if a.words != b.words:
+            raise ValueError(f"sentence {k}: input parse words {a.words} differ from the gold words {b.words}")
+    max_length = max_length or model.config.max_position_embeddings
+    syntax = isinstance(model.config, SyntaxMTConfig)
+    rows = [align_parse(tokenizer, p, max_length=max_length) for p in input_parses]
+    collate = DataCollatorForSyntaxMT(tokenizer)
+    encoder = model.get_encoder()
+    model.eval()
+    attentions, examples = [], []
+    for start in tqdm(range(0, len(rows), batch_size), desc="Encoder attentions", unit="batch"):
+        chunk = rows[start : start + batch_size]
+        batch = collate([{k: r[k] for k in ("input_ids", "attention_mask", "parent_positions")} for r in chunk])
+        inputs = {k: v for k, v in batch.items() if syntax or k != "parent_positions"}
+        with torch.no_grad():
+            out = encoder(**inputs, output_attentions=True, return_dict=True)
+        if not out.attentions or out.attentions[0] is None:
+            raise ValueError(
+                "the encoder returned no attentions: load the model with attn_implementation='eager' "
+                "(AutoModelForSeq2SeqLM.from_pretrained(dir, attn_implementation='eager'))"
+            )
+        stacked = torch.stack(out.attentions, dim=1).float().numpy()  # (B, L, H, S, S)
+        for b, row in enumerate(chunk):
+            n = len(row["input_ids"])
+            attentions.append(stacked[b, :, :, :n, :n])
+    result = attachment_scores(attentions, [r["word_ids"] for r in rows], [g.heads for g in gold])
+    L, H = result["scores"].shape
+    result.update(layers=L, heads=H, sentences=len(gold))
+    for k in range(min(return_attentions, len(gold))):
+        n = len(gold[k].words)
+        att = np.stack(
+            [[word_attention(attentions[k][layer, head], rows[k]["word_ids"], n) for head in range(H)]
+             for layer in range(L)]
+        )  # fmt: skip
+        examples.append({"words": gold[k].words, "heads": gold[k].heads, "attention": att})
+    if return_attentions:
+        result["examples"] = examples
+    return result
+
+
+
+def attention_report(model_dir, gold_conllu, input_conllu, heatmap, arcs, arcs_sentence, arcs_layer_head,
+                     max_sentences, model_sig) -> dict:  # fmt: skip
+    """Attachment scores of the model in ``model_dir`` on the trees of ``gold_conllu`` (first ``max_sentences``),
+    with the heatmap and arc figures written when their paths are given; every number comes with a signature (model
+    signature + scoring method + gold file hash + number of words). JSON-ready."""
+    import numpy as np
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    import hf_syntax_mt  # noqa: F401
+
+    from ..data.parsers import _file_sha, read_conllu
+
+    gold = read_conllu(gold_conllu)
+    if not gold:
+        raise ValueError(f"gold CoNLL-U file {gold_conllu} has no sentence")
+    parses = read_conllu(input_conllu) if input_conllu is not None else None
+    if max_sentences is not None:
+        gold = gold[:max_sentences]
+        parses = None if parses is None else parses[:max_sentences]
+    model = AutoModelForSeq2SeqLM.from_pretrained(model_dir, attn_implementation="eager")
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    want = arcs_sentence + 1 if arcs is not None else 0
+    if arcs is not None and not 0 <= arcs_sentence < len(gold):
+        raise ValueError(f"arcs_sentence={arcs_sentence} but {gold_conllu} has {len(gold)} sentences")
+    scores = model_attachment_scores(model, tokenizer, gold, parses, return_attentions=want)
+    gold_sig = f"gold:{Path(gold_conllu).name}@{_file_sha(str(gold_conllu))[:12]}"
+    if input_conllu is not None:
+        gold_sig += f",input:{Path(input_conllu).name}@{_file_sha(str(input_conllu))[:12]}"
+    sig = f"{model_sig}|attachment:argmax-word(sum-to,mean-from)|{gold_sig}|n:{scores['count']}"
+    out = {
+        "scores": np.round(scores["scores"], 6).tolist(), "count": scores["count"], "sentences": scores["sentences"],
+        "layers": scores["layers"], "heads": scores["heads"], "signature": sig,
+    }  # fmt: skip
+    best = np.unravel_index(int(np.nanargmax(scores["scores"])), scores["scores"].shape)
+    out["best"] = {"layer": int(best[0]), "head": int(best[1]), "score": float(scores["scores"][best])}
+    if heatmap is not None:
+        out["heatmap"] = str(plot_attachment_heatmap(scores["scores"], heatmap, footer=sig))
+    if arcs is not None:
+        layer, head = arcs_layer_head if arcs_layer_head is not None else best
+        example = scores["examples"][arcs_sentence]
+        title = (f"sentence {arcs_sentence}: gold arcs (above); most attended word under layer {layer} head {head} "
+                 "(below; green = gold head)")  # fmt: skip
+        out["arcs"] = str(plot_attention_arcs(example["words"], example["heads"], example["attention"][layer, head],
+                                              arcs, title=title, footer=sig))  # fmt: skip
+    return out
+

@@ -1,0 +1,266 @@
+"""The arguments of `scripts/train.py` / `hf-syntax-mt train`, parsed by `HfArgumentParser`: :class:`ModelArguments`
+(model size or a local model directory, every syntax option, and a generic ``--config_overrides key=value,...``
+passthrough to `SyntaxMTConfig`), :class:`DataArguments` (local files or a `datasets` name, parser, lengths) and
+:class:`SyntaxMTTrainingArguments` (`Seq2SeqTrainingArguments` plus a wall-clock budget and the model card's texts).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from transformers import HfArgumentParser, Seq2SeqTrainingArguments
+
+PARSER_CHOICES = ("auto", "conllu", "spacy", "stanza", "none")
+
+# Defaults of the size flags when no --model_name_or_path is given.
+SIZE_DEFAULTS = {
+    "d_model": 256,
+    "encoder_layers": 3,
+    "decoder_layers": 3,
+    "attention_heads": 4,
+    "ffn_dim": 1024,
+    "max_position_embeddings": 256,
+    "dropout": 0.1,
+}
+
+
+@dataclass
+class ModelArguments:
+    """Which model to train: a new one of a given size, or a local Marian / SyntaxMT directory, plus the syntax
+    options (flags for today's options; ``--config_overrides`` for any `SyntaxMTConfig` field)."""
+
+    model_name_or_path: str | None = field(
+        default=None,
+        metadata={"help": "Local directory of a Marian (opus-mt style) or SyntaxMT model to start from. Without it a "
+                  "new model is built from the size flags."},
+    )  # fmt: skip
+    tokenizer_name: str | None = field(
+        default=None,
+        metadata={"help": "Local tokenizer directory (default: --model_name_or_path, else a BPE tokenizer trained on "
+                  "the training data and saved with the model)."},
+    )  # fmt: skip
+    vocab_size: int = field(default=8000, metadata={"help": "Vocabulary of a tokenizer trained on the fly."})
+    tokenizer_min_frequency: int = field(default=2, metadata={"help": "Minimum pair frequency for BPE merges."})
+    vanilla_marian: bool = field(
+        default=False,
+        metadata={"help": "Train a plain transformers MarianMTModel (the baseline): no syntax option allowed."},
+    )
+    d_model: int | None = field(default=None, metadata={"help": f"Hidden size (default {SIZE_DEFAULTS['d_model']})."})
+    encoder_layers: int | None = field(default=None, metadata={"help": "Encoder layers (default 3)."})
+    decoder_layers: int | None = field(default=None, metadata={"help": "Decoder layers (default 3)."})
+    attention_heads: int | None = field(default=None, metadata={"help": "Heads per attention layer (default 4)."})
+    ffn_dim: int | None = field(default=None, metadata={"help": "Feed-forward size (default 1024)."})
+    max_position_embeddings: int | None = field(default=None, metadata={"help": "Maximum positions (default 256)."})
+    dropout: float | None = field(default=None, metadata={"help": "Dropout (default 0.1)."})
+    encoder_pascal_heads: list[int] | None = field(
+        default=None,
+        metadata={"help": "PASCAL heads per encoder layer, one number per layer, e.g. `4 0 0`."},
+    )
+    pascal_sigma: float | None = field(default=None, metadata={"help": "PASCAL Gaussian standard deviation (1.0)."})
+    pascal_weighting: str | None = field(
+        default=None, metadata={"help": "PASCAL weighting.", "choices": ["gaussian", "parent_only"]}
+    )
+    parent_ignoring: float | None = field(default=None, metadata={"help": "Parent-ignoring probability q."})
+    label_smoothing: float | None = field(
+        default=None,
+        metadata={"help": "Label smoothing computed in the model (use this, not label_smoothing_factor)."},
+    )
+    context_sentences: int | None = field(
+        default=None,
+        metadata={"help": "Document-level context (Zhang et al. 2018): k previous source sentences of the same document "
+                  "(needs --{split}_docid_file; 0 = off)."},
+    )  # fmt: skip
+    freeze_sentence_level: bool = field(
+        default=False,
+        metadata={"help": "Train only the document-level parameters (the paper's two-step training, Section 2.4): "
+                  "start from a sentence-level --model_name_or_path with --context_sentences k."},
+    )  # fmt: skip
+    config_overrides: str | None = field(
+        default=None,
+        metadata={"help": "Any config field as comma-separated key=value pairs, values in JSON when they parse, e.g. "
+                  "'encoder_pascal_heads=[2,0,0],pascal_sigma=0.5,activation_function=gelu'. Options added to "
+                  "SyntaxMTConfig later work here without changing this script."},
+    )  # fmt: skip
+
+    def syntax_options(self) -> dict[str, Any]:
+        names = ("encoder_pascal_heads", "pascal_sigma", "pascal_weighting", "parent_ignoring", "label_smoothing",
+                 "context_sentences")  # fmt: skip
+        return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
+
+    def size_options(self) -> dict[str, Any]:
+        return {n: getattr(self, n) for n in SIZE_DEFAULTS if getattr(self, n) is not None}
+
+
+@dataclass
+class DataArguments:
+    """Where the data comes from, how the source is parsed, and lengths. For each split (train, validation, test)
+    give one of: ``--{split}_file`` (TSV or JSONL), ``--{split}_source_file`` + ``--{split}_target_file`` (line
+    aligned text), ``--{split}_source_conllu`` + ``--{split}_target_file`` (pre-parsed source); or
+    ``--dataset_name`` for every split. ``--{split}_docid_file`` (one document id a line, line aligned with the
+    split's rows) gives the document boundaries that document context needs."""
+
+    source_lang: str | None = field(default=None, metadata={"help": "Source language code (JSONL/datasets keys)."})
+    target_lang: str | None = field(default=None, metadata={"help": "Target language code."})
+    dataset_name: str | None = field(default=None, metadata={"help": "A `datasets.load_dataset` name or path."})
+    dataset_config_name: str | None = field(default=None, metadata={"help": "Its configuration name."})
+    train_file: str | None = field(default=None, metadata={"help": "TSV (source<TAB>target) or JSONL training file."})
+    validation_file: str | None = field(default=None, metadata={"help": "TSV or JSONL validation file."})
+    test_file: str | None = field(default=None, metadata={"help": "TSV or JSONL test file."})
+    train_source_file: str | None = field(default=None, metadata={"help": "Source text, one sentence a line."})
+    train_target_file: str | None = field(default=None, metadata={"help": "Target text, line aligned."})
+    validation_source_file: str | None = None
+    validation_target_file: str | None = None
+    test_source_file: str | None = None
+    test_target_file: str | None = None
+    train_source_conllu: str | None = field(
+        default=None, metadata={"help": "Pre-parsed source (CoNLL-U, .gz ok), one sentence per target line."}
+    )
+    validation_source_conllu: str | None = None
+    test_source_conllu: str | None = None
+    train_target_conllu: str | None = field(
+        default=None,
+        metadata={"help": "Pre-parsed target (CoNLL-U, .gz ok), line aligned with the split's rows: the target trees "
+                  "that decoder DBSA heads and the synchronous loss are trained on. Without --{split}_target_file "
+                  "the target text is its `# text`."},
+    )  # fmt: skip
+    validation_target_conllu: str | None = None
+    test_target_conllu: str | None = None
+    train_docid_file: str | None = field(
+        default=None,
+        metadata={"help": "Document ids, one a line, aligned with the split's rows; consecutive equal ids = one "
+                  "document (for --context_sentences)."},
+    )  # fmt: skip
+    validation_docid_file: str | None = None
+    test_docid_file: str | None = None
+    parser: str = field(
+        default="auto",
+        metadata={"help": "Source parser: 'auto' (CoNLL-U sources when given, none for a model without syntax "
+                  "heads), 'spacy', 'stanza', 'conllu' (--parser_model = CoNLL-U file(s), comma separated), "
+                  "'none'.", "choices": list(PARSER_CHOICES)},
+    )  # fmt: skip
+    parser_model: str | None = field(
+        default=None, metadata={"help": "spaCy package, stanza language or CoNLL-U path(s) for --parser."}
+    )
+    parser_cache_dir: str | None = field(default=None, metadata={"help": "Cache parses on disk (CachedParser)."})
+    parser_description: str | None = field(
+        default=None, metadata={"help": "Free text for the model card: which parser and model made the parses."}
+    )
+    data_description: str | None = field(default=None, metadata={"help": "Free text for the model card."})
+    max_source_length: int = field(default=128, metadata={"help": "Source truncation, in tokens."})
+    max_target_length: int = field(default=128, metadata={"help": "Target truncation, in tokens (and generation)."})
+    max_train_samples: int | None = None
+    max_eval_samples: int | None = None
+    max_predict_samples: int | None = None
+    preprocessing_num_workers: int | None = None
+    length_bucket_edges: list[int] | None = field(
+        default=None, metadata={"help": "Source-length bucket upper bounds in words (default 10 20 30 40)."}
+    )
+
+
+@dataclass
+class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
+    """`Seq2SeqTrainingArguments` plus a wall-clock training budget and the model card's free texts."""
+
+    predict_with_generate: bool = field(default=True, metadata={"help": "Generate in eval/predict (BLEU, chrF)."})
+    time_budget_seconds: float | None = field(
+        default=None, metadata={"help": "Stop training after this many seconds (all processes stop together)."}
+    )
+    max_tokens: int | None = field(
+        default=None,
+        metadata={"help": "Token-based batches (fairseq --max-tokens): pairs of similar length, at most this many "
+                  "padded tokens per batch and process (hf_syntax_mt.batching); per_device_train_batch_size is then "
+                  "unused for training."},
+    )  # fmt: skip
+    average_checkpoints: int = field(
+        default=0,
+        metadata={"help": "Average the weights of the last N checkpoints, --average_every steps apart, ending at "
+                  "max_steps (in memory), and save and score the average; the test set is also scored with the "
+                  "last step's weights (`test_last_step`). 0 = off."},
+    )  # fmt: skip
+    average_every: int = field(default=100, metadata={"help": "Steps between averaged checkpoints."})
+    model_card_title: str | None = None
+    model_card_limitations: str | None = None
+    # transformers 5 removed `overwrite_output_dir` from TrainingArguments; the script keeps run_translation.py's flag
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={"help": "Train into a non-empty --output_dir (its old checkpoint-* folders are removed first). "
+                          "Without it such a directory is refused, unless --resume_from_checkpoint is given."},
+    )  # fmt: skip
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.max_tokens is not None and self.max_tokens <= 0:
+            raise ValueError(f"--max_tokens must be positive, got {self.max_tokens}")
+        if self.average_checkpoints < 0 or self.average_every < 1:
+            raise ValueError(f"--average_checkpoints {self.average_checkpoints} / --average_every {self.average_every}: "
+                             "need N >= 0 checkpoints and >= 1 step apart")  # fmt: skip
+        if self.average_checkpoints and self.max_steps <= 0:
+            raise ValueError("--average_checkpoints needs --max_steps (the averaged steps end there)")
+
+
+def parse_args(argv: list[str] | None = None):
+    """Parse ``argv`` (or a single ``.json`` file of arguments) into the three dataclasses."""
+    parser = HfArgumentParser((ModelArguments, DataArguments, SyntaxMTTrainingArguments))
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if len(argv) == 1 and argv[0].endswith(".json"):
+        return parser.parse_json_file(os.path.abspath(argv[0]))
+    return parser.parse_args_into_dataclasses(args=argv)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Config overrides
+# ------------------------------------------------------------------------------------------------------------------
+def _split_top_level(text: str) -> list[str]:
+    """Split on commas that are not inside brackets, braces or quotes."""
+    parts, depth, quote, current = [], 0, None, []
+    for ch in text:
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(ch)
+    parts.append("".join(current))
+    return [p.strip() for p in parts if p.strip()]
+
+
+def parse_config_overrides(text: str | None, config_class=None) -> dict[str, Any]:
+    """``"a=1,b=[2,0],c=gelu"`` -> ``{"a": 1, "b": [2, 0], "c": "gelu"}`` (JSON values, else strings).
+
+    With ``config_class``, every key must be one of its fields; an unknown key raises ``ValueError`` naming the
+    closest fields.
+    """
+    if not text:
+        return {}
+    out = {}
+    for part in _split_top_level(text):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"--config_overrides entry {part!r} is not key=value (in {text!r})")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value.strip()
+    if config_class is not None:
+        known = {f.name for f in dataclasses.fields(config_class)}
+        for key in out:
+            if key not in known:
+                close = difflib.get_close_matches(key, sorted(known), n=3)
+                hint = f"; did you mean {' or '.join(close)}?" if close else ""
+                raise ValueError(f"--config_overrides: {config_class.__name__} has no field {key!r}{hint}")
+    return out
+

@@ -1,0 +1,127 @@
+"""`SyntaxMTTrainer` (token batches, predictions in dataset order, each loss term logged) and :func:`build_trainer`,
+which builds it with the callbacks a run's arguments ask for: what `scripts/train.py` and `hf-syntax-mt demo` train
+with."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from torch.utils.data import DataLoader, SequentialSampler
+from transformers import Seq2SeqTrainer
+
+from ..modeling_syntax_mt import AUXILIARY_LOSSES
+from .callbacks import CheckpointAverageCallback, CurveCallback, TimeBudgetCallback
+
+
+class SyntaxMTTrainer(Seq2SeqTrainer):
+    """`Seq2SeqTrainer` for SyntaxMT and plain Marian models that
+
+    - predicts and evaluates in dataset order, whatever the training sampler (transformers 5.x also groups eval and
+      predict batches by length under ``train_sampling_strategy="group_by_length"``, which returns predictions in
+      another order than the references);
+    - forms token-based training batches (`TokenBatchSampler`) when ``max_tokens`` is given here or on the training
+      arguments (``SyntaxMTTrainingArguments.max_tokens``); ``per_device_train_batch_size`` is then unused;
+    - logs each term of the objective beside `loss`: `translation_loss`, `dbsa_loss`, `lisa_loss`, `sync_loss` and
+      `fertility_loss` (unweighted; averaged over the optimizer steps since the last log, like `loss`). With global
+      fertility it adds `AlignmentTrainingCallback`, which drives its start-step schedule.
+    """
+
+    def __init__(self, *args, max_tokens: int | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.max_tokens = max_tokens if max_tokens is not None else getattr(self.args, "max_tokens", None)
+        if self.max_tokens is not None and (not isinstance(self.max_tokens, int) or self.max_tokens <= 0):
+            raise ValueError(f"max_tokens must be a positive integer, got {self.max_tokens!r}")
+        self._terms: dict[str, float] = {}
+        self._term_calls = 0
+        if getattr(self.model, "global_fertility", None) is not None:
+            from ..alignment import AlignmentTrainingCallback
+
+            if not any(isinstance(c, AlignmentTrainingCallback) for c in self.callback_handler.callbacks):
+                self.add_callback(AlignmentTrainingCallback())  # the global-fertility schedule needs the step
+
+    def _get_eval_sampler(self, eval_dataset):
+        if eval_dataset is None or not hasattr(eval_dataset, "__len__"):
+            return None
+        # one process: in order; several: None, and accelerate shards in order and gathers back in order
+        return SequentialSampler(eval_dataset) if self.args.world_size <= 1 else None
+
+    def get_train_dataloader(self) -> DataLoader:
+        if not self.max_tokens:
+            return super().get_train_dataloader()
+        import datasets
+        from transformers.trainer_utils import seed_worker
+
+        from .batching import TokenBatchSampler, token_lengths
+
+        dataset, collator = self.train_dataset, self.data_collator
+        if isinstance(dataset, datasets.Dataset):
+            dataset = self._remove_unused_columns(dataset, description="Training")
+        else:
+            collator = self._get_collator_with_removed_columns(collator, description="Training")
+        seed = self.args.data_seed if self.args.data_seed is not None else self.args.seed
+        sampler = TokenBatchSampler(token_lengths(dataset), self.max_tokens, seed=seed,
+                                    num_replicas=max(1, self.args.world_size), rank=self.args.process_index)  # fmt: skip
+        loader = DataLoader(
+            dataset, batch_sampler=sampler, collate_fn=collator, num_workers=self.args.dataloader_num_workers,
+            pin_memory=self.args.dataloader_pin_memory, persistent_workers=self.args.dataloader_persistent_workers,
+            worker_init_fn=partial(seed_worker, num_workers=self.args.dataloader_num_workers,
+                                   rank=self.args.process_index),
+        )  # fmt: skip
+        loader = self.accelerator.prepare(loader)
+        # the sampler already gives each process its own batches: make accelerate's shard wrapper a passthrough
+        wrapper = getattr(loader, "batch_sampler", None)
+        if wrapper is not None and getattr(wrapper, "batch_sampler", None) is sampler:
+            wrapper.num_processes, wrapper.process_index = 1, 0
+        return loader
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        loss, outputs = super().compute_loss(model, inputs, return_outputs=True, num_items_in_batch=num_items_in_batch)
+        if model.training and isinstance(outputs, dict):
+            for name in ("translation_loss", *AUXILIARY_LOSSES):
+                value = outputs.get(name)
+                if value is not None:
+                    self._terms[name] = self._terms.get(name, 0.0) + float(value.detach())
+            self._term_calls += 1
+        return (loss, outputs) if return_outputs else loss
+
+    def log(self, logs: dict[str, float], *args, **kwargs) -> None:
+        if "loss" in logs and self._term_calls:
+            # each micro-batch term is already divided by the tokens of the whole accumulated batch
+            steps = self._term_calls / self.args.gradient_accumulation_steps
+            logs.update({name: round(total / steps, 4) for name, total in self._terms.items()})
+            self._terms, self._term_calls = {}, 0
+        super().log(logs, *args, **kwargs)
+
+
+
+def build_trainer(model, tokenizer, training_args, train_dataset=None, eval_dataset=None, compute_metrics=None,
+                  callbacks=()) -> tuple[SyntaxMTTrainer, CurveCallback, CheckpointAverageCallback | None]:  # fmt: skip
+    """The Trainer of a run: `SyntaxMTTrainer` (for vanilla Marian too: predictions in dataset order, token batches
+    with ``training_args.max_tokens``, each loss term logged) with `DataCollatorForSyntaxMT` and, after the given
+    ``callbacks``, the callbacks the arguments ask for: the learning curve (always), a wall-clock budget
+    (``time_budget_seconds``) and checkpoint averaging (``average_checkpoints`` / ``average_every``).
+
+    Returns:
+        ``(trainer, curve, averager)``; ``averager`` is None without checkpoint averaging.
+    """
+    from ..data.collator import DataCollatorForSyntaxMT
+
+    curve = CurveCallback()
+    extra = [curve]
+    if getattr(training_args, "time_budget_seconds", None) is not None:
+        extra.append(TimeBudgetCallback(training_args.time_budget_seconds))
+    averager = None
+    if getattr(training_args, "average_checkpoints", 0):
+        averager = CheckpointAverageCallback(training_args.average_checkpoints, training_args.average_every)
+        extra.append(averager)
+    trainer = SyntaxMTTrainer(
+        model=model,
+        args=training_args,
+        train_dataset=train_dataset,
+        eval_dataset=eval_dataset,
+        data_collator=DataCollatorForSyntaxMT(tokenizer, model=model),
+        processing_class=tokenizer,
+        compute_metrics=compute_metrics,
+        callbacks=[*callbacks, *extra],
+    )
+    return trainer, curve, averager

@@ -1,0 +1,52 @@
+"""`benchmarks/common.py`, the helpers the benchmark scripts share: the unit loop of the studies, JSON files, paths."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+import common  # noqa: E402
+
+
+def test_paths():
+    assert common.HERE == BENCHMARKS and common.ROOT == BENCHMARKS.parent
+    assert common.DATA == BENCHMARKS.parent.parent / "shared" / "data"
+    assert common.relative_path(str(common.DATA.resolve() / "multi30k" / "train.en")) == "../shared/data/multi30k/train.en"
+    assert common.relative_path(str(common.ROOT.resolve() / "runs" / "x")) == "./runs/x"
+    assert common.relative_path("--seed") == "--seed"
+
+
+def test_units_and_the_plan(tmp_path, capsys, monkeypatch):
+    assert common.unit_name("pascal", 1) == "pascal-seed1"
+    assert common.parse_unit("dbsa_sync-seed12", {"dbsa_sync": None}) == ("dbsa_sync", 12)
+    for bad in ("pascal", "pascal-seedx", "other-seed0"):
+        with pytest.raises(SystemExit, match="unknown unit"):
+            common.parse_unit(bad, ["pascal"])
+    assert common.done_units(tmp_path) == set()
+    common.write_json(tmp_path / "runs" / "a-seed0.json", {"x": 1}, indent=1, newline=True)
+    assert (tmp_path / "runs" / "a-seed0.json").read_text() == '{\n "x": 1\n}\n'
+    assert common.done_units(tmp_path) == {"a-seed0"}
+
+    ran, after = [], []
+    plan = [("a", 0), ("b", 0), ("c", 0), ("d", 0)]
+    assert common.run_plan(plan, {"a-seed0"}, lambda m, s: ran.append((m, s)), max_units=2,
+                           after=lambda: after.append(len(ran))) == 2  # fmt: skip
+    assert ran == [("b", 0), ("c", 0)] and after == [1, 2]
+    assert "skip a-seed0 (done)" in capsys.readouterr().out
+    clock = iter([0.0, 0.0, 61.0 * 60])  # start, before b (in time), before c (over the limit)
+    monkeypatch.setattr(common.time, "perf_counter", lambda: next(clock))
+    ran.clear()
+    assert common.run_plan(plan[1:], set(), lambda m, s: ran.append(m), time_limit=60) == 1
+    assert ran == ["b"] and "time limit of 60 minutes reached: stopping before c-seed0" in capsys.readouterr().out
+
+
+def test_write_json_is_what_the_scripts_wrote(tmp_path):
+    data = {"ratios": {"train_ratio": 1.0}, "path": Path("x")}
+    path = common.write_json(tmp_path / "deep" / "r.json", data, default=str)
+    assert path.read_text(encoding="utf-8") == json.dumps(data, indent=2, default=str)  # no final newline, as before
