@@ -167,13 +167,16 @@ class SyntaxMTPreprocessor:
         With document context (``config.uses_context``), ``max_context_length`` defaults to
         ``config.resolved_max_context_length`` (``max_context_length``, else ``max_position_embeddings``).
         """
+        from ..methods.registry import input_columns, supervision_columns
+
+        columns = {*input_columns(config), *supervision_columns(config)}  # what the config's methods read
         options = dict(
-            compute_lisa=config.uses_lisa,
-            compute_dbsa=config.uses_encoder_dbsa,
-            compute_tree=config.uses_tree,
-            compute_features=bool(config.input_features),
+            compute_lisa="lisa_parents" in columns,
+            compute_dbsa="dbsa_heads" in columns,
+            compute_tree="word_index" in columns,
+            compute_features=any(c in columns for c in ("pos_ids", "deprel_ids", "subword_tag_ids")),
         )
-        needs_target = config.uses_decoder_dbsa and config.dbsa_loss_weight > 0
+        needs_target = "decoder_dbsa_heads" in columns
         if needs_target and kwargs.get("target_parser") is None and kwargs.get("target_parse_column") is None:
             raise ValueError(
                 f"decoder_dbsa_heads={config.decoder_dbsa_heads} is trained on target parses: give target_parser= "

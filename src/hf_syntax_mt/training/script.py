@@ -263,11 +263,13 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
     needs_syntax = is_syntax and config.needs_source_parse
     lengths = dict(max_source_length=data_args.max_source_length, max_target_length=data_args.max_target_length)
 
+    from ..methods.registry import supervision_columns
+
     def make_preprocessor(split: str, **source):
         """Every column the config's options consume (SyntaxMTPreprocessor.for_config), in one map pass."""
         if not is_syntax:
             return SyntaxMTPreprocessor(tokenizer, **source, **lengths)
-        if config.uses_decoder_dbsa and config.dbsa_loss_weight > 0:  # trained on target trees
+        if "decoder_dbsa_heads" in supervision_columns(config):  # trained on target trees
             if "target_parse" not in raw[split].column_names:
                 raise ValueError(f"decoder_dbsa_heads={config.decoder_dbsa_heads} is trained on target trees: give "
                                  f"--{split}_target_conllu (the {split} targets parsed, CoNLL-U)")  # fmt: skip

@@ -6,11 +6,19 @@ from __future__ import annotations
 
 from functools import partial
 
+import torch
 from torch.utils.data import DataLoader, SequentialSampler
 from transformers import Seq2SeqTrainer
 
-from ..modeling_syntax_mt import AUXILIARY_LOSSES
 from .callbacks import CheckpointAverageCallback, CurveCallback, TimeBudgetCallback
+
+
+def _is_term(name: str, value) -> bool:
+    """A logged term of the objective: a scalar output named `*_loss` or `*_bonus` besides `loss` (the translation
+    loss, each method's auxiliary loss, the symmetric model's direction losses and trace bonus)."""
+    return (
+        name != "loss" and name.endswith(("_loss", "_bonus")) and isinstance(value, torch.Tensor) and value.dim() == 0
+    )
 
 
 class SyntaxMTTrainer(Seq2SeqTrainer):
@@ -21,8 +29,10 @@ class SyntaxMTTrainer(Seq2SeqTrainer):
       another order than the references);
     - forms token-based training batches (`TokenBatchSampler`) when ``max_tokens`` is given here or on the training
       arguments (``SyntaxMTTrainingArguments.max_tokens``); ``per_device_train_batch_size`` is then unused;
-    - logs each term of the objective beside `loss`: `translation_loss`, `dbsa_loss`, `lisa_loss`, `sync_loss` and
-      `fertility_loss` (unweighted; averaged over the optimizer steps since the last log, like `loss`). With global
+    - logs each term of the objective beside `loss`: `translation_loss`, `dbsa_loss`, `lisa_loss`, `sync_loss`,
+      `fertility_loss`, any registered method's loss, and the symmetric model's `forward_loss`, `backward_loss`,
+      `symmetry_bonus` (unweighted; averaged over the optimizer steps since the last log, like `loss`, so exact
+      under gradient accumulation; the one place that logs them). With global
       fertility it adds `AlignmentTrainingCallback`, which drives its start-step schedule.
     """
 
@@ -77,9 +87,8 @@ class SyntaxMTTrainer(Seq2SeqTrainer):
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         loss, outputs = super().compute_loss(model, inputs, return_outputs=True, num_items_in_batch=num_items_in_batch)
         if model.training and isinstance(outputs, dict):
-            for name in ("translation_loss", *AUXILIARY_LOSSES):
-                value = outputs.get(name)
-                if value is not None:
+            for name, value in outputs.items():  # every term of the objective the model returns
+                if _is_term(name, value):
                     self._terms[name] = self._terms.get(name, 0.0) + float(value.detach())
             self._term_calls += 1
         return (loss, outputs) if return_outputs else loss
