@@ -23,10 +23,7 @@ from transformers import TrainerCallback
 
 __all__ = [
     "Alignment",
-    "AlignmentStateLayer",
     "AlignmentTrainingCallback",
-    "GlobalFertility",
-    "StructuralAlignmentBias",
     "align",
     "plot_alignment",
     "recording_alignment",

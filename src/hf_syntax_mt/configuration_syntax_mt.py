@@ -12,8 +12,8 @@ import numbers
 from huggingface_hub.dataclasses import strict
 from transformers import GenerationConfig, MarianConfig
 
+from .methods.alignment_bias import AlignmentBias
 from .methods.builtin import BUILTIN  # noqa: F401  (registers the built-in methods)
-from .methods.alignment_bias import ALIGNMENT_BIASES, AlignmentBias
 from .methods.input_features import FEATURE_COMBINATIONS  # noqa: F401
 from .methods.pascal import MIN_PASCAL_SIGMA, PASCAL_WEIGHTINGS  # noqa: F401
 from .methods.registry import SITES, head_layout, parse_columns, registered
@@ -289,6 +289,11 @@ class SyntaxMTConfig(MarianConfig):
     @property
     def uses_pascal(self) -> bool:
         return any(self.encoder_pascal_heads or [])
+
+    def parse_columns(self) -> list[str]:
+        """The input columns this config's methods compute from the source parse (asked by the pipeline; the config
+        answers from its own registry, so a model loaded as remote code answers for its own methods)."""
+        return parse_columns(self)
 
     @property
     def needs_source_parse(self) -> bool:

@@ -17,7 +17,6 @@ from .data.parser_config import parser_from_config
 from .data.parsers import Parser, get_parser
 from .data.preprocess import parse_texts
 from .data.subwords import align_parse
-from .methods.registry import parse_columns
 
 logger = logging.getLogger(__name__)
 
@@ -171,7 +170,7 @@ class SyntaxTranslationPipeline(Pipeline):
                 "input_ids": torch.tensor([input_ids]),
                 "attention_mask": torch.ones(1, len(input_ids), dtype=torch.long),
             }
-        columns = parse_columns(config)  # what the model's methods read from the parse
+        columns = config.parse_columns()  # what the model's methods read from the parse (the registry decides)
         enc = align_parse(
             self.tokenizer, parse, text=text if text.strip() else None, max_length=max_length,
             compute_tree="word_index" in columns, compute_features=any(c.endswith("_ids") for c in columns),

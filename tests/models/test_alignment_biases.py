@@ -9,7 +9,7 @@ import pytest
 import torch
 from datasets import Dataset
 from tiny_config import EOS, PAD, TINY
-from transformers import AutoModelForSeq2SeqLM, MarianConfig, MarianMTModel, Seq2SeqTrainer, Seq2SeqTrainingArguments
+from transformers import AutoModelForSeq2SeqLM, MarianConfig, MarianMTModel, Seq2SeqTrainingArguments
 
 from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
 from hf_syntax_mt.alignment import (
@@ -23,6 +23,7 @@ from hf_syntax_mt.alignment import (
     symmetry_trace,
 )
 from hf_syntax_mt.data import DataCollatorForSyntaxMT
+from hf_syntax_mt.training import SyntaxMTTrainer
 
 ALL = ["position", "markov", "fertility"]
 
@@ -510,12 +511,11 @@ def training_args(tmp_path, **overrides):
 def test_trainer_smoke_run_with_biases_and_global_fertility(tmp_path):
     model = make_model(randomise=False, d_model=32, alignment_bias_layers=[0, 1], global_fertility_weight=0.1,
                        global_fertility_start_step=20).train()  # fmt: skip
-    trainer = Seq2SeqTrainer(
+    trainer = SyntaxMTTrainer(  # logs the terms of the objective; adds the fertility schedule's callback itself
         model=model,
         args=training_args(tmp_path),
         train_dataset=toy_pairs(),
         data_collator=DataCollatorForSyntaxMT(types.SimpleNamespace(pad_token_id=PAD)),
-        callbacks=[AlignmentTrainingCallback()],
     )
     trainer.train()
     logs = [entry for entry in trainer.state.log_history if "loss" in entry]
@@ -530,12 +530,11 @@ def test_trainer_smoke_run_symmetric(tmp_path):
     forward = make_model(randomise=False, d_model=32, symmetry_weight=1.0).train()
     backward = make_model(randomise=False, seed=1, d_model=32).train()
     model = SymmetricTranslationModel(forward, backward)
-    trainer = Seq2SeqTrainer(
+    trainer = SyntaxMTTrainer(
         model=model,
         args=training_args(tmp_path, max_steps=40),
         train_dataset=toy_pairs(),
         data_collator=DataCollatorForSymmetricTranslation(pad_token_id=PAD),
-        callbacks=[AlignmentTrainingCallback()],
     )
     trainer.train()
     logs = [entry for entry in trainer.state.log_history if "loss" in entry]

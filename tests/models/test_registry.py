@@ -6,10 +6,10 @@ import math
 
 import pytest
 import torch
+from tiny_config import EOS, PAD, TINY
 
 from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
 from hf_syntax_mt.methods import HeadRecord, Method, input_columns, register, unregister
-from tiny_config import EOS, PAD, TINY
 
 
 class KeyBias(Method):

@@ -196,3 +196,23 @@ def test_syntax_trainer_drives_the_global_fertility_schedule(synthetic, tmp_path
     assert model.alignment_training_step == 4  # the step counter reached the model: the loss switched on at step 3
     logged = [h for h in trainer.state.log_history if "loss" in h][-1]
     assert logged["fertility_loss"] > 0
+
+
+def test_logged_fertility_loss_is_the_same_under_gradient_accumulation(synthetic, tmp_path):
+    """Issue 16: a batch of 8 and 2 x 4 accumulated log the same fertility loss (the callback used to log the mean of
+    the micro-batch terms, each divided by the tokens of the whole batch: too small by the accumulation factor)."""
+    from hf_syntax_mt.training import SyntaxMTTrainer
+
+    tokenizer, data = synthetic
+    logged = []
+    for batch, accumulation in [(8, 1), (4, 2)]:
+        model = tiny_model(tokenizer, alignment_bias_layers=[1], global_fertility_weight=0.1)
+        trainer = trainer_for(model, tokenizer, data, tmp_path / f"{batch}", cls=SyntaxMTTrainer, max_steps=1,
+                              logging_steps=1, learning_rate=0.0, per_device_train_batch_size=batch,
+                              gradient_accumulation_steps=accumulation, predict_with_generate=False,
+                              train_sampling_strategy="sequential")  # fmt: skip
+        trainer.train()
+        logged.append(next(h for h in trainer.state.log_history if "loss" in h))
+    for name in ("fertility_loss", "translation_loss"):
+        assert logged[0][name] > 0
+        assert abs(logged[0][name] - logged[1][name]) < 1e-3 * logged[0][name], (name, logged)

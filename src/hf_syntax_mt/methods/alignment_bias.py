@@ -51,7 +51,7 @@ from torch import nn
 from transformers import initialization as init
 from transformers.cache_utils import DynamicLayer, EncoderDecoderCache
 
-from .registry import AttentionContext, Method, register
+from .registry import AttentionContext, Method
 
 ALIGNMENT_BIASES = ("position", "markov", "fertility")
 
@@ -309,5 +309,3 @@ class AlignmentBias(Method):
             state_layer.set_state(*state, num_positions=offset + T)
         return logits + bias
 
-
-register(AlignmentBias())

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from transformers import initialization as init
 
-from .registry import AttentionContext, HeadRecord, Method, check_per_layer_heads, per_layer, register
+from .registry import AttentionContext, HeadRecord, Method, check_per_layer_heads, per_layer
 
 
 def dependency_nll(logits: torch.Tensor, heads: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -201,5 +201,3 @@ class Biaffine(Method):
     def loss_weights(self, config):
         return {"dbsa_loss": config.dbsa_loss_weight, "lisa_loss": config.lisa_loss_weight}
 
-
-register(Biaffine())

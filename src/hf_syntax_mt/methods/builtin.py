@@ -1,13 +1,26 @@
-"""Registers the built-in methods, in head order: in a layer, PASCAL heads come first, then syntax-directed (tree)
-heads, then LISA and DBSA heads; the remaining heads are plain. (Import order is registration order.)"""
+"""The built-in methods, registered here in head order: in a layer, PASCAL heads come first, then syntax-directed
+(tree) heads, then LISA and DBSA heads; the remaining heads are plain."""
 
-from .pascal import Pascal  # PASCAL, Bugliarello & Okazaki 2020
-from .tree_distance import TreeDistance  # syntax-directed heads, Chen et al. 2017
-from .biaffine import Biaffine  # LISA, DBSA  # isort: skip
-from .synchronous import Synchronous  # synchronous syntactic attention loss  # isort: skip
-from .input_features import InputFeatures  # Sennrich & Haddow 2016  # isort: skip
-from .alignment_bias import AlignmentBias  # Cohn et al. 2016 structural biases
-from .fertility import Fertility  # Cohn et al. 2016 global fertility  # isort: skip
-from .document_context import DocumentContext  # Zhang et al. 2018  # isort: skip
+from .alignment_bias import AlignmentBias
+from .biaffine import Biaffine
+from .document_context import DocumentContext
+from .fertility import Fertility
+from .input_features import InputFeatures
+from .pascal import Pascal
+from .registry import register, registered
+from .synchronous import Synchronous
+from .tree_distance import TreeDistance
 
-BUILTIN = (Pascal, TreeDistance, Biaffine, Synchronous, InputFeatures, AlignmentBias, Fertility, DocumentContext)
+BUILTIN = (
+    Pascal,  # PASCAL, Bugliarello & Okazaki 2020
+    TreeDistance,  # syntax-directed heads, Chen et al. 2017
+    Biaffine,  # LISA (Strubell et al. 2018) and DBSA (Deguchi et al. 2019)
+    Synchronous,  # the synchronous syntactic attention loss
+    InputFeatures,  # Sennrich & Haddow 2016
+    AlignmentBias,  # Cohn et al. 2016, structural biases
+    Fertility,  # Cohn et al. 2016, global fertility
+    DocumentContext,  # Zhang et al. 2018
+)
+if not any(isinstance(m, BUILTIN) for m in registered()):
+    for method in BUILTIN:
+        register(method())

@@ -17,16 +17,14 @@ sentence-level model it was built from.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import torch
 from torch import nn
 from transformers.masking_utils import create_bidirectional_mask
 from transformers.models.marian.modeling_marian import MarianEncoderLayer
 
-from typing import TYPE_CHECKING
-
-from .registry import Method, register
+from .registry import Method
 
 if TYPE_CHECKING:
     from ..configuration_syntax_mt import SyntaxMTConfig
@@ -261,5 +259,3 @@ class DocumentContext(Method):
                 f"{config.context_layers('decoder')}, {gate}. Translate documents with "
                 "`pipe.translate_document(sentences)`.")  # fmt: skip
 
-
-register(DocumentContext())

@@ -11,7 +11,7 @@ import math
 import torch
 from torch import nn
 
-from .registry import Method, register
+from .registry import Method
 
 
 class GlobalFertility(nn.Module):
@@ -119,5 +119,3 @@ class Fertility(Method):
     def loss_weights(self, config):
         return {"fertility_loss": config.global_fertility_weight}
 
-
-register(Fertility())

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from ..vocabularies import INPUT_FEATURES
-from .registry import Method, register
+from .registry import Method
 
 FEATURE_COMBINATIONS = ("sum", "concat")
 
@@ -77,5 +77,3 @@ class InputFeatures(Method):
         width = sum(f.shape[-1] for f in feats)
         return torch.cat([embeds[..., : embeds.shape[-1] - width], *feats], dim=-1)  # [E x ; E_1 f_1 ; ...]
 
-
-register(InputFeatures())

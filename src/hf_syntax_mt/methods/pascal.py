@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from .registry import AttentionContext, Method, check_per_layer_heads, per_layer, register
+from .registry import AttentionContext, Method, check_per_layer_heads, per_layer
 
 PASCAL_WEIGHTINGS = ("gaussian", "parent_only")
 # Below this sigma the Gaussian is already 0 one position away from the parent and its peak 1 / (sigma sqrt(2 pi))
@@ -130,5 +130,3 @@ class Pascal(Method):
             weights = weights.masked_fill(ignore.unsqueeze(-1), 1.0)
         return scores * weights.unsqueeze(1).to(scores.dtype)  # Eq. 2: n_tj = s_tj * d^p_tj, (B, k, T, S)
 
-
-register(Pascal())

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from .biaffine import decoder_valid
-from .registry import Method, register
+from .registry import Method
 
 
 def synchronous_loss(E: torch.Tensor, D: torch.Tensor, C: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -75,5 +75,3 @@ class Synchronous(Method):
     def loss_weights(self, config):
         return {"sync_loss": config.sync_loss_weight}
 
-
-register(Synchronous())

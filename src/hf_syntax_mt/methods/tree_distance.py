@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from .registry import AttentionContext, Method, check_per_layer_heads, per_layer, register
+from .registry import AttentionContext, Method, check_per_layer_heads, per_layer
 
 
 def tree_distances(word_index: torch.Tensor, word_heads: torch.Tensor) -> torch.Tensor:
@@ -107,5 +107,3 @@ class TreeDistance(Method):
         # Chen et al. (2017): alpha_tj = align(t, j) * exp(-d_tree(t, j)^2 / (2 sigma^2)), no renormalisation
         return probs * weights.unsqueeze(1).to(probs.dtype)  # (B, k, T, S)
 
-
-register(TreeDistance())

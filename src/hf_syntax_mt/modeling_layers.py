@@ -1,0 +1,264 @@
+"""The layers of the syntax-aware Marian spine: `SyntaxMTAttention` (Marian attention with the registry's hook
+points), and the encoder and decoder layers (with the document-context sublayer). `modeling_syntax_mt` assembles them
+into the encoder, decoder and models."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+from transformers.cache_utils import EncoderDecoderCache
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+from transformers.models.marian.modeling_marian import (
+    MarianAttention,
+    MarianDecoderLayer,
+    MarianEncoderLayer,
+    eager_attention_forward,
+)
+
+from .configuration_syntax_mt import SyntaxMTConfig
+from .methods.document_context import ContextMasks, context_sublayer
+from .methods.registry import AttentionContext, AttentionRecord, HeadRecord, Method, head_layout, registered
+
+
+def _additive_mask(
+    attention_mask: torch.Tensor | None, query_length: int, key_length: int, is_causal: bool, dtype, device
+) -> torch.Tensor | None:
+    """Turn any mask the attention interface may receive into an additive float mask `(B|1, 1, T, S)`.
+
+    Under SDPA the mask may be `None` (no padding; causality via `is_causal`) or boolean (True = attend); under
+    eager it is already additive.
+    """
+    min_value = torch.finfo(dtype).min
+    if attention_mask is None:
+        if not is_causal or query_length == 1:
+            return None
+        # causal with an offset: query t (of T, the last T of S positions) sees keys 0..S-T+t
+        q = torch.arange(query_length, device=device).view(-1, 1) + (key_length - query_length)
+        k = torch.arange(key_length, device=device).view(1, -1)
+        return torch.zeros(1, 1, query_length, key_length, dtype=dtype, device=device).masked_fill(k > q, min_value)
+    if attention_mask.dtype == torch.bool:
+        return torch.zeros_like(attention_mask, dtype=dtype).masked_fill(~attention_mask, min_value)
+    return attention_mask.to(dtype)
+
+
+def _by_group(x: torch.Tensor, groups, fn) -> torch.Tensor:
+    """Apply `fn(method, x[:, start:stop], start, stop)` to each head group of `x` `(B, H, ...)`; unchanged groups
+    keep their slice, and `x` itself comes back when no group changed."""
+    parts, pos, changed = [], 0, False
+    for method, start, stop in groups:
+        part = x[:, start:stop]
+        new = fn(method, part, start, stop)
+        changed |= new is not part
+        parts.extend([x[:, pos:start], new])
+        pos = stop
+    if not changed:
+        return x
+    parts.append(x[:, pos:])
+    return torch.cat([p for p in parts if p.shape[1]], dim=1)
+
+
+class SyntaxMTAttention(MarianAttention):
+    """Marian multi-head attention whose heads the registered methods may take (`head_groups`, in registry order:
+    PASCAL, syntax-directed, LISA, DBSA, ... then the plain heads).
+
+    Method heads that need it run on the eager score path, where each method's hooks transform its own heads; the
+    rest run in the configured kernel (SDPA by default). With an `attention_record` (given by the model when a loss
+    or `align()` reads attention) supervised heads store their logits and a recorded cross-attention its
+    probabilities. With no method head this is exactly `MarianAttention`, except that `output_attentions=True`
+    returns the probabilities of every head whatever the kernel.
+
+    `site`: `"encoder"` (encoder self-attention), `"decoder"` (decoder self-attention) or `"cross"`.
+    """
+
+    def __init__(self, *args, site: str = "encoder", **kwargs):
+        super().__init__(*args, **kwargs)
+        for proj, gain in ((self.q_proj, 2**-0.5), (self.k_proj, 2**-0.5), (self.v_proj, 2**-0.5), (self.out_proj, 1.0)):
+            proj.xavier_gain = gain  # used by attention_init="xavier" (_init_weights)
+        self.site = site
+        groups = head_layout(self.config, site, self.layer_idx, self.num_heads) if self.config is not None else []
+        self.head_groups: list[tuple[Method, int, int]] = groups
+        taken = {method.name: stop - start for method, start, stop in groups}
+        for method in registered() if self.config is not None else []:  # every method, with its heads here (maybe 0)
+            method.build_attention(self, self.config, site, self.layer_idx, taken.get(method.name, 0))
+
+    def heads_of(self, name: str) -> range:
+        """The head indices that method `name` takes in this attention (empty when none)."""
+        return next((range(a, b) for m, a, b in self.head_groups if m.name == name), range(0))
+
+    def _project(self, hidden_states, key_value_states, past_key_values):
+        """q, k, v `(B, H, T|S, d)` with Marian's cache handling (self- and cross-attention)."""
+        is_cross_attention = key_value_states is not None
+        hidden_shape = (*hidden_states.shape[:-1], -1, self.head_dim)
+        query = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)  # (B, H, T, d)
+        cache, is_updated = past_key_values, False
+        if isinstance(past_key_values, EncoderDecoderCache):
+            is_updated = past_key_values.is_updated.get(self.layer_idx)
+            cache = past_key_values.cross_attention_cache if is_cross_attention else past_key_values.self_attention_cache
+        if is_cross_attention and past_key_values is not None and is_updated:
+            return query, cache.layers[self.layer_idx].keys, cache.layers[self.layer_idx].values
+        current = key_value_states if is_cross_attention else hidden_states
+        kv_shape = (*current.shape[:-1], -1, self.head_dim)
+        key = self.k_proj(current).view(kv_shape).transpose(1, 2)  # (B, H, S, d)
+        value = self.v_proj(current).view(kv_shape).transpose(1, 2)  # (B, H, S, d)
+        if past_key_values is not None:
+            key, value = cache.update(key, value, self.layer_idx)
+            if is_cross_attention and isinstance(past_key_values, EncoderDecoderCache):
+                past_key_values.is_updated[self.layer_idx] = True
+        return query, key, value
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        key_value_states: torch.Tensor | None = None,
+        past_key_values=None,
+        attention_mask: torch.Tensor | None = None,
+        attention_record: AttentionRecord | None = None,
+        **kwargs,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """`hidden_states` `(B, T, D)`; method inputs (e.g. `parent_positions` `(B, S)`, `tree_weights` `(B, T, S)`)
+        arrive in `kwargs`."""
+        output_attentions = kwargs.get("output_attentions", False)
+        record_cross = attention_record is not None and self.site == "cross" and attention_record.wants_cross(self.layer_idx)
+        if not self.head_groups and not output_attentions and not record_cross:
+            return super().forward(hidden_states, key_value_states, past_key_values, attention_mask, **kwargs)
+
+        input_shape = hidden_states.shape[:-1]  # (B, T)
+        query, key, value = self._project(hidden_states, key_value_states, past_key_values)
+        mask = _additive_mask(
+            attention_mask, query.shape[2], key.shape[2], self.is_causal and key_value_states is None,
+            query.dtype, query.device,
+        )  # (B|1, 1, T, S) or None  # fmt: skip
+        ctx = AttentionContext(self, self.site, mask, past_key_values, kwargs, attention_record)
+        groups = self.head_groups
+        query = _by_group(query, groups, lambda m, q, a, b: m.query(ctx, q, a, b))  # (B, H, T, d)
+        # heads [0, n_eager) take the eager score path; the rest the configured kernel
+        if output_attentions or record_cross:
+            n_eager = self.num_heads
+        else:
+            n_eager = max((b for m, a, b in groups if m.needs_eager(ctx)), default=0)
+        dropout = self.dropout if self.training else 0.0
+        outputs, probs = [], None
+        if n_eager > 0:
+            out, probs = self._eager(ctx, query[:, :n_eager], key[:, :n_eager], value[:, :n_eager], dropout)
+            if record_cross:
+                attention_record.cross[self.layer_idx] = probs  # (B, H, T, S)
+            outputs.append(out)  # (B, T, n_eager, d)
+        if n_eager < self.num_heads:
+            q, k, v = query[:, n_eager:], key[:, n_eager:], value[:, n_eager:]  # (B, H-n, T|S, d)
+            interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(
+                self.config._attn_implementation, eager_attention_forward
+            )
+            out, _ = interface(self, q, k, v, attention_mask, dropout=dropout, scaling=self.scaling, **kwargs)
+            outputs.append(out)  # (B, T, H-n, d)
+        attn_output = torch.cat(outputs, dim=2) if len(outputs) > 1 else outputs[0]  # (B, T, H, d)
+        attn_output = self.out_proj(attn_output.reshape(*input_shape, -1).contiguous())  # (B, T, D)
+        return attn_output, (probs if output_attentions else None)  # (B, H, T, S)
+
+    def _eager(self, ctx: AttentionContext, query, key, value, dropout):
+        """The first `n` heads by matmul-softmax with the method hooks: `query`/`key`/`value` `(B, n, T|S, d)`;
+        returns `(B, T, n, d)` and probabilities `(B, n, T, S)`."""
+        n = query.shape[1]
+        groups = [g for g in self.head_groups if g[2] <= n]
+        scores = torch.matmul(query, key.transpose(2, 3)) * self.scaling  # Eq. 1 (PASCAL): Q K^T / sqrt(d), (B, n, T, S)
+        scores = _by_group(scores, groups, lambda m, x, a, b: m.scores(ctx, x, a, b))
+        logits = scores if ctx.mask is None else scores + ctx.mask  # (B, n, T, S)
+        logits = _by_group(logits, groups, lambda m, x, a, b: m.logits(ctx, x, a, b))
+        probs = nn.functional.softmax(logits, dim=-1)  # (B, n, T, S)
+        probs = _by_group(probs, groups, lambda m, x, a, b: m.probs(ctx, x, a, b))
+        if ctx.record is not None:
+            for method, a, b in groups:
+                method.record(ctx, HeadRecord(logits[:, a:b], scores[:, a:b], probs[:, a:b]), a, b)
+        out = torch.matmul(nn.functional.dropout(probs, p=dropout, training=self.training), value)  # (B, n, T, d)
+        return out.transpose(1, 2), probs
+
+
+def _feed_forward(layer, hidden_states: torch.Tensor) -> torch.Tensor:
+    """Marian's position-wise feed-forward sublayer with its residual connection and post-norm, `(B, T, D)`."""
+    residual = hidden_states
+    hidden_states = layer.activation_fn(layer.fc1(hidden_states))
+    hidden_states = nn.functional.dropout(hidden_states, p=layer.activation_dropout, training=layer.training)
+    hidden_states = layer.fc2(hidden_states)
+    hidden_states = nn.functional.dropout(hidden_states, p=layer.dropout, training=layer.training)
+    return layer.final_layer_norm(residual + hidden_states)
+
+
+class SyntaxMTEncoderLayer(MarianEncoderLayer):
+    """Marian encoder layer whose self-attention may have method heads, and (document context) a context attention
+    between self-attention and the feed-forward network (Eq. 12)."""
+
+    def __init__(self, config: SyntaxMTConfig, layer_idx: int):
+        super().__init__(config, layer_idx)
+        self.self_attn = SyntaxMTAttention(
+            embed_dim=self.embed_dim, num_heads=config.encoder_attention_heads, dropout=config.attention_dropout,
+            config=config, layer_idx=layer_idx, site="encoder",
+        )  # fmt: skip
+        self.context_index, self.context_attn = context_sublayer(config, "encoder", layer_idx)
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        context_key_value: torch.Tensor | None = None,
+        context_masks: ContextMasks | None = None,
+        **kwargs,
+    ) -> torch.Tensor:
+        """`context_key_value` `(B, 2, H, M, d)` and `context_masks`: document context, when this layer has a
+        context attention and the batch has context. Method inputs and the record travel in `kwargs`."""
+        residual = hidden_states
+        hidden_states, _ = self.self_attn(hidden_states, attention_mask=attention_mask, **kwargs)
+        hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
+        hidden_states = self.self_attn_layer_norm(residual + hidden_states)  # B^(n), Eq. 11
+        if self.context_attn is not None and context_key_value is not None:
+            hidden_states = self.context_attn(hidden_states, context_key_value, context_masks)  # D^(n)
+
+        return _feed_forward(self, hidden_states)  # Eqs. 13 / 18
+
+
+class SyntaxMTDecoderLayer(MarianDecoderLayer):
+    """Marian decoder layer: self-attention (causal) and cross-attention whose heads methods may take, and (document
+    context) a context attention after the self-attention (Eq. 16)."""
+
+    def __init__(self, config: SyntaxMTConfig, layer_idx: int):
+        super().__init__(config, layer_idx)
+        common = dict(dropout=config.attention_dropout, is_decoder=True, config=config, layer_idx=layer_idx)
+        self.self_attn = SyntaxMTAttention(
+            self.embed_dim, config.decoder_attention_heads, is_causal=True, site="decoder", **common
+        )
+        self.encoder_attn = SyntaxMTAttention(self.embed_dim, config.decoder_attention_heads, site="cross", **common)
+        self.context_index, self.context_attn = context_sublayer(config, "decoder", layer_idx)
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        encoder_hidden_states: torch.Tensor | None = None,
+        encoder_attention_mask: torch.Tensor | None = None,
+        past_key_values=None,
+        use_cache: bool | None = True,
+        context_key_values: tuple[torch.Tensor, ...] | None = None,
+        context_masks: ContextMasks | None = None,
+        **kwargs,
+    ) -> torch.Tensor:
+        """`MarianDecoderLayer.forward` with the context attention of Eq. 16 after the self-attention.
+        `context_key_values`: the keys/values of every decoder context sublayer, a tuple of `(B, 2, H, M, d)`."""
+        residual = hidden_states
+        hidden_states, _ = self.self_attn(
+            hidden_states, past_key_values=past_key_values, attention_mask=attention_mask, **kwargs
+        )
+        hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
+        hidden_states = self.self_attn_layer_norm(residual + hidden_states)  # E^(n), Eq. 15
+        if self.context_attn is not None and context_key_values is not None:
+            hidden_states = self.context_attn(
+                hidden_states, context_key_values[self.context_index], context_masks
+            )  # F^(n)
+        if encoder_hidden_states is not None:  # Eq. 17
+            residual = hidden_states
+            hidden_states, _ = self.encoder_attn(
+                hidden_states, key_value_states=encoder_hidden_states, attention_mask=encoder_attention_mask,
+                past_key_values=past_key_values, **kwargs,
+            )  # fmt: skip
+            hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
+            hidden_states = self.encoder_attn_layer_norm(residual + hidden_states)
+        return _feed_forward(self, hidden_states)  # Eqs. 13 / 18
