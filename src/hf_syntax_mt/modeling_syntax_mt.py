@@ -459,8 +459,9 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         config = self.config
         supervision = {name: kwargs.pop(name) for name in supervision_names() if name in kwargs}
         batch = {"labels": labels, "attention_mask": attention_mask, **supervision}
-        active = active_methods(config)
         record_heads, cross_layers = False, set(self.record_cross_layers)
+        # a decoding step (no labels, no supervision) records nothing: skip asking the methods
+        active = active_methods(config) if labels is not None or supervision or cross_layers else []
         for method in active:
             heads, cross = method.wants_record(self, batch)
             record_heads |= heads and past_key_values is None

@@ -177,6 +177,13 @@ class Method:
 
 _REGISTRY: dict[str, Method] = {}
 _LISTENERS: list[Callable[[], None]] = []
+_NAMES: dict[str, tuple[str, ...]] = {}  # input / supervision / loss names, rebuilt when the registry changes
+
+
+def _changed() -> None:
+    _NAMES.clear()
+    for listener in _LISTENERS:
+        listener()
 
 
 def register(method: Method) -> Method:
@@ -186,15 +193,13 @@ def register(method: Method) -> Method:
     if method.name in _REGISTRY and type(_REGISTRY[method.name]) is not type(method):
         raise ValueError(f"A method named {method.name!r} is already registered ({type(_REGISTRY[method.name]).__name__}).")
     _REGISTRY[method.name] = method
-    for listener in _LISTENERS:
-        listener()
+    _changed()
     return method
 
 
 def unregister(name: str) -> None:
     _REGISTRY.pop(name, None)
-    for listener in _LISTENERS:
-        listener()
+    _changed()
 
 
 def on_change(listener: Callable[[], None]) -> None:
@@ -239,13 +244,20 @@ def head_layout(config, site: str, layer: int, num_heads: int) -> list[tuple[Met
     return groups
 
 
+def _names(kind: str) -> tuple[str, ...]:
+    if kind not in _NAMES:  # cached: the models ask at every decoding step
+        _NAMES[kind] = tuple(dict.fromkeys(n for m in _REGISTRY.values() for n in getattr(m, kind)))
+    return _NAMES[kind]
+
+
 def input_names() -> tuple[str, ...]:
     """Every model input any registered method reads (the one list of syntax keyword arguments)."""
-    return tuple(dict.fromkeys(n for m in _REGISTRY.values() for n in m.inputs))
+    return _names("inputs")
 
 
 def supervision_names() -> tuple[str, ...]:
-    return tuple(dict.fromkeys(n for m in _REGISTRY.values() for n in m.supervision))
+    """Every training-only supervision column any registered method reads."""
+    return _names("supervision")
 
 
 def input_columns(config) -> list[str]:
@@ -264,7 +276,7 @@ def supervision_columns(config) -> list[str]:
 
 
 def loss_names() -> tuple[str, ...]:
-    return tuple(dict.fromkeys(n for m in _REGISTRY.values() for n in m.losses))
+    return _names("losses")
 
 
 def describe(config) -> list[str]:
