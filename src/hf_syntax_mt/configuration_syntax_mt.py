@@ -37,7 +37,7 @@ _POSITIVE_INTS = (
 _PROBABILITIES = ("dropout", "attention_dropout", "activation_dropout", "encoder_layerdrop", "decoder_layerdrop")
 _NUMBERS = (
     "pascal_sigma", "parent_ignoring", "label_smoothing", "dbsa_loss_weight", "lisa_loss_weight", "sync_loss_weight",
-    "global_fertility_weight", "symmetry_weight", "init_std", *_PROBABILITIES,
+    "global_fertility_weight", "symmetry_weight", "guided_alignment_weight", "init_std", *_PROBABILITIES,
 )  # fmt: skip
 
 # Keys that are not fields of the config but that transformers itself writes into (or reads from) config.json:
@@ -158,6 +158,17 @@ class SyntaxMTConfig(MarianConfig):
             without it first). Steps come from `AlignmentTrainingCallback` or `model.alignment_training_step`.
         symmetry_weight (`float`, *optional*, defaults to 0.0):
             gamma of the bilingual-symmetry trace bonus, used by `SymmetricTranslationModel` (0: off).
+        guided_alignment_weight (`float`, *optional*, defaults to 0.0):
+            Guided alignment (Garg et al. 2019): weight of the loss -sum_t log A[t, a_t] that supervises a
+            cross-attention with external alignments (`decoder_alignment`, e.g. from eflomal through
+            `hf_syntax_mt.data.alignments.AlignmentTargets`); 0 (default) switches it off. Garg et al. use 0.05.
+        guided_alignment_layer (`int`, *optional*):
+            The supervised decoder layer (0-based); `None` (default): `resolved_alignment_layer`.
+        guided_alignment_heads (`int`, *optional*, defaults to 1):
+            The first k heads of that layer, averaged, are supervised (Garg et al.: one head).
+        method_options (`dict`, *optional*):
+            Options of methods registered outside the package (`hf_syntax_mt.methods.register`), by method name:
+            `{"my_method": {...}}`; each method validates its own. A name no registered method has is an error.
         context_sentences (`int`, *optional*, defaults to 0):
             Document-level context (Zhang et al. 2018): k, the number of previous source sentences of the same
             document the model reads (paper best: 2). 0 (default): a sentence-level model, no parameter added.
@@ -214,6 +225,9 @@ class SyntaxMTConfig(MarianConfig):
     decoder_context_layers: list[int] | None = None
     context_gating: bool = True
     max_context_length: int | None = None
+    guided_alignment_weight: float | int = 0.0
+    guided_alignment_layer: int | None = None
+    guided_alignment_heads: int = 1
     method_options: dict | None = None
 
     def __post_init__(self, **kwargs):

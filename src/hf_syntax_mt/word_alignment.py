@@ -12,43 +12,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
-Link = tuple[int, int]
-
-
-@dataclass(frozen=True)
-class GoldAlignment:
-    """The gold links of one pair: ``sure`` ⊆ ``possible``."""
-
-    sure: frozenset[Link]
-    possible: frozenset[Link]
-
-
-def parse_pharaoh(line: str, one_indexed: bool = False, where: str = "line") -> GoldAlignment:
-    """Links of one Pharaoh line: ``i-j`` (sure) and ``ipj`` (possible). Errors say which token of ``where``."""
-    sure, possible = set(), set()
-    for token in line.split():
-        sep = "-" if "-" in token else "p" if "p" in token else None
-        left, _, right = token.partition(sep) if sep else (token, "", "")
-        if sep is None or not left.isdigit() or not right.isdigit():
-            raise ValueError(f"{where}: {token!r} is not a link 'i-j' (sure) or 'ipj' (possible)")
-        i, j = int(left) - one_indexed, int(right) - one_indexed
-        if i < 0 or j < 0:
-            raise ValueError(f"{where}: link {token!r} is below the first index ({int(one_indexed)})")
-        possible.add((i, j))
-        if sep == "-":
-            sure.add((i, j))
-    return GoldAlignment(frozenset(sure), frozenset(possible))
-
-
-def read_pharaoh(path: str | os.PathLike, one_indexed: bool = False) -> list[GoldAlignment]:
-    """Every line of a Pharaoh file (empty lines = no link, so an aligner that linked nothing is read too); errors
-    name the file and line."""
-    from .data.textio import read_text, split_lines
-
-    lines = split_lines(read_text(path))
-    return [parse_pharaoh(line, one_indexed, f"{path}:{k}") for k, line in enumerate(lines, start=1)]
+from .data.readers import GoldAlignment, Link, parse_pharaoh, read_pharaoh  # noqa: F401  (Pharaoh reading)
 
 
 def format_pharaoh(links: Iterable[Link]) -> str:

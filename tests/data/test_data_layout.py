@@ -18,7 +18,8 @@ DATA = SRC / "data"
 
 # The flow: readers (+ the parse data class) -> parsers -> subwords -> document context -> preprocess -> collator.
 # A module may import only modules before it. `parser_config` (a parser from a model config) follows the parsers,
-# `multitask` (parse + translate rows for the preprocessor) the preprocessor; the compatibility shims (`textio`
+# `multitask` (parse + translate rows for the preprocessor) and `alignments` (guided-alignment targets, on the
+# preprocessed rows) the preprocessor; the compatibility shims (`textio`
 # re-exports the readers, `synthetic` the demo language) and the package `__init__` re-export what comes before.
 FLOW = [
     "parsed",
@@ -29,6 +30,7 @@ FLOW = [
     "subwords",
     "documents",
     "preprocess",
+    "alignments",
     "multitask",
     "collator",
     "synthetic",

@@ -33,6 +33,7 @@ METHOD_CONFIGS = {
     "alignment_bias": dict(alignment_bias_layers=[1]),
     "fertility": dict(global_fertility_weight=0.3),
     "document_context": dict(context_sentences=1),
+    "guided_alignment": dict(guided_alignment_weight=0.5),
 }
 BUILTIN = list(METHOD_CONFIGS)
 
@@ -42,8 +43,16 @@ def build(name: str, seed: int = 0) -> SyntaxMTForConditionalGeneration:
     return SyntaxMTForConditionalGeneration(SyntaxMTConfig(**BASE, **METHOD_CONFIGS[name])).eval()
 
 
+def training_batch() -> dict:
+    """The fixture's batch plus guided-alignment links (label t -> source t, where both exist)."""
+    batch = fixture.batch()
+    batch["decoder_alignment"] = torch.tensor([[0, 1, 2, 3, 5], [0, 1, 2, 4, -100]])
+    return batch
+
+
 def generation_inputs(batch: dict) -> dict:
-    return {k: v for k, v in batch.items() if k not in ("labels", "lisa_parents", "dbsa_heads", "decoder_dbsa_heads")}
+    supervision = ("labels", "lisa_parents", "dbsa_heads", "decoder_dbsa_heads", "decoder_alignment")
+    return {k: v for k, v in batch.items() if k not in supervision}
 
 
 def test_every_registered_method_has_a_tester():
@@ -59,7 +68,7 @@ def test_the_config_activates_exactly_its_method(name):
 
 @pytest.mark.parametrize("name", BUILTIN)
 def test_save_and_load_round_trip(name, tmp_path):
-    model, batch = build(name), fixture.batch()
+    model, batch = build(name), training_batch()
     model.save_pretrained(tmp_path)
     loaded = SyntaxMTForConditionalGeneration.from_pretrained(tmp_path).eval()
     drop = ("_name_or_path",)
@@ -74,7 +83,7 @@ def test_save_and_load_round_trip(name, tmp_path):
 
 @pytest.mark.parametrize("name", BUILTIN)
 def test_cached_generation_equals_the_full_forward(name):
-    model, batch = build(name), generation_inputs(fixture.batch())
+    model, batch = build(name), generation_inputs(training_batch())
     with torch.no_grad():
         cached = model.generate(**batch, max_new_tokens=5, num_beams=1, do_sample=False, use_cache=True)
         full = model.generate(**batch, max_new_tokens=5, num_beams=1, do_sample=False, use_cache=False)
@@ -91,7 +100,7 @@ def test_one_trainer_step_trains_the_method(name, tmp_path):
     from hf_syntax_mt.training import SyntaxMTTrainer
 
     model = build(name).train()
-    batch = fixture.batch()
+    batch = training_batch()
     rows = [{k: v[i].tolist() for k, v in batch.items()} for i in range(2)]
     dataset = Dataset.from_list(rows)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
@@ -112,9 +121,11 @@ def test_one_trainer_step_trains_the_method(name, tmp_path):
         "pascal": [], "tree": [], "biaffine": ["biaffine_u"], "synchronous": ["biaffine_u"],
         "input_features": ["feature_embeddings"], "alignment_bias": ["alignment_bias"],
         "fertility": ["global_fertility"], "document_context": ["context_encoder", "context_attn"],
+        "guided_alignment": ["model.decoder.layers.1.encoder_attn"],
     }[name]  # fmt: skip
     for fragment in method_params:
         assert any(fragment in n for n in changed), f"{fragment} did not train"
-    aux = {"biaffine": ["dbsa_loss", "lisa_loss"], "synchronous": ["sync_loss"], "fertility": ["fertility_loss"]}
+    aux = {"biaffine": ["dbsa_loss", "lisa_loss"], "synchronous": ["sync_loss"], "fertility": ["fertility_loss"],
+           "guided_alignment": ["alignment_loss"]}
     for term in aux.get(name, []):
         assert term in log and log[term] > 0, (term, log)

@@ -5,6 +5,7 @@ from .alignment_bias import AlignmentBias
 from .biaffine import Biaffine
 from .document_context import DocumentContext
 from .fertility import Fertility
+from .guided_alignment import GuidedAlignment
 from .input_features import InputFeatures
 from .pascal import Pascal
 from .registry import register, registered
@@ -19,6 +20,7 @@ BUILTIN = (
     InputFeatures,  # Sennrich & Haddow 2016
     AlignmentBias,  # Cohn et al. 2016, structural biases
     Fertility,  # Cohn et al. 2016, global fertility
+    GuidedAlignment,  # Garg et al. 2019
     DocumentContext,  # Zhang et al. 2018
 )
 if not any(isinstance(m, BUILTIN) for m in registered()):

@@ -33,6 +33,18 @@ def load_split(data_args: DataArguments, split: str):
         described = next(getattr(data_args, f"{split}_{k}") for k in ("source_conllu", "source_file", "file")
                           if getattr(data_args, f"{split}_{k}"))  # fmt: skip
         ds = ds.add_column("doc_id", read_doc_ids(docid_file, len(ds), described))
+    alignment_file = getattr(data_args, f"{split}_alignment_file", None)
+    if alignment_file:
+        from ..data.readers import read_lines
+
+        if ds is None:
+            raise ValueError(f"--{split}_alignment_file needs the {split} split's data files")
+        _require_nonempty(alignment_file)
+        lines = read_lines(alignment_file)
+        if len(lines) != len(ds):
+            raise ValueError(f"--{split}_alignment_file {alignment_file} has {len(lines)} lines but the {split} split "
+                             f"has {len(ds)} pairs: give one Pharaoh line per pair (empty: no link).")  # fmt: skip
+        ds = ds.add_column("alignment", lines)
     return ds
 
 

@@ -285,6 +285,11 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
                              "(one document id a line)")  # fmt: skip
         return add_document_context(ds, context_k, num_proc=data_args.preprocessing_num_workers)
 
+    supervised = supervision_columns(config) if is_syntax else []
+    if "decoder_alignment" in supervised and (not training_args.do_train or "alignment" not in raw["train"].column_names):
+        raise ValueError(f"guided_alignment_weight={config.guided_alignment_weight} trains on word alignments: give "
+                         "--train_alignment_file (Pharaoh, one line per training pair, e.g. from eflomal)")  # fmt: skip
+
     # parse + tokenize + align, one datasets.map per split
     processed, kept_raw = {}, {}
     for split, ds in raw.items():
@@ -307,6 +312,8 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
                                       num_proc=data_args.preprocessing_num_workers,
                                       features=fn.output_features(ds.column_names),
                                       desc=f"Parsing and aligning ({split})")  # fmt: skip
+        if "decoder_alignment" in supervised and split == "train":
+            processed[split] = _with_alignment_targets(processed[split], ds, tokenizer, data_args)
 
     model.generation_config.max_length = data_args.max_target_length
     if training_args.generation_num_beams is not None:
@@ -439,6 +446,18 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
                 training=training_text, model_signature=model_sig,
             )  # fmt: skip
     return metrics
+
+
+def _with_alignment_targets(processed, raw, tokenizer, data_args):
+    """Guided alignment: the Pharaoh links of each pair as `decoder_alignment` (`data.alignments.AlignmentTargets`)."""
+    from ..data.alignments import AlignmentTargets
+
+    rows = processed.add_column("source", raw["source"]).add_column("target", raw["target"])
+    rows = rows.add_column("alignment", raw["alignment"])
+    fn = AlignmentTargets(tokenizer, max_source_length=data_args.max_source_length,
+                          max_target_length=data_args.max_target_length)  # fmt: skip
+    return rows.map(fn, batched=True, with_indices=True, remove_columns=["source", "target", "alignment"],
+                    desc="Guided-alignment targets")  # fmt: skip
 
 
 def _check_order(label_ids, labels: list[list[int]], split: str) -> None:

@@ -138,6 +138,11 @@ class DataArguments:
     )  # fmt: skip
     validation_docid_file: str | None = None
     test_docid_file: str | None = None
+    train_alignment_file: str | None = field(
+        default=None,
+        metadata={"help": "Word alignments (Pharaoh 'i-j', 0-based, e.g. eflomal's), one line per training pair: "
+                  "the targets of guided alignment (--config_overrides guided_alignment_weight=0.05)."},
+    )  # fmt: skip
     parser: str = field(
         default="auto",
         metadata={"help": "Source parser: 'auto' (CoNLL-U sources when given, none for a model without syntax "

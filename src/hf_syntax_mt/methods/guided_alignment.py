@@ -1,0 +1,89 @@
+"""Guided alignment (Garg et al. 2019, "Jointly Learning to Align and Translate with Transformer Models"; as
+fairseq's `transformer_align`, OpenNMT-py and Marian): the cross-attention of one decoder layer, averaged over its
+first `guided_alignment_heads` heads, is supervised by external alignments (e.g. eflomal's) with the loss
+L_a = -sum_t log A[t, a_t] over the target tokens t that have an aligned source token a_t (Garg et al., Eq. 3
+with one link per target token), added with weight `guided_alignment_weight`.
+
+Supervision: `decoder_alignment` `(B, T)`, per *label* position the source subword position it aligns to (-100:
+none), built from a Pharaoh file per training pair by `hf_syntax_mt.data.alignments.AlignmentTargets`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .registry import Method
+
+
+def guided_alignment_nll(probs: torch.Tensor, target: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """-sum log A[b, t, a_t] over the valid target positions.
+
+    Args:
+        probs: `(B, T, S)` supervised attention (rows sum to 1 over the source).
+        target: `(B, T)` long, the aligned source position of each target position.
+        valid: `(B, T)` bool, target positions that have a link (and are real labels).
+    """
+    S = probs.shape[-1]
+    p = probs.float().gather(-1, target.clamp(0, S - 1).unsqueeze(-1)).squeeze(-1)  # A[b, t, a_t], (B, T)
+    return -(p.clamp_min(torch.finfo(torch.float32).tiny).log().masked_fill(~valid, 0.0)).sum()
+
+
+class GuidedAlignment(Method):
+    name = "guided_alignment"
+    fields = ("guided_alignment_weight", "guided_alignment_layer", "guided_alignment_heads")
+    supervision = ("decoder_alignment",)
+    losses = ("alignment_loss",)
+
+    def active(self, config) -> bool:
+        return config.guided_alignment_weight > 0
+
+    @staticmethod
+    def layer(config) -> int:
+        if config.guided_alignment_layer is not None:
+            return config.guided_alignment_layer
+        return config.resolved_alignment_layer
+
+    def validate(self, config) -> None:
+        value = config.guided_alignment_weight
+        if isinstance(value, bool) or not value >= 0 or value == float("inf"):
+            raise ValueError(
+                f"guided_alignment_weight={value!r} must be a finite number >= 0 (0 switches guided alignment off; "
+                "Garg et al. use 0.05)."
+            )
+        layer, n = config.guided_alignment_layer, config.decoder_layers
+        if layer is not None and (not isinstance(layer, int) or isinstance(layer, bool) or not 0 <= layer < n):
+            raise ValueError(
+                f"guided_alignment_layer={layer!r} but the model has decoder_layers={n}: give a decoder layer index in "
+                f"0..{n - 1} (Garg et al.: the penultimate), or None for the model's alignment layer."
+            )
+        heads, h = config.guided_alignment_heads, config.decoder_attention_heads
+        if not isinstance(heads, int) or isinstance(heads, bool) or not 1 <= heads <= h:
+            raise ValueError(
+                f"guided_alignment_heads={heads!r} must be an int in 1..decoder_attention_heads={h} (the first k heads "
+                "of the layer are averaged and supervised; Garg et al. supervise 1)."
+            )
+
+    def describe(self, config):
+        if not self.active(config):
+            return None
+        return (f"Guided alignment (Garg et al. 2019): the first {config.guided_alignment_heads} head(s) of decoder "
+                f"layer {self.layer(config)}'s cross-attention supervised by external alignments, weight "
+                f"{config.guided_alignment_weight}.")  # fmt: skip
+
+    def wants_record(self, model, batch):
+        if batch.get("labels") is None or batch.get("decoder_alignment") is None:
+            return False, set()
+        return False, {self.layer(model.config)}
+
+    def loss(self, model, record, batch, outputs):
+        target, labels = batch.get("decoder_alignment"), batch.get("labels")
+        probs = record.cross.get(self.layer(model.config))
+        if target is None or labels is None or probs is None:
+            return {}
+        attention = probs[:, : model.config.guided_alignment_heads].mean(dim=1)  # (B, T, S)
+        target = target.to(attention.device)
+        valid = (target >= 0) & (labels.to(attention.device) != -100)  # (B, T)
+        return {"alignment_loss": guided_alignment_nll(attention, target, valid)}
+
+    def loss_weights(self, config):
+        return {"alignment_loss": config.guided_alignment_weight}
