@@ -334,3 +334,27 @@ def test_context_without_document_ids_is_refused(corpus, tmp_path):
             "--max_steps", "1"]  # fmt: skip
     with pytest.raises(ValueError, match="context_sentences=1 needs document boundaries: give --train_docid_file"):
         cli_main(["train", *argv])
+
+
+def test_guided_alignment_from_a_pharaoh_file(corpus, tmp_path):
+    """Issue 14: --train_alignment_file + guided_alignment_weight: the links become decoder_alignment in the map
+    pass, the trainer logs alignment_loss, the saved config keeps the weight; without the file a clear error."""
+    src = corpus["train"]["src"].read_text().splitlines()
+    tgt = corpus["train"]["tgt"].read_text().splitlines()
+    links = tmp_path / "train.align"
+    links.write_text("".join(" ".join(f"{i}-{i}" for i in range(min(len(s.split()), len(t.split())))) + "\n"
+                             for s, t in zip(src, tgt, strict=True)))  # fmt: skip
+    out = tmp_path / "guided"
+    data = ["--train_source_file", str(corpus["train"]["src"]), "--train_target_file", str(corpus["train"]["tgt"])]
+    argv = ["train", "--output_dir", str(out), *data, *TINY, *QUIET, "--config_overrides",
+            "guided_alignment_weight=0.5", "--max_steps", "4", "--per_device_train_batch_size", "16",
+            "--logging_steps", "2", "--do_train"]  # fmt: skip
+    with pytest.raises(ValueError, match="--train_alignment_file"):
+        cli_main([*argv, "--output_dir", str(tmp_path / "refused")])
+    assert cli_main([*argv, "--train_alignment_file", str(links)]) == 0
+    assert json.loads((out / "config.json").read_text())["guided_alignment_weight"] == 0.5
+    logged = [h for h in json.loads((out / "trainer_state.json").read_text())["log_history"] if "loss" in h]
+    assert logged and all(h["alignment_loss"] > 0 for h in logged)
+    links.write_text("0-0\n")
+    with pytest.raises(ValueError, match="has 1 lines but the train split has"):
+        cli_main([*argv, "--train_alignment_file", str(links), "--output_dir", str(tmp_path / "short")])
