@@ -40,6 +40,9 @@ METHODS: dict[str, tuple[dict, bool, str]] = {
     "fertility": ({"alignment_bias_layers": [1], "alignment_biases": ["fertility"]}, False, "Cohn local fertility"),
     "all_biases": ({"alignment_bias_layers": [1]}, False, "position + Markov + local fertility"),
     "symmetric": ({"alignment_layer": 1}, True, "both directions jointly, trace bonus gamma 0.5 (Cohn Sec. 3.3)"),
+    "guided": ({"alignment_layer": 1, "guided_alignment_weight": 0.05}, False,
+               "guided alignment (Garg et al. 2019): head 0 of layer 1 supervised by eflomal's grow-diag-final-and "
+               "links on the training pairs, weight 0.05"),
 }
 PLAN = [(m, 0) for m in METHODS]
 RECIPE = dict(d_model=256, layers=3, heads=4, ffn_dim=1024, dropout=0.1, vocab_size=8000, max_tokens=2500,
@@ -116,6 +119,30 @@ def translate(model, tokenizer, sources: list[str], args, batch_size: int = 64) 
     return out
 
 
+def eflomal_training_links(args, data) -> list[str]:
+    """eflomal's grow-diag-final-and links (Pharaoh) for every training pair, computed once per output directory
+    (with the Hansards pairs appended, as `eflomal_reference.py` does) and cached there."""
+    cache = Path(args.output_dir) / f"eflomal-train-{len(data['train'][0])}.gdfa"
+    if not cache.is_file():
+        import tempfile
+
+        import eflomal
+
+        from hf_syntax_mt.word_alignment import format_pharaoh, read_pharaoh, symmetrize
+
+        src = data["train"][0] + list(data["hansards"][0])
+        tgt = data["train"][1] + list(data["hansards"][1])
+        with tempfile.TemporaryDirectory() as tmp:
+            fwd, rev = Path(tmp) / "fwd", Path(tmp) / "rev"
+            eflomal.Aligner().align(src, tgt, links_filename_fwd=str(fwd), links_filename_rev=str(rev), quiet=True)
+            n = len(data["train"][0])
+            f, b = [a.sure for a in read_pharaoh(fwd)[:n]], [a.sure for a in read_pharaoh(rev)[:n]]
+        lines = [format_pharaoh(symmetrize(set(x), set(y), "grow-diag-final-and")) for x, y in zip(f, b, strict=True)]
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return cache.read_text(encoding="utf-8").split("\n")[:-1]
+
+
 def run_unit(args, method: str, seed: int) -> Path:
     import sacrebleu
     import torch
@@ -137,8 +164,17 @@ def run_unit(args, method: str, seed: int) -> Path:
 
     tokenizer = AutoTokenizer.from_pretrained(tok_dir)
     train = Dataset.from_dict({"source": data["train"][0], "target": data["train"][1]})
+    guided = METHODS[method][0].get("guided_alignment_weight", 0) > 0
     train = train.map(TokenizeOnly(tokenizer, r["max_length"], r["max_length"]), batched=True,
-                      remove_columns=["source", "target"], desc="tokenize")  # fmt: skip
+                      remove_columns=[] if guided else ["source", "target"], desc="tokenize")  # fmt: skip
+    if guided:  # eflomal's links on the training pairs (the reference aligner, same data) -> decoder_alignment
+        from hf_syntax_mt.data.alignments import AlignmentTargets
+
+        train = train.add_column("alignment", eflomal_training_links(args, data))
+        train = train.map(AlignmentTargets(tokenizer, max_source_length=r["max_length"],
+                                           max_target_length=r["max_length"]),
+                          batched=True, with_indices=True, remove_columns=["source", "target", "alignment"],
+                          desc="guided-alignment targets")  # fmt: skip
     model = build(args, method, seed, tokenizer)
     symmetric = METHODS[method][1]
     collator = (DataCollatorForSymmetricTranslation(pad_token_id=tokenizer.pad_token_id) if symmetric
