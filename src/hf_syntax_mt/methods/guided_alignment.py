@@ -1,8 +1,9 @@
 """Guided alignment (Garg et al. 2019, "Jointly Learning to Align and Translate with Transformer Models"; as
 fairseq's `transformer_align`, OpenNMT-py and Marian): the cross-attention of one decoder layer, averaged over its
 first `guided_alignment_heads` heads, is supervised by external alignments (e.g. eflomal's) with the loss
-L_a = -sum_t log A[t, a_t] over the target tokens t that have an aligned source token a_t (Garg et al., Eq. 3
-with one link per target token), added with weight `guided_alignment_weight`.
+L_a = -sum_t log A[t, a_t] over the target tokens t that have an aligned source token a_t (Garg et al.'s
+alignment loss, as fairseq's `label_smoothed_cross_entropy_with_alignment` computes it, with one link per target
+token; the paper is not among ../shared/papers), added with weight `guided_alignment_weight`.
 
 Supervision: `decoder_alignment` `(B, T)`, per *label* position the source subword position it aligns to (-100:
 none), built from a Pharaoh file per training pair by `hf_syntax_mt.data.alignments.AlignmentTargets`.
@@ -24,6 +25,7 @@ def guided_alignment_nll(probs: torch.Tensor, target: torch.Tensor, valid: torch
         valid: `(B, T)` bool, target positions that have a link (and are real labels).
     """
     S = probs.shape[-1]
+    # L_a = -sum_t log A[t, a_t] (Garg et al. 2019's alignment loss, one link per target token)
     p = probs.float().gather(-1, target.clamp(0, S - 1).unsqueeze(-1)).squeeze(-1)  # A[b, t, a_t], (B, T)
     return -(p.clamp_min(torch.finfo(torch.float32).tiny).log().masked_fill(~valid, 0.0)).sum()
 
