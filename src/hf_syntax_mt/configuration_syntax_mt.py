@@ -12,7 +12,6 @@ import numbers
 from huggingface_hub.dataclasses import strict
 from transformers import GenerationConfig, MarianConfig
 
-from .methods.alignment_bias import AlignmentBias
 from .methods.builtin import BUILTIN  # noqa: F401  (registers the built-in methods)
 from .methods.input_features import FEATURE_COMBINATIONS  # noqa: F401
 from .methods.pascal import MIN_PASCAL_SIGMA, PASCAL_WEIGHTINGS  # noqa: F401
@@ -343,10 +342,6 @@ class SyntaxMTConfig(MarianConfig):
             return self.sync_cross_attention_layer
         return max(self.decoder_layers - 2, 0)
 
-    def pascal_heads_of_layer(self, layer_idx: int) -> int:
-        """Number of PASCAL heads in encoder layer `layer_idx` (0 when none)."""
-        return self.encoder_pascal_heads[layer_idx] if self.encoder_pascal_heads else 0
-
     def encoder_head_layout(self, layer_idx: int) -> dict[str, int]:
         """Number of heads of each kind in encoder layer `layer_idx`, in head order: PASCAL, syntax-directed (tree),
         LISA, DBSA, then standard heads."""
@@ -355,17 +350,9 @@ class SyntaxMTConfig(MarianConfig):
             for kind in ("pascal", "tree", "lisa", "dbsa")
         }
 
-    def decoder_head_layout(self, layer_idx: int) -> dict[str, int]:
-        """Number of heads of each kind in decoder layer `layer_idx` (only DBSA; heads `0..k-1`)."""
-        return {"dbsa": (self.decoder_dbsa_heads or [0] * self.decoder_layers)[layer_idx]}
-
     @property
     def uses_global_fertility(self) -> bool:
         return self.global_fertility_weight > 0
-
-    def alignment_biases_of_layer(self, layer_idx: int) -> tuple[str, ...]:
-        """The structural biases of decoder layer `layer_idx`'s cross-attention (empty when none)."""
-        return AlignmentBias.biases_of_layer(self, layer_idx)
 
     @property
     def resolved_alignment_layer(self) -> int:

@@ -98,9 +98,7 @@ class AlignmentTargets:
         out = []
         for k, row in enumerate(rows):
             for side, enc, ids in (("source", src, batch["input_ids"][k]), ("target", tgt, batch["labels"][k])):
-                if list(enc["input_ids"][k]) != [t for t in ids if t != -100][: len(enc["input_ids"][k])] or len(
-                    enc["input_ids"][k]
-                ) != len(ids):
+                if list(enc["input_ids"][k]) != list(ids):
                     raise ValueError(
                         f"row {row}: the {side} re-tokenised for the alignment differs from its preprocessed ids; give "
                         "AlignmentTargets the tokenizer and max lengths the rows were preprocessed with."

@@ -6,14 +6,11 @@ What lives here:
 
 - `StructuralAlignmentBias`: per-head logit bias of a decoder layer's cross-attention from the position bias (Eq. 6),
   the Markov condition (Eq. 7) and local fertility features, through a small tanh layer (the paper's `v tanh(W ...)`).
-- `structural_alignment_attention`: the eager cross-attention path that adds that bias, keeps the decoding state in
-  the cache, and records probabilities for the alignment-based losses.
-- `GlobalFertility`: the contextual Normal fertility model N(f_i; mu(h_i), sigma^2(h_i)) whose negative
-  log-likelihood is added to the loss after a pre-training phase.
-- the joint training of both directions with the trace bonus lives in `hf_syntax_mt.symmetric` (the model and
-  `DataCollatorForSymmetricTranslation`); both names still import from here.
-- `align` / `Alignment` / `plot_alignment`: alignments out of a chosen layer's cross-attention, and a PNG plot.
-- `AlignmentTrainingCallback`: feeds the Trainer's step to the fertility schedule and logs the auxiliary losses.
+- `AlignmentStateLayer`: the decoding state kept in the cross-attention cache.
+- `AlignmentBias`: the registered method; its `logits` hook adds the bias to every head of the biased layers.
+
+Global fertility is in `methods.fertility`, bilingual symmetry in `hf_syntax_mt.symmetric`, alignments out in
+`hf_syntax_mt.alignment`.
 
 Transformer adaptation (why training stays parallel over target positions)
 -------------------------------------------------------------------------

@@ -55,6 +55,7 @@ class GlobalFertility(nn.Module):
         Returns:
             scalar: sum over real source tokens of -log N(f_i; mu_i, sigma_i^2), divided by `num_items`.
         """
+        # Sec. 3.2 (global fertility): p(f_i | s, i) = N(mu(e_i), sigma^2(e_i)), f_i = sum_j alpha_{j,i}
         alpha = probs.mean(dim=1)  # heads averaged, (B, T, S)
         f = torch.einsum("bts,bt->bs", alpha, target_mask.to(alpha.dtype))  # f_i = sum_j alpha_ji, (B, S)
         mu, var = self(encoder_states)  # (B, S) each
