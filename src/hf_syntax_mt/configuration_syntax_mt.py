@@ -15,7 +15,7 @@ from transformers import GenerationConfig, MarianConfig
 from .methods.builtin import BUILTIN  # noqa: F401  (registers the built-in methods)
 from .methods.input_features import FEATURE_COMBINATIONS  # noqa: F401
 from .methods.pascal import MIN_PASCAL_SIGMA, PASCAL_WEIGHTINGS  # noqa: F401
-from .methods.registry import SITES, head_layout, parse_columns, registered
+from .methods.registry import SITES, check_decoder_layer, check_weight, head_layout, parse_columns, registered
 from .vocabularies import DEPRELS, INPUT_FEATURES, SUBWORD_TAGS, UPOS_TAGS  # noqa: F401
 
 logger = logging.getLogger(__name__)
@@ -421,16 +421,8 @@ class SyntaxMTConfig(MarianConfig):
                 f"source_parser={self.source_parser!r} needs a 'backend' key ('stanza', 'spacy' or 'conllu'); "
                 "build it with `parser.to_config()`."
             )
-        layer = self.alignment_layer
-        n = self.decoder_layers
-        if layer is not None and (not isinstance(layer, int) or isinstance(layer, bool) or not 0 <= layer < n):
-            raise ValueError(
-                f"alignment_layer={layer!r} but the model has decoder_layers={n}: give a decoder layer index in "
-                f"0..{n - 1}, or None for the last biased layer."
-            )
-        value = self.symmetry_weight
-        if isinstance(value, bool) or not value >= 0 or value == float("inf"):
-            raise ValueError(f"symmetry_weight={value!r} must be a finite number >= 0 (0 switches it off).")
+        check_decoder_layer(self, "alignment_layer", "or None for the last biased layer")
+        check_weight(self, "symmetry_weight")
         methods = {m.name for m in registered()}
         if self.method_options is not None:
             if not isinstance(self.method_options, dict) or any(not isinstance(v, dict) for v in self.method_options.values()):

@@ -11,7 +11,7 @@ import math
 import torch
 from torch import nn
 
-from .registry import Method
+from .registry import Method, check_weight
 
 
 class GlobalFertility(nn.Module):
@@ -75,9 +75,7 @@ class Fertility(Method):
         return config.uses_global_fertility
 
     def validate(self, config) -> None:
-        value = config.global_fertility_weight
-        if isinstance(value, bool) or not value >= 0 or value == float("inf"):
-            raise ValueError(f"global_fertility_weight={value!r} must be a finite number >= 0 (0 switches it off).")
+        check_weight(config, "global_fertility_weight")
         start = config.global_fertility_start_step
         if not isinstance(start, int) or isinstance(start, bool) or start < 0:
             raise ValueError(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from .registry import Method
+from .registry import Method, check_decoder_layer, check_weight
 
 
 def guided_alignment_nll(probs: torch.Tensor, target: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -46,18 +46,9 @@ class GuidedAlignment(Method):
         return config.resolved_alignment_layer
 
     def validate(self, config) -> None:
-        value = config.guided_alignment_weight
-        if isinstance(value, bool) or not value >= 0 or value == float("inf"):
-            raise ValueError(
-                f"guided_alignment_weight={value!r} must be a finite number >= 0 (0 switches guided alignment off; "
-                "Garg et al. use 0.05)."
-            )
-        layer, n = config.guided_alignment_layer, config.decoder_layers
-        if layer is not None and (not isinstance(layer, int) or isinstance(layer, bool) or not 0 <= layer < n):
-            raise ValueError(
-                f"guided_alignment_layer={layer!r} but the model has decoder_layers={n}: give a decoder layer index in "
-                f"0..{n - 1} (Garg et al.: the penultimate), or None for the model's alignment layer."
-            )
+        check_weight(config, "guided_alignment_weight", "0 switches guided alignment off; Garg et al. use 0.05")
+        check_decoder_layer(config, "guided_alignment_layer", "or None for the model's alignment layer (Garg et al.: "
+                            "the penultimate)")  # fmt: skip
         heads, h = config.guided_alignment_heads, config.decoder_attention_heads
         if not isinstance(heads, int) or isinstance(heads, bool) or not 1 <= heads <= h:
             raise ValueError(

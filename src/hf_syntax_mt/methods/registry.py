@@ -307,3 +307,19 @@ def check_per_layer_heads(config, name: str) -> None:
                 f"{name}[{layer}]={k!r} but {side}_attention_heads={n_heads}: each entry must be an int in "
                 f"0..{n_heads}."
             )
+
+
+def check_weight(config, name: str, hint: str = "0 switches it off") -> None:
+    """A loss weight: a finite number >= 0."""
+    value = getattr(config, name)
+    if isinstance(value, bool) or not value >= 0 or value == float("inf"):
+        raise ValueError(f"{name}={value!r} must be a finite number >= 0 ({hint}).")
+
+
+def check_decoder_layer(config, name: str, hint: str) -> None:
+    """An optional decoder layer index (0-based), or None."""
+    layer, n = getattr(config, name), config.decoder_layers
+    if layer is not None and (not isinstance(layer, int) or isinstance(layer, bool) or not 0 <= layer < n):
+        raise ValueError(
+            f"{name}={layer!r} but the model has decoder_layers={n}: give a decoder layer index in 0..{n - 1}, {hint}."
+        )
