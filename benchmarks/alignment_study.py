@@ -3,7 +3,8 @@ on the English-French Hansards gold (447 pairs, `alignment-gold-en-fr`), beside 
 (`eflomal_reference.py`), and each model's BLEU on test_2016_flickr en->fr.
 
 Like `multi30k_study.py`, each (method, seed) is a unit that writes `RESULTS/runs/<method>-seed<k>.json` (and its
-Hansards alignments beside it); an invocation skips finished units; `--aggregate` rebuilds `RESULTS/results.md`.
+Hansards alignments beside it); an invocation skips finished units, an interrupted unit resumes from its last
+checkpoint (every `save_steps`, under `--output-dir`, not committed), and `--aggregate` rebuilds `RESULTS/results.md`.
 
     python benchmarks/alignment_study.py                 # every missing unit
     python benchmarks/alignment_study.py --units vanilla-seed0
@@ -23,7 +24,6 @@ import argparse
 import json
 import shutil
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py, also when loaded from elsewhere
@@ -47,10 +47,11 @@ METHODS: dict[str, tuple[dict, bool, str]] = {
 PLAN = [(m, 0) for m in METHODS]
 RECIPE = dict(d_model=256, layers=3, heads=4, ffn_dim=1024, dropout=0.1, vocab_size=8000, max_tokens=2500,
               max_steps=2000, learning_rate=7e-4, warmup_steps=800, adam_beta2=0.98, max_grad_norm=1.0,
-              label_smoothing=0.1, average_checkpoints=5, average_every=100, num_beams=4, max_length=64,
+              label_smoothing=0.1, average_checkpoints=5, average_every=100, num_beams=4, max_length=64, save_steps=200,
               symmetry_weight=0.5, max_train=None, max_test=None)  # fmt: skip
 QUICK = dict(d_model=64, ffn_dim=128, vocab_size=1000, max_tokens=600, max_steps=20, warmup_steps=5, max_train=600,
-             max_test=30, average_every=5, average_checkpoints=2, num_beams=2)  # fmt: skip
+             max_test=30, average_every=5, average_checkpoints=2, num_beams=2,
+             save_steps=10)  # fmt: skip
 
 
 def parse_args(argv=None):
@@ -151,7 +152,7 @@ def run_unit(args, method: str, seed: int) -> Path:
     from hf_syntax_mt.alignment import DataCollatorForSymmetricTranslation
     from hf_syntax_mt.data import DataCollatorForSyntaxMT
     from hf_syntax_mt.data.preprocess import TokenizeOnly
-    from hf_syntax_mt.training import CheckpointAverageCallback, SyntaxMTTrainer, train_tokenizer
+    from hf_syntax_mt.training import CheckpointAverageCallback, CurveCallback, SyntaxMTTrainer, train_tokenizer
     from hf_syntax_mt.training.script_args import SyntaxMTTrainingArguments
     from hf_syntax_mt.word_alignment import align_corpus, alignment_error_rate, format_pharaoh, read_pharaoh
 
@@ -180,20 +181,27 @@ def run_unit(args, method: str, seed: int) -> Path:
     collator = (DataCollatorForSymmetricTranslation(pad_token_id=tokenizer.pad_token_id) if symmetric
                 else DataCollatorForSyntaxMT(tokenizer, model=model))  # fmt: skip
     out = Path(args.output_dir) / name
-    shutil.rmtree(out, ignore_errors=True)
+    from transformers.trainer_utils import get_last_checkpoint
+
+    checkpoint = get_last_checkpoint(str(out)) if out.is_dir() else None
     training_args = SyntaxMTTrainingArguments(
         output_dir=str(out), max_steps=r["max_steps"], max_tokens=r["max_tokens"], learning_rate=r["learning_rate"],
         warmup_steps=r["warmup_steps"], lr_scheduler_type="inverse_sqrt", weight_decay=0.0, adam_beta2=r["adam_beta2"],
-        max_grad_norm=r["max_grad_norm"], seed=seed, logging_steps=50, save_strategy="no", report_to="none",
+        max_grad_norm=r["max_grad_norm"], seed=seed, logging_steps=50, save_strategy="steps", save_steps=r["save_steps"],
+        save_total_limit=1, report_to="none",
         use_cpu=True, dataloader_num_workers=0, disable_tqdm=True, include_num_input_tokens_seen="non_padding",
     )  # fmt: skip
     averager = CheckpointAverageCallback(r["average_checkpoints"], r["average_every"])
+    clock = CurveCallback()  # training seconds, added up across resumed runs
     trainer = SyntaxMTTrainer(model=model, args=training_args, train_dataset=train, data_collator=collator,
-                              callbacks=[averager])  # fmt: skip
+                              callbacks=[averager, clock])  # fmt: skip
     print(f"=== {name}: {METHODS[method][2]}", flush=True)
-    start = time.perf_counter()
-    trainer.train()
-    minutes = (time.perf_counter() - start) / 60
+    if checkpoint is not None:  # an interrupted unit goes on from its last checkpoint
+        print(f"    resuming from {checkpoint}", flush=True)
+        averager.load_from(checkpoint)
+        clock.load_from(checkpoint)
+    trainer.train(resume_from_checkpoint=checkpoint)
+    minutes = clock.train_seconds() / 60
     gold = read_pharaoh(Path(args.data) / "alignment-gold-en-fr" / "hansards.gold", one_indexed=True)
     src_words = [s.split() for s in data["hansards"][0]]
     tgt_words = [t.split() for t in data["hansards"][1]]
@@ -216,7 +224,7 @@ def run_unit(args, method: str, seed: int) -> Path:
         "unit": name, "method": method, "seed": seed, "about": METHODS[method][2], "overrides": METHODS[method][0],
         "recipe": args.recipe, "quick": args.quick, "steps": trainer.state.global_step,
         "train_minutes": round(minutes, 2), "tokens_seen": trainer.state.num_input_tokens_seen,
-        "averaged_steps": averager.steps, "aer": aer, "alignments_written": best,
+        "averaged_steps": averager.steps, "resumed_from": checkpoint and Path(checkpoint).name, "aer": aer, "alignments_written": best,
         "bleu": round(bleu.score, 2), "chrf": round(chrf.score, 2),
         "bleu_signature": str(bleu_metric.get_signature()),
         "device": "cpu", "threads": torch.get_num_threads(), **software(),
