@@ -20,7 +20,7 @@ import json
 import statistics
 
 import torch
-from common import add_common_arguments, generate, result_header, time_interleaved, train_step, write_json
+from common import add_common_arguments, medians, result_header, time_generation, time_training, write_json
 from transformers import MarianMTModel
 
 from hf_syntax_mt.alignment import StructuralAlignmentBias
@@ -87,23 +87,10 @@ def main():
     models, bias_layers = make_models(args, tokenizer, args.device)
     n_src, n_tgt = int(batch["attention_mask"].sum()), int((batch["labels"] != -100).sum())
 
-    for m in models.values():
-        m.train()
-    optimizers = {name: torch.optim.AdamW(m.parameters(), lr=1e-4) for name, m in models.items()}
-    train_times = time_interleaved(
-        {name: (lambda n=name: train_step(models[n], optimizers[n], batch)) for name in models},
-        args.rounds, args.warmup, args.device,
-    )  # fmt: skip
-    for m in models.values():
-        m.eval()
-    with torch.inference_mode():
-        gen_times = time_interleaved(
-            {name: (lambda n=name: generate(models[n], batch, args.new_tokens)) for name in models},
-            max(5, args.rounds // 2), 1, args.device,
-        )  # fmt: skip
-
-    med = {k: statistics.median(v) for k, v in train_times.items()}
-    gmed = {k: statistics.median(v) for k, v in gen_times.items()}
+    inputs = dict.fromkeys(models, batch)
+    train_times = time_training(models, inputs, args, args.device)
+    gen_times = time_generation(models, inputs, args, max(5, args.rounds // 2), args.device)
+    med, gmed = medians(train_times), medians(gen_times)
     result = {
         **result_header(args, "alignment_biases_vs_vanilla_marian", "aligned", n_src, n_tgt),
         "alignment_bias_layers": bias_layers,

@@ -21,18 +21,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 from pathlib import Path
 
 import torch
 from common import (
     add_common_arguments,
     generate,
+    medians,
     parse_quick,
     result_header,
+    time_generation,
     time_interleaved,
+    time_training,
     timing_fields,
-    train_step,
     write_json,
 )
 from transformers import MarianMTModel
@@ -82,36 +83,24 @@ def main():
     plain = {k: batch[k] for k in ("input_ids", "attention_mask", "labels")}
     inputs = {"vanilla": plain, "document_context": batch, "document_context_step2": batch}
 
-    for m in models.values():
-        m.train()
-    optimizers = {
-        name: torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=1e-4) for name, m in models.items()
-    }
-    train_times = time_interleaved(
-        {name: (lambda n=name: train_step(models[n], optimizers[n], inputs[n])) for name in models},
-        args.rounds, args.warmup, "cpu",
-    )  # fmt: skip
-    gen_models = {name: models[name].eval() for name in ("vanilla", "document_context")}
+    train_times = time_training(models, inputs, args)
+    gen_models = {name: models[name] for name in ("vanilla", "document_context")}
     gen_inputs = {name: {k: v for k, v in inputs[name].items() if k != "labels"} for name in gen_models}
 
-    def decode(name):
-        return generate(gen_models[name], gen_inputs[name], args.new_tokens) if args.num_beams == 1 else gen_models[
-            name
-        ].generate(**gen_inputs[name], max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens,
-                   num_beams=args.num_beams, do_sample=False)  # fmt: skip
+    def decode(model, inputs, new_tokens):
+        if args.num_beams == 1:
+            return generate(model, inputs, new_tokens)
+        return model.generate(**inputs, max_new_tokens=new_tokens, min_new_tokens=new_tokens,
+                              num_beams=args.num_beams, do_sample=False)  # fmt: skip
 
+    gen_times = time_generation(gen_models, gen_inputs, args, max(5, args.rounds // 2), decode=decode)
     with torch.inference_mode():
-        gen_times = time_interleaved(
-            {name: (lambda n=name: decode(n)) for name in gen_models}, max(5, args.rounds // 2), 1, "cpu"
-        )
         # where decoding time goes: the encoder pass (with the context encoder and every context key/value), once
         enc_times = time_interleaved(
             {name: (lambda n=name: gen_models[n].get_encoder()(**gen_inputs[n])) for name in gen_models},
             max(5, args.rounds // 2), 1, "cpu",
         )  # fmt: skip
-    med = {k: statistics.median(v) for k, v in train_times.items()}
-    gmed = {k: statistics.median(v) for k, v in gen_times.items()}
-    emed = {k: statistics.median(v) for k, v in enc_times.items()}
+    med, gmed, emed = medians(train_times), medians(gen_times), medians(enc_times)
     n_src, n_tgt = int(batch["attention_mask"].sum()), int((batch["labels"] != -100).sum())
     n_ctx = int(batch["context_attention_mask"].sum())
     ratios = {

@@ -15,18 +15,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 from pathlib import Path
 
-import torch
 from common import (
     add_common_arguments,
-    generate,
+    medians,
     parse_quick,
     result_header,
-    time_interleaved,
+    time_generation,
+    time_training,
     timing_fields,
-    train_step,
     write_json,
 )
 from transformers import MarianMTModel
@@ -69,23 +67,10 @@ def main():
     out = dbsa(**batch)
     assert out.dbsa_loss is not None and out.sync_loss is not None, "the auxiliary losses must be computed"
 
-    for m in models.values():
-        m.train()
-    optimizers = {name: torch.optim.AdamW(m.parameters(), lr=1e-4) for name, m in models.items()}
-    train_times = time_interleaved(
-        {name: (lambda n=name: train_step(models[n], optimizers[n], inputs[n])) for name in models},
-        args.rounds, args.warmup, "cpu",
-    )  # fmt: skip
-    for m in models.values():
-        m.eval()
+    train_times = time_training(models, inputs, args)
     gen_inputs = {name: {k: v for k, v in inputs[name].items() if k in ("input_ids", "attention_mask")} for name in models}
-    with torch.inference_mode():
-        gen_times = time_interleaved(
-            {name: (lambda n=name: generate(models[n], gen_inputs[n], args.new_tokens)) for name in models},
-            max(5, args.rounds // 2), 1, "cpu",
-        )  # fmt: skip
-    med = {k: statistics.median(v) for k, v in train_times.items()}
-    gmed = {k: statistics.median(v) for k, v in gen_times.items()}
+    gen_times = time_generation(models, gen_inputs, args, max(5, args.rounds // 2))
+    med, gmed = medians(train_times), medians(gen_times)
     n_src, n_tgt = int(batch["attention_mask"].sum()), int((batch["labels"] != -100).sum())
     ratios = {"train_ratio": med["vanilla"] / med["dbsa_sync"], "generate_ratio": gmed["vanilla"] / gmed["dbsa_sync"]}
     result = {

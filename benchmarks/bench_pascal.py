@@ -17,16 +17,18 @@ import argparse
 import json
 import multiprocessing as mp
 import resource
-import statistics
 
 import torch
 from common import (  # noqa: F401  (the throughput helpers, importable from here as before)
     add_common_arguments,
     generate,
+    medians,
     parse_quick,
     result_header,
     sync,
+    time_generation,
     time_interleaved,
+    time_training,
     timing_fields,
     train_step,
     write_json,
@@ -125,24 +127,12 @@ def main():
     models = make_models(args, tokenizer, args.device)
     n_src, n_tgt = int(batch["attention_mask"].sum()), int((batch["labels"] != -100).sum())
 
-    for m in models.values():
-        m.train()
-    optimizers = {name: torch.optim.AdamW(m.parameters(), lr=1e-4) for name, m in models.items()}
-    train_times = time_interleaved(
-        {name: (lambda n=name: train_step(models[n], optimizers[n], inputs_for(n, batch))) for name in models},
-        args.rounds, args.warmup, args.device,
-    )  # fmt: skip
-    for m in models.values():
-        m.eval()
-    with torch.inference_mode():
-        gen_times = time_interleaved(
-            {name: (lambda n=name: generate(models[n], inputs_for(n, batch), args.new_tokens)) for name in models},
-            max(2 if args.quick else 5, args.rounds // 2), 1, args.device,
-        )  # fmt: skip
+    inputs = {name: inputs_for(name, batch) for name in models}
+    train_times = time_training(models, inputs, args, args.device)
+    gen_times = time_generation(models, inputs, args, max(2 if args.quick else 5, args.rounds // 2), args.device)
     memory = {name: peak_step_memory(args, name) for name in models}
 
-    med = {k: statistics.median(v) for k, v in train_times.items()}
-    gmed = {k: statistics.median(v) for k, v in gen_times.items()}
+    med, gmed = medians(train_times), medians(gen_times)
     result = {
         **result_header(args, "pascal_vs_vanilla_marian", "pascal", n_src, n_tgt),
         "train_step_seconds_median": med,

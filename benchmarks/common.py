@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import platform
+import statistics
 import subprocess
 import time
 from collections.abc import Callable, Iterable
@@ -181,6 +182,33 @@ def time_interleaved(fns: dict, rounds: int, warmup: int, device: str) -> dict[s
             sync(device)
             times[name].append(time.perf_counter() - start)
     return times
+
+
+def time_training(models: dict, inputs: dict, args, device: str = "cpu") -> dict[str, list[float]]:
+    """Seconds of one AdamW step (lr 1e-4, trainable parameters only) per model, each on ``inputs[name]``,
+    interleaved over ``args.rounds`` rounds after ``args.warmup``."""
+    import torch
+
+    for m in models.values():
+        m.train()
+    optimizers = {n: torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=1e-4) for n, m in models.items()}
+    return time_interleaved(
+        {n: (lambda n=n: train_step(models[n], optimizers[n], inputs[n])) for n in models}, args.rounds, args.warmup, device
+    )
+
+
+def time_generation(models: dict, inputs: dict, args, rounds: int, device: str = "cpu", decode=generate):
+    """Seconds of ``decode(model, inputs[name], args.new_tokens)`` per model in eval mode, interleaved, one warm-up."""
+    import torch
+
+    for m in models.values():
+        m.eval()
+    with torch.inference_mode():
+        return time_interleaved({n: (lambda n=n: decode(models[n], inputs[n], args.new_tokens)) for n in models}, rounds, 1, device)
+
+
+def medians(times: dict[str, list[float]]) -> dict[str, float]:
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def result_header(args, benchmark: str, method: str, n_src: int, n_tgt: int) -> dict:
