@@ -16,6 +16,12 @@ Commit the unit files: they are the evidence. Checkpoints stay under `--output-d
     python benchmarks/multi30k_study.py --list                # which units are done
     python benchmarks/multi30k_study.py --aggregate           # tables and plots only
     python benchmarks/multi30k_study.py --quick --results /tmp/q  # plumbing check in a few minutes
+    python benchmarks/multi30k_study.py --speed 5 --threads 2 # training speed on free cores -> RESULTS/speed/
+
+Units run with one thread each, two at a time on the two cores, so their minutes are not those of one run that has the
+machine to itself. `--speed M` measures that: the unit's own training run (same data, batches and schedule) for M
+minutes with no evaluation and no checkpoint, projected to the recipe's steps (`RESULTS/speed/<unit>-threads<k>.json`,
+listed under the table).
 
 The recipe (all methods: same steps, same token batches, same schedule): d_model 256, 3+3 layers, 4 heads, FFN 1024,
 dropout 0.1, a joint BPE of 8,000 trained once on the training set (shared by all units), token batches of at most
@@ -38,7 +44,18 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py, also when loaded from elsewhere
-from common import DATA, ROOT, done_units, git_commit, relative_path, run_plan, software, unit_name, write_json
+from common import (
+    DATA,
+    ROOT,
+    cpu_name,
+    done_units,
+    git_commit,
+    relative_path,
+    run_plan,
+    software,
+    unit_name,
+    write_json,
+)
 from common import RESULTS as ALL_RESULTS
 from common import parse_unit as _parse_unit
 
@@ -103,6 +120,8 @@ def parse_args(argv=None):
                    "invocations into one --results; run --aggregate once at the end)")  # fmt: skip
     p.add_argument("--keep-models", action="store_true", help="keep each unit's model directory")
     p.add_argument("--quick", action="store_true", help="tiny budget: plumbing check (write to another --results)")
+    p.add_argument("--speed", type=float, metavar="MINUTES", help="only measure training speed for MINUTES (of the "
+                   "first --units, default vanilla-seed0) with --threads, and project it to the recipe's steps")  # fmt: skip
     args = p.parse_args(argv)
     args.recipe = {**RECIPE, **(QUICK if args.quick else {})}
     if args.quick and Path(args.results).resolve() == RESULTS.resolve():
@@ -268,6 +287,47 @@ def run_unit(args, method: str, seed: int, device: str) -> Path:
     return path
 
 
+def speed_check(args, method: str, seed: int, device: str) -> Path:
+    """The unit's training run for `--speed` minutes (same data, batches and schedule; no evaluation, no checkpoint),
+    its steps/s and tokens/s, and the minutes the recipe's steps would take at that speed."""
+    import tempfile
+
+    import torch
+
+    from hf_syntax_mt.training.script import parse_args as train_args
+    from hf_syntax_mt.training.script import run
+
+    name, load_before = unit_name(method, seed), os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / name
+        argv = train_argv(args, method, seed, out, shared_tokenizer(args), device)
+        argv = [a for a in argv if a not in ("--do_eval", "--do_predict")]
+        for option in ("--eval_strategy", "--save_strategy"):
+            argv[argv.index(option) + 1] = "no"
+        argv += ["--time_budget_seconds", str(args.speed * 60)]
+        print(f"=== speed of {name} on {device}, {torch.get_num_threads()} thread(s), {args.speed:g} min", flush=True)
+        run(*train_args(argv))
+        info = json.loads((out / "hf_syntax_mt_run.json").read_text())
+    steps, seconds, tokens = info["global_step"], info["train_seconds"], info["num_input_tokens_seen"]
+    record = {
+        "unit": name, "device": device, "threads": torch.get_num_threads(), "load_average_before": load_before,
+        "load_average_after": os.getloadavg(), "steps": steps, "train_seconds": seconds, "tokens_seen": tokens,
+        "tokens_per_second": round(tokens / seconds, 1), "seconds_per_step": round(seconds / steps, 4),
+        "recipe_steps": args.recipe["max_steps"],
+        "projected_train_minutes": round(args.recipe["max_steps"] * seconds / steps / 60, 1),
+        **software(), "commit": git_commit(), "cpu": cpu_name(),
+    }  # fmt: skip
+    unit = Path(args.results) / "runs" / f"{name}.json"
+    if unit.is_file():  # the finished unit's own token count at this speed
+        record["unit_tokens_seen"] = json.loads(unit.read_text())["tokens_seen"]
+        record["projected_unit_minutes"] = round(record["unit_tokens_seen"] / record["tokens_per_second"] / 60, 1)
+    path = write_json(Path(args.results) / "speed" / f"{name}-threads{record['threads']}.json", record, indent=1,
+                      newline=True)  # fmt: skip
+    print(f"=== {name}: {record['tokens_per_second']:.0f} tokens/s, {record['seconds_per_step']:.2f} s/step -> "
+          f"{record['projected_train_minutes']} min for {record['recipe_steps']} steps -> {path}", flush=True)  # fmt: skip
+    return path
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # Aggregate: everything below reads only the unit files
 # ------------------------------------------------------------------------------------------------------------------
@@ -339,6 +399,12 @@ def aggregate(args) -> str | None:
         lines += ["", f"Target arcs the decoder parse loss supervises on the training set: {a['causal']:,} of "
                   f"{a['arcs']:,} ({a['causal'] / a['arcs']:.1%}) by default (arcs to later tokens left out), "
                   f"{a['full_context']:,} ({a['full_context'] / a['arcs']:.1%}) with decoder_dbsa_full_context."]  # fmt: skip
+    for speed_file in sorted((results / "speed").glob("*.json")):
+        s = json.loads(speed_file.read_text(encoding="utf-8"))
+        lines += ["", f"Training speed of {s['unit']}'s recipe with {s['threads']} thread(s) on {s['device']} "
+                  f"(`--speed`, load average {s['load_average_before'][0]:.2f} before): {s['tokens_per_second']:.0f} "
+                  f"tokens/s, {s['seconds_per_step']:.2f} s/step over {s['steps']} steps, so {s['recipe_steps']} steps "
+                  f"take {s['projected_train_minutes']} min."]  # fmt: skip
     first = units[0]
     lines += ["", f"BLEU: `{first['test']['bleu_signature']}`", f"chrF: `{first['test']['chrf_signature']}`"]
     booted = [u for u in units if u.get("bootstrap")]
@@ -397,6 +463,10 @@ def main(argv=None) -> int:
     if device == "cuda":  # full fp32 matmuls, as on the CPU
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
+    if args.speed:
+        speed_check(args, *(plan[0] if args.units else ("vanilla", 0)), device)
+        aggregate(args)
+        return 0
     run_plan(plan, done, lambda method, seed: run_unit(args, method, seed, device), args.time_limit, args.max_units,
              after=None if args.no_aggregate else lambda: aggregate(args))  # fmt: skip
     return 0
