@@ -108,15 +108,16 @@ def saved_model(tmp_path_factory):
     return d, model, tokenizer
 
 
-def direct_scores(model, tokenizer, parses):
-    """One sentence at a time (no padding), explicit loops over subwords for the word aggregation."""
+def direct_scores(model, tokenizer, parses, columns=("parent_positions",)):
+    """One sentence at a time (no padding), explicit loops over subwords for the word aggregation; ``columns``: the
+    parse inputs the model reads."""
     L, H = model.config.encoder_layers, model.config.encoder_attention_heads
     correct, count = np.zeros((L, H)), 0
     collate = DataCollatorForSyntaxMT(tokenizer)
     model.eval()
     for parse in parses:
-        row = align_parse(tokenizer, parse)
-        batch = collate([{k: row[k] for k in ("input_ids", "attention_mask", "parent_positions")}])
+        row = align_parse(tokenizer, parse, compute_tree=True, compute_features=True)
+        batch = collate([{k: row[k] for k in ("input_ids", "attention_mask", *columns)}])
         with torch.no_grad():
             attentions = model.get_encoder()(**batch, output_attentions=True).attentions
         wids, n = row["word_ids"], len(parse.words)
@@ -151,3 +152,21 @@ def test_evaluate_files_attention_matches_a_direct_computation(saved_model, tmp_
     assert "gold:gold.conllu@" in att["signature"]
     for key in ("heatmap", "arcs"):
         assert open(att[key], "rb").read(8) == PNG
+
+
+def test_attachment_scores_of_a_model_that_reads_features_and_trees(saved_model):
+    """A model whose encoder needs the Sennrich & Haddow features and the tree of syntax-directed heads gets them
+    from the gold parses (the Multi30k study's `features` unit needs this for its UAS column)."""
+    from hf_syntax_mt.evaluation.attention import model_attachment_scores
+
+    d, _, tokenizer = saved_model
+    config = model_config(tokenizer, d_model=16, layers=2, heads=4, ffn_dim=32, encoder_tree_heads=[1, 0],
+                          input_features=["pos", "deprel", "subword_tag"], init_std=0.5)  # fmt: skip
+    model = build_model(config, seed=4)
+    gold = read_conllu(d / "gold.conllu")
+    columns = ("pos_ids", "deprel_ids", "subword_tag_ids", "word_index", "word_heads")
+    assert set(config.parse_columns()) == set(columns)
+    expected, count = direct_scores(model, tokenizer, gold, columns)
+    result = model_attachment_scores(model, tokenizer, gold, batch_size=2)  # padding across sentences
+    assert result["count"] == count == 7
+    np.testing.assert_allclose(result["scores"], expected, atol=1e-6)

@@ -131,16 +131,18 @@ def model_attachment_scores(
         if a.words != b.words:
             raise ValueError(f"sentence {k}: input parse words {a.words} differ from the gold words {b.words}")
     max_length = max_length or model.config.max_position_embeddings
-    syntax = isinstance(model.config, SyntaxMTConfig)
-    rows = [align_parse(tokenizer, p, max_length=max_length) for p in input_parses]
+    # what the model's encoder reads from the parse (PASCAL parents, tree words, input features): the registry decides
+    columns = model.config.parse_columns() if isinstance(model.config, SyntaxMTConfig) else []
+    keep = ["input_ids", "attention_mask", *columns]
+    rows = [align_parse(tokenizer, p, max_length=max_length, compute_tree="word_index" in columns,
+                        compute_features=any(c.endswith("_ids") for c in columns)) for p in input_parses]  # fmt: skip
     collate = DataCollatorForSyntaxMT(tokenizer)
     encoder = model.get_encoder()
     model.eval()
     attentions, examples = [], []
     for start in tqdm(range(0, len(rows), batch_size), desc="Encoder attentions", unit="batch"):
         chunk = rows[start : start + batch_size]
-        batch = collate([{k: r[k] for k in ("input_ids", "attention_mask", "parent_positions")} for r in chunk])
-        inputs = {k: v for k, v in batch.items() if syntax or k != "parent_positions"}
+        inputs = collate([{k: r[k] for k in keep} for r in chunk])
         with torch.no_grad():
             out = encoder(**inputs, output_attentions=True, return_dict=True)
         if not out.attentions or out.attentions[0] is None:
