@@ -14,6 +14,7 @@ import platform
 import statistics
 import subprocess
 import time
+import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -96,8 +97,10 @@ def run_plan(plan: Iterable[tuple[str, int]], done: set[str], run: Callable[[str
              time_limit: float | None = None, max_units: int | None = None,
              after: Callable[[], object] | None = None) -> int:  # fmt: skip
     """Run ``run(method, seed)`` for each unit of ``plan`` not in ``done``, then ``after()``; start none after
-    ``time_limit`` minutes or ``max_units`` units. Returns the number of units run."""
-    start, ran = time.perf_counter(), 0
+    ``time_limit`` minutes or ``max_units`` units. A unit that raises is reported (traceback) and the plan goes on
+    with the next one (a long unattended study is not stopped by one broken unit); the failures are raised together
+    at the end. Returns the number of units run."""
+    start, ran, failed = time.perf_counter(), 0, []
     for method, seed in plan:
         name = unit_name(method, seed)
         if name in done:
@@ -108,10 +111,18 @@ def run_plan(plan: Iterable[tuple[str, int]], done: set[str], run: Callable[[str
             break
         if max_units is not None and ran >= max_units:
             break
-        run(method, seed)
+        try:
+            run(method, seed)
+        except Exception:  # noqa: BLE001 (reported, and raised again below)
+            traceback.print_exc()
+            print(f"unit {name} FAILED: going on with the next unit", flush=True)
+            failed.append(name)
+            continue
         ran += 1
         if after is not None:
             after()
+    if failed:
+        raise RuntimeError(f"{len(failed)} unit(s) failed: {', '.join(failed)} (tracebacks above); {ran} finished")
     return ran
 
 

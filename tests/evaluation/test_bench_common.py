@@ -46,6 +46,21 @@ def test_units_and_the_plan(tmp_path, capsys, monkeypatch):
     assert ran == ["b"] and "time limit of 60 minutes reached: stopping before c-seed0" in capsys.readouterr().out
 
 
+def test_a_failing_unit_does_not_stop_the_plan(capsys):
+    ran, after = [], []
+
+    def run(method, seed):
+        if method == "b":
+            raise ValueError("broken unit")
+        ran.append(method)
+
+    with pytest.raises(RuntimeError, match=r"1 unit\(s\) failed: b-seed0 .* 2 finished"):
+        common.run_plan([("a", 0), ("b", 0), ("c", 0)], set(), run, after=lambda: after.append(list(ran)))
+    assert ran == ["a", "c"] and after == [["a"], ["a", "c"]]  # no aggregate after the failed unit
+    captured = capsys.readouterr()
+    assert "ValueError: broken unit" in captured.err and "unit b-seed0 FAILED" in captured.out
+
+
 def test_write_json_is_what_the_scripts_wrote(tmp_path):
     data = {"ratios": {"train_ratio": 1.0}, "path": Path("x")}
     path = common.write_json(tmp_path / "deep" / "r.json", data, default=str)
