@@ -112,7 +112,7 @@ def direct_probs(model, layer, x, e, attention_mask, biases, k):
                 if bias is not None:
                     hidden[i] = [
                         math.tanh(float(bias.feature_bias[a].detach())
-                                  + sum(float(bias.feature_weight[f, a]) * phi[f] for f in range(len(phi))))
+                                  + sum(float(bias.feature_weight[f, a].detach()) * phi[f] for f in range(len(phi))))
                         for a in range(bias.hidden_size)
                     ]  # fmt: skip
             for h in range(H):
@@ -120,7 +120,7 @@ def direct_probs(model, layer, x, e, attention_mask, biases, k):
                 for i in valid:
                     value = s[h, j, i]
                     if bias is not None:  # v_h tanh(W phi + b)
-                        value += sum(float(bias.output_weight[h, a]) * hidden[i][a] for a in range(bias.hidden_size))
+                        value += sum(float(bias.output_weight[h, a].detach()) * hidden[i][a] for a in range(bias.hidden_size))
                     logits[i] = value
                 z = sum(math.exp(v) for v in logits.values())
                 for i, v in logits.items():
@@ -187,9 +187,9 @@ def test_fresh_bias_is_zero_and_marian_checkpoints_load(tmp_path):
         if name.endswith("output_weight"):
             assert bool((p == 0).all()), name  # v = 0: no effect until trained
         if name.endswith("feature_weight"):
-            assert 0.05 < float(p.std()) < 2.0, name  # initialised, not left as uninitialised memory
+            assert 0.05 < float(p.detach().std()) < 2.0, name  # initialised, not left as uninitialised memory
     for name, p in model.global_fertility.named_parameters():
-        assert torch.isfinite(p).all() and (float(p.abs().max()) < 10), name
+        assert torch.isfinite(p).all() and (float(p.detach().abs().max()) < 10), name
     ids, mask, labels = batch()
     torch.testing.assert_close(
         model(input_ids=ids, attention_mask=mask, labels=labels).logits,
@@ -282,8 +282,8 @@ def test_global_fertility_loss_matches_direct_computation():
     model = make_model(global_fertility_weight=0.7, alignment_layer=0)
     ids, mask, labels = batch()
     out = model(input_ids=ids, attention_mask=mask, labels=labels, output_attentions=True)
-    alpha = out.cross_attentions[0]  # alignment_layer = 0, (B, H, T, S)
-    h = out.encoder_last_hidden_state
+    alpha = out.cross_attentions[0].detach()  # alignment_layer = 0, (B, H, T, S)
+    h = out.encoder_last_hidden_state.detach()
     fert = model.global_fertility
     total, n_target = 0.0, int((labels != -100).sum())
     for b in range(2):
@@ -364,7 +364,7 @@ def test_symmetric_model_loss_collator_and_save_directions(tmp_path):
                               labels=batch_["labels"], output_attentions=True)  # fmt: skip
     bwd = model.backward_model(input_ids=batch_["reverse_input_ids"], attention_mask=batch_["reverse_attention_mask"],
                                labels=batch_["reverse_labels"], output_attentions=True)  # fmt: skip
-    st, ts = fwd.cross_attentions[1], bwd.cross_attentions[0]  # each model's alignment layer
+    st, ts = fwd.cross_attentions[1].detach(), bwd.cross_attentions[0].detach()  # each model's alignment layer
     trace = 0.0
     for b in range(2):
         for j in range(int((batch_["labels"][b] != -100).sum())):
@@ -407,7 +407,7 @@ def test_align_soft_hard_and_word_level(tmp_path):
     words = model.align(
         ids, labels, attention_mask=mask, layer=1, source_word_ids=src_words, target_word_ids=tgt_words
     )
-    a = attn[0].mean(0)  # (T, S)
+    a = attn[0].detach().mean(0)  # (T, S)
     expected = torch.zeros(3, 3)
     for tw, rows in enumerate([[0], [1, 2], [3]]):
         for sw, cols in enumerate([[0, 1], [2], [3, 4]]):
