@@ -585,14 +585,17 @@ def model_attachment_scores(
             raise ValueError(f"sentence {k}: input parse words {a.words} differ from the gold words {b.words}")
     max_length = max_length or model.config.max_position_embeddings
     syntax = isinstance(model.config, SyntaxMTConfig)
-    rows = [align_parse(tokenizer, p, max_length=max_length) for p in input_parses]
+    tree, features = syntax and model.config.uses_tree, syntax and bool(model.config.input_features)
+    rows = [align_parse(tokenizer, p, max_length=max_length, compute_tree=tree, compute_features=features)
+            for p in input_parses]  # fmt: skip
+    extra = [k for k in ("word_index", "word_heads", "pos_ids", "deprel_ids", "subword_tag_ids") if k in rows[0]]
     collate = DataCollatorForSyntaxMT(tokenizer)
     encoder = model.get_encoder()
     model.eval()
     attentions, examples = [], []
     for start in tqdm(range(0, len(rows), batch_size), desc="Encoder attentions", unit="batch"):
         chunk = rows[start : start + batch_size]
-        batch = collate([{k: r[k] for k in ("input_ids", "attention_mask", "parent_positions")} for r in chunk])
+        batch = collate([{k: r[k] for k in ("input_ids", "attention_mask", "parent_positions", *extra)} for r in chunk])
         inputs = {k: v for k, v in batch.items() if syntax or k != "parent_positions"}
         with torch.no_grad():
             out = encoder(**inputs, output_attentions=True, return_dict=True)
