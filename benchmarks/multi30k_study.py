@@ -422,7 +422,7 @@ def main(argv=None) -> int:
     if device == "cuda":  # full fp32 matmuls, as on the CPU
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
-    start, ran = time.perf_counter(), 0
+    start, ran, failed = time.perf_counter(), 0, []
     for method, seed in plan:
         if unit_name(method, seed) in done:
             print(f"skip {unit_name(method, seed)} (done)")
@@ -432,10 +432,21 @@ def main(argv=None) -> int:
             break
         if args.max_units is not None and ran >= args.max_units:
             break
-        run_unit(args, method, seed, device)
+        try:
+            run_unit(args, method, seed, device)
+        except Exception:  # noqa: BLE001 (reported; the plan goes on, the exit status says so)
+            import traceback
+
+            traceback.print_exc()
+            print(f"unit {unit_name(method, seed)} FAILED: going on with the next unit", flush=True)
+            failed.append(unit_name(method, seed))
+            continue
         ran += 1
         if not args.no_aggregate:
             aggregate(args)
+    if failed:
+        print(f"{len(failed)} unit(s) failed: {', '.join(failed)}")
+        return 1
     return 0
 
 
