@@ -15,7 +15,10 @@ The data are lower-cased and punctuation-split like the gold set (the tokenisati
 Hansards words look like the training words; BLEU is computed on that tokenisation too (sacrebleu with tok:none on
 lower-cased, pre-tokenised text: not comparable with true-case BLEU). Alignments are read from decoder layer 2 of 3
 (the penultimate layer, as Garg et al. 2019 find best), heads averaged, each French word linked to its most attended
-English word (`hf_syntax_mt.word_alignment.align_corpus`); the biased methods bias that layer.
+English word (`hf_syntax_mt.word_alignment.align_corpus`); the biased methods bias that layer. Each is read twice:
+at the step that predicts the French word (Naive-Att) and at the next step, where the word is the decoder input
+(Shift-Att, Chen et al. 2020); the forward direction is also read at every decoder layer (`aer_by_layer`).
+`--keep-models` keeps each unit's averaged model, to read its alignments again later.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py, also when loaded from elsewhere
-from common import DATA, ROOT, done_units, parse_unit, run_plan, software, unit_name, write_json
+from common import DATA, ROOT, done_units, git_commit, parse_unit, run_plan, software, unit_name, write_json
 from common import RESULTS as ALL_RESULTS
 
 RESULTS = ALL_RESULTS / "alignment"
@@ -64,6 +67,7 @@ def parse_args(argv=None):
     p.add_argument("--results", default=str(RESULTS))
     p.add_argument("--output-dir", default=str(ROOT / "runs" / "alignment_study"))
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--keep-models", action="store_true", help="keep each unit's averaged model under --output-dir")
     args = p.parse_args(argv)
     args.recipe = {**RECIPE, **(QUICK if args.quick else {})}
     if args.quick and Path(args.results).resolve() == RESULTS.resolve():
@@ -207,9 +211,18 @@ def run_unit(args, method: str, seed: int) -> Path:
     tgt_words = [t.split() for t in data["hansards"][1]]
     aer, links = {}, {}
     methods = ["forward", "backward", "intersection", "grow-diag-final-and"] if symmetric else ["forward"]
-    for m in methods:
-        links[m] = align_corpus(model, tokenizer, src_words, tgt_words, method=m, progress=False)
-        aer[m] = alignment_error_rate(links[m], gold)
+    for shift in (False, True):  # Naive-Att, and Shift-Att (Chen et al. 2020: read y_j where it is the decoder input)
+        for m in methods:
+            key = f"{m} shift" if shift else m
+            links[key] = align_corpus(model, tokenizer, src_words, tgt_words, method=m, progress=False, shift=shift)
+            aer[key] = alignment_error_rate(links[key], gold)
+    forward_model = model.forward_model if symmetric else model
+    aer_by_layer = {  # the forward direction read at every decoder layer, both ways
+        layer: {way: round(alignment_error_rate(align_corpus(forward_model, tokenizer, src_words, tgt_words,
+                                                             layer=layer, progress=False, shift=way == "shift"),
+                                                gold)["aer"], 4) for way in ("naive", "shift")}
+        for layer in range(forward_model.config.decoder_layers)
+    }  # fmt: skip
     translator = model.forward_model if symmetric else model
     hyps = translate(translator, tokenizer, data["test_2016_flickr"][0], args)
     refs = data["test_2016_flickr"][1]
@@ -224,13 +237,21 @@ def run_unit(args, method: str, seed: int) -> Path:
         "unit": name, "method": method, "seed": seed, "about": METHODS[method][2], "overrides": METHODS[method][0],
         "recipe": args.recipe, "quick": args.quick, "steps": trainer.state.global_step,
         "train_minutes": round(minutes, 2), "tokens_seen": trainer.state.num_input_tokens_seen,
-        "averaged_steps": averager.steps, "resumed_from": checkpoint and Path(checkpoint).name, "aer": aer, "alignments_written": best,
+        "averaged_steps": averager.steps, "resumed_from": checkpoint and Path(checkpoint).name,
+        "aer": aer, "aer_by_layer": aer_by_layer,
+        "alignments_written": best,
         "bleu": round(bleu.score, 2), "chrf": round(chrf.score, 2),
         "bleu_signature": str(bleu_metric.get_signature()),
-        "device": "cpu", "threads": torch.get_num_threads(), **software(),
+        "device": "cpu", "threads": torch.get_num_threads(), **software(), "commit": git_commit(),
     }  # fmt: skip
     path = write_json(runs / f"{name}.json", record, indent=1, newline=True)
-    shutil.rmtree(out, ignore_errors=True)
+    if args.keep_models:  # the averaged model (safetensors) and its tokenizer, to read alignments again later
+        model.save_pretrained(out / "model")
+        tokenizer.save_pretrained(out / "model")
+        for checkpoint_dir in out.glob("checkpoint-*"):
+            shutil.rmtree(checkpoint_dir, ignore_errors=True)
+    else:
+        shutil.rmtree(out, ignore_errors=True)
     print(f"=== {name}: AER {100 * aer[best]['aer']:.1f} ({best}), BLEU {bleu.score:.2f} -> {path}", flush=True)
     return path
 
@@ -238,22 +259,34 @@ def run_unit(args, method: str, seed: int) -> Path:
 def aggregate(args) -> str | None:
     results = Path(args.results)
     units = [json.loads(p.read_text()) for p in sorted((results / "runs").glob("*.json"))]
-    lines = ["| system | AER forward | AER backward | AER intersection | AER grow-diag-final-and | BLEU (tok:none, lc) "
-             "| chrF | train min |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    columns = ("forward", "forward shift", "backward", "backward shift", "intersection", "intersection shift",
+               "grow-diag-final-and", "grow-diag-final-and shift")  # fmt: skip
+    lines = ["AER (%) on the Hansards gold; 'shift': Shift-Att (Chen et al. 2020), the others Naive-Att.", "",
+             "| system | " + " | ".join(f"AER {c}" for c in columns) + " | BLEU (tok:none, lc) | chrF | train min |",
+             "|---|" + "---|" * (len(columns) + 3)]  # fmt: skip
     eflomal = results / "eflomal.json"
     if eflomal.is_file():
         e = json.loads(eflomal.read_text())
         for run in e["runs"]:
             s = run["scores"]
-            lines.append(f"| eflomal (run {run['run']}, reference) | {100 * s['forward']['aer']:.1f} | "
-                         f"{100 * s['reverse']['aer']:.1f} | {100 * s['intersection']['aer']:.1f} | "
-                         f"{100 * s['grow-diag-final-and']['aer']:.1f} | - | - | - |")  # fmt: skip
+            lines.append(f"| eflomal (run {run['run']}, reference) | {100 * s['forward']['aer']:.1f} | - | "
+                         f"{100 * s['reverse']['aer']:.1f} | - | {100 * s['intersection']['aer']:.1f} | - | "
+                         f"{100 * s['grow-diag-final-and']['aer']:.1f} | - | - | - | - |")  # fmt: skip
     order = list(METHODS)
-    for u in sorted(units, key=lambda u: (order.index(u["method"]) if u["method"] in order else 99, u["seed"])):
-        cells = [f"{100 * u['aer'][m]['aer']:.1f}" if m in u["aer"] else "-"
-                 for m in ("forward", "backward", "intersection", "grow-diag-final-and")]  # fmt: skip
+    units = sorted(units, key=lambda u: (order.index(u["method"]) if u["method"] in order else 99, u["seed"]))
+    for u in units:
+        cells = [f"{100 * u['aer'][m]['aer']:.1f}" if m in u["aer"] else "-" for m in columns]
         lines.append(f"| {u['unit']}{' (quick)' if u['quick'] else ''} | {' | '.join(cells)} | {u['bleu']:.2f} | "
                      f"{u['chrf']:.2f} | {u['train_minutes']:.1f} |")  # fmt: skip
+    layered = [u for u in units if u.get("aer_by_layer")]
+    if layered:
+        n = max(len(u["aer_by_layer"]) for u in layered)
+        lines += ["", "AER (%) of the forward direction read at each decoder layer (heads averaged), Naive-Att / "
+                  "Shift-Att:", "", "| unit | " + " | ".join(f"layer {k}" for k in range(n)) + " |",
+                  "|---|" + "---|" * n]  # fmt: skip
+        for u in layered:
+            cells = [f"{100 * v['naive']:.1f} / {100 * v['shift']:.1f}" for v in u["aer_by_layer"].values()]
+            lines.append(f"| {u['unit']}{' (quick)' if u['quick'] else ''} | {' | '.join(cells)} |")
     text = "\n".join(lines) + "\n"
     results.mkdir(parents=True, exist_ok=True)
     (results / "results.md").write_text(text, encoding="utf-8")

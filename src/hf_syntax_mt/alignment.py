@@ -148,6 +148,7 @@ def align(
     layer: int | None = None,
     source_word_ids: Sequence[Sequence[int | None]] | None = None,
     target_word_ids: Sequence[Sequence[int | None]] | None = None,
+    shift: bool = False,
     **model_kwargs,
 ) -> list[Alignment]:
     """Source-target alignments from the cross-attention of decoder layer `layer`, heads averaged.
@@ -161,6 +162,9 @@ def align(
         source_word_ids, target_word_ids: per pair, the word index of every token (`None` for special tokens), as
             given by a fast tokenizer's `word_ids()`. With them the matrix is per word: a target word's row is the
             mean of its subword rows, a source word's column the sum of its subword columns.
+        shift: Shift-Att (Chen et al. 2020, Sec. 3.1): read the row of `labels[:, j]` at the step where it is the
+            decoder *input* (row j + 1) instead of the step that predicts it (row j, Naive-Att). The last token
+            (`</s>`) is never an input: its row is zero.
         **model_kwargs: passed to the model (e.g. `parent_positions`).
 
     Returns:
@@ -181,6 +185,8 @@ def align(
         n_src = int(attention_mask[b].sum())
         n_tgt = int((labels[b] != -100).sum())
         soft = probs[b, :n_tgt, :n_src]  # (J, I)
+        if shift and n_tgt:  # Shift-Att: y_j aligned at step j + 1, where y_j is the decoder input
+            soft = torch.cat([probs[b, 1:n_tgt, :n_src], probs.new_zeros(1, n_src)])
         if target_word_ids is not None:
             m, _ = _word_matrix(target_word_ids[b], n_tgt)
             soft = (m @ soft) / m.sum(1, keepdim=True).clamp(min=1)  # mean of the word's subword rows

@@ -124,7 +124,7 @@ def _align(args: argparse.Namespace) -> int:
     model = auto.from_pretrained(args.model, attn_implementation="eager")
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     links = align_corpus(model, tokenizer, sources, targets, layer=args.layer, batch_size=args.batch_size,
-                         method=args.symmetrize)  # fmt: skip
+                         method=args.symmetrize, shift=args.shift)  # fmt: skip
     text = "".join(format_pharaoh(pair) + "\n" for pair in links)
     if args.output == "-":
         sys.stdout.write(text)
@@ -245,6 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--symmetrize", default="grow-diag-final-and",
                    choices=["forward", "backward", "intersection", "union", "grow-diag-final-and"],
                    help="with a symmetric model (both directions): how the two directions' links are combined")  # fmt: skip
+    a.add_argument("--shift", action="store_true", help="Shift-Att (Chen et al. 2020): read each target word at the "
+                   "step where it is the decoder input, not the step that predicts it")  # fmt: skip
     a.add_argument("--batch-size", type=int, default=32)
     a.set_defaults(func=_align)
 

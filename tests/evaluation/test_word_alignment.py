@@ -93,8 +93,9 @@ def tiny_model():
     return model.eval(), tok, [s.split() for s in src], [t.split() for t in tgt]
 
 
-def direct_links(model, tok, src_words, tgt_words, layer):
-    """Argmax source word per target word, from `output_attentions` with loops over tokens (the slow, plain way)."""
+def direct_links(model, tok, src_words, tgt_words, layer, shift=False):
+    """Argmax source word per target word, from `output_attentions` with loops over tokens (the slow, plain way);
+    ``shift``: each subword's row is the next step's, where the subword is the decoder input (Shift-Att)."""
     enc = tok(" ".join(src_words), text_target=" ".join(tgt_words), return_tensors="pt")
     with torch.no_grad():
         out = model(input_ids=enc["input_ids"], labels=enc["labels"], output_attentions=True)
@@ -103,18 +104,19 @@ def direct_links(model, tok, src_words, tgt_words, layer):
     tw = tok(text_target=" ".join(tgt_words)).word_ids()
     links = set()
     for j in range(len(tgt_words)):
-        rows = [t for t, w in enumerate(tw) if w == j]
+        rows = [t + shift for t, w in enumerate(tw) if w == j]
         row = cross[rows].mean(0)  # (I,)
         scores = [sum(float(row[t]) for t, w in enumerate(sw) if w == i) for i in range(len(src_words))]
         links.add((max(range(len(scores)), key=scores.__getitem__), j))
     return links
 
 
+@pytest.mark.parametrize("shift", [False, True])
 @pytest.mark.parametrize("layer", [0, 1])
-def test_align_corpus_matches_the_attention_read_directly(tiny_model, layer):
+def test_align_corpus_matches_the_attention_read_directly(tiny_model, layer, shift):
     model, tok, src, tgt = tiny_model
-    got = align_corpus(model, tok, src, tgt, layer=layer, batch_size=3, progress=False)  # padding in a batch
-    assert got == [direct_links(model, tok, s, t, layer) for s, t in zip(src, tgt, strict=True)]
+    got = align_corpus(model, tok, src, tgt, layer=layer, batch_size=3, progress=False, shift=shift)  # padded batches
+    assert got == [direct_links(model, tok, s, t, layer, shift) for s, t in zip(src, tgt, strict=True)]
     assert all(len(links) == len(t) for links, t in zip(got, tgt, strict=True))  # one link per target word
 
 
@@ -138,6 +140,13 @@ def test_align_and_aer_commands(tiny_model, tmp_path, capsys):
                      "--gold-one-indexed", "--json", str(tmp_path / "aer.json")]) == 0  # fmt: skip
     assert capsys.readouterr().out.startswith("AER 0.00  precision 100.00  recall 100.00")
     assert json.loads((tmp_path / "aer.json").read_text())["aer"] == 0.0
+    assert cli_main(["align", "--model", str(tmp_path / "model"), "--input", str(tmp_path / "pairs.txt"),
+                     "--output", str(tmp_path / "shift.txt"), "--layer", "1", "--shift"]) == 0  # fmt: skip
+    lines = (tmp_path / "shift.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    shifted = [direct_links(model, tok, s, t, 1, shift=True) for s, t in zip(src, tgt, strict=True)]
+    assert shifted != expected  # (this model's layer 1 reads differently one step later)
+    expected = shifted
+    assert [parse_pharaoh(line).sure for line in lines[:-1]] == expected and lines[-1] == ""
 
 
 def test_read_parallel_words_errors_name_the_file(tmp_path):
@@ -158,9 +167,10 @@ def test_align_corpus_with_a_symmetric_model_combines_both_directions(tiny_model
     backward = build_model(model_config(tok, d_model=16, layers=2, heads=2, ffn_dim=32), seed=1).eval()
     backward.config._attn_implementation = "eager"
     joint = SymmetricTranslationModel.from_directions(forward, backward).eval()
-    got = align_corpus(joint, tok, src, tgt, batch_size=3, progress=False, method=method)
-    st = align_corpus(forward, tok, src, tgt, progress=False)
-    ts = [{(i, j) for j, i in links} for links in align_corpus(backward, tok, tgt, src, progress=False)]
+    shift = method == "grow-diag-final-and"  # Shift-Att in both directions
+    got = align_corpus(joint, tok, src, tgt, batch_size=3, progress=False, method=method, shift=shift)
+    st = align_corpus(forward, tok, src, tgt, progress=False, shift=shift)
+    ts = [{(i, j) for j, i in links} for links in align_corpus(backward, tok, tgt, src, progress=False, shift=shift)]
     expected = {"forward": st, "backward": ts}.get(method) or [symmetrize(a, b, method) for a, b in zip(st, ts, strict=True)]
     assert got == expected
     if method == "intersection":  # the command loads the joint model through AutoModel

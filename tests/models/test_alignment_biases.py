@@ -401,6 +401,14 @@ def test_align_soft_hard_and_word_level(tmp_path):
     torch.testing.assert_close(result[0].soft.sum(-1), torch.ones(5))
     assert result[0].links == [(int(attn[0, :, j].mean(0).argmax()), j) for j in range(5)]
     assert result[0].pharaoh() == " ".join(f"{i}-{j}" for i, j in result[0].links)
+    # Shift-Att: label j is read at step j + 1 (where it is the decoder input); the last label (</s>) gets a zero row
+    shifted = model.align(ids, labels, attention_mask=mask, layer=1, shift=True)
+    for b, (n_tgt, n_src) in enumerate([(5, 6), (3, 4)]):
+        a = attn[b].detach().mean(0)  # (T, S), padded
+        for j in range(n_tgt):
+            row = a[j + 1, :n_src] if j + 1 < n_tgt else torch.zeros(n_src)
+            torch.testing.assert_close(shifted[b].soft[j], row)
+    assert shifted[0].links[:4] == [(int(attn[0, :, j + 1].mean(0).argmax()), j) for j in range(4)]
     # words: source {0,1} {2} {3,4}, eos dropped; target {0} {1,2} {3}, eos dropped
     src_words = [[0, 0, 1, 2, 2, None], [0, 1, 1, None]]
     tgt_words = [[0, 1, 1, 2, None], [0, 0, None]]
