@@ -47,7 +47,7 @@ METHODS: dict[str, tuple[dict, bool, str]] = {
                "guided alignment (Garg et al. 2019): head 0 of layer 1 supervised by eflomal's grow-diag-final-and "
                "links on the training pairs, weight 0.05"),
 }
-PLAN = [(m, 0) for m in METHODS]
+PLAN = [(m, 0) for m in METHODS] + [("vanilla", 1)]  # vanilla-seed0 ran before Shift-Att and aer_by_layer existed
 RECIPE = dict(d_model=256, layers=3, heads=4, ffn_dim=1024, dropout=0.1, vocab_size=8000, max_tokens=2500,
               max_steps=2000, learning_rate=7e-4, warmup_steps=800, adam_beta2=0.98, max_grad_norm=1.0,
               label_smoothing=0.1, average_checkpoints=5, average_every=100, num_beams=4, max_length=64, save_steps=200,
