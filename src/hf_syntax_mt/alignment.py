@@ -162,7 +162,7 @@ def align(
         source_word_ids, target_word_ids: per pair, the word index of every token (`None` for special tokens), as
             given by a fast tokenizer's `word_ids()`. With them the matrix is per word: a target word's row is the
             mean of its subword rows, a source word's column the sum of its subword columns.
-        shift: Shift-Att (Chen et al. 2020, Sec. 3.1): read the row of `labels[:, j]` at the step where it is the
+        shift: Shift-Att (Chen et al. 2020, EMNLP): read the row of `labels[:, j]` at the step where it is the
             decoder *input* (row j + 1) instead of the step that predicts it (row j, Naive-Att). The last token
             (`</s>`) is never an input: its row is zero.
         **model_kwargs: passed to the model (e.g. `parent_positions`).
