@@ -48,7 +48,7 @@ from torch import nn
 from transformers import initialization as init
 from transformers.cache_utils import DynamicLayer, EncoderDecoderCache
 
-from .registry import AttentionContext, Method
+from .registry import AttentionContext, Method, check_int
 
 ALIGNMENT_BIASES = ("position", "markov", "fertility")
 
@@ -257,12 +257,8 @@ class AlignmentBias(Method):
                     f"alignment_biases={biases!r} is set but alignment_bias_layers is empty: choose the decoder layers "
                     f"that get them, e.g. alignment_bias_layers=[{n - 1}]."
                 )
-        window = config.alignment_window
-        if not isinstance(window, int) or isinstance(window, bool) or window < 0:
-            raise ValueError(f"alignment_window={window!r} must be an int >= 0 (k: features over i-k..i+k, e.g. 2).")
-        hidden = config.alignment_bias_hidden_size
-        if not isinstance(hidden, int) or isinstance(hidden, bool) or hidden < 1:
-            raise ValueError(f"alignment_bias_hidden_size={hidden!r} must be an int >= 1 (e.g. 16).")
+        check_int(config, "alignment_window", 0, hint="k: features over i-k..i+k, e.g. 2")
+        check_int(config, "alignment_bias_hidden_size", 1, hint="e.g. 16")
 
     def describe(self, config):
         if not self.active(config):

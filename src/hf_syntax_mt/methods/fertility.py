@@ -11,7 +11,7 @@ import math
 import torch
 from torch import nn
 
-from .registry import Method, check_weight
+from .registry import Method, check_int, check_weight
 
 
 class GlobalFertility(nn.Module):
@@ -76,12 +76,8 @@ class Fertility(Method):
 
     def validate(self, config) -> None:
         check_weight(config, "global_fertility_weight")
-        start = config.global_fertility_start_step
-        if not isinstance(start, int) or isinstance(start, bool) or start < 0:
-            raise ValueError(
-                f"global_fertility_start_step={start!r} must be an int >= 0 (the training step that switches the "
-                "global-fertility loss on; 0: from the start)."
-            )
+        check_int(config, "global_fertility_start_step", 0, hint="the training step that switches the global-fertility "
+                  "loss on; 0: from the start")  # fmt: skip
 
     def describe(self, config):
         if not self.active(config):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from .registry import Method, check_decoder_layer, check_weight
+from .registry import Method, check_decoder_layer, check_int, check_weight
 
 
 def guided_alignment_nll(probs: torch.Tensor, target: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -49,12 +49,9 @@ class GuidedAlignment(Method):
         check_weight(config, "guided_alignment_weight", "0 switches guided alignment off; Garg et al. use 0.05")
         check_decoder_layer(config, "guided_alignment_layer", "or None for the model's alignment layer (Garg et al.: "
                             "the penultimate)")  # fmt: skip
-        heads, h = config.guided_alignment_heads, config.decoder_attention_heads
-        if not isinstance(heads, int) or isinstance(heads, bool) or not 1 <= heads <= h:
-            raise ValueError(
-                f"guided_alignment_heads={heads!r} must be an int in 1..decoder_attention_heads={h} (the first k heads "
-                "of the layer are averaged and supervised; Garg et al. supervise 1)."
-            )
+        check_int(config, "guided_alignment_heads", 1, config.decoder_attention_heads, hint="at most "
+                  "decoder_attention_heads; the first k heads of the layer are averaged and supervised; Garg et al. "
+                  "supervise 1")  # fmt: skip
 
     def describe(self, config):
         if not self.active(config):

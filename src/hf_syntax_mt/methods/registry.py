@@ -316,6 +316,14 @@ def check_weight(config, name: str, hint: str = "0 switches it off") -> None:
         raise ValueError(f"{name}={value!r} must be a finite number >= 0 ({hint}).")
 
 
+def check_int(config, name: str, low: int, high: int | None = None, hint: str = "") -> None:
+    """An int option (not a bool) in ``low..high`` (``high`` None: no upper bound); ``hint`` says what it means."""
+    value = getattr(config, name)
+    if not isinstance(value, int) or isinstance(value, bool) or value < low or (high is not None and value > high):
+        bounds = f">= {low}" if high is None else f"in {low}..{high}"
+        raise ValueError(f"{name}={value!r} must be an int {bounds}{f' ({hint})' if hint else ''}.")
+
+
 def check_decoder_layer(config, name: str, hint: str) -> None:
     """An optional decoder layer index (0-based), or None."""
     layer, n = getattr(config, name), config.decoder_layers
