@@ -52,7 +52,7 @@ def test_training_pulls_the_supervised_head_onto_the_links():
     first = None
     for _ in range(60):
         out = m(**b)
-        first = first if first is not None else float(out.alignment_loss)
+        first = first if first is not None else float(out.alignment_loss.detach())
         optimizer.zero_grad()
         out.loss.backward()
         optimizer.step()
