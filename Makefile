@@ -42,7 +42,7 @@ bench-docnmt: $(STAMP)
 
 # the alignment study (issue 14): Multi30k en->fr models, AER on the Hansards gold beside eflomal's; resumable units
 bench-alignment: $(STAMP)
-	$(BIN)/python benchmarks/alignment_study.py --time-limit 150
+	$(BIN)/python benchmarks/alignment_study.py --time-limit 150 --keep-models
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests scripts benchmarks
