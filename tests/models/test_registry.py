@@ -95,7 +95,7 @@ def test_a_toy_method_changes_its_heads_by_the_direct_formula(toy):
         out = model(**inputs, output_attentions=True)
     probs = out.encoder_attentions[0]  # (B, H, S, S)
     x, H, d = seen["x"], attn.num_heads, attn.head_dim
-    q, k = attn.q_proj(x), attn.k_proj(x)  # (B, S, D)
+    q, k = attn.q_proj(x).detach(), attn.k_proj(x).detach()  # (B, S, D)
     for b in range(2):
         n = int(inputs["attention_mask"][b].sum())
         for h in range(H):
