@@ -16,7 +16,7 @@ from .data.documents import encode_context
 from .data.parser_config import parser_from_config
 from .data.parsers import Parser, get_parser
 from .data.preprocess import parse_texts
-from .data.subwords import align_parse
+from .data.subwords import align_parse, parse_flags
 
 logger = logging.getLogger(__name__)
 
@@ -172,9 +172,8 @@ class SyntaxTranslationPipeline(Pipeline):
             }
         columns = config.parse_columns()  # what the model's methods read from the parse (the registry decides)
         enc = align_parse(
-            self.tokenizer, parse, text=text if text.strip() else None, max_length=max_length,
-            compute_tree="word_index" in columns, compute_features=any(c.endswith("_ids") for c in columns),
-        )  # fmt: skip
+            self.tokenizer, parse, text=text if text.strip() else None, max_length=max_length, **parse_flags(columns)
+        )
         out = {
             "input_ids": torch.tensor([enc["input_ids"]]),
             "attention_mask": torch.ones(1, len(enc["input_ids"]), dtype=torch.long),

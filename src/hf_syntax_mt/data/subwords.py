@@ -49,6 +49,7 @@ __all__ = [
     "lisa_parents_from_word_ids",
     "dbsa_heads_from_word_ids",
     "align_parse",
+    "parse_flags",
     "word_spans_in_text",
 ]
 
@@ -286,6 +287,12 @@ def _representatives(parse: ParsedSentence) -> list[tuple[int, int, int]]:
             rep = outside[0] if outside else ws
         out.append((ws, we, rep))
     return out
+
+
+def parse_flags(columns: Sequence[str]) -> dict[str, bool]:
+    """The `align_parse` flags that compute the input ``columns`` a model reads from its source parse (as given by
+    ``config.parse_columns()``): the tree for syntax-directed heads, the feature ids for input features."""
+    return {"compute_tree": "word_index" in columns, "compute_features": any(c.endswith("_ids") for c in columns)}
 
 
 def align_parse(

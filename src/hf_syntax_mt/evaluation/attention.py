@@ -122,7 +122,7 @@ def model_attachment_scores(
 
     from ..configuration_syntax_mt import SyntaxMTConfig
     from ..data.collator import DataCollatorForSyntaxMT
-    from ..data.subwords import align_parse
+    from ..data.subwords import align_parse, parse_flags
 
     input_parses = gold if input_parses is None else input_parses
     if len(input_parses) != len(gold):
@@ -134,8 +134,7 @@ def model_attachment_scores(
     # what the model's encoder reads from the parse (PASCAL parents, tree words, input features): the registry decides
     columns = model.config.parse_columns() if isinstance(model.config, SyntaxMTConfig) else []
     keep = ["input_ids", "attention_mask", *columns]
-    rows = [align_parse(tokenizer, p, max_length=max_length, compute_tree="word_index" in columns,
-                        compute_features=any(c.endswith("_ids") for c in columns)) for p in input_parses]  # fmt: skip
+    rows = [align_parse(tokenizer, p, max_length=max_length, **parse_flags(columns)) for p in input_parses]
     collate = DataCollatorForSyntaxMT(tokenizer)
     encoder = model.get_encoder()
     model.eval()
