@@ -482,7 +482,7 @@ def test_defaults_switch_everything_off():
         (dict(alignment_biases=["markov"]), "alignment_bias_layers is empty"),
         (dict(alignment_window=-1), r"alignment_window=-1 must be an int >= 0"),
         (dict(alignment_bias_hidden_size=0), r"alignment_bias_hidden_size=0 must be an int >= 1"),
-        (dict(alignment_layer=5), r"alignment_layer=5 but the model has decoder_layers=2"),
+        (dict(alignment_layer=5), r"alignment_layer=5 must be an int in 0..1 \(the model has decoder_layers=2"),
         (dict(global_fertility_weight=-0.1), r"global_fertility_weight=-0.1 must be a finite number >= 0"),
         (dict(symmetry_weight=float("nan")), r"symmetry_weight=nan must be"),
         (dict(global_fertility_start_step=-3), r"global_fertility_start_step=-3 must be an int >= 0"),

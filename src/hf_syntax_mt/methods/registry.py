@@ -326,8 +326,6 @@ def check_int(config, name: str, low: int, high: int | None = None, hint: str = 
 
 def check_decoder_layer(config, name: str, hint: str) -> None:
     """An optional decoder layer index (0-based), or None."""
-    layer, n = getattr(config, name), config.decoder_layers
-    if layer is not None and (not isinstance(layer, int) or isinstance(layer, bool) or not 0 <= layer < n):
-        raise ValueError(
-            f"{name}={layer!r} but the model has decoder_layers={n}: give a decoder layer index in 0..{n - 1}, {hint}."
-        )
+    if getattr(config, name) is not None:
+        n = config.decoder_layers
+        check_int(config, name, 0, n - 1, f"the model has decoder_layers={n}: a decoder layer index, {hint}")
