@@ -41,7 +41,7 @@ def main(argv=None) -> int:
         import eflomal
     except ImportError:
         raise SystemExit("eflomal is not installed: pip install eflomal") from None
-    from hf_syntax_mt.word_alignment import alignment_error_rate, read_pharaoh, symmetrize
+    from hf_syntax_mt.word_alignment import alignment_error_rate, format_pharaoh, read_pharaoh, symmetrize
 
     data = Path(args.data)
     gold_dir = data / "alignment-gold-en-fr"
@@ -68,6 +68,12 @@ def main(argv=None) -> int:
             sym = [symmetrize(set(a), set(b), method) for a, b in zip(f, r, strict=True)]
             scores[method] = alignment_error_rate(sym, gold)
         runs.append({"run": run, "seconds": round(seconds, 1), "scores": scores})
+        if run == 0:  # the links themselves, for the study's known/unseen-word split of AER
+            Path(args.results).mkdir(parents=True, exist_ok=True)
+            for method, links in (("forward", f), ("grow-diag-final-and", [symmetrize(set(a), set(b))
+                                                                          for a, b in zip(f, r, strict=True)])):
+                (Path(args.results) / f"eflomal.{method}.align.txt").write_text(
+                    "".join(format_pharaoh(x) + "\n" for x in links), encoding="utf-8")
         print(f"run {run}: " + ", ".join(f"{k} AER {100 * v['aer']:.1f}" for k, v in scores.items()) + f" ({seconds:.0f} s)")
     out = Path(args.results)
     record = {"aligner": f"eflomal {getattr(eflomal, '__version__', '2.0.0')} (defaults: model 3, 3 samplers)",
