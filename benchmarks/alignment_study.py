@@ -265,10 +265,11 @@ def known_word_aer(links: list, gold: list, hansards: tuple[list[str], list[str]
     parts = {"known": ([], []), "unseen": ([], [])}
     for pred, g, en, fr in zip(links, gold, *hansards, strict=True):
         en, fr = en.split(), fr.split()
-        for name, (p_out, g_out) in parts.items():
-            keep = lambda ij: (en[ij[0]] in vocab[0] and fr[ij[1]] in vocab[1]) == (name == "known")  # noqa: E731
-            p_out.append({ij for ij in pred if keep(ij)})
-            g_out.append(GoldAlignment(frozenset(filter(keep, g.sure)), frozenset(filter(keep, g.possible))))
+        cells = set(pred) | g.possible  # every link of the pair (sure links are possible too)
+        known = {(i, j) for i, j in cells if en[i] in vocab[0] and fr[j] in vocab[1]}
+        for part, (p_out, g_out) in zip((known, cells - known), parts.values(), strict=True):
+            p_out.append(set(pred) & part)
+            g_out.append(GoldAlignment(g.sure & part, g.possible & part))
     return {name: alignment_error_rate(p, g) for name, (p, g) in parts.items()}
 
 
