@@ -109,7 +109,7 @@ def test_encoder_biaffine_heads_match_eq4_and_loss(kind, head):
         torch.testing.assert_close(out.lisa_loss, torch.tensor(nll / n_tokens), atol=1e-4, rtol=1e-4)
     else:  # dbsa_loss adds the decoder's term; recompute it without the source supervision
         only_target = model(**{**inputs, "dbsa_heads": None}, decoder_input_ids=decoder_ids(inputs))
-        decoder_part = float(only_target.dbsa_loss)
+        decoder_part = float(only_target.dbsa_loss.detach())
         torch.testing.assert_close(out.dbsa_loss, torch.tensor(nll / n_tokens + decoder_part), atol=1e-4, rtol=1e-4)
 
 
