@@ -63,17 +63,16 @@ def main(argv=None) -> int:
             f = [p.sure for p in read_pharaoh(fwd)[-n:]]
             # eflomal writes the reverse links as source-target too
             r = [p.sure for p in read_pharaoh(rev)[-n:]]
-        scores = {"forward": alignment_error_rate(f, gold), "reverse": alignment_error_rate(r, gold)}
+        links = {"forward": f, "reverse": r}
         for method in ("intersection", "grow-diag-final-and", "union"):
-            sym = [symmetrize(set(a), set(b), method) for a, b in zip(f, r, strict=True)]
-            scores[method] = alignment_error_rate(sym, gold)
+            links[method] = [symmetrize(set(a), set(b), method) for a, b in zip(f, r, strict=True)]
+        scores = {method: alignment_error_rate(x, gold) for method, x in links.items()}
         runs.append({"run": run, "seconds": round(seconds, 1), "scores": scores})
         if run == 0:  # the links themselves, for the study's known/unseen-word split of AER
             Path(args.results).mkdir(parents=True, exist_ok=True)
-            for method, links in (("forward", f), ("grow-diag-final-and", [symmetrize(set(a), set(b))
-                                                                          for a, b in zip(f, r, strict=True)])):
+            for method in ("forward", "grow-diag-final-and"):
                 (Path(args.results) / f"eflomal.{method}.align.txt").write_text(
-                    "".join(format_pharaoh(x) + "\n" for x in links), encoding="utf-8")
+                    "".join(format_pharaoh(x) + "\n" for x in links[method]), encoding="utf-8")
         print(f"run {run}: " + ", ".join(f"{k} AER {100 * v['aer']:.1f}" for k, v in scores.items()) + f" ({seconds:.0f} s)")
     out = Path(args.results)
     record = {"aligner": f"eflomal {getattr(eflomal, '__version__', '2.0.0')} (defaults: model 3, 3 samplers)",
