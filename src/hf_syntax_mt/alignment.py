@@ -25,6 +25,7 @@ __all__ = [
     "Alignment",
     "AlignmentTrainingCallback",
     "align",
+    "alignment_read",
     "plot_alignment",
     "recording_alignment",
     "symmetry_trace",
@@ -114,7 +115,7 @@ class Alignment:
     """Alignment of one sentence pair.
 
     Attributes:
-        soft: `(J, I)` float tensor: row j = attention (heads averaged) when predicting target unit j, over source
+        soft: `(J, I)` float tensor: row j = attention (read heads averaged) when predicting target unit j, over source
             units i (subword tokens, or words when word ids were given). Rows sum to 1 at token level.
         links: hard links `(i, j)` (source index, target index): for every target unit j its argmax source unit.
     """
@@ -139,6 +140,22 @@ def _word_matrix(word_ids: Sequence[int | None], n: int) -> tuple[torch.Tensor, 
     return m, len(words)
 
 
+def alignment_read(config, layer: int | None = None, heads: int | None = None) -> tuple[int, int]:
+    """The decoder layer `align` reads and how many of its first heads it averages (see `align` for the defaults)."""
+    guided = getattr(config, "guided_alignment_weight", 0) > 0
+    guided_layer = getattr(config, "guided_alignment_layer", None)
+    guided_layer = config.resolved_alignment_layer if guided_layer is None else guided_layer
+    if layer is None:
+        layer = guided_layer if guided else config.resolved_alignment_layer
+    n = config.decoder_attention_heads
+    if heads is None:
+        heads = config.guided_alignment_heads if guided and layer == guided_layer else n
+    if isinstance(heads, bool) or not isinstance(heads, int) or not 1 <= heads <= n:
+        raise ValueError(f"heads={heads!r}: give how many of the layer's first heads to average, 1 to {n} "
+                         "(decoder_attention_heads), or None for the default")  # fmt: skip
+    return layer, heads
+
+
 @torch.no_grad()
 def align(
     model: nn.Module,
@@ -149,27 +166,33 @@ def align(
     source_word_ids: Sequence[Sequence[int | None]] | None = None,
     target_word_ids: Sequence[Sequence[int | None]] | None = None,
     shift: bool = False,
+    heads: int | None = None,
     **model_kwargs,
 ) -> list[Alignment]:
-    """Source-target alignments from the cross-attention of decoder layer `layer`, heads averaged.
+    """Source-target alignments from the cross-attention of decoder layer `layer`, its first `heads` heads averaged.
 
     Args:
         model: a `SyntaxMTForConditionalGeneration`.
         input_ids: `(B, I)` source ids; `attention_mask` `(B, I)` (default: all ones).
         labels: `(B, J)` target ids (-100 = padding), as for training; row j of the result is the attention used
             to predict `labels[:, j]`.
-        layer: decoder layer (default: `config.resolved_alignment_layer`).
+        layer: decoder layer (default: the guided-alignment layer of a model trained with guided alignment, else
+            `config.resolved_alignment_layer`).
         source_word_ids, target_word_ids: per pair, the word index of every token (`None` for special tokens), as
             given by a fast tokenizer's `word_ids()`. With them the matrix is per word: a target word's row is the
             mean of its subword rows, a source word's column the sum of its subword columns.
         shift: Shift-Att (Chen et al. 2020, EMNLP): read the row of `labels[:, j]` at the step where it is the
             decoder *input* (row j + 1) instead of the step that predicts it (row j, Naive-Att). The last token
             (`</s>`) is never an input: its row is zero.
+        heads: how many of the layer's first heads are averaged. Default: the `guided_alignment_heads` that guided
+            alignment supervised when `layer` is its layer (as fairseq's `alignment_heads`: the other heads of that
+            layer are free to attend elsewhere), else all heads.
         **model_kwargs: passed to the model (e.g. `parent_positions`).
 
     Returns:
         one `Alignment` per pair, padding removed.
     """
+    layer, heads = alignment_read(model.config, layer, heads)
     was_training = model.training
     model.eval()
     if attention_mask is None:
@@ -179,7 +202,7 @@ def align(
             model(input_ids=input_ids, attention_mask=attention_mask, labels=labels, **model_kwargs)
     finally:
         model.train(was_training)
-    probs = rec.probs.mean(dim=1).float().cpu()  # (B, J, I)
+    probs = rec.probs[:, :heads].mean(dim=1).float().cpu()  # (B, H, J, I) -> (B, J, I)
     result = []
     for b in range(input_ids.shape[0]):
         n_src = int(attention_mask[b].sum())

@@ -124,7 +124,7 @@ def _align(args: argparse.Namespace) -> int:
     model = auto.from_pretrained(args.model, attn_implementation="eager")
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     links = align_corpus(model, tokenizer, sources, targets, layer=args.layer, batch_size=args.batch_size,
-                         method=args.symmetrize, shift=args.shift)  # fmt: skip
+                         method=args.symmetrize, shift=args.shift, heads=args.heads)  # fmt: skip
     text = "".join(format_pharaoh(pair) + "\n" for pair in links)
     if args.output == "-":
         sys.stdout.write(text)
@@ -240,8 +240,10 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--tgt", help="target sentences, line aligned with --src")
     a.add_argument("--input", help="instead of --src/--tgt: one file of 'source ||| target' lines")
     a.add_argument("--output", default="-", help="Pharaoh file (default: standard output)")
-    a.add_argument("--layer", type=int, help="decoder layer whose cross-attention is read (default: the model's "
-                   "alignment layer: the last biased layer, else the last layer)")  # fmt: skip
+    a.add_argument("--layer", type=int, help="decoder layer whose cross-attention is read (default: the guided-"
+                   "alignment layer, else the model's alignment layer: the last biased layer, else the last layer)")  # fmt: skip
+    a.add_argument("--heads", type=int, help="average the layer's first N heads (default: all, or the heads that "
+                   "guided alignment supervised when reading its layer)")  # fmt: skip
     a.add_argument("--symmetrize", default="grow-diag-final-and",
                    choices=["forward", "backward", "intersection", "union", "grow-diag-final-and"],
                    help="with a symmetric model (both directions): how the two directions' links are combined")  # fmt: skip

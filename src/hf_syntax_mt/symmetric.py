@@ -174,10 +174,11 @@ class SymmetricTranslationModel(PreTrainedModel):
     @torch.no_grad()
     def align(self, input_ids, labels, reverse_input_ids, reverse_labels, attention_mask=None,
               reverse_attention_mask=None, method: str = "intersection", source_word_ids=None,
-              target_word_ids=None, shift: bool = False) -> list[set[tuple[int, int]]]:  # fmt: skip
+              target_word_ids=None, shift: bool = False, heads: int | None = None) -> list[set[tuple[int, int]]]:  # fmt: skip
         """Hard links (source index, target index) per pair from both directions, symmetrised with ``method``
         (``forward``, ``backward``, ``intersection``, ``union``, ``grow-diag-final-and``); tokens, or words when the
-        word ids of each side are given; ``shift``: Shift-Att in both directions (as for `alignment.align`)."""
+        word ids of each side are given; ``shift``: Shift-Att in both directions, ``heads``: how many first heads
+        of each direction's layer are averaged (as for `alignment.align`)."""
         from .word_alignment import symmetrize
 
         if attention_mask is None:  # the source tokens are the reverse labels
@@ -185,9 +186,9 @@ class SymmetricTranslationModel(PreTrainedModel):
         if reverse_attention_mask is None:  # the target tokens are the forward labels
             reverse_attention_mask = (labels != -100).long()
         st = align(self.forward_model, input_ids, labels, attention_mask, self.layers[0], source_word_ids,
-                   target_word_ids, shift=shift)  # fmt: skip
+                   target_word_ids, shift=shift, heads=heads)  # fmt: skip
         ts = align(self.backward_model, reverse_input_ids, reverse_labels, reverse_attention_mask, self.layers[1],
-                   target_word_ids, source_word_ids, shift=shift)  # fmt: skip
+                   target_word_ids, source_word_ids, shift=shift, heads=heads)  # fmt: skip
         out = []
         for a, b in zip(st, ts, strict=True):
             forward, backward = set(a.links), {(i, j) for j, i in b.links}  # t->s links flipped to (source, target)

@@ -97,8 +97,10 @@ def read_parallel_words(source: str | os.PathLike | None, target: str | os.PathL
 
 def align_corpus(model, tokenizer, sources: Sequence[Sequence[str]], targets: Sequence[Sequence[str]],
                  layer: int | None = None, batch_size: int = 32, progress: bool = True,
-                 method: str = "grow-diag-final-and", shift: bool = False) -> list[set[Link]]:  # fmt: skip
-    """Word-level links read off decoder layer ``layer``'s cross-attention (heads averaged; every subword's row
+                 method: str = "grow-diag-final-and", shift: bool = False,
+                 heads: int | None = None) -> list[set[Link]]:  # fmt: skip
+    """Word-level links read off decoder layer ``layer``'s cross-attention (its first ``heads`` heads averaged:
+    by default all, or the heads guided alignment supervised, see `alignment.align`; every subword's row
     averaged into its word, every source word's subword columns summed), each target word linked to its argmax
     source word. Sentences are given as words; the tokenizer's ``word_ids()`` maps subwords back to them. ``shift``:
     Shift-Att (Chen et al. 2020), each target word read at the step where it is the decoder input (`alignment.align`).
@@ -139,10 +141,12 @@ def align_corpus(model, tokenizer, sources: Sequence[Sequence[str]], targets: Se
                     reverse_labels = enc["input_ids"].masked_fill(enc["attention_mask"] == 0, -100)
                     result = model.align(enc["input_ids"], labels, reverse_input_ids, reverse_labels,
                                          enc["attention_mask"], (labels != -100).long(), method=method,
-                                         source_word_ids=src_words, target_word_ids=tgt_words, shift=shift)  # fmt: skip
+                                         source_word_ids=src_words, target_word_ids=tgt_words, shift=shift,
+                                         heads=heads)  # fmt: skip
                 else:
                     result = [set(a.links) for a in align(model, enc["input_ids"], labels, enc["attention_mask"],
-                                                          layer, src_words, tgt_words, shift=shift)]  # fmt: skip
+                                                          layer, src_words, tgt_words, shift=shift,
+                                                          heads=heads)]  # fmt: skip
             for b, k in enumerate(keep):
                 links[k] = result[b]
         out.extend(links)

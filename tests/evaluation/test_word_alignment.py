@@ -93,13 +93,14 @@ def tiny_model():
     return model.eval(), tok, [s.split() for s in src], [t.split() for t in tgt]
 
 
-def direct_links(model, tok, src_words, tgt_words, layer, shift=False):
+def direct_links(model, tok, src_words, tgt_words, layer, shift=False, heads=None):
     """Argmax source word per target word, from `output_attentions` with loops over tokens (the slow, plain way);
-    ``shift``: each subword's row is the next step's, where the subword is the decoder input (Shift-Att)."""
+    ``shift``: each subword's row is the next step's, where the subword is the decoder input (Shift-Att);
+    ``heads``: average only the first N heads."""
     enc = tok(" ".join(src_words), text_target=" ".join(tgt_words), return_tensors="pt")
     with torch.no_grad():
         out = model(input_ids=enc["input_ids"], labels=enc["labels"], output_attentions=True)
-    cross = out.cross_attentions[layer][0].mean(0)  # (J, I), heads averaged
+    cross = out.cross_attentions[layer][0][:heads].mean(0)  # (J, I), heads averaged
     sw = enc.word_ids(0)
     tw = tok(text_target=" ".join(tgt_words)).word_ids()
     links = set()
@@ -146,6 +147,12 @@ def test_align_and_aer_commands(tiny_model, tmp_path, capsys):
     shifted = [direct_links(model, tok, s, t, 1, shift=True) for s, t in zip(src, tgt, strict=True)]
     assert shifted != expected  # (this model's layer 1 reads differently one step later)
     expected = shifted
+    assert [parse_pharaoh(line).sure for line in lines[:-1]] == expected and lines[-1] == ""
+    assert cli_main(["align", "--model", str(tmp_path / "model"), "--input", str(tmp_path / "pairs.txt"),
+                     "--output", str(tmp_path / "head.txt"), "--layer", "1", "--heads", "1"]) == 0  # fmt: skip
+    lines = (tmp_path / "head.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    expected = [direct_links(model, tok, s, t, 1, heads=1) for s, t in zip(src, tgt, strict=True)]
+    assert expected != [direct_links(model, tok, s, t, 1) for s, t in zip(src, tgt, strict=True)]  # head 0 differs
     assert [parse_pharaoh(line).sure for line in lines[:-1]] == expected and lines[-1] == ""
 
 

@@ -65,6 +65,30 @@ def test_training_pulls_the_supervised_head_onto_the_links():
     assert torch.equal(head.argmax(-1)[linked], b["decoder_alignment"][linked])
 
 
+def test_align_reads_the_supervised_heads_of_a_guided_model_by_default():
+    from hf_syntax_mt.alignment import align, alignment_read
+
+    m = model(guided_alignment_weight=0.5, guided_alignment_layer=0, guided_alignment_heads=2).eval()
+    b = batch()
+    with torch.no_grad():
+        cross = m(**b, output_attentions=True).cross_attentions  # per layer (B, H, T, S)
+
+    def soft(layer, heads):  # the expected matrix of pair 0 (no padding), straight from the returned attention
+        return cross[layer][0, :heads].mean(0)
+
+    default = align(m, b["input_ids"], b["labels"], b["attention_mask"])  # guided layer 0, its 2 supervised heads
+    torch.testing.assert_close(default[0].soft, soft(0, 2))
+    assert default[0].links == [(int(i), j) for j, i in enumerate(soft(0, 2).argmax(-1).tolist())]
+    every = align(m, b["input_ids"], b["labels"], b["attention_mask"], heads=4)
+    torch.testing.assert_close(every[0].soft, soft(0, 4))
+    other = align(m, b["input_ids"], b["labels"], b["attention_mask"], layer=1)  # not the guided layer: all heads
+    torch.testing.assert_close(other[0].soft, soft(1, 4))
+    assert alignment_read(m.config) == (0, 2) and alignment_read(m.config, layer=1) == (1, 4)
+    assert alignment_read(model().config) == (1, 4)  # no guided alignment: the last layer, every head
+    with pytest.raises(ValueError, match="heads=5.*1 to 4"):
+        align(m, b["input_ids"], b["labels"], b["attention_mask"], heads=5)
+
+
 def test_alignment_targets_map_word_links_onto_subwords():
     # "the cats sat" / "les chats assis": words split into subwords by character offsets
     src_text, tgt_text = "the cats sat", "les chats assis"
