@@ -153,7 +153,7 @@ def run_unit(args, method: str, seed: int) -> Path:
     import torch
     from datasets import Dataset
 
-    from hf_syntax_mt.alignment import DataCollatorForSymmetricTranslation
+    from hf_syntax_mt.alignment import DataCollatorForSymmetricTranslation, alignment_read
     from hf_syntax_mt.data import DataCollatorForSyntaxMT
     from hf_syntax_mt.data.preprocess import TokenizeOnly
     from hf_syntax_mt.training import CheckpointAverageCallback, CurveCallback, SyntaxMTTrainer, train_tokenizer
@@ -239,6 +239,7 @@ def run_unit(args, method: str, seed: int) -> Path:
         "train_minutes": round(minutes, 2), "tokens_seen": trainer.state.num_input_tokens_seen,
         "averaged_steps": averager.steps, "resumed_from": checkpoint and Path(checkpoint).name,
         "aer": aer, "aer_by_layer": aer_by_layer,
+        "read": dict(zip(("layer", "heads"), alignment_read(forward_model.config), strict=True)),  # heads averaged
         "alignments_written": best,
         "bleu": round(bleu.score, 2), "chrf": round(chrf.score, 2),
         "bleu_signature": str(bleu_metric.get_signature()),
