@@ -299,11 +299,14 @@ def aggregate(args) -> str | None:
     layered = [u for u in units if u.get("aer_by_layer")]
     if layered:
         n = max(len(u["aer_by_layer"]) for u in layered)
-        lines += ["", "AER (%) of the forward direction read at each decoder layer (heads averaged), Naive-Att / "
-                  "Shift-Att:", "", "| unit | " + " | ".join(f"layer {k}" for k in range(n)) + " |",
+        lines += ["", "AER (%) of the forward direction read at each decoder layer (heads averaged; a guided model's "
+                  "supervised layer: its supervised heads only, marked *), Naive-Att / Shift-Att:", "", "| unit | " + " | ".join(f"layer {k}" for k in range(n)) + " |",
                   "|---|" + "---|" * n]  # fmt: skip
         for u in layered:
-            cells = [f"{100 * v['naive']:.1f} / {100 * v['shift']:.1f}" for v in u["aer_by_layer"].values()]
+            read = u.get("read", {"layer": -1, "heads": u["recipe"]["heads"]})
+            star = read["heads"] < u["recipe"]["heads"]  # fewer heads than the layer has: the guided ones
+            cells = [f"{100 * v['naive']:.1f} / {100 * v['shift']:.1f}{'*' if star and int(k) == read['layer'] else ''}"
+                     for k, v in u["aer_by_layer"].items()]  # fmt: skip
             lines.append(f"| {u['unit']}{' (quick)' if u['quick'] else ''} | {' | '.join(cells)} |")
     lines += known_word_lines(args, units)
     text = "\n".join(lines) + "\n"
