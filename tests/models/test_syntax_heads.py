@@ -143,7 +143,8 @@ def test_decoder_dbsa_heads_match_eq4_and_loss(full_context):
 def test_synchronous_loss_matches_eqs_7_to_9():
     model = make_model(**ALL)
     inputs = batch()
-    out = model(**inputs, output_attentions=True)
+    with torch.no_grad():
+        out = model(**inputs, output_attentions=True)
     E = out.encoder_attentions[0][:, 3]  # the encoder DBSA head
     D = out.decoder_attentions[1][:, :2].mean(1)  # the two decoder DBSA heads, averaged
     C = out.cross_attentions[0].mean(1)  # layer l_sync = 0, heads averaged
