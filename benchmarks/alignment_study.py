@@ -260,7 +260,8 @@ def run_unit(args, method: str, seed: int) -> Path:
 def known_word_aer(links: list, gold: list, hansards: tuple[list[str], list[str]], vocab: tuple[set, set]) -> dict:
     """AER on two parts of the gold set's cells (i, j): 'known', where the English word i and the French word j both
     occur in the training data, and 'unseen', where one of them does not (22% of the English and 21% of the French
-    Hansards word tokens are not in Multi30k train). Every link set (predicted, sure, possible) is cut by the same cells, so each part is an AER of its own."""
+    Hansards word tokens are not in Multi30k train). Every link set (predicted, sure, possible) is cut by the same
+    cells, so each part is an AER of its own."""
     from hf_syntax_mt.word_alignment import GoldAlignment, alignment_error_rate
 
     parts = {"known": ([], []), "unseen": ([], [])}
@@ -300,8 +301,8 @@ def aggregate(args) -> str | None:
     if layered:
         n = max(len(u["aer_by_layer"]) for u in layered)
         lines += ["", "AER (%) of the forward direction read at each decoder layer (heads averaged; a guided model's "
-                  "supervised layer: its supervised heads only, marked *), Naive-Att / Shift-Att:", "", "| unit | " + " | ".join(f"layer {k}" for k in range(n)) + " |",
-                  "|---|" + "---|" * n]  # fmt: skip
+                  "supervised layer: its supervised heads only, marked *), Naive-Att / Shift-Att:", "",
+                  "| unit | " + " | ".join(f"layer {k}" for k in range(n)) + " |", "|---|" + "---|" * n]  # fmt: skip
         for u in layered:
             read = u.get("read", {"layer": -1, "heads": u["recipe"]["heads"]})
             star = read["heads"] < u["recipe"]["heads"]  # fewer heads than the layer has: the guided ones

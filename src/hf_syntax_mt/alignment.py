@@ -142,9 +142,10 @@ def _word_matrix(word_ids: Sequence[int | None], n: int) -> tuple[torch.Tensor, 
 
 def alignment_read(config, layer: int | None = None, heads: int | None = None) -> tuple[int, int]:
     """The decoder layer `align` reads and how many of its first heads it averages (see `align` for the defaults)."""
-    guided = getattr(config, "guided_alignment_weight", 0) > 0
-    guided_layer = getattr(config, "guided_alignment_layer", None)
-    guided_layer = config.resolved_alignment_layer if guided_layer is None else guided_layer
+    from .methods.guided_alignment import GuidedAlignment
+
+    guided = GuidedAlignment().active(config)
+    guided_layer = GuidedAlignment.layer(config)
     if layer is None:
         layer = guided_layer if guided else config.resolved_alignment_layer
     n = config.decoder_attention_heads
