@@ -1,0 +1,62 @@
+"""How closely do the alignment study's kept models reproduce eflomal's links on their own (Multi30k) training pairs?
+
+The study scores AER on the Hansards gold, a domain the models never trained on, while eflomal aligns the Hansards
+pairs together with its training data. This reads each kept model's alignments (`--keep-models`) on the first N
+Multi30k en-fr training pairs and scores them against eflomal's grow-diag-final-and links of the same pairs (the
+guided unit's supervision, cached by the study as `eflomal-train-*.gdfa`), every link counted as sure. In-sample
+for every model: a check of how well attention matches eflomal in the domain the models know, not a held-out AER.
+
+    python benchmarks/alignment_in_domain.py --pairs 500    # -> benchmarks/results/alignment/in_domain.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import alignment_study as study  # noqa: E402
+from common import write_json  # noqa: E402
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--pairs", type=int, default=500)
+    p.add_argument("--output-dir", default=str(study.ROOT / "runs" / "alignment_study"))
+    p.add_argument("--results", default=str(study.RESULTS))
+    p.add_argument("--data", default=str(study.DATA))
+    a = p.parse_args(argv)
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    import hf_syntax_mt  # noqa: F401
+    from hf_syntax_mt.word_alignment import align_corpus, alignment_error_rate, read_pharaoh
+
+    args = study.parse_args(["--results", a.results, "--data", a.data, "--output-dir", a.output_dir])
+    data = study.prepared_data(args)
+    cache = Path(a.output_dir) / f"eflomal-train-{len(data['train'][0])}.gdfa"
+    if not cache.is_file():
+        raise SystemExit(f"{cache} is missing: run the study's guided unit first (it writes eflomal's training links)")
+    reference = read_pharaoh(cache)[: a.pairs]
+    src = [s.split() for s in data["train"][0][: a.pairs]]
+    tgt = [t.split() for t in data["train"][1][: a.pairs]]
+    units = {}
+    for model_dir in sorted(Path(a.output_dir).glob("*-seed*/model")):
+        model = AutoModelForSeq2SeqLM.from_pretrained(model_dir, attn_implementation="eager")
+        tokenizer = AutoTokenizer.from_pretrained(model_dir)
+        links = align_corpus(model, tokenizer, src, tgt, method="forward", progress=False)
+        r = alignment_error_rate(links, reference)
+        units[model_dir.parent.name] = {k: round(r[k], 4) for k in ("aer", "precision", "recall")}
+        print(f"{model_dir.parent.name}: AER {100 * r['aer']:.1f} against eflomal gdfa on {a.pairs} training pairs "
+              f"(P {100 * r['precision']:.1f}, R {100 * r['recall']:.1f})")  # fmt: skip
+    words = {k: [statistics.mean(len(s.split()) for s in data[k][i]) for i in (0, 1)] for k in ("train", "hansards")}
+    record = {"pairs": a.pairs, "reference": cache.name, "read": "forward, Naive-Att, align_corpus defaults",
+              "units": units, "mean_words_en_fr": {k: [round(x, 1) for x in v] for k, v in words.items()},
+              **study.software(), "commit": study.git_commit()}  # fmt: skip
+    print(write_json(Path(a.results) / "in_domain.json", record, indent=1, newline=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
