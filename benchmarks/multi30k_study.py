@@ -372,8 +372,11 @@ def aggregate(args) -> str | None:
     ]
     for m in methods:
         us = [u for u in units if u["method"] == m]
-        boot = ", ".join(f"{b['bleu']['system'] - b['bleu']['baseline']:+.2f} ({b['bleu']['p_value']:.3f})"
-                         for u in us if (b := u.get("bootstrap")))  # fmt: skip
+        boots = [b for u in us if (b := u.get("bootstrap"))]
+        deltas = [b["bleu"]["system"] - b["bleu"]["baseline"] for b in boots]
+        boot = ", ".join(f"{d:+.2f} ({b['bleu']['p_value']:.3f})" for d, b in zip(deltas, boots, strict=True))
+        if len(deltas) > 1:  # the per-seed differences' own mean and spread
+            boot += f"; mean {statistics.mean(deltas):+.2f} ± {statistics.stdev(deltas):.2f}"
         uas = ", ".join(f"{a['best']['score']:.3f} ({a['best']['layer']},{a['best']['head']})"
                         for u in us if (a := u.get("attention")))  # fmt: skip
         last = [u["test_last_step"]["bleu"] for u in us if u.get("test_last_step")]
