@@ -31,14 +31,12 @@ def main(argv=None) -> int:
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     import hf_syntax_mt  # noqa: F401
-    from hf_syntax_mt.word_alignment import align_corpus, alignment_error_rate, read_pharaoh
+    from hf_syntax_mt.word_alignment import align_corpus, alignment_error_rate, parse_pharaoh
 
     args = study.parse_args(["--results", a.results, "--data", a.data, "--output-dir", a.output_dir])
     data = study.prepared_data(args)
-    cache = Path(a.output_dir) / f"eflomal-train-{len(data['train'][0])}.gdfa"
-    if not cache.is_file():
-        raise SystemExit(f"{cache} is missing: run the study's guided unit first (it writes eflomal's training links)")
-    reference = read_pharaoh(cache)[: a.pairs]
+    # the guided unit's supervision: cached by the study, computed here (eflomal, minutes) when missing
+    reference = [parse_pharaoh(line) for line in study.eflomal_training_links(args, data)[: a.pairs]]
     src = [s.split() for s in data["train"][0][: a.pairs]]
     tgt = [t.split() for t in data["train"][1][: a.pairs]]
     units = {}
@@ -51,8 +49,15 @@ def main(argv=None) -> int:
         print(f"{model_dir.parent.name}: AER {100 * r['aer']:.1f} against eflomal gdfa on {a.pairs} training pairs "
               f"(P {100 * r['precision']:.1f}, R {100 * r['recall']:.1f})")  # fmt: skip
     words = {k: [statistics.mean(len(s.split()) for s in data[k][i]) for i in (0, 1)] for k in ("train", "hansards")}
-    record = {"pairs": a.pairs, "reference": cache.name, "read": "forward, Naive-Att, align_corpus defaults",
-              "units": units, "mean_words_en_fr": {k: [round(x, 1) for x in v] for k, v in words.items()},
+    unseen = []  # the share of Hansards word tokens (en, fr) that never occur in Multi30k train
+    for side in (0, 1):
+        vocab = {w for s in data["train"][side] for w in s.split()}
+        tokens = [w for s in data["hansards"][side] for w in s.split()]
+        unseen.append(round(sum(w not in vocab for w in tokens) / len(tokens), 4))
+    record = {"pairs": a.pairs, "reference": "eflomal grow-diag-final-and (alignment_study.eflomal_training_links)",
+              "read": "forward, Naive-Att, align_corpus defaults", "units": units,
+              "mean_words_en_fr": {k: [round(x, 1) for x in v] for k, v in words.items()},
+              "hansards_unseen_token_share_en_fr": unseen,
               **study.software(), "commit": study.git_commit()}  # fmt: skip
     print(write_json(Path(a.results) / "in_domain.json", record, indent=1, newline=True))
     return 0
