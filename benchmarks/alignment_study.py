@@ -304,9 +304,9 @@ def aggregate(args) -> str | None:
                   "supervised layer: its supervised heads only, marked *), Naive-Att / Shift-Att:", "",
                   "| unit | " + " | ".join(f"layer {k}" for k in range(n)) + " |", "|---|" + "---|" * n]  # fmt: skip
         for u in layered:
-            read = u.get("read", {"layer": -1, "heads": u["recipe"]["heads"]})
-            star = read["heads"] < u["recipe"]["heads"]  # fewer heads than the layer has: the guided ones
-            cells = [f"{100 * v['naive']:.1f} / {100 * v['shift']:.1f}{'*' if star and int(k) == read['layer'] else ''}"
+            read = u.get("read")  # fewer heads than the layer has: the guided ones, marked
+            star = read["layer"] if read and read["heads"] < u["recipe"]["heads"] else None
+            cells = [f"{100 * v['naive']:.1f} / {100 * v['shift']:.1f}{'*' if int(k) == star else ''}"
                      for k, v in u["aer_by_layer"].items()]  # fmt: skip
             lines.append(f"| {u['unit']}{' (quick)' if u['quick'] else ''} | {' | '.join(cells)} |")
     lines += known_word_lines(args, units)
