@@ -2,7 +2,8 @@
 
 Each (method, seed) is one *unit*: `scripts/train.py`'s `run` with the recipe below and the method's config options,
 then the test set (test_2016_flickr, beam 4) and the attention-to-parent attachment of the best head on gold English
-trees (UD English-EWT test). A unit writes `RESULTS/runs/<method>-seed<k>.json` (settings, steps, minutes, tokens
+trees (UD English-EWT test) and, in the domain the syntax heads trained on, on the spaCy trees of the test sources
+(units run before this was added have none). A unit writes `RESULTS/runs/<method>-seed<k>.json` (settings, steps, minutes, tokens
 seen, validation curve, test scores with sacrebleu signatures, model signature) and its test hypotheses beside it
 (`<method>-seed<k>.test.txt`). An invocation skips the units whose JSON exists, so the study is completed over several
 invocations, and an interrupted unit resumes from its last checkpoint (every 200 steps, under `--output-dir`, when that
@@ -115,7 +116,8 @@ def parse_args(argv=None):
     p.add_argument("--results", default=str(RESULTS), help="where unit files, table and plots go (committed)")
     p.add_argument("--output-dir", default=str(ROOT / "runs" / "multi30k_study"), help="checkpoints (not committed)")
     p.add_argument("--bootstrap-samples", type=int, default=1000)
-    p.add_argument("--attention-sentences", type=int, default=300, help="gold EWT sentences for the attachment")
+    p.add_argument("--attention-sentences", type=int, default=300,
+                   help="sentences of each tree set (EWT gold, Multi30k test) for the attachment")  # fmt: skip
     p.add_argument("--no-aggregate", action="store_true", help="do not rebuild the tables after each unit (parallel "
                    "invocations into one --results; run --aggregate once at the end)")  # fmt: skip
     p.add_argument("--keep-models", action="store_true", help="keep each unit's model directory")
@@ -254,12 +256,17 @@ def run_unit(args, method: str, seed: int, device: str) -> Path:
     info = json.loads((out / "hf_syntax_mt_run.json").read_text())
     hypotheses = (out / "test_generations.txt").read_text(encoding="utf-8")
     (runs / f"{name}.test.txt").write_text(hypotheses, encoding="utf-8")
-    gold = Path(args.data) / "ud" / "UD_English-EWT" / "en_ewt-ud-test.conllu"
-    attention = None
-    if gold.is_file() and args.attention_sentences:
-        a = attention_report(out, gold, None, None, None, 0, None, args.attention_sentences, info["model_signature"])
-        attention = {k: a[k] for k in ("best", "count", "signature") if k in a}
-        attention["layer_means"] = [round(statistics.mean(row), 4) for row in a["scores"]]
+    def attachment(trees: Path) -> dict | None:
+        """The best head's attention-to-parent attachment on ``trees`` and each layer's mean over its heads."""
+        if not trees.is_file() or not args.attention_sentences:
+            return None
+        a = attention_report(out, trees, None, None, None, 0, None, args.attention_sentences, info["model_signature"])
+        return {**{k: a[k] for k in ("best", "count", "signature")},
+                "layer_means": [round(statistics.mean(row), 4) for row in a["scores"]]}  # fmt: skip
+
+    # gold UD English-EWT trees (web text), and the spaCy trees of the test sources (the domain the heads trained on)
+    attention = attachment(Path(args.data) / "ud" / "UD_English-EWT" / "en_ewt-ud-test.conllu")
+    attention_in_domain = attachment(files(Path(args.data), "test_2016_flickr")["src_conllu"])
     train_seconds = info["train_runtime"] or 0.0
     curve_minutes = info.get("train_seconds", train_seconds) / 60  # across resumed runs
     record = {
@@ -272,6 +279,7 @@ def run_unit(args, method: str, seed: int, device: str) -> Path:
         "test": info["scores"]["test"], "test_last_step": info["scores"].get("test_last_step"),
         "validation": info["scores"].get("validation"), "buckets": info["buckets"]["test"],
         "model_signature": info["model_signature"], "attention": attention,
+        "attention_in_domain": attention_in_domain,
         "device": device if device == "cpu" else f"cuda ({torch.cuda.get_device_name()})",
         "threads": torch.get_num_threads(), "load_average_at_end": os.getloadavg(), "resumed_from": checkpoint and
         Path(checkpoint).name, **software(), "commit": git_commit(), "train_argv": [relative_path(a) for a in argv],
@@ -367,8 +375,8 @@ def aggregate(args) -> str | None:
     methods = [m for m in METHODS if any(u["method"] == m for u in units)]
     lines = [
         "| method | seeds | BLEU | chrF | RIBES | BLEU last step | ΔBLEU vs vanilla (p) per seed | best head UAS "
-        "(layer, head) | train min | tokens/s | device |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "(layer, head), EWT gold | same, Multi30k test spaCy trees | train min | tokens/s | device |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for m in methods:
         us = [u for u in units if u["method"] == m]
@@ -377,13 +385,13 @@ def aggregate(args) -> str | None:
         boot = ", ".join(f"{d:+.2f} ({b['bleu']['p_value']:.3f})" for d, b in zip(deltas, boots, strict=True))
         if len(deltas) > 1:  # the per-seed differences' own mean and spread
             boot += f"; mean {statistics.mean(deltas):+.2f} ± {statistics.stdev(deltas):.2f}"
-        uas = ", ".join(f"{a['best']['score']:.3f} ({a['best']['layer']},{a['best']['head']})"
-                        for u in us if (a := u.get("attention")))  # fmt: skip
+        uas, uas_in_domain = (", ".join(f"{a['best']['score']:.3f} ({a['best']['layer']},{a['best']['head']})"
+                                        for u in us if (a := u.get(key))) for key in ("attention", "attention_in_domain"))  # fmt: skip
         last = [u["test_last_step"]["bleu"] for u in us if u.get("test_last_step")]
         lines.append(
             f"| {m} | {','.join(str(u['seed']) for u in us)} | {mean_std([u['test']['bleu'] for u in us])} "
             f"| {mean_std([u['test']['chrf'] for u in us])} | {mean_std([u['test']['ribes'] * 100 for u in us])} "
-            f"| {mean_std(last)} | {boot or '-'} | {uas or '-'} "
+            f"| {mean_std(last)} | {boot or '-'} | {uas or '-'} | {uas_in_domain or '-'} "
             f"| {mean_std([u['train_minutes'] for u in us])} | {statistics.mean(u['tokens_per_second'] for u in us):.0f} "
             f"| {us[0]['device']} |"
         )  # fmt: skip
