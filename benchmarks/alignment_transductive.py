@@ -36,9 +36,9 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     import torch
     from datasets import Dataset
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoTokenizer
 
-    import hf_syntax_mt  # noqa: F401
+    from hf_syntax_mt import SymmetricTranslationConfig
     from hf_syntax_mt.data import DataCollatorForSyntaxMT
     from hf_syntax_mt.data.preprocess import TokenizeOnly
     from hf_syntax_mt.training import SyntaxMTTrainer
@@ -64,11 +64,11 @@ def main(argv=None) -> int:
     units = {}
     for model_dir in dirs:
         name = model_dir.parent.name
+        if isinstance(AutoConfig.from_pretrained(model_dir), SymmetricTranslationConfig):
+            print(f"{name}: skipped (the symmetric model needs its own collator; not adapted here)")
+            continue
         tokenizer = AutoTokenizer.from_pretrained(model_dir)
         model = AutoModelForSeq2SeqLM.from_pretrained(model_dir, attn_implementation="eager")
-        if not hasattr(model, "get_encoder"):  # the symmetric model needs its own collator; not adapted here
-            print(f"{name}: skipped (not a single-direction model)")
-            continue
         before = scores(model, tokenizer)
         hansards = Dataset.from_dict({"source": list(en), "target": list(fr)})
         hansards = hansards.map(TokenizeOnly(tokenizer, r["max_length"], r["max_length"]), batched=True,
