@@ -3,9 +3,9 @@
 Each (method, seed) is one *unit*: `scripts/train.py`'s `run` with the recipe below and the method's config options,
 then the test set (test_2016_flickr, beam 4) and the attention-to-parent attachment of the best head on gold English
 trees (UD English-EWT test) and, in the domain the syntax heads trained on, on the spaCy trees of the test sources
-(units run before this was added have none). A unit writes `RESULTS/runs/<method>-seed<k>.json` (settings, steps, minutes, tokens
-seen, validation curve, test scores with sacrebleu signatures, model signature) and its test hypotheses beside it
-(`<method>-seed<k>.test.txt`). An invocation skips the units whose JSON exists, so the study is completed over several
+(units run before this was added have none). A unit writes `RESULTS/runs/<method>-seed<k>.json` (settings, steps,
+minutes, tokens seen, validation curve, test scores with sacrebleu signatures, model signature) and its test
+hypotheses beside it (`<method>-seed<k>.test.txt`). An invocation skips the units whose JSON exists, so the study is completed over several
 invocations, and an interrupted unit resumes from its last checkpoint (every 200 steps, under `--output-dir`, when that
 directory survived); `--aggregate` (also run after every unit) rebuilds the table (`RESULTS/results.md`), the paired
 bootstrap tests against vanilla of the same seed and the curves (`RESULTS/curves.png`) from whatever unit files exist.
@@ -256,6 +256,7 @@ def run_unit(args, method: str, seed: int, device: str) -> Path:
     info = json.loads((out / "hf_syntax_mt_run.json").read_text())
     hypotheses = (out / "test_generations.txt").read_text(encoding="utf-8")
     (runs / f"{name}.test.txt").write_text(hypotheses, encoding="utf-8")
+
     def attachment(trees: Path) -> dict | None:
         """The best head's attention-to-parent attachment on ``trees`` and each layer's mean over its heads."""
         if not trees.is_file() or not args.attention_sentences:
@@ -357,6 +358,12 @@ def mean_std(values: list[float]) -> str:
     return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
 
 
+def best_heads(units: list[dict], key: str) -> str:
+    """Each unit's best head under ``key`` (``attention`` or ``attention_in_domain``): "UAS (layer,head)", ..."""
+    return ", ".join(f"{a['best']['score']:.3f} ({a['best']['layer']},{a['best']['head']})"
+                     for u in units if (a := u.get(key)))  # fmt: skip
+
+
 def aggregate(args) -> str | None:
     from hf_syntax_mt.evaluation import paired_bootstrap
 
@@ -385,8 +392,7 @@ def aggregate(args) -> str | None:
         boot = ", ".join(f"{d:+.2f} ({b['bleu']['p_value']:.3f})" for d, b in zip(deltas, boots, strict=True))
         if len(deltas) > 1:  # the per-seed differences' own mean and spread
             boot += f"; mean {statistics.mean(deltas):+.2f} ± {statistics.stdev(deltas):.2f}"
-        uas, uas_in_domain = (", ".join(f"{a['best']['score']:.3f} ({a['best']['layer']},{a['best']['head']})"
-                                        for u in us if (a := u.get(key))) for key in ("attention", "attention_in_domain"))  # fmt: skip
+        uas, uas_in_domain = (best_heads(us, key) for key in ("attention", "attention_in_domain"))
         last = [u["test_last_step"]["bleu"] for u in us if u.get("test_last_step")]
         lines.append(
             f"| {m} | {','.join(str(u['seed']) for u in us)} | {mean_std([u['test']['bleu'] for u in us])} "
