@@ -89,6 +89,8 @@ METHODS: dict[str, tuple[str | None, bool, str]] = {
     "pascal_xavier": ("encoder_pascal_heads=[2,0,0],attention_init=xavier", False, "PASCAL with fairseq's Xavier "
                       "attention init (issue 12 item 5)"),  # fmt: skip
 }
+#: method -> the control it differs from in one setting only, besides vanilla (same seed, paired bootstrap)
+CONTROLS = {"pascal_xavier": "vanilla_xavier"}
 #: the order units are run in: the 3-seed comparison first, then one seed of every other method
 PLAN = [("vanilla", 0), ("pascal", 0), ("vanilla", 1), ("pascal", 1), ("vanilla", 2), ("pascal", 2),
         ("dbsa_sync", 0), ("dbsa_sync_full", 0), ("lisa", 0), ("features", 0), ("alignment", 0),
@@ -379,6 +381,12 @@ def aggregate(args) -> str | None:
         if base is not None and u["method"] != "vanilla":
             refs = references[: len(u["hypotheses"])]
             u["bootstrap"] = paired_bootstrap(base["hypotheses"], u["hypotheses"], refs, args.bootstrap_samples)
+    controlled = []  # (unit, control unit, bootstrap) for the methods of CONTROLS
+    for u in units:
+        base = by_key.get((CONTROLS.get(u["method"]), u["seed"]))
+        if base is not None:
+            refs = references[: len(u["hypotheses"])]
+            controlled.append((u, base, paired_bootstrap(base["hypotheses"], u["hypotheses"], refs, args.bootstrap_samples)))
     methods = [m for m in METHODS if any(u["method"] == m for u in units)]
     lines = [
         "| method | seeds | BLEU | chrF | RIBES | BLEU last step | ΔBLEU vs vanilla (p) per seed | best head UAS "
@@ -401,6 +409,11 @@ def aggregate(args) -> str | None:
             f"| {mean_std([u['train_minutes'] for u in us])} | {statistics.mean(u['tokens_per_second'] for u in us):.0f} "
             f"| {us[0]['device']} |"
         )  # fmt: skip
+    if controlled:
+        lines += ["", "Against their own control (the same seed, paired bootstrap):", ""]
+        lines += [f"- {u['unit']} against {base['unit']}: ΔBLEU {b['bleu']['system'] - b['bleu']['baseline']:+.2f} "
+                  f"(p {b['bleu']['p_value']:.3f}), ΔchrF {u['test']['chrf'] - base['test']['chrf']:+.2f}"
+                  for u, base, b in controlled]  # fmt: skip
     labels = [b["bucket"] for b in units[0]["buckets"]]
     lines += ["", "BLEU by source length (words), mean over seeds:", "",
               "| method | " + " | ".join(f"{b['bucket']} (n={b['count']})" for b in units[0]["buckets"]) + " |",
