@@ -368,27 +368,29 @@ def best_heads(units: list[dict], key: str) -> str:
                      for u in units if (a := u.get(key)))  # fmt: skip
 
 
-def aggregate(args) -> str | None:
+def paired_tests(units: list[dict], references: list[str], samples: int) -> dict[tuple[str, str], tuple[dict, dict]]:
+    """(unit, control method) -> (the control's unit of the same seed, paired bootstrap of the unit against it), for
+    vanilla and the method's entry in CONTROLS."""
     from hf_syntax_mt.evaluation import paired_bootstrap
 
+    by_key = {(u["method"], u["seed"]): u for u in units}
+    tests = {}
+    for u in units:
+        for control in {"vanilla", CONTROLS.get(u["method"])} - {None, u["method"]}:
+            if (base := by_key.get((control, u["seed"]))) is not None:
+                refs = references[: len(u["hypotheses"])]
+                tests[u["unit"], control] = base, paired_bootstrap(base["hypotheses"], u["hypotheses"], refs, samples)
+    return tests
+
+
+def aggregate(args) -> str | None:
     results = Path(args.results)
     units = load_units(results)
     if not units:
         print(f"no unit files under {results / 'runs'} yet")
         return None
     references = files(Path(args.data), "test_2016_flickr")["tgt"].read_text(encoding="utf-8").split("\n")[:-1]
-    by_key = {(u["method"], u["seed"]): u for u in units}
-    for u in units:
-        base = by_key.get(("vanilla", u["seed"]))
-        if base is not None and u["method"] != "vanilla":
-            refs = references[: len(u["hypotheses"])]
-            u["bootstrap"] = paired_bootstrap(base["hypotheses"], u["hypotheses"], refs, args.bootstrap_samples)
-    controlled = []  # (unit, control unit, bootstrap) for the methods of CONTROLS
-    for u in units:
-        base = by_key.get((CONTROLS.get(u["method"]), u["seed"]))
-        if base is not None:
-            refs = references[: len(u["hypotheses"])]
-            controlled.append((u, base, paired_bootstrap(base["hypotheses"], u["hypotheses"], refs, args.bootstrap_samples)))
+    tests = paired_tests(units, references, args.bootstrap_samples)
     methods = [m for m in METHODS if any(u["method"] == m for u in units)]
     lines = [
         "| method | seeds | BLEU | chrF | RIBES | BLEU last step | ΔBLEU vs vanilla (p) per seed | best head UAS "
@@ -397,7 +399,7 @@ def aggregate(args) -> str | None:
     ]
     for m in methods:
         us = [u for u in units if u["method"] == m]
-        boots = [b for u in us if (b := u.get("bootstrap"))]
+        boots = [test[1] for u in us if (test := tests.get((u["unit"], "vanilla")))]
         deltas = [b["bleu"]["system"] - b["bleu"]["baseline"] for b in boots]
         boot = ", ".join(f"{d:+.2f} ({b['bleu']['p_value']:.3f})" for d, b in zip(deltas, boots, strict=True))
         if len(deltas) > 1:  # the per-seed differences' own mean and spread
@@ -411,6 +413,8 @@ def aggregate(args) -> str | None:
             f"| {mean_std([u['train_minutes'] for u in us])} | {statistics.mean(u['tokens_per_second'] for u in us):.0f} "
             f"| {us[0]['device']} |"
         )  # fmt: skip
+    units_by_name = {u["unit"]: u for u in units}
+    controlled = [(units_by_name[name], base, b) for (name, control), (base, b) in tests.items() if control != "vanilla"]
     if controlled:
         lines += ["", "Against their own control (the same seed, paired bootstrap):", ""]
         lines += [f"- {u['unit']} against {base['unit']}: ΔBLEU {b['bleu']['system'] - b['bleu']['baseline']:+.2f} "
@@ -439,9 +443,8 @@ def aggregate(args) -> str | None:
                   f"take {s['projected_train_minutes']} min."]  # fmt: skip
     first = units[0]
     lines += ["", f"BLEU: `{first['test']['bleu_signature']}`", f"chrF: `{first['test']['chrf_signature']}`"]
-    booted = [u for u in units if u.get("bootstrap")]
-    if booted:
-        lines.append(f"Paired bootstrap: `{booted[0]['bootstrap']['bleu']['signature']}`")
+    if tests:
+        lines.append(f"Paired bootstrap: `{next(iter(tests.values()))[1]['bleu']['signature']}`")
     lines += ["", "Units (model signatures):", ""] + [f"- {u['unit']} ({u['device']}, commit "
               f"{(u.get('commit') or '?')[:10]}): `{u['model_signature']}`" for u in units]  # fmt: skip
     text = "\n".join(lines) + "\n"
