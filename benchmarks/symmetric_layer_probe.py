@@ -62,18 +62,13 @@ def main(argv=None) -> int:
         fwd, mask, enc = cross_attention(model.forward_model if symmetric else model, tokenizer, en, fr)
         peak, pick = fwd.max(dim=-1)  # (L, B, J)
         rows = mask.sum()
-        layers = []
-        for layer in range(fwd.shape[0]):
-            record = {"layer": layer, "mean_peak_weight": round(float(peak[layer][mask].mean()), 4),
-                      "hard_pick_share": round(float((peak[layer] >= 0.99)[mask].sum() / rows), 4)}  # fmt: skip
-            layers.append(record)
+        shares = {"mean_peak_weight": peak[:, mask].mean(-1), "hard_pick_share": (peak[:, mask] >= 0.99).sum(-1) / rows}
         if symmetric:  # backward rows are source positions; its inputs are the forward labels, so indices line up
             bwd, _, _ = cross_attention(model.backward_model, tokenizer, fr, en)
-            back_pick = bwd.argmax(dim=-1)  # (L, B, I)
-            target_index = torch.arange(fwd.shape[2]).expand_as(pick[0])  # (B, J)
-            for layer, record in enumerate(layers):
-                returned = back_pick[layer].gather(1, pick[layer])  # (B, J)
-                record["reciprocal_share"] = round(float((returned == target_index)[mask].sum() / rows), 4)
+            returned = bwd.argmax(dim=-1).gather(2, pick)  # (L, B, J): the target row each pick's source row picks
+            shares["reciprocal_share"] = (returned == torch.arange(fwd.shape[2]))[:, mask].sum(-1) / rows
+        layers = [{"layer": layer, **{k: round(float(v[layer]), 4) for k, v in shares.items()}}
+                  for layer in range(fwd.shape[0])]  # fmt: skip
         source = tokenizer.convert_ids_to_tokens(enc["input_ids"][0])
         target = tokenizer.convert_ids_to_tokens(enc["labels"][0][mask[0]])
         example = {"source": en[0], "target": fr[0], "picks": {
