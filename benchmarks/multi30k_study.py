@@ -5,10 +5,11 @@ then the test set (test_2016_flickr, beam 4) and the attention-to-parent attachm
 trees (UD English-EWT test) and, in the domain the syntax heads trained on, on the spaCy trees of the test sources
 (units run before this was added have none). A unit writes `RESULTS/runs/<method>-seed<k>.json` (settings, steps,
 minutes, tokens seen, validation curve, test scores with sacrebleu signatures, model signature) and its test
-hypotheses beside it (`<method>-seed<k>.test.txt`). An invocation skips the units whose JSON exists, so the study is completed over several
-invocations, and an interrupted unit resumes from its last checkpoint (every 200 steps, under `--output-dir`, when that
-directory survived); `--aggregate` (also run after every unit) rebuilds the table (`RESULTS/results.md`), the paired
-bootstrap tests against vanilla of the same seed and the curves (`RESULTS/curves.png`) from whatever unit files exist.
+hypotheses beside it (`<method>-seed<k>.test.txt`). An invocation skips the units whose JSON exists, so the study
+is completed over several invocations, and an interrupted unit resumes from its last checkpoint (every 200 steps,
+under `--output-dir`, when that directory survived); `--aggregate` (also run after every unit) rebuilds the table
+(`RESULTS/results.md`), the paired bootstrap tests against vanilla of the same seed (and against the method's
+one-setting control in `CONTROLS`) and the curves (`RESULTS/curves.png`) from whatever unit files exist.
 Commit the unit files: they are the evidence. Checkpoints stay under `--output-dir` (not committed).
 
     python benchmarks/multi30k_study.py                       # every unit still missing, in PLAN order
@@ -414,7 +415,8 @@ def aggregate(args) -> str | None:
             f"| {us[0]['device']} |"
         )  # fmt: skip
     units_by_name = {u["unit"]: u for u in units}
-    controlled = [(units_by_name[name], base, b) for (name, control), (base, b) in tests.items() if control != "vanilla"]
+    controlled = [(units_by_name[name], base, b)
+                  for (name, control), (base, b) in tests.items() if control != "vanilla"]  # fmt: skip
     if controlled:
         lines += ["", "Against their own control (the same seed, paired bootstrap):", ""]
         lines += [f"- {u['unit']} against {base['unit']}: ΔBLEU {b['bleu']['system'] - b['bleu']['baseline']:+.2f} "
