@@ -3,24 +3,18 @@ seed, and the one-setting control of `CONTROLS`), checked on hand-built units ag
 
 from __future__ import annotations
 
-import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
 import sacrebleu
 
-ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-
-def load_study():
-    spec = importlib.util.spec_from_file_location("multi30k_study", ROOT / "benchmarks" / "multi30k_study.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+import multi30k_study as study  # noqa: E402
 
 
 def test_each_unit_is_tested_against_vanilla_and_its_control_of_the_same_seed():
-    study = load_study()
     refs = ["a man rides a red bike", "two dogs play in the snow", "a girl reads a book", "the cat sleeps"]
     wrong = ["a woman walks a dog", "two cats sit on a wall", "a boy eats a cake", "the dog runs"]
     half = refs[:2] + wrong[2:]
