@@ -4,6 +4,7 @@ into the encoder, decoder and models."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 import torch
@@ -20,6 +21,19 @@ from transformers.models.marian.modeling_marian import (
 from .configuration_syntax_mt import SyntaxMTConfig
 from .methods.document_context import ContextMasks, context_sublayer
 from .methods.registry import AttentionContext, AttentionRecord, HeadRecord, Method, head_layout, registered
+
+# transformers 5.24 renamed the decoding cache from `past_key_values` to `cache` (argument and output field; the old
+# name is deprecated until 5.40). The spine passes and reads it under the installed name and accepts either.
+CACHE = "cache" if "cache" in inspect.signature(MarianAttention.forward).parameters else "past_key_values"
+
+
+def pop_cache(past_key_values, kwargs: dict):
+    """The decoding cache a caller gave as `past_key_values` or (transformers >= 5.24) as `cache` in `kwargs`,
+    which loses it."""
+    cache = kwargs.pop("cache", None)
+    if cache is not None and past_key_values is not None:
+        raise ValueError("Both `cache` and `past_key_values` were given: pass the decoding cache under one name only.")
+    return past_key_values if cache is None else cache
 
 
 def _additive_mask(
@@ -119,6 +133,7 @@ class SyntaxMTAttention(MarianAttention):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """`hidden_states` `(B, T, D)`; method inputs (e.g. `parent_positions` `(B, S)`, `tree_weights` `(B, T, S)`)
         arrive in `kwargs`."""
+        past_key_values = pop_cache(past_key_values, kwargs)
         output_attentions = kwargs.get("output_attentions", False)
         record_cross = attention_record is not None and self.site == "cross" and attention_record.wants_cross(self.layer_idx)
         if not self.head_groups and not output_attentions and not record_cross:
@@ -243,6 +258,7 @@ class SyntaxMTDecoderLayer(MarianDecoderLayer):
     ) -> torch.Tensor:
         """`MarianDecoderLayer.forward` with the context attention of Eq. 16 after the self-attention.
         `context_key_values`: the keys/values of every decoder context sublayer, a tuple of `(B, 2, H, M, d)`."""
+        past_key_values = pop_cache(past_key_values, kwargs)
         residual = hidden_states
         hidden_states, _ = self.self_attn(
             hidden_states, past_key_values=past_key_values, attention_mask=attention_mask, **kwargs

@@ -51,7 +51,7 @@ from .methods.registry import (
 )
 from .methods.synchronous import synchronous_loss  # noqa: F401
 from .methods.tree_distance import tree_distances, tree_weights  # noqa: F401
-from .modeling_layers import SyntaxMTAttention, SyntaxMTDecoderLayer, SyntaxMTEncoderLayer
+from .modeling_layers import CACHE, SyntaxMTAttention, SyntaxMTDecoderLayer, SyntaxMTEncoderLayer, pop_cache
 
 logger = logging.get_logger(__name__)
 
@@ -290,6 +290,7 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
         attention_record (`AttentionRecord`, *optional*, in `kwargs`):
             Filled with what the auxiliary losses read (the translation model passes it).
         """
+        past_key_values = pop_cache(past_key_values, kwargs)
         method_inputs = {name: kwargs.pop(name) for name in (*input_names(), *supervision_names()) if name in kwargs}
         if encoder_outputs is None:
             encoder_outputs = self.encoder(
@@ -312,15 +313,15 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
             attention_mask=decoder_attention_mask,
             encoder_hidden_states=encoder_outputs[0],
             encoder_attention_mask=attention_mask,
-            past_key_values=past_key_values,
             inputs_embeds=decoder_inputs_embeds,
             use_cache=use_cache,
+            **{CACHE: past_key_values},
             **self._decoder_context(encoder_outputs),
             **kwargs,
         )
         return Seq2SeqModelOutput(
             last_hidden_state=decoder_outputs.last_hidden_state,
-            past_key_values=decoder_outputs.past_key_values,
+            **{CACHE: getattr(decoder_outputs, CACHE)},
             decoder_hidden_states=decoder_outputs.hidden_states,
             decoder_attentions=decoder_outputs.attentions,
             cross_attentions=decoder_outputs.cross_attentions,
@@ -450,6 +451,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
             Number of target tokens in the whole (accumulated) batch; the Trainer passes it. Every loss term is then
             summed and divided by it instead of averaged over this micro-batch.
         """
+        past_key_values = pop_cache(past_key_values, kwargs)
         if labels is not None:
             use_cache = False
             if decoder_input_ids is None and decoder_inputs_embeds is None:
@@ -509,7 +511,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         output = SyntaxMTSeq2SeqLMOutput(
             loss=loss,
             logits=logits,
-            past_key_values=outputs.past_key_values,
+            **{CACHE: getattr(outputs, CACHE)},
             decoder_hidden_states=outputs.decoder_hidden_states,
             decoder_attentions=outputs.decoder_attentions,
             cross_attentions=outputs.cross_attentions,

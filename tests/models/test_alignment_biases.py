@@ -23,6 +23,7 @@ from hf_syntax_mt.alignment import (
     symmetry_trace,
 )
 from hf_syntax_mt.data import DataCollatorForSyntaxMT
+from hf_syntax_mt.modeling_layers import CACHE
 from hf_syntax_mt.training import SyntaxMTTrainer
 
 ALL = ["position", "markov", "fertility"]
@@ -238,25 +239,30 @@ def test_forced_decode_cached_logits_equal_uncached():
     past, steps = None, []
     for t in range(decoder_input_ids.shape[1]):
         out = model(encoder_outputs=encoder_outputs, attention_mask=mask, decoder_input_ids=decoder_input_ids[:, t:t + 1],
-                    past_key_values=past, use_cache=True)  # fmt: skip
-        past = out.past_key_values
+                    use_cache=True, **{CACHE: past})  # fmt: skip
+        past = getattr(out, CACHE)  # `cache` from transformers 5.24 on, `past_key_values` before
         steps.append(out.logits)
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
     states = [layer for layer in past.cross_attention_cache.layers if isinstance(layer, AlignmentStateLayer)]
     assert sorted(s.decoder_layer_idx for s in states) == [0, 1]
-    # two steps at once after a prefix (chunked decoding) give the same logits too
-    out = model(encoder_outputs=encoder_outputs, attention_mask=mask, decoder_input_ids=decoder_input_ids[:, :2],
-                use_cache=True)  # fmt: skip
-    out2 = model(encoder_outputs=encoder_outputs, attention_mask=mask, decoder_input_ids=decoder_input_ids[:, 2:],
-                 past_key_values=out.past_key_values, use_cache=True)  # fmt: skip
-    torch.testing.assert_close(out2.logits, full[:, 2:], atol=1e-5, rtol=1e-5)
+    # two steps at once after a prefix (chunked decoding) give the same logits too, with the cache passed under
+    # either name (`past_key_values`, the name before 5.24, stays accepted)
+    for name in {CACHE, "past_key_values"}:
+        out = model(encoder_outputs=encoder_outputs, attention_mask=mask, decoder_input_ids=decoder_input_ids[:, :2],
+                    use_cache=True)  # fmt: skip
+        out2 = model(encoder_outputs=encoder_outputs, attention_mask=mask, decoder_input_ids=decoder_input_ids[:, 2:],
+                     use_cache=True, **{name: getattr(out, CACHE)})  # fmt: skip
+        torch.testing.assert_close(out2.logits, full[:, 2:], atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="Both `cache` and `past_key_values` were given"):
+        model(encoder_outputs=encoder_outputs, attention_mask=mask, decoder_input_ids=decoder_input_ids[:, 2:],
+              cache=getattr(out, CACHE), past_key_values=getattr(out, CACHE))  # fmt: skip
 
 
 def test_cache_reordering_moves_the_alignment_state():
     model = make_model(seed=3)
     ids, mask, labels = batch()
     out = model(input_ids=ids, attention_mask=mask, decoder_input_ids=labels.clamp(min=0)[:, :3], use_cache=True)
-    cache = out.past_key_values
+    cache = getattr(out, CACHE)
     (state,) = [layer for layer in cache.cross_attention_cache.layers if isinstance(layer, AlignmentStateLayer)]
     previous, cumulative = state.keys.clone(), state.values.clone()
     assert previous.shape == (2, 1, 6) and cumulative.shape == (2, 1, 6)
@@ -270,7 +276,7 @@ def test_cache_reordering_moves_the_alignment_state():
     cache.crop(-1)
     with pytest.raises(RuntimeError, match="covers 3 target positions but the cache holds 2"):
         model(input_ids=ids.flip(0), attention_mask=mask.flip(0), decoder_input_ids=labels[:, :1].clamp(min=0),
-              past_key_values=cache, use_cache=True)  # fmt: skip
+              use_cache=True, **{CACHE: cache})  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------------------------
