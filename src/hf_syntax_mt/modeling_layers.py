@@ -28,8 +28,8 @@ CACHE = "cache" if "cache" in inspect.signature(MarianAttention.forward).paramet
 
 
 def pop_cache(past_key_values, kwargs: dict):
-    """The decoding cache a caller gave as `past_key_values` or (transformers >= 5.24) as `cache` in `kwargs`,
-    which loses it."""
+    """The decoding cache, given as `past_key_values` or as `cache` in `kwargs` (popped from them), under any
+    transformers 5.x."""
     cache = kwargs.pop("cache", None)
     if cache is not None and past_key_values is not None:
         raise ValueError("Both `cache` and `past_key_values` were given: pass the decoding cache under one name only.")

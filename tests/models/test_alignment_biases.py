@@ -246,8 +246,8 @@ def test_forced_decode_cached_logits_equal_uncached():
     states = [layer for layer in past.cross_attention_cache.layers if isinstance(layer, AlignmentStateLayer)]
     assert sorted(s.decoder_layer_idx for s in states) == [0, 1]
     # two steps at once after a prefix (chunked decoding) give the same logits too, with the cache passed under
-    # either name (`past_key_values`, the name before 5.24, stays accepted)
-    for name in {CACHE, "past_key_values"}:
+    # either name, whichever transformers is installed (`past_key_values` before 5.24, `cache` from 5.24 on)
+    for name in ("cache", "past_key_values"):
         out = model(encoder_outputs=encoder_outputs, attention_mask=mask, decoder_input_ids=decoder_input_ids[:, :2],
                     use_cache=True)  # fmt: skip
         out2 = model(encoder_outputs=encoder_outputs, attention_mask=mask, decoder_input_ids=decoder_input_ids[:, 2:],
