@@ -120,8 +120,8 @@ def parse_args(argv=None):
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--threads", type=int, default=2, help="torch threads on the CPU")
     p.add_argument("--data", default=str(DATA), help="the shared data directory")
-    p.add_argument("--results", default=str(RESULTS), help="where unit files, table and plots go (committed)")
-    p.add_argument("--output-dir", default=str(ROOT / "runs" / "multi30k_study"), help="checkpoints (not committed)")
+    p.add_argument("--results", default=None, help="where unit files, table and plots go (committed)")
+    p.add_argument("--output-dir", default=None, help="checkpoints (not committed; default runs/multi30k_study)")
     p.add_argument("--bootstrap-samples", type=int, default=1000)
     p.add_argument("--attention-sentences", type=int, default=300,
                    help="sentences of each tree set (EWT gold, Multi30k test) for the attachment")  # fmt: skip
@@ -129,11 +129,16 @@ def parse_args(argv=None):
                    "invocations into one --results; run --aggregate once at the end)")  # fmt: skip
     p.add_argument("--keep-models", action="store_true", help="keep each unit's model directory")
     p.add_argument("--quick", action="store_true", help="tiny budget: plumbing check (write to another --results)")
+    p.add_argument("--bf16", action="store_true", help="train and evaluate under bf16 autocast (Trainer --bf16); the "
+                   "default --results and --output-dir become multi30k_bf16 (issue 26: the precision check)")  # fmt: skip
     p.add_argument("--speed", type=float, metavar="MINUTES", help="only measure training speed for MINUTES (of the "
                    "first --units, default vanilla-seed0) with --threads, and project it to the recipe's steps")  # fmt: skip
     args = p.parse_args(argv)
-    args.recipe = {**RECIPE, **(QUICK if args.quick else {})}
-    if args.quick and Path(args.results).resolve() == RESULTS.resolve():
+    args.recipe = {**RECIPE, **(QUICK if args.quick else {}), "bf16": args.bf16}
+    suffix = "_bf16" if args.bf16 else ""
+    args.results = args.results or str(RESULTS.parent / f"multi30k{suffix}")
+    args.output_dir = args.output_dir or str(ROOT / "runs" / f"multi30k_study{suffix}")
+    if args.quick and Path(args.results).resolve().is_relative_to(ALL_RESULTS.resolve()):
         p.error("--quick results are not evidence: give --results elsewhere (e.g. /tmp/quick)")
     return args
 
@@ -196,6 +201,8 @@ def train_argv(args, method: str, seed: int, out: Path, tokenizer: Path, device:
     ]  # fmt: skip
     if device == "cpu":
         argv.append("--use_cpu")
+    if r.get("bf16"):
+        argv.append("--bf16")
     if r["max_train"]:
         argv += ["--max_train_samples", str(r["max_train"])]
     if r["max_test"]:
