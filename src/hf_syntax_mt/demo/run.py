@@ -1,4 +1,5 @@
-"""`hf-syntax-mt demo`: train a vanilla Marian and a PASCAL model of the same size for the same number of steps on
+"""`hf-syntax-mt demo`: train a vanilla model (Marian's architecture, no syntax) and a PASCAL model of the same size
+and init for the same number of steps on
 the demo language (`hf_syntax_mt.demo.language`), then print BLEU/chrF on the test set and the accuracy on the
 attachment diagnostic (`hf_syntax_mt.demo.diagnostic`), one row per model; save the PASCAL model, translate raw
 sentences through its pipeline, and draw the loss and diagnostic curves."""
@@ -109,7 +110,9 @@ def _configs(settings: DemoSettings, tokenizer, conllu: Path) -> dict:
     pascal = [0] * settings.layers
     pascal[settings.pascal_layer] = settings.pascal_heads
     configs = {
-        "vanilla": model_config(tokenizer, marian=True, **dims),
+        # no syntax option: Marian's architecture and computation, with the same (Xavier) init as the PASCAL model,
+        # so that the comparison isolates PASCAL
+        "vanilla": model_config(tokenizer, **dims),
         "PASCAL": model_config(tokenizer, encoder_pascal_heads=pascal, pascal_sigma=settings.pascal_sigma,
                                source_parser={"backend": "conllu", "path": conllu.name}, **dims),  # in the model dir
     }  # fmt: skip

@@ -12,6 +12,9 @@ from ..configuration_syntax_mt import SyntaxMTConfig
 from ..modeling_syntax_mt import SyntaxMTForConditionalGeneration
 
 PAD, EOS, UNK = "<pad>", "</s>", "<unk>"
+#: the attention init of models built from scratch by the train script, the demo and the recipes (a config built by
+#: hand keeps `SyntaxMTConfig`'s own default, Marian's "normal": parity with `MarianMTModel`)
+DEFAULT_ATTENTION_INIT = "xavier"
 
 
 def train_tokenizer(texts: Iterable[str], vocab_size: int = 1000, min_frequency: int = 2) -> PreTrainedTokenizerFast:
@@ -45,9 +48,14 @@ def model_config(
     max_position_embeddings: int = 256,
     dropout: float = 0.1,
     marian: bool = False,
+    attention_init: str | None = None,
     **syntax_options,
 ) -> SyntaxMTConfig | MarianConfig:
-    """A small Marian-shaped config matching `tokenizer` (shared vocabulary, tied embeddings)."""
+    """A small Marian-shaped config matching `tokenizer` (shared vocabulary, tied embeddings).
+
+    A `SyntaxMTConfig` starts from `attention_init="xavier"` (fairseq's Xavier q/k/v init, the Multi30k study's
+    best start: +1.14 BLEU over Marian's N(0, 0.02), two seeds) unless `attention_init="normal"` asks for Marian's;
+    ``marian=True`` gives a plain `MarianConfig` (Marian's own init, no option)."""
     dims = dict(
         vocab_size=len(tokenizer), d_model=d_model, encoder_layers=layers, decoder_layers=layers,
         encoder_attention_heads=heads, decoder_attention_heads=heads, encoder_ffn_dim=ffn_dim,
@@ -57,10 +65,11 @@ def model_config(
         bos_token_id=None, scale_embedding=True, activation_function="relu",
     )  # fmt: skip
     if marian:
-        if syntax_options:
-            raise ValueError(f"A vanilla Marian config takes no syntax option, got {sorted(syntax_options)}.")
+        if syntax_options or attention_init not in (None, "normal"):
+            options = sorted(syntax_options) + (["attention_init"] if attention_init not in (None, "normal") else [])
+            raise ValueError(f"A vanilla Marian config takes no syntax option, got {options}.")
         return MarianConfig(**dims)
-    return SyntaxMTConfig(**dims, **syntax_options)
+    return SyntaxMTConfig(**dims, attention_init=attention_init or DEFAULT_ATTENTION_INIT, **syntax_options)
 
 
 def build_model(config: SyntaxMTConfig | MarianConfig, seed: int = 0):

@@ -89,13 +89,18 @@ def build_config_and_model(model_args: ModelArguments, tokenizer, seed: int, sou
     from ..configuration_syntax_mt import SyntaxMTConfig
     from ..data.parser_config import recordable_parser_config
     from ..modeling_syntax_mt import SyntaxMTForConditionalGeneration
-    from .factory import build_model, model_config
+    from .factory import DEFAULT_ATTENTION_INIT, build_model, model_config
 
     config_class = MarianConfig if model_args.vanilla_marian else SyntaxMTConfig
     overrides = parse_config_overrides(model_args.config_overrides, config_class)
     syntax = {**model_args.syntax_options(), **{k: v for k, v in overrides.items() if k not in ("source_parser",)}}
     if model_args.vanilla_marian and model_args.syntax_options():
         raise ValueError(f"--vanilla_marian takes no syntax option, got {sorted(model_args.syntax_options())}")
+    if model_args.attention_init is not None and (model_args.model_name_or_path or model_args.vanilla_marian):
+        where = "--model_name_or_path (the checkpoint keeps its weights)" if model_args.model_name_or_path else (
+            "--vanilla_marian (MarianMTModel has Marian's own init)")  # fmt: skip
+        raise ValueError(f"--attention_init {model_args.attention_init} only applies to a model built from scratch, not "
+                         f"with {where}: drop the flag")  # fmt: skip
     if model_args.model_name_or_path:
         if model_args.size_options():
             raise ValueError(f"size flags {sorted(model_args.size_options())} conflict with --model_name_or_path: the "
@@ -124,6 +129,8 @@ def build_config_and_model(model_args: ModelArguments, tokenizer, seed: int, sou
         for key in ("model_type", "transformers_version", "architectures"):
             values.pop(key, None)
         if not model_args.vanilla_marian:
+            # the study's better start unless asked for Marian's ("normal"); --config_overrides wins over the flag
+            values.setdefault("attention_init", model_args.attention_init or DEFAULT_ATTENTION_INIT)
             parser_config = source_parser
             if "source_parser" in overrides:
                 parser_config = recordable_parser_config(overrides["source_parser"])

@@ -51,6 +51,13 @@ class ModelArguments:
         default=False,
         metadata={"help": "Train a plain transformers MarianMTModel (the baseline): no syntax option allowed."},
     )
+    attention_init: str | None = field(
+        default=None,
+        metadata={"help": "Init of the attention projections of a model built from scratch: `xavier` (default: "
+                  "fairseq's Xavier q/k/v init, +1.1 BLEU in the Multi30k study) or `normal` (Marian's N(0, init_std)). "
+                  "Not with --model_name_or_path (a checkpoint keeps its weights) or --vanilla_marian (Marian's own).",
+                  "choices": ["xavier", "normal"]},
+    )  # fmt: skip
     d_model: int | None = field(default=None, metadata={"help": f"Hidden size (default {SIZE_DEFAULTS['d_model']})."})
     encoder_layers: int | None = field(default=None, metadata={"help": "Encoder layers (default 3)."})
     decoder_layers: int | None = field(default=None, metadata={"help": "Decoder layers (default 3)."})
