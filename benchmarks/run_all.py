@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-NOT_THROUGHPUT = {"bench_multi30k.py", "bench_docnmt.py"}
+NOT_THROUGHPUT = {"bench_multi30k.py", "bench_docnmt.py", "bench_bf16.py"}
 
 
 def discover() -> dict[str, Path]:

@@ -1,0 +1,398 @@
+"""Study round two (issue 26): where syntax pays. Round one's recipe (`multi30k_study.py`) with the Xavier attention
+init for every model, bf16 where the CPU computes it natively (else fp32: see `precision`), and three settings:
+
+- ``full``: the 29,000 Multi30k en->de training pairs, round one's joint BPE of 8,000;
+- ``low``: one fixed random subset of `LOW_PAIRS` training pairs (subset seed `SUBSET_SEED`, recorded with the
+  sha256 of the chosen line numbers), a joint BPE of `LOW_VOCAB` trained on the subset (smaller BPE vocabularies
+  suit small data: Sennrich & Zhang 2019), the same subset, tokenizer and steps for every method and seed;
+- ``long``: reserved for the long-sentence setting (Multi30k + the docnmt and bcontrast training documents, tested
+  on europarl7.test and iwslt17.test), whose data module comes with issue 27's step 1.
+
+Methods: ``vanilla`` (no syntax), ``pascal`` (2 PASCAL heads, encoder layer 1), ``alignment`` (Cohn et al.'s biases
+in every decoder layer), ``dbsa_sync_full`` (DBSA + synchronous loss, decoder full context); seeds 0-2. A unit is
+``<setting>-<method>-seed<k>``: it trains with `scripts/train.py`'s `run`, then translates and scores **all four**
+Multi30k test sets (test_2016_flickr, test_2017_flickr, test_2017_mscoco, test_2018_flickr; beam 4, the sources'
+spaCy trees from `multi30k-parsed`) with the saved model's pipeline, and writes
+``RESULTS/runs/<unit>.json`` and ``RESULTS/runs/<unit>.<test set>.txt``. Units already written are skipped; an
+interrupted unit resumes from its last checkpoint. ``--aggregate`` rebuilds ``RESULTS/results.md`` from the unit
+files: per setting and test set, mean +- std over seeds, the per-seed paired bootstrap against vanilla of the same
+seed, a pooled bootstrap over the concatenated hypotheses of every seed the method and vanilla share, a sign test
+over seeds x test sets, and BLEU by source length pooled over the four test sets.
+
+    python benchmarks/study_round2.py --list
+    python benchmarks/study_round2.py --units full-vanilla-seed0 --threads 1 --no-aggregate
+    python benchmarks/study_round2.py --aggregate
+    python benchmarks/study_round2.py --quick --results /tmp/r2 --output-dir /tmp/r2runs --units low-pascal-seed0
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import math
+import os
+import random
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import multi30k_study as round_one  # noqa: E402
+from common import DATA, ROOT, git_commit, relative_path, run_plan, software, write_json  # noqa: E402
+from common import RESULTS as ALL_RESULTS  # noqa: E402
+
+RESULTS = ALL_RESULTS / "round2"
+TEST_SETS = ("test_2016_flickr", "test_2017_flickr", "test_2017_mscoco", "test_2018_flickr")
+SETTINGS = ("full", "low")
+XAVIER = "attention_init=xavier"
+#: method -> (config overrides, needs target trees, what it is): round one's settings, every model Xavier-initialised
+METHODS = {
+    "vanilla": (XAVIER, False, "no syntax (Marian's architecture), Xavier attention init"),
+    "pascal": ("encoder_pascal_heads=[2,0,0]," + XAVIER, False, "PASCAL: 2 of 4 heads of encoder layer 1"),
+    "alignment": ("alignment_bias_layers=[0,1,2]," + XAVIER, False, "Cohn et al. position, Markov and fertility "
+                  "biases in every decoder layer's cross-attention"),  # fmt: skip
+    "dbsa_sync_full": (round_one.METHODS["dbsa_sync_full"][0] + "," + XAVIER, True, "DBSA (1 head, layer 1, encoder "
+                       "and decoder) + synchronous loss, decoder full context (lambda_dep = lambda_sync = 0.5)"),  # fmt: skip
+}
+SEEDS = (0, 1, 2)
+#: vanilla first in every (setting, seed), so that each method's paired test can be made as soon as it is done
+PLAN = [(setting, method, seed) for seed in SEEDS for setting in SETTINGS for method in METHODS]
+LOW_PAIRS, SUBSET_SEED, LOW_VOCAB = 5000, 2026, 4000
+
+
+def unit_name(setting: str, method: str, seed: int) -> str:
+    return f"{setting}-{method}-seed{seed}"
+
+
+def parse_unit(name: str) -> tuple[str, str, int]:
+    setting, _, rest = name.partition("-")
+    method, sep, seed = rest.rpartition("-seed")
+    if setting not in SETTINGS or method not in METHODS or not sep or not seed.isdigit():
+        raise SystemExit(f"unknown unit {name!r}: use SETTING-METHOD-seedK with SETTING in {list(SETTINGS)} and "
+                         f"METHOD in {list(METHODS)}")  # fmt: skip
+    return setting, method, int(seed)
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether the CPU multiplies bf16 natively (AVX512-BF16 or AMX). Without it (e.g. AVX2-only CPUs) bf16 autocast
+    is emulated and much slower than fp32 (`benchmarks/bench_bf16.py` measured 5-12x on an AVX2 EPYC)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def choose_precision(requested: str, device: str) -> str:
+    if requested != "auto":
+        return requested
+    if device == "cuda":
+        import torch
+
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp32"
+    return "bf16" if cpu_has_native_bf16() else "fp32"
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--units", nargs="+", help="units to run (default: the PLAN)")
+    p.add_argument("--time-limit", type=float, default=None, help="start no new unit after this many minutes")
+    p.add_argument("--max-units", type=int, default=None)
+    p.add_argument("--list", action="store_true", help="print which units are done and stop")
+    p.add_argument("--aggregate", action="store_true", help="only rebuild the tables from the unit files")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    p.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto",
+                   help="auto: bf16 where the device computes it natively (CUDA, AVX512-BF16/AMX CPUs), else fp32")  # fmt: skip
+    p.add_argument("--threads", type=int, default=1, help="torch threads on the CPU")
+    p.add_argument("--data", default=str(DATA))
+    p.add_argument("--results", default=str(RESULTS))
+    p.add_argument("--output-dir", default=str(ROOT / "runs" / "round2"), help="data, tokenizers, models (not "
+                   "committed)")  # fmt: skip
+    p.add_argument("--bootstrap-samples", type=int, default=1000)
+    p.add_argument("--eval-batch-size", type=int, default=64)
+    p.add_argument("--no-aggregate", action="store_true")
+    p.add_argument("--quick", action="store_true", help="tiny budget: plumbing check (write to another --results)")
+    args = p.parse_args(argv)
+    args.recipe = {**round_one.RECIPE, **(round_one.QUICK if args.quick else {})}
+    args.attention_sentences = 0
+    if args.quick and Path(args.results).resolve().is_relative_to(ALL_RESULTS.resolve()):
+        p.error("--quick results are not evidence: give --results elsewhere (e.g. /tmp/r2)")
+    return args
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Data of a setting
+# ------------------------------------------------------------------------------------------------------------------
+def conllu_blocks(path: Path) -> list[str]:
+    """The sentences of a (gzipped) CoNLL-U file as text blocks, comments included, in file order."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        text = f.read()
+    return [block + "\n" for block in text.strip("\n").split("\n\n")]
+
+
+def low_resource_files(args) -> tuple[dict[str, Path], dict]:
+    """`LOW_PAIRS` training pairs drawn once with `SUBSET_SEED` (line order kept), as files of the keys of
+    `round_one.files`, and what the record says of them."""
+    full = round_one.files(Path(args.data), "train")
+    n = args.recipe["max_train"] or LOW_PAIRS if args.quick else LOW_PAIRS
+    directory = Path(args.output_dir) / "data" / f"low-{n}-seed{SUBSET_SEED}"
+    out = {k: directory / (p.name.removesuffix(".gz")) for k, p in full.items()}
+    total = len(full["tgt"].read_text(encoding="utf-8").split("\n")) - 1
+    lines = sorted(random.Random(SUBSET_SEED).sample(range(total), n))
+    digest = hashlib.sha256(",".join(map(str, lines)).encode()).hexdigest()
+    info = {"pairs": n, "of": total, "subset_seed": SUBSET_SEED, "line_numbers_sha256": digest}
+    stamp = directory / "subset.json"
+    if not stamp.is_file() or json.loads(stamp.read_text()) != info:
+        directory.mkdir(parents=True, exist_ok=True)
+        for key in ("src", "tgt"):
+            rows = full[key].read_text(encoding="utf-8").split("\n")
+            out[key].write_text("".join(rows[i] + "\n" for i in lines), encoding="utf-8")
+        for key in ("src_conllu", "tgt_conllu"):
+            blocks = conllu_blocks(full[key])
+            if len(blocks) != total:
+                raise SystemExit(f"{full[key]} has {len(blocks)} sentences, {full['tgt']} {total} lines")
+            out[key].write_text("\n".join(blocks[i] for i in lines) + "\n", encoding="utf-8")
+        stamp.write_text(json.dumps(info))
+    return out, info
+
+
+def tokenizer_for(args, setting: str, train: dict[str, Path]) -> Path:
+    """One joint BPE per setting, trained once on its training pairs (deterministic)."""
+    from hf_syntax_mt.training import train_tokenizer
+
+    vocab = args.recipe["vocab_size"] if setting == "full" or args.quick else LOW_VOCAB
+    directory = Path(args.output_dir) / f"tokenizer-{setting}-{vocab}"
+    if not (directory / "tokenizer.json").is_file():
+        lines = [line for key in ("src", "tgt") for line in train[key].read_text(encoding="utf-8").split("\n") if line]
+        train_tokenizer(lines, vocab_size=vocab).save_pretrained(directory)
+    return directory
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# A unit
+# ------------------------------------------------------------------------------------------------------------------
+def translate_test_sets(model_dir: Path, args) -> dict[str, list[str]]:
+    """Every test set translated by the saved model's pipeline (beam 4), its sources parsed by their CoNLL-U."""
+    from transformers import pipeline
+
+    from hf_syntax_mt.data.parsers import get_parser
+
+    out = {}
+    for name in TEST_SETS:
+        f = round_one.files(Path(args.data), name)
+        sources = f["src"].read_text(encoding="utf-8").split("\n")[:-1][: args.recipe["max_test"] or None]
+        pipe = pipeline("syntax-translation", model=str(model_dir), parser=get_parser("conllu", path=f["src_conllu"]))
+        results = pipe(sources, batch_size=args.eval_batch_size, num_beams=args.recipe["num_beams"])
+        out[name] = [r["translation_text"].strip() for r in results]
+    return out
+
+
+def run_unit(args, setting: str, method: str, seed: int, device: str) -> Path:
+    import torch
+    from transformers.trainer_utils import get_last_checkpoint
+
+    from hf_syntax_mt.evaluation import bucket_scores, corpus_scores
+    from hf_syntax_mt.training.script import parse_args as train_args
+    from hf_syntax_mt.training.script import run
+
+    name = unit_name(setting, method, seed)
+    runs = Path(args.results) / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    out = Path(args.output_dir) / "models" / name
+    if setting == "low":
+        train, subset = low_resource_files(args)
+    else:
+        train, subset = round_one.files(Path(args.data), "train"), None
+    tokenizer = tokenizer_for(args, setting, train)
+    precision = choose_precision(args.precision, device)
+    args.recipe["bf16"] = precision == "bf16"
+    argv = round_one.train_argv(args, method, seed, out, tokenizer, device, spec=METHODS[method], train_files=train)
+    argv[argv.index("--model_card_title") + 1] = f"Multi30k en->de {method}, {setting} data (seed {seed}, round two)"
+    checkpoint = get_last_checkpoint(str(out)) if out.is_dir() else None
+    if checkpoint is not None:
+        print(f"    resuming from {checkpoint}", flush=True)
+        argv += ["--resume_from_checkpoint", checkpoint]
+    else:
+        shutil.rmtree(out, ignore_errors=True)
+    print(f"=== {name} on {device} ({precision}): {METHODS[method][2]}", flush=True)
+    start = time.perf_counter()
+    run(*train_args(argv))
+    wall_train = time.perf_counter() - start
+    info = json.loads((out / "hf_syntax_mt_run.json").read_text())
+    start = time.perf_counter()
+    hypotheses = translate_test_sets(out, args)
+    tests = {}
+    for test_set, hyps in hypotheses.items():
+        f = round_one.files(Path(args.data), test_set)
+        refs = f["tgt"].read_text(encoding="utf-8").split("\n")[: len(hyps)]
+        lengths = [len(s.split()) for s in f["src"].read_text(encoding="utf-8").split("\n")[: len(hyps)]]
+        text = "".join(h + "\n" for h in hyps)
+        (runs / f"{name}.{test_set}.txt").write_text(text, encoding="utf-8")
+        tests[test_set] = {**corpus_scores(hyps, refs), "buckets": bucket_scores(lengths, hyps, refs),
+                           "hypotheses_sha256": hashlib.sha256(text.encode()).hexdigest()}  # fmt: skip
+    trainer_test = (out / "test_generations.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    minutes = info.get("train_seconds", info["train_runtime"] or 0.0) / 60
+    record = {
+        "unit": name, "setting": setting, "method": method, "seed": seed, "about": METHODS[method][2],
+        "overrides": METHODS[method][0], "recipe": args.recipe, "precision": precision, "quick": args.quick,
+        "subset": subset, "tokenizer": Path(tokenizer).name, "steps": info["global_step"],
+        "train_minutes": round(minutes, 2), "wall_minutes_train": round(wall_train / 60, 2),
+        "wall_minutes_test": round((time.perf_counter() - start) / 60, 2), "tokens_seen": info["num_input_tokens_seen"],
+        "tokens_per_second": round(info["num_input_tokens_seen"] / max(minutes * 60, 1e-9), 1),
+        "curve": info["curve"], "averaged_steps": info["averaged_steps"],
+        "validation": info["scores"].get("validation"), "test_last_step_2016": info["scores"].get("test_last_step"),
+        # the Trainer's own test_2016_flickr predictions against the pipeline's: the two paths must agree
+        "trainer_test_2016_agrees": trainer_test == hypotheses["test_2016_flickr"],
+        "tests": tests, "model_signature": info["model_signature"],
+        "device": device if device == "cpu" else f"cuda ({torch.cuda.get_device_name()})",
+        "cpu_native_bf16": cpu_has_native_bf16(), "threads": torch.get_num_threads(),
+        "load_average_at_end": os.getloadavg(), "resumed_from": checkpoint and Path(checkpoint).name,
+        **software(), "commit": git_commit(), "train_argv": [relative_path(a) for a in argv],
+    }  # fmt: skip
+    path = write_json(runs / f"{name}.json", record, indent=1, newline=True)
+    print(f"=== {name}: BLEU " + ", ".join(f"{t} {s['bleu']:.2f}" for t, s in tests.items()) + f" -> {path}", flush=True)
+    return path
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Aggregate: reads only the unit files
+# ------------------------------------------------------------------------------------------------------------------
+def load_units(results: Path) -> list[dict]:
+    units = []
+    for path in sorted((results / "runs").glob("*.json")):
+        try:
+            unit = json.loads(path.read_text(encoding="utf-8"))
+            unit["hypotheses"] = {t: (path.parent / f"{unit['unit']}.{t}.txt").read_text(encoding="utf-8").split("\n")[:-1]
+                                  for t in unit["tests"]}  # fmt: skip
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise SystemExit(f"unit file {path} (or its hypotheses) is unreadable ({e}): delete it to rerun the unit") from e
+        units.append(unit)
+    return units
+
+
+def sign_test(positive: int, negative: int) -> float:
+    """Two-sided exact sign test (ties left out): P(a split at least this uneven | p = 1/2)."""
+    n = positive + negative
+    if n == 0:
+        return 1.0
+    k = max(positive, negative)
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k, n + 1)) / 2**n)
+
+
+def mean_std(values: list[float]) -> str:
+    if not values:
+        return "-"
+    return f"{values[0]:.2f}" if len(values) == 1 else f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
+
+
+def aggregate(args) -> str | None:
+    from hf_syntax_mt.evaluation import bucket_scores, paired_bootstrap
+
+    units = load_units(Path(args.results))
+    if not units:
+        print(f"no unit files under {Path(args.results) / 'runs'} yet")
+        return None
+    data = Path(args.data)
+    refs = {t: round_one.files(data, t)["tgt"].read_text(encoding="utf-8").split("\n")[:-1] for t in TEST_SETS}
+    lengths = {t: [len(s.split()) for s in round_one.files(data, t)["src"].read_text(encoding="utf-8").split("\n")[:-1]]
+               for t in TEST_SETS}  # fmt: skip
+    by_key = {(u["setting"], u["method"], u["seed"]): u for u in units}
+    lines = ["# Study round two: results", "", "Built by `python benchmarks/study_round2.py --aggregate` from "
+             f"`runs/*.json` ({len(units)} units).", ""]  # fmt: skip
+    for setting in SETTINGS:
+        su = [u for u in units if u["setting"] == setting]
+        if not su:
+            continue
+        first = su[0]
+        lines += [f"## Setting `{setting}`", "",
+                  f"Precision: {sorted({u['precision'] for u in su})}; devices: {sorted({u['device'] for u in su})}; "
+                  f"steps {first['steps']}" + (f"; subset {first['subset']}" if first.get("subset") else "") + ".", "",
+                  "| method | test set | seeds | BLEU | chrF | ΔBLEU vs vanilla per seed (p) | pooled ΔBLEU (p) |",
+                  "|---|---|---|---|---|---|---|"]  # fmt: skip
+        signs = {}
+        for method in METHODS:
+            mu = sorted((u for u in su if u["method"] == method), key=lambda u: u["seed"])
+            if not mu:
+                continue
+            for t in TEST_SETS:
+                per_seed, pooled_sys, pooled_base = [], [], []
+                for u in mu:
+                    base = by_key.get((setting, "vanilla", u["seed"]))
+                    if method == "vanilla" or base is None:
+                        continue
+                    n = len(u["hypotheses"][t])
+                    b = paired_bootstrap(base["hypotheses"][t], u["hypotheses"][t], refs[t][:n], args.bootstrap_samples)
+                    delta = b["bleu"]["system"] - b["bleu"]["baseline"]
+                    per_seed.append(f"{delta:+.2f} ({b['bleu']['p_value']:.3f})")
+                    pos, neg = signs.get(method, (0, 0))
+                    signs[method] = (pos + (delta > 0), neg + (delta < 0))
+                    pooled_sys += u["hypotheses"][t]
+                    pooled_base += base["hypotheses"][t]
+                pooled = "-"
+                if len(per_seed) > 1:
+                    pooled_refs = [r for u in mu if by_key.get((setting, "vanilla", u["seed"]))
+                                   for r in refs[t][: len(u["hypotheses"][t])]]  # fmt: skip
+                    b = paired_bootstrap(pooled_base, pooled_sys, pooled_refs, args.bootstrap_samples)
+                    pooled = f"{b['bleu']['system'] - b['bleu']['baseline']:+.2f} ({b['bleu']['p_value']:.3f})"
+                lines.append(f"| {method} | {t} | {','.join(str(u['seed']) for u in mu)} "
+                             f"| {mean_std([u['tests'][t]['bleu'] for u in mu])} "
+                             f"| {mean_std([u['tests'][t]['chrf'] for u in mu])} | {', '.join(per_seed) or '-'} "
+                             f"| {pooled} |")  # fmt: skip
+        if signs:
+            lines += ["", "Sign test over seeds x test sets (ΔBLEU against vanilla of the same seed; ties left out):", ""]
+            lines += [f"- {m}: {p} better, {n} worse, two-sided p = {sign_test(p, n):.3f}" for m, (p, n) in signs.items()]
+        lines += ["", "BLEU by source length (words), every test set and seed pooled:", ""]
+        table = {}
+        for method in METHODS:
+            mu = [u for u in su if u["method"] == method]
+            if mu:
+                hyps = [h for u in mu for t in TEST_SETS for h in u["hypotheses"][t]]
+                rs = [r for u in mu for t in TEST_SETS for r in refs[t][: len(u["hypotheses"][t])]]
+                ls = [x for u in mu for t in TEST_SETS for x in lengths[t][: len(u["hypotheses"][t])]]
+                table[method] = bucket_scores(ls, hyps, rs)
+        labels = [b["bucket"] for b in next(iter(table.values()))]
+        lines += ["| method | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
+        for method, buckets in table.items():
+            cells = {b["bucket"]: f"{b['bleu']:.2f} (n={b['count']})" for b in buckets}
+            lines.append(f"| {method} | " + " | ".join(cells.get(label, "-") for label in labels) + " |")
+        lines.append("")
+    lines += ["Units:", ""] + [f"- {u['unit']}: {u['device']}, {u['precision']}, {u['train_minutes']} training min, "
+                               f"commit {(u.get('commit') or '?')[:10]}, trainer and pipeline agree on test_2016: "
+                               f"{u['trainer_test_2016_agrees']}" for u in units]  # fmt: skip
+    text = "\n".join(lines) + "\n"
+    (Path(args.results) / "results.md").write_text(text, encoding="utf-8")
+    print(text)
+    return text
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    plan = [parse_unit(u) for u in args.units] if args.units else PLAN
+    runs = Path(args.results) / "runs"
+    done = {p.stem for p in runs.glob("*.json")} if runs.is_dir() else set()
+    if args.list:
+        for setting, method, seed in PLAN:
+            name = unit_name(setting, method, seed)
+            print(f"{'done' if name in done else 'todo'}  {name}")
+        return 0
+    if args.aggregate:
+        aggregate(args)
+        return 0
+    import torch
+
+    device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    torch.set_num_threads(args.threads)
+    names = {unit_name(*u): u for u in plan}
+    run_plan([(name, 0) for name in names], {f"{d}-seed0" for d in done},
+             lambda name, _: run_unit(args, *names[name], device), args.time_limit, args.max_units,
+             after=None if args.no_aggregate else lambda: aggregate(args))  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
