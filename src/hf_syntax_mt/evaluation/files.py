@@ -52,8 +52,6 @@ def _run_signature(model_dir: str | os.PathLike | None, hyp_path: str | os.PathL
             return json.loads(info.read_text())["model_signature"]
         from transformers import AutoConfig
 
-        import hf_syntax_mt  # noqa: F401  (registers syntax_mt)
-
         return model_signature(AutoConfig.from_pretrained(model_dir))
     digest = hashlib.sha256(Path(hyp_path).read_bytes()).hexdigest()[:12]
     return signature(system=Path(hyp_path).name, sha=digest)

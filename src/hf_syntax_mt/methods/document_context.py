@@ -17,17 +17,15 @@ sentence-level model it was built from.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import torch
 from torch import nn
+from transformers import PreTrainedConfig  # the SyntaxMTConfig, typed as its base: methods import nothing above them
 from transformers.masking_utils import create_bidirectional_mask
 from transformers.models.marian.modeling_marian import MarianEncoderLayer
 
 from .registry import Method
-
-if TYPE_CHECKING:
-    from ..configuration_syntax_mt import SyntaxMTConfig
 
 
 def is_document_parameter(name: str) -> bool:
@@ -63,7 +61,9 @@ def _attend_mask(context_attention_mask: torch.Tensor) -> torch.Tensor:
     return mask | ~mask.any(dim=-1, keepdim=True)
 
 
-def context_sublayer(config: SyntaxMTConfig, side: str, layer_idx: int) -> tuple[int | None, ContextAttention | None]:
+def context_sublayer(
+    config: PreTrainedConfig, side: str, layer_idx: int
+) -> tuple[int | None, ContextAttention | None]:
     """The context attention of `side` layer `layer_idx` and its slot in the keys/values of its side, or
     `(None, None)` when that layer has none."""
     layers = config.context_layers(side)
@@ -80,7 +80,7 @@ class ContextEncoder(nn.Module):
             which encoder/decoder layers have a context attention (each gets its own W_K, W_V).
     """
 
-    def __init__(self, config: SyntaxMTConfig):
+    def __init__(self, config: PreTrainedConfig):
         super().__init__()
         self.config = config
         self.num_heads = config.encoder_attention_heads
@@ -136,7 +136,7 @@ class ContextAttention(nn.Module):
     rows without context get `H` unchanged.
     """
 
-    def __init__(self, config: SyntaxMTConfig, num_heads: int):
+    def __init__(self, config: PreTrainedConfig, num_heads: int):
         super().__init__()
         d_model = config.d_model
         self.num_heads, self.head_dim = num_heads, d_model // num_heads
