@@ -23,7 +23,7 @@ def read_lines(path: str | os.PathLike, what: str = "file", blank_ok: bool = Fal
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{what} not found: {path}")
-    from ..data.textio import read_text, split_lines
+    from ..data.readers import read_text, split_lines
 
     text = read_text(path)  # invalid UTF-8: an error naming the file, line and byte offset
     if not text or (not text.strip() and not blank_ok):
