@@ -24,7 +24,7 @@ from common import add_common_arguments, medians, result_header, time_generation
 from transformers import MarianMTModel
 
 from hf_syntax_mt.alignment import StructuralAlignmentBias
-from hf_syntax_mt.data.synthetic import generate_corpus
+from hf_syntax_mt.demo.synthetic_grammar import generate_corpus
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
 TARGETS = {"train_ratio": 0.85, "generate_ratio": 0.90}

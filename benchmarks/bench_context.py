@@ -40,7 +40,7 @@ from transformers import MarianMTModel
 
 from hf_syntax_mt.data import DataCollatorForSyntaxMT
 from hf_syntax_mt.data.documents import encode_context
-from hf_syntax_mt.data.synthetic import generate_corpus
+from hf_syntax_mt.demo.synthetic_grammar import generate_corpus
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
 TARGETS = {"train_ratio": 0.85, "generate_ratio": 0.85}

@@ -31,7 +31,7 @@ from transformers import MarianMTModel
 
 from hf_syntax_mt.data import DataCollatorForSyntaxMT
 from hf_syntax_mt.data.subwords import align_parse
-from hf_syntax_mt.data.synthetic import generate_corpus
+from hf_syntax_mt.demo.synthetic_grammar import generate_corpus
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
 TARGETS = {"train_ratio": 0.90, "generate_ratio": 0.95}

@@ -128,9 +128,9 @@ def docnmt_files(args, work: Path) -> dict[str, dict[str, Path]]:
 
 
 def train_docnmt_model(args, name: str, files, start_from: Path | None, context: bool) -> dict:
-    """One `train_script.run`: step 1 (``start_from=None``), the control or the document model."""
-    from hf_syntax_mt.training.script import parse_args as train_args
+    """One `training.script.run`: step 1 (``start_from=None``), the control or the document model."""
     from hf_syntax_mt.training.script import run
+    from hf_syntax_mt.training.script_args import parse_args as train_args
 
     out = Path(args.output_dir) / name
     src, tgt = args.direction.split("-")
@@ -180,7 +180,7 @@ def parameter_counts(model_dir: str | Path) -> dict[str, int]:
     Shared embeddings count once; Marian's `final_logits_bias` is a buffer, never trained, and is left out."""
     from safetensors import safe_open
 
-    from hf_syntax_mt.document_context import is_document_parameter
+    from hf_syntax_mt.methods.document_context import is_document_parameter
 
     counts = {"sentence_level": 0, "document_level": 0}
     with safe_open(str(Path(model_dir) / "model.safetensors"), "pt") as f:

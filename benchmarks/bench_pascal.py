@@ -36,7 +36,7 @@ from common import (  # noqa: F401  (the throughput helpers, importable from her
 from transformers import MarianMTModel
 
 from hf_syntax_mt.data.subwords import align_parse
-from hf_syntax_mt.data.synthetic import generate_corpus
+from hf_syntax_mt.demo.synthetic_grammar import generate_corpus
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
 TARGETS = {"train_ratio": 0.95, "generate_ratio": 0.97, "memory_ratio": 1.05}

@@ -29,7 +29,7 @@ RESULTS = HERE / "results"
 # ------------------------------------------------------------------------------------------------------------------
 def read_lines(path: Path) -> list[str]:
     """Lines split at "\n" only, as every line-aligned file of the package (imported late: --help stays fast)."""
-    from hf_syntax_mt.data.textio import read_lines as read
+    from hf_syntax_mt.data.readers import read_lines as read
 
     return read(path)
 

@@ -249,8 +249,8 @@ def run_unit(args, method: str, seed: int, device: str) -> Path:
     import torch
 
     from hf_syntax_mt.evaluation import attention_report
-    from hf_syntax_mt.training.script import parse_args as train_args
     from hf_syntax_mt.training.script import run
+    from hf_syntax_mt.training.script_args import parse_args as train_args
 
     name = unit_name(method, seed)
     runs = Path(args.results) / "runs"
@@ -320,8 +320,8 @@ def speed_check(args, method: str, seed: int, device: str) -> Path:
 
     import torch
 
-    from hf_syntax_mt.training.script import parse_args as train_args
     from hf_syntax_mt.training.script import run
+    from hf_syntax_mt.training.script_args import parse_args as train_args
 
     name, load_before = unit_name(method, seed), os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,7 +1,7 @@
 """Does a DBSA head learn to parse? Train a small model with one encoder DBSA head on UD sentences and read its trees.
 
 The model is trained to copy the sentence (a task that needs no alignment) plus the DBSA parse loss L_dep (Eq. 5)
-on the gold UD trees, for a wall-clock budget. The trees read from the head (`hf_syntax_mt.probing`) are then
+on the gold UD trees, for a wall-clock budget. The trees read from the head (`hf_syntax_mt.evaluation.probing`) are then
 scored (UAS) against the gold trees of the treebank's test file, next to the untrained model and two trivial
 baselines (every word attached to its left / right neighbour).
 

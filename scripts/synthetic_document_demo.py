@@ -1,7 +1,7 @@
 """Does document context matter? Train a tiny document-context model (Zhang et al. 2018) and a sentence-level model of
 the same dimensions on synthetic documents, then compare their contrastive pronoun accuracy.
 
-In the synthetic documents (``hf_syntax_mt.data.synthetic.generate_documents``) the pronoun ``ul`` translates to
+In the synthetic documents (``hf_syntax_mt.demo.synthetic_corpus.generate_documents``) the pronoun ``ul`` translates to
 ``ira``/``itu`` by the noun class of the previous sentence's subject, and every pronoun sentence occurs once with each
 form, so a sentence-level model can only guess (~50%); a model reading the previous sentence can always be right.
 
@@ -41,7 +41,7 @@ import torch
 from hf_syntax_mt import __version__
 from hf_syntax_mt.data import DataCollatorForSyntaxMT
 from hf_syntax_mt.data.documents import encode_context
-from hf_syntax_mt.data.synthetic import contrastive_examples, generate_documents
+from hf_syntax_mt.demo.synthetic_corpus import contrastive_examples, generate_documents
 from hf_syntax_mt.evaluation.contrastive import score_contrastive
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 

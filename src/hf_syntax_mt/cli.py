@@ -21,7 +21,7 @@ def _translate(args: argparse.Namespace) -> int:
     from transformers import pipeline
 
     import hf_syntax_mt  # noqa: F401  (registers the pipeline task)
-    from hf_syntax_mt.data.textio import decode_utf8, read_text, split_lines
+    from hf_syntax_mt.data.readers import decode_utf8, read_text, split_lines
 
     if args.input == "-":
         stdin = getattr(sys.stdin, "buffer", None)
@@ -68,7 +68,7 @@ def _contrastive(args: argparse.Namespace) -> int:
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     from hf_syntax_mt import __version__
-    from hf_syntax_mt.data.synthetic import contrastive_examples, generate_documents
+    from hf_syntax_mt.demo.synthetic_corpus import contrastive_examples, generate_documents
     from hf_syntax_mt.evaluation.contrastive import load_discevalmt, score_contrastive
 
     if args.discevalmt:

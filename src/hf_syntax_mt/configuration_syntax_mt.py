@@ -15,7 +15,17 @@ from transformers import GenerationConfig, MarianConfig
 from .methods.builtin import BUILTIN  # noqa: F401  (registers the built-in methods)
 from .methods.input_features import FEATURE_COMBINATIONS  # noqa: F401
 from .methods.pascal import MIN_PASCAL_SIGMA, PASCAL_WEIGHTINGS  # noqa: F401
-from .methods.registry import SITES, check_decoder_layer, check_weight, head_layout, parse_columns, registered
+from .methods.registry import (
+    SITES,
+    check_choice,
+    check_decoder_layer,
+    check_int,
+    check_probability,
+    check_weight,
+    head_layout,
+    parse_columns,
+    registered,
+)
 from .vocabularies import DEPRELS, INPUT_FEATURES, SUBWORD_TAGS, UPOS_TAGS  # noqa: F401
 
 logger = logging.getLogger(__name__)
@@ -368,16 +378,13 @@ class SyntaxMTConfig(MarianConfig):
         from transformers.activations import ACT2FN
 
         for name in _POSITIVE_INTS:
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name}={value!r} must be an int >= 1.")
+            check_int(self, name, 1)
         for name in _NUMBERS:
             value = getattr(self, name)
             if not isinstance(value, numbers.Real) or isinstance(value, bool) or not math.isfinite(value):
                 raise ValueError(f"{name}={value!r} must be a finite number, not {type(value).__name__}.")
         for name in _PROBABILITIES:
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name}={getattr(self, name)!r} is a probability: it must be in [0, 1].")
+            check_probability(self, name)
         for side in ("encoder", "decoder"):
             heads = getattr(self, f"{side}_attention_heads")
             if self.d_model % heads:
@@ -404,8 +411,7 @@ class SyntaxMTConfig(MarianConfig):
     def validate_syntax_options(self):
         """Part of `@strict` validation: every syntax option, with an error that says what to change."""
         self._validate_marian_options()
-        if self.attention_init not in ATTENTION_INITS:
-            raise ValueError(f"attention_init={self.attention_init!r} must be one of {ATTENTION_INITS}.")
+        check_choice(self, "attention_init", ATTENTION_INITS)
         if self.task_token_ids is not None:
             if set(self.task_token_ids) != {"translate", "parse"} or not all(
                 isinstance(v, int) and 0 <= v < self.vocab_size for v in self.task_token_ids.values()

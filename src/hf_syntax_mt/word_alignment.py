@@ -76,7 +76,7 @@ def symmetrize(forward: set[Link], reverse: set[Link], method: str = "grow-diag-
 def read_parallel_words(source: str | os.PathLike | None, target: str | os.PathLike | None,
                         joined: str | os.PathLike | None = None) -> tuple[list[list[str]], list[list[str]]]:  # fmt: skip
     """Whitespace-tokenised pairs from two line-aligned files, or one ``src ||| tgt`` file."""
-    from .evaluation import read_lines
+    from .evaluation.files import read_lines
 
     if joined is not None:
         src, tgt = [], []

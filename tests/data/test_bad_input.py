@@ -11,7 +11,7 @@ import torch
 
 import hf_syntax_mt  # noqa: F401  (registers "syntax-translation")
 from hf_syntax_mt.data.parsers import ConllParser, ParsedSentence, read_conllu
-from hf_syntax_mt.data.textio import TextDecodeError, iter_lines, read_lines
+from hf_syntax_mt.data.readers import TextDecodeError, iter_lines, read_lines
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
 torch.set_num_threads(1)
@@ -95,7 +95,7 @@ def test_translate_cli_keeps_one_output_line_per_input_line(plain_model_dir, tmp
 
 def test_parallel_and_tsv_readers_split_at_newline_only(tmp_path):
     from hf_syntax_mt.data.preprocess import load_parallel_files
-    from hf_syntax_mt.train_script import read_tsv
+    from hf_syntax_mt.data.readers import read_tsv
 
     src, tgt = tmp_path / "a.src", tmp_path / "a.tgt"
     src.write_text("\n".join(ODD_BREAKS) + "\n", encoding="utf-8")
@@ -282,7 +282,7 @@ def test_tree_distances_refuse_cyclic_word_heads():
 # ------------------------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def small_corpus(tmp_path_factory):
-    from hf_syntax_mt.data.synthetic import write_corpus
+    from hf_syntax_mt.demo.synthetic_corpus import write_corpus
 
     return write_corpus(tmp_path_factory.mktemp("corpus"), splits={"train": 32, "validation": 4, "test": 4}, seed=3,
                         max_words=6)  # fmt: skip

@@ -19,12 +19,10 @@ DATA = SRC / "data"
 # The flow: readers (+ the parse data class) -> parsers -> subwords -> document context -> preprocess -> collator.
 # A module may import only modules before it. `parser_config` (a parser from a model config) follows the parsers,
 # `multitask` (parse + translate rows for the preprocessor) and `alignments` (guided-alignment targets, on the
-# preprocessed rows) the preprocessor; the compatibility shims (`textio`
-# re-exports the readers, `synthetic` the demo language) and the package `__init__` re-export what comes before.
+# preprocessed rows) the preprocessor; the package `__init__` re-exports what comes before.
 FLOW = [
     "parsed",
     "readers",
-    "textio",
     "parsers",
     "parser_config",
     "subwords",
@@ -33,7 +31,6 @@ FLOW = [
     "alignments",
     "multitask",
     "collator",
-    "synthetic",
     "__init__",
 ]
 
@@ -44,8 +41,6 @@ FORBIDDEN = [
     "hf_syntax_mt.pipeline_syntax_mt",
     "hf_syntax_mt.evaluation",
     "hf_syntax_mt.training",
-    "hf_syntax_mt.train_script",
-    "hf_syntax_mt.train_data",
 ]
 
 MAX_LINES = 600
@@ -148,27 +143,18 @@ def test_the_graph_sees_function_level_imports():
     assert "hf_syntax_mt.vocabularies" in imported_modules(DATA / "subwords.py")
 
 
-# The names each old module path exported before the layout change: they stay importable from there.
+# The names each of these modules exported before the layout change of issue 16: they stay importable from there.
+# (The modules that only re-exported moved names, `data.textio` and `data.synthetic`, are gone: issue 28.)
 OLD_PATHS = {
-    "hf_syntax_mt.data.textio": ["TextDecodeError", "decode_utf8", "iter_lines", "read_lines", "read_text",
-                                 "split_lines"],
     "hf_syntax_mt.data.parsers": ["ParsedSentence", "Parser", "ParserNotAvailableError", "MissingParseError",
                                   "StanzaParser", "SpacyParser", "ConllParser", "CachedParser", "read_conllu",
                                   "iter_conllu", "merge_sentences", "get_parser", "PARSER_BACKENDS",
                                   "normalize_whitespace"],
     "hf_syntax_mt.data.preprocess": ["SyntaxMTPreprocessor", "TokenizeOnly", "prepare_dataset", "parse_texts",
-                                     "load_parallel_files", "read_parallel_conllu", "_read_lines"],
+                                     "load_parallel_files", "read_parallel_conllu"],
     "hf_syntax_mt.data.documents": ["DocumentContext", "add_document_context", "encode_context", "read_doc_ids",
                                     "read_documents"],
     "hf_syntax_mt.data.subwords": ["ParsedSentence", "align_parse"],
-    "hf_syntax_mt.data.synthetic": ["CASE_SUFFIXES", "DependencyTree", "Lexeme", "PRONOUN", "PRONOUN_TARGETS",
-                                    "PronounLink", "SyntheticDocument", "SyntheticPair", "contrastive_examples",
-                                    "generate_corpus", "generate_documents", "generate_pair", "gold_parses",
-                                    "gold_source_parses", "load_synthetic_dataset", "load_synthetic_documents",
-                                    "noun_class", "to_conllu", "translate_tree", "write_corpus", "LEXICON",
-                                    "SOURCE_STEMS", "_SentenceBuilder", "_split_corpus"],
-    "hf_syntax_mt.train_data": ["read_tsv", "read_jsonl", "_require_nonempty"],
-    "hf_syntax_mt.train_script": ["read_tsv", "read_jsonl"],
     "hf_syntax_mt.configuration_syntax_mt": ["UPOS_TAGS", "DEPRELS", "SUBWORD_TAGS", "INPUT_FEATURES"],
 }  # fmt: skip
 

@@ -4,19 +4,16 @@ import random
 
 import pytest
 
-from hf_syntax_mt.data.synthetic import (
-    CASE_SUFFIXES,
-    DependencyTree,
+from hf_syntax_mt.demo.synthetic import CASE_SUFFIXES, DependencyTree, translate_tree
+from hf_syntax_mt.demo.synthetic_corpus import (
     contrastive_examples,
-    generate_corpus,
     generate_documents,
-    generate_pair,
     load_synthetic_dataset,
     load_synthetic_documents,
     to_conllu,
-    translate_tree,
     write_corpus,
 )
+from hf_syntax_mt.demo.synthetic_grammar import generate_corpus, generate_pair
 
 
 @pytest.fixture(scope="module")

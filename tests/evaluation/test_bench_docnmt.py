@@ -12,7 +12,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from hf_syntax_mt.document_context import is_document_parameter
+from hf_syntax_mt.methods.document_context import is_document_parameter
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data"

@@ -1,4 +1,4 @@
-"""Contrastive scoring (hf_syntax_mt.contrastive) against a direct per-example computation; the DiscEvalMT loader."""
+"""Contrastive scoring (hf_syntax_mt.evaluation.contrastive) against a direct per-example computation; the DiscEvalMT loader."""
 
 import json
 import shutil
@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from hf_syntax_mt.cli import main
-from hf_syntax_mt.contrastive import load_discevalmt, score_contrastive
-from hf_syntax_mt.data.synthetic import contrastive_examples, generate_documents
+from hf_syntax_mt.demo.synthetic_corpus import contrastive_examples, generate_documents
+from hf_syntax_mt.evaluation.contrastive import load_discevalmt, score_contrastive
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
 DISCEVALMT = Path(__file__).resolve().parents[3] / "shared" / "data" / "discevalmt-en-fr"

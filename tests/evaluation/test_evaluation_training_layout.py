@@ -1,7 +1,6 @@
 """The layout of the `evaluation` and `training` packages: small modules, and neither package imports the other.
 
-Only the old top-level modules (`hf_syntax_mt.train_script`, `hf_syntax_mt.model_card`, ...) re-export across the
-packages, as import-path aliases. One module is allowed to use both: `training/script.py`, the command behind
+One module is allowed to use both: `training/script.py`, the command behind
 `scripts/train.py` that trains and then scores the model, writes the run file and the model card.
 """
 
@@ -13,9 +12,9 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "hf_syntax_mt"
 MAX_LINES = 600
 
-#: What counts as importing a package: the package and the old top-level modules that alias into it.
-EVALUATION = ("hf_syntax_mt.evaluation", "hf_syntax_mt.model_card", "hf_syntax_mt.contrastive", "hf_syntax_mt.probing")
-TRAINING = ("hf_syntax_mt.training", "hf_syntax_mt.train_script", "hf_syntax_mt.train_data", "hf_syntax_mt.batching")
+#: What counts as importing a package: the package or any of its modules.
+EVALUATION = ("hf_syntax_mt.evaluation",)
+TRAINING = ("hf_syntax_mt.training",)
 #: The end-to-end training command: it scores what it trained (the only training module that imports evaluation).
 COMPOSERS = {"hf_syntax_mt.training.script"}
 
@@ -68,16 +67,6 @@ def test_training_never_imports_evaluation_except_the_script():
     found = {module_name(p): crosses(imported(p), EVALUATION) for p in modules("training")}
     assert not {k: v for k, v in found.items() if v and k not in COMPOSERS}
     assert found["hf_syntax_mt.training.script"], "the allow-list names a module that no longer needs it: remove it"
-
-
-def test_old_module_paths_are_aliases_of_the_new_modules():
-    import importlib
-
-    for old, new in [("contrastive", "evaluation.contrastive"), ("model_card", "evaluation.model_card"),
-                     ("probing", "evaluation.probing"), ("train_script", "training.script"),
-                     ("batching", "training.batching"), ("train_data", "training.data")]:  # fmt: skip
-        assert importlib.import_module(f"hf_syntax_mt.{old}") is importlib.import_module(f"hf_syntax_mt.{new}")
-        assert len((PACKAGE / f"{old}.py").read_text(encoding="utf-8").splitlines()) < 10  # a shim, nothing else
 
 
 def test_the_resolver_sees_relative_imports():

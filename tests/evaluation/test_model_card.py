@@ -2,7 +2,7 @@
 sacrebleu signatures."""
 
 from hf_syntax_mt.evaluation import corpus_scores
-from hf_syntax_mt.model_card import write_model_card
+from hf_syntax_mt.evaluation.model_card import write_model_card
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
 
@@ -28,7 +28,7 @@ def test_model_card_reflects_config_and_scores(tmp_path):
 def test_model_cards_template_file_is_the_one_the_package_fills():
     from pathlib import Path
 
-    from hf_syntax_mt.model_card import TEMPLATE
+    from hf_syntax_mt.evaluation.model_card import TEMPLATE
 
     path = Path(__file__).resolve().parents[2] / "model_cards" / "TEMPLATE.md"
     assert path.read_text(encoding="utf-8") == TEMPLATE, "regenerate model_cards/TEMPLATE.md from model_card.TEMPLATE"

@@ -8,7 +8,7 @@ import torch
 from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
 from hf_syntax_mt.data.multitask import add_task_tokens, delinearize, linearize_parse, multitask_dataset
 from hf_syntax_mt.data.parsers import ParsedSentence
-from hf_syntax_mt.probing import attachment_score, read_trees, uas_against_conllu, word_heads_from_attention
+from hf_syntax_mt.evaluation.probing import attachment_score, read_trees, uas_against_conllu, word_heads_from_attention
 
 CAT = ParsedSentence(["the", "cat", "sat", "(on)", "the", "mat"], [2, 3, 0, 6, 6, 3],
                      ["det", "nsubj", "root", "case", "det", "obl"], ["DET", "NOUN", "VERB", "ADP", "DET", "NOUN"])  # fmt: skip
@@ -21,7 +21,7 @@ def test_linearisation_by_hand_and_round_trip():
 
 
 def test_round_trip_on_synthetic_trees():
-    from hf_syntax_mt.data.synthetic import load_synthetic_dataset
+    from hf_syntax_mt.demo.synthetic_corpus import load_synthetic_dataset
 
     data = load_synthetic_dataset(50, 0, 0, max_words=30)["train"]
     for row in data:

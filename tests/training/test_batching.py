@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from datasets import Dataset
 
-from hf_syntax_mt.batching import TokenBatchSampler, token_lengths
 from hf_syntax_mt.data import DataCollatorForSyntaxMT
-from hf_syntax_mt.train_script import SyntaxMTTrainingArguments
-from hf_syntax_mt.train_script import main as train_main
 from hf_syntax_mt.training import SyntaxMTTrainer, build_model, model_config, train_tokenizer
+from hf_syntax_mt.training.batching import TokenBatchSampler, token_lengths
+from hf_syntax_mt.training.script import main as train_main
+from hf_syntax_mt.training.script_args import SyntaxMTTrainingArguments
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -169,7 +169,7 @@ import json, os, torch
 from datasets import load_from_disk
 from transformers import AutoTokenizer
 from hf_syntax_mt.data import DataCollatorForSyntaxMT
-from hf_syntax_mt.train_script import SyntaxMTTrainingArguments
+from hf_syntax_mt.training.script_args import SyntaxMTTrainingArguments
 from hf_syntax_mt.training import SyntaxMTTrainer, build_model, model_config
 torch.set_num_threads(1)
 tok, ds = AutoTokenizer.from_pretrained({str(tmp_path / "tok")!r}), load_from_disk({str(tmp_path / "ds")!r})

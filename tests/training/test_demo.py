@@ -6,7 +6,6 @@ import random
 import pytest
 
 from hf_syntax_mt.cli import build_parser
-from hf_syntax_mt.data.synthetic import DependencyTree
 from hf_syntax_mt.demo.diagnostic import build_diagnostic, marked_attachment, score_diagnostic
 from hf_syntax_mt.demo.language import (
     ATTACHMENTS,
@@ -19,6 +18,7 @@ from hf_syntax_mt.demo.language import (
 )
 from hf_syntax_mt.demo.report import format_table, plot_curves
 from hf_syntax_mt.demo.run import DemoSettings
+from hf_syntax_mt.demo.synthetic import DependencyTree
 
 # "the dog saw the cat with a telescope", PP attached to the verb (obl), written out by hand
 TELESCOPE = DemoSentence(

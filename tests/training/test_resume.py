@@ -8,7 +8,7 @@ import pytest
 from safetensors.torch import load_file
 
 from hf_syntax_mt import training
-from hf_syntax_mt.train_script import main as train_main
+from hf_syntax_mt.training.script import main as train_main
 
 
 @pytest.fixture

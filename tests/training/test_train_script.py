@@ -17,18 +17,13 @@ import hf_syntax_mt
 from hf_syntax_mt import SyntaxMTForConditionalGeneration
 from hf_syntax_mt.cli import main as cli_main
 from hf_syntax_mt.data.parsers import get_parser
-from hf_syntax_mt.data.synthetic import write_corpus
+from hf_syntax_mt.data.readers import read_jsonl, read_tsv
+from hf_syntax_mt.demo.synthetic_corpus import write_corpus
 from hf_syntax_mt.evaluation import RUN_INFO, corpus_ribes, corpus_scores
-from hf_syntax_mt.train_script import (
-    ModelArguments,
-    build_config_and_model,
-    load_raw_datasets,
-    parse_args,
-    parse_config_overrides,
-    read_jsonl,
-    read_tsv,
-)
 from hf_syntax_mt.training import train_tokenizer
+from hf_syntax_mt.training.data import load_raw_datasets
+from hf_syntax_mt.training.script import build_config_and_model
+from hf_syntax_mt.training.script_args import ModelArguments, parse_args, parse_config_overrides
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = ["--d_model", "32", "--encoder_layers", "2", "--decoder_layers", "2", "--attention_heads", "4",
@@ -288,7 +283,7 @@ def test_document_context_two_step_training(corpus, tmp_path):
     """Zhang et al. 2018, Section 2.4: a sentence-level model, then --context_sentences 2 --freeze_sentence_level on
     documents (--{split}_docid_file): the sentence-level weights stay those of step 1, the document-level ones
     train (non-zero gradient: the context reaches the model), and the saved config keeps k."""
-    from hf_syntax_mt.document_context import is_document_parameter
+    from hf_syntax_mt.methods.document_context import is_document_parameter
 
     data = []
     for split in ("train", "test"):

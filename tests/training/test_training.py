@@ -8,7 +8,7 @@ from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments
 
 from hf_syntax_mt import SyntaxMTForConditionalGeneration
 from hf_syntax_mt.data import DataCollatorForSyntaxMT, ParsedSentence, Parser, SyntaxMTPreprocessor
-from hf_syntax_mt.data.synthetic import gold_source_parses, load_synthetic_dataset
+from hf_syntax_mt.demo.synthetic_corpus import gold_source_parses, load_synthetic_dataset
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
 
@@ -152,7 +152,7 @@ def test_training_with_empty_lines(synthetic, tmp_path):
 def test_syntax_trainer_logs_every_loss_term_and_accumulation_stays_exact(tmp_path):
     """DBSA (both sides) + synchronous loss through SyntaxMTTrainer: each term is logged, the logged terms add up
     to the logged loss, the parse loss goes down, and 2 x 4 accumulation gives the gradient of one batch of 8."""
-    from hf_syntax_mt.data.synthetic import gold_parses
+    from hf_syntax_mt.demo.synthetic_corpus import gold_parses
     from hf_syntax_mt.training import SyntaxMTTrainer
 
     raw = load_synthetic_dataset(n_train=64, n_valid=0, n_test=0, seed=3, max_words=12)["train"]

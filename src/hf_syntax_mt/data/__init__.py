@@ -13,8 +13,7 @@ checks it):
 - :mod:`.preprocess` -- the batched ``datasets.map`` function; :mod:`.multitask` -- parse + translate rows;
 - :mod:`.collator` -- padding a batch.
 
-:mod:`.textio` and :mod:`.synthetic` are kept for compatibility: the line readers are in :mod:`.readers`, the
-synthetic demo language in :mod:`hf_syntax_mt.demo`.
+The synthetic demo language is in :mod:`hf_syntax_mt.demo`.
 """
 
 from .collator import DataCollatorForSyntaxMT

@@ -38,12 +38,10 @@ from typing import Any
 from .documents import encode_context
 from .parsed import ParsedSentence
 from .parsers import Parser
-from .readers import load_parallel_files, read_lines, read_parallel_conllu
+from .readers import load_parallel_files, read_parallel_conllu
 from .subwords import align_parse
 
 logger = logging.getLogger(__name__)
-
-_read_lines = read_lines  # the old name of the line reader here (`hf_syntax_mt.train_data` imports it)
 
 __all__ = ["SyntaxMTPreprocessor", "TokenizeOnly", "prepare_dataset", "load_parallel_files", "read_parallel_conllu"]
 

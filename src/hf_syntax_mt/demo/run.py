@@ -83,10 +83,10 @@ class DiagnosticCurve(TrainerCallback):
 def _prepare(settings: DemoSettings, out: Path):
     """Data, tokenizer and the tokenized splits (train, test, diagnostic)."""
     from ..data import SyntaxMTPreprocessor
-    from ..data.synthetic import gold_source_parses
     from ..training import train_tokenizer
     from .diagnostic import build_diagnostic
     from .language import generate_corpus, to_dataset, write_conllu
+    from .synthetic_corpus import gold_source_parses
 
     pairs = generate_corpus(settings.train_size + settings.test_size, seed=settings.seed)
     train, test = pairs[: settings.train_size], pairs[settings.train_size :]
@@ -220,7 +220,7 @@ def run_demo(settings: DemoSettings) -> dict:
 def _save_and_translate(model, tokenizer, out: Path, settings: DemoSettings, record: dict, test, conllu: Path) -> None:
     from transformers import pipeline
 
-    from ..model_card import write_model_card
+    from ..evaluation.model_card import write_model_card
 
     model.generation_config.max_length = 64
     model.save_pretrained(out / "pascal")

@@ -58,7 +58,7 @@ The language itself is fixed; the seed only chooses which sentences are sampled.
 
 The modules: this one holds the language (lexicon, trees, head-final translation); :mod:`.synthetic_grammar`
 samples source sentences (:func:`~hf_syntax_mt.demo.synthetic_grammar.generate_corpus`); :mod:`.synthetic_corpus`
-makes documents, files and ``datasets``. (``hf_syntax_mt.data.synthetic`` re-exports all three, for compatibility.)
+makes documents, files and ``datasets``.
 
 Documents (``generate_documents``, for document-level context, Zhang et al. 2018, Section 2.1): a document is a
 sequence of sentences in which a sentence may use the source pronoun ``ul`` ("it") as the subject or object of its

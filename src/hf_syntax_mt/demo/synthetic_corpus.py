@@ -184,7 +184,7 @@ def generate_documents(
 def contrastive_examples(
     documents: Sequence[SyntheticDocument], context_sentences: int | None = None
 ) -> Iterator[dict]:
-    """One contrastive example per context-dependent pronoun, in the form `hf_syntax_mt.contrastive` scores.
+    """One contrastive example per context-dependent pronoun, in the form `hf_syntax_mt.evaluation.contrastive` scores.
 
     Yields dicts with ``doc_id``, ``sentence_index``, ``context`` (the previous source sentences of the document,
     oldest first; the last ``context_sentences`` of them if given), ``source``, ``correct`` (the reference) and

@@ -177,8 +177,6 @@ def attention_report(model_dir, gold_conllu, input_conllu, heatmap, arcs, arcs_s
     import numpy as np
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    import hf_syntax_mt  # noqa: F401
-
     from ..data.parsers import _file_sha, read_conllu
 
     gold = read_conllu(gold_conllu)

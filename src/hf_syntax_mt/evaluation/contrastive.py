@@ -5,7 +5,7 @@ Each candidate is scored by its log-probability under teacher forcing, ``log P(y
 X^(<k), x, y_<j)`` (Zhang et al. 2018, Eqs. 2-3); an example is right when the correct candidate scores strictly
 higher. Two data sources:
 
-- :func:`hf_syntax_mt.data.synthetic.contrastive_examples`: synthetic documents whose pronoun form depends on the
+- :func:`hf_syntax_mt.demo.synthetic_corpus.contrastive_examples`: synthetic documents whose pronoun form depends on the
   previous sentence;
 - :func:`load_discevalmt`: the DiscEvalMT En->Fr test sets (Bawden et al. 2018), 200 anaphora and 200 lexical-choice
   examples.
@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from ..data.documents import encode_context
-from ..data.textio import read_lines, read_text
+from ..data.readers import read_lines, read_text
 
 __all__ = ["DISCEVALMT_SUBSETS", "load_discevalmt", "score_contrastive"]
 

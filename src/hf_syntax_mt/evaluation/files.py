@@ -23,7 +23,7 @@ def read_lines(path: str | os.PathLike, what: str = "file", blank_ok: bool = Fal
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{what} not found: {path}")
-    from ..data.textio import read_text, split_lines
+    from ..data.readers import read_text, split_lines
 
     text = read_text(path)  # invalid UTF-8: an error naming the file, line and byte offset
     if not text or (not text.strip() and not blank_ok):
@@ -51,8 +51,6 @@ def _run_signature(model_dir: str | os.PathLike | None, hyp_path: str | os.PathL
         if info.is_file():
             return json.loads(info.read_text())["model_signature"]
         from transformers import AutoConfig
-
-        import hf_syntax_mt  # noqa: F401  (registers syntax_mt)
 
         return model_signature(AutoConfig.from_pretrained(model_dir))
     digest = hashlib.sha256(Path(hyp_path).read_bytes()).hexdigest()[:12]

@@ -48,7 +48,7 @@ from torch import nn
 from transformers import initialization as init
 from transformers.cache_utils import DynamicLayer, EncoderDecoderCache
 
-from .registry import AttentionContext, Method, check_int
+from .registry import AttentionContext, Method, check_int, check_layer_list
 
 ALIGNMENT_BIASES = ("position", "markov", "fertility")
 
@@ -236,15 +236,7 @@ class AlignmentBias(Method):
     def validate(self, config) -> None:
         n = config.decoder_layers
         layers = config.alignment_bias_layers
-        if layers is not None:
-            for layer in layers:
-                if not isinstance(layer, int) or isinstance(layer, bool) or not 0 <= layer < n:
-                    raise ValueError(
-                        f"alignment_bias_layers contains {layer!r} but the model has decoder_layers={n}: give decoder "
-                        f"layer indices in 0..{n - 1}, e.g. [{n - 1}]."
-                    )
-            if len(set(layers)) != len(layers):
-                raise ValueError(f"alignment_bias_layers={layers} lists a layer twice: give each layer once.")
+        check_layer_list(config, "alignment_bias_layers", "decoder", "the layers that get the biases")
         biases = config.alignment_biases
         if biases is not None:
             unknown = [b for b in biases if b not in ALIGNMENT_BIASES]

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from transformers import initialization as init
 
-from .registry import AttentionContext, HeadRecord, Method, check_per_layer_heads, per_layer
+from .registry import AttentionContext, HeadRecord, Method, check_per_layer_heads, check_weight, per_layer
 
 
 def dependency_nll(logits: torch.Tensor, heads: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -107,8 +107,7 @@ class Biaffine(Method):
         for name in ("encoder_lisa_heads", "encoder_dbsa_heads", "decoder_dbsa_heads"):
             check_per_layer_heads(config, name)
         for name in ("dbsa_loss_weight", "lisa_loss_weight"):
-            if not getattr(config, name) >= 0:
-                raise ValueError(f"{name}={getattr(config, name)} must be >= 0.")
+            check_weight(config, name, "0 trains the heads without the parse loss")
 
     def describe(self, config):
         def layers(values):

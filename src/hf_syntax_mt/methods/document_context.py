@@ -17,17 +17,15 @@ sentence-level model it was built from.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import torch
 from torch import nn
+from transformers import PreTrainedConfig  # the SyntaxMTConfig, typed as its base: methods import nothing above them
 from transformers.masking_utils import create_bidirectional_mask
 from transformers.models.marian.modeling_marian import MarianEncoderLayer
 
-from .registry import Method
-
-if TYPE_CHECKING:
-    from ..configuration_syntax_mt import SyntaxMTConfig
+from .registry import Method, check_int, check_layer_list
 
 
 def is_document_parameter(name: str) -> bool:
@@ -63,7 +61,9 @@ def _attend_mask(context_attention_mask: torch.Tensor) -> torch.Tensor:
     return mask | ~mask.any(dim=-1, keepdim=True)
 
 
-def context_sublayer(config: SyntaxMTConfig, side: str, layer_idx: int) -> tuple[int | None, ContextAttention | None]:
+def context_sublayer(
+    config: PreTrainedConfig, side: str, layer_idx: int
+) -> tuple[int | None, ContextAttention | None]:
     """The context attention of `side` layer `layer_idx` and its slot in the keys/values of its side, or
     `(None, None)` when that layer has none."""
     layers = config.context_layers(side)
@@ -80,7 +80,7 @@ class ContextEncoder(nn.Module):
             which encoder/decoder layers have a context attention (each gets its own W_K, W_V).
     """
 
-    def __init__(self, config: SyntaxMTConfig):
+    def __init__(self, config: PreTrainedConfig):
         super().__init__()
         self.config = config
         self.num_heads = config.encoder_attention_heads
@@ -137,7 +137,7 @@ class ContextAttention(nn.Module):
     rows without context get `H` unchanged.
     """
 
-    def __init__(self, config: SyntaxMTConfig, num_heads: int):
+    def __init__(self, config: PreTrainedConfig, num_heads: int):
         super().__init__()
         d_model = config.d_model
         self.num_heads, self.head_dim = num_heads, d_model // num_heads
@@ -215,28 +215,11 @@ class DocumentContext(Method):
     def validate(self, config) -> None:
         """Document-level context (issue 5)."""
 
-        def is_int(value) -> bool:
-            return isinstance(value, int) and not isinstance(value, bool)
-
-        if not is_int(config.context_sentences) or config.context_sentences < 0:
-            raise ValueError(
-                f"context_sentences={config.context_sentences!r} must be an int >= 0: the number of previous source "
-                "sentences read as context (the paper's best is 2; 0 switches document context off)."
-            )
-        if not is_int(config.context_encoder_layers) or config.context_encoder_layers < 1:
-            raise ValueError(
-                f"context_encoder_layers={config.context_encoder_layers!r} must be an int >= 1 (N_c; the paper's best is 1)."
-            )
+        check_int(config, "context_sentences", 0, hint="the number of previous source sentences read as context; the "
+                  "paper's best is 2; 0 switches document context off")  # fmt: skip
+        check_int(config, "context_encoder_layers", 1, hint="N_c; the paper's best is 1")
         for side in ("encoder", "decoder"):
-            name, n = f"{side}_context_layers", getattr(config, f"{side}_layers")
-            layers = getattr(config, name)
-            if layers is None:
-                continue
-            if any(not is_int(i) or not 0 <= i < n for i in layers) or len(set(layers)) != len(layers):
-                raise ValueError(
-                    f"{name}={layers!r} must list distinct {side} layer indices in 0..{n - 1} (None: every layer, "
-                    "[]: none)."
-                )
+            check_layer_list(config, f"{side}_context_layers", side, "None: every layer, []: none")
         if config.uses_context and not (config.context_layers("encoder") or config.context_layers("decoder")):
             raise ValueError(
                 f"context_sentences={config.context_sentences} but encoder_context_layers and decoder_context_layers are "
@@ -244,12 +227,10 @@ class DocumentContext(Method):
             )
         if not isinstance(config.context_gating, bool):
             raise ValueError(f"context_gating={config.context_gating!r} must be True (Eqs. 21-22) or False (residual).")
-        length = config.max_context_length
-        if length is not None and (not is_int(length) or not 1 <= length <= config.max_position_embeddings):
-            raise ValueError(
-                f"max_context_length={length!r} must be an int in 1..max_position_embeddings="
-                f"{config.max_position_embeddings} (context tokens get position embeddings), or None."
-            )
+        if config.max_context_length is not None:
+            check_int(config, "max_context_length", 1, config.max_position_embeddings, hint="at most "
+                      f"max_position_embeddings={config.max_position_embeddings}: context tokens get position "
+                      "embeddings; or None")  # fmt: skip
 
     def describe(self, config):
         if not self.active(config):

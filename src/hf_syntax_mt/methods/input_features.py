@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from ..vocabularies import INPUT_FEATURES
-from .registry import Method
+from .registry import Method, check_choice
 
 FEATURE_COMBINATIONS = ("sum", "concat")
 
@@ -33,10 +33,7 @@ class InputFeatures(Method):
                 raise ValueError(
                     f"input_features={config.input_features} must be distinct names among {sorted(INPUT_FEATURES)}."
                 )
-        if config.feature_combination not in FEATURE_COMBINATIONS:
-            raise ValueError(
-                f"feature_combination={config.feature_combination!r} must be one of {FEATURE_COMBINATIONS}."
-            )
+        check_choice(config, "feature_combination", FEATURE_COMBINATIONS)
         n_features = len(config.input_features or [])
         if config.feature_combination == "concat" and n_features:
             if not 1 <= config.feature_embedding_dim * n_features < config.d_model:

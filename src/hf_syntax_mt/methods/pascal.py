@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from .registry import AttentionContext, Method, check_per_layer_heads, per_layer
+from .registry import AttentionContext, Method, check_choice, check_per_layer_heads, check_probability, per_layer
 
 PASCAL_WEIGHTINGS = ("gaussian", "parent_only")
 # Below this sigma the Gaussian is already 0 one position away from the parent and its peak 1 / (sigma sqrt(2 pi))
@@ -89,10 +89,8 @@ class Pascal(Method):
                 f"pascal_sigma={config.pascal_sigma!r} must be > 0 and at least {MIN_PASCAL_SIGMA} (the paper uses "
                 "1.0): smaller values give NaN weights or overflow; pascal_weighting='parent_only' is the hard limit."
             )
-        if config.pascal_weighting not in PASCAL_WEIGHTINGS:
-            raise ValueError(f"pascal_weighting={config.pascal_weighting!r} must be one of {PASCAL_WEIGHTINGS}.")
-        if not 0.0 <= config.parent_ignoring <= 1.0:
-            raise ValueError(f"parent_ignoring={config.parent_ignoring} is a probability: it must be in [0, 1].")
+        check_choice(config, "pascal_weighting", PASCAL_WEIGHTINGS)
+        check_probability(config, "parent_ignoring", "of dropping a token's parent attention in training")
 
     def describe(self, config):
         if not self.active(config):

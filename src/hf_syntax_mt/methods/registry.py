@@ -324,6 +324,36 @@ def check_int(config, name: str, low: int, high: int | None = None, hint: str = 
         raise ValueError(f"{name}={value!r} must be an int {bounds}{f' ({hint})' if hint else ''}.")
 
 
+def check_probability(config, name: str, hint: str = "") -> None:
+    """A probability option: a number (not a bool) in ``[0, 1]``."""
+    value = getattr(config, name)
+    if not isinstance(value, int | float) or isinstance(value, bool) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name}={value!r} is a probability: it must be a number in [0, 1]{f' ({hint})' if hint else ''}.")
+
+
+def check_choice(config, name: str, choices, hint: str = "") -> None:
+    """An option that takes one of a fixed set of values."""
+    value = getattr(config, name)
+    if value not in choices:
+        raise ValueError(f"{name}={value!r} must be one of {tuple(choices)}{f' ({hint})' if hint else ''}.")
+
+
+def check_layer_list(config, name: str, side: str, hint: str = "") -> None:
+    """An optional list of distinct `side` layer indices (0-based), e.g. `alignment_bias_layers=[1]`."""
+    layers, n = getattr(config, name), getattr(config, f"{side}_layers")
+    if layers is None:
+        return
+    hint = f" ({hint})" if hint else ""
+    for layer in layers:
+        if not isinstance(layer, int) or isinstance(layer, bool) or not 0 <= layer < n:
+            raise ValueError(
+                f"{name} contains {layer!r} but the model has {side}_layers={n}: give distinct {side} layer indices "
+                f"in 0..{n - 1}, e.g. [{n - 1}]{hint}."
+            )
+    if len(set(layers)) != len(layers):
+        raise ValueError(f"{name}={layers!r} lists a layer twice: give distinct {side} layer indices{hint}.")
+
+
 def check_decoder_layer(config, name: str, hint: str) -> None:
     """An optional decoder layer index (0-based), or None."""
     if getattr(config, name) is not None:

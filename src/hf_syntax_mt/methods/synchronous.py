@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from .biaffine import decoder_valid
-from .registry import Method
+from .registry import Method, check_decoder_layer, check_weight
 
 
 def synchronous_loss(E: torch.Tensor, D: torch.Tensor, C: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -35,19 +35,14 @@ class Synchronous(Method):
         return config.uses_sync
 
     def validate(self, config) -> None:
-        if not config.sync_loss_weight >= 0:
-            raise ValueError(f"sync_loss_weight={config.sync_loss_weight} must be >= 0.")
+        check_weight(config, "sync_loss_weight", "0 switches the synchronous loss off")
         if config.uses_sync and not (config.uses_encoder_dbsa and config.uses_decoder_dbsa):
             raise ValueError(
                 f"sync_loss_weight={config.sync_loss_weight} needs DBSA heads in both the encoder and the decoder "
                 f"(encoder_dbsa_heads={config.encoder_dbsa_heads}, decoder_dbsa_heads={config.decoder_dbsa_heads})."
             )
-        layer = config.sync_cross_attention_layer
-        if layer is not None and not 0 <= layer < config.decoder_layers:
-            raise ValueError(
-                f"sync_cross_attention_layer={layer} is not a decoder layer: use "
-                f"0..{config.decoder_layers - 1} (0-based; the paper uses the penultimate layer)."
-            )
+        check_decoder_layer(config, "sync_cross_attention_layer", "0-based, or None for the penultimate layer, which "
+                            "the paper uses")  # fmt: skip
 
     def describe(self, config):
         if not self.active(config):

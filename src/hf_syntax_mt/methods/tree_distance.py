@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from .registry import AttentionContext, Method, check_per_layer_heads, per_layer
+from .registry import AttentionContext, Method, check_int, check_per_layer_heads, per_layer
 
 
 def tree_distances(word_index: torch.Tensor, word_heads: torch.Tensor) -> torch.Tensor:
@@ -76,8 +76,7 @@ class TreeDistance(Method):
 
     def validate(self, config) -> None:
         check_per_layer_heads(config, "encoder_tree_heads")
-        if not isinstance(config.tree_window, int) or config.tree_window < 1:
-            raise ValueError(f"tree_window={config.tree_window!r} must be an int >= 1 (Chen et al. use 2 or more).")
+        check_int(config, "tree_window", 1, hint="Chen et al. use 2 or more")
 
     def describe(self, config):
         if not self.active(config):

@@ -1,12 +1,12 @@
 """Where `scripts/train.py`'s data comes from: every split read from local files (line-aligned text, TSV, JSONL,
 CoNLL-U sources and targets, document ids) or a `datasets` name, limited by ``max_*_samples``, and the source parser
-for raw text. Errors name the file, line and field. Used by `hf_syntax_mt.train_script` (its `DataArguments`)."""
+for raw text. Errors name the file, line and field. Used by `hf_syntax_mt.training.script` (its `DataArguments`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..data.readers import _require_nonempty, read_jsonl, read_tsv  # noqa: F401  (the TSV / JSONL readers live in data.readers)
+from ..data.readers import _require_nonempty, read_jsonl, read_tsv
 
 if TYPE_CHECKING:
     from .script_args import DataArguments
@@ -89,9 +89,9 @@ def _load_split_rows(data_args: DataArguments, split: str):
             sources = read_conllu(conllu)
             rows = {"source": [s.text for s in sources], "source_parse": [s.to_dict() for s in sources]}
         else:
-            from ..data.preprocess import _read_lines
+            from ..data.readers import read_lines
 
-            rows = {"source": _read_lines(src)}
+            rows = {"source": read_lines(src)}
         if len(rows["source"]) != len(tgt_lines):
             raise ValueError(f"the {split} source has {len(rows['source'])} rows but "
                              f"--{split}_target_conllu has {len(tgt_lines)} sentences")  # fmt: skip

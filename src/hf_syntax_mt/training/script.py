@@ -23,21 +23,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .data import (  # noqa: F401  (the data readers live in training.data; these names stay importable here)
-    SPLITS,
-    build_parser,
-    load_raw_datasets,
-    load_split,
-    read_jsonl,
-    read_tsv,
-)
-from .script_args import (  # noqa: F401  (importable from the script, as before)
-    PARSER_CHOICES,
+from .data import SPLITS, build_parser, load_raw_datasets
+from .script_args import (
     SIZE_DEFAULTS,
     DataArguments,
     ModelArguments,
     SyntaxMTTrainingArguments,
-    _split_top_level,
     parse_args,
     parse_config_overrides,
 )
@@ -513,7 +504,5 @@ __all__ = [
     "main",
     "parse_args",
     "parse_config_overrides",
-    "read_jsonl",
-    "read_tsv",
     "run",
 ]

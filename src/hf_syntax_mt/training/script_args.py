@@ -186,7 +186,7 @@ class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
     max_tokens: int | None = field(
         default=None,
         metadata={"help": "Token-based batches (fairseq --max-tokens): pairs of similar length, at most this many "
-                  "padded tokens per batch and process (hf_syntax_mt.batching); per_device_train_batch_size is then "
+                  "padded tokens per batch and process (hf_syntax_mt.training.batching); per_device_train_batch_size is then "
                   "unused for training."},
     )  # fmt: skip
     average_checkpoints: int = field(

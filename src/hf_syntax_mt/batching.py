@@ -1,7 +1,0 @@
-"""Moved to `hf_syntax_mt.training.batching`; this module keeps the old import path working."""
-
-import sys as _sys
-
-from .training import batching as _module
-
-_sys.modules[__name__] = _module
