@@ -114,13 +114,14 @@ def load_unit(path: str | Path, required: Iterable[str] = ("unit", "method", "se
 
 
 def done_units(results: str | Path) -> set[str]:
-    """The units whose result file ``RESULTS/runs/<unit>.json`` is a complete unit (`load_unit`); a broken file is
-    reported (and its unit is not done: it runs again)."""
+    """The units whose result file ``RESULTS/runs/<unit>.json`` is a JSON object (`load_unit`, no field required:
+    the aggregation checks the fields it reads); a corrupted or truncated file is reported, and its unit is not done
+    (it runs again)."""
     runs = Path(results) / "runs"
     done = set()
     for path in sorted(runs.glob("*.json")) if runs.is_dir() else []:
         try:
-            load_unit(path)
+            load_unit(path, required=())
         except UnitFileError as e:
             print(f"warning: {e}")
             continue
