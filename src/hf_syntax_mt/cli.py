@@ -55,7 +55,7 @@ def _translate(args: argparse.Namespace) -> int:
     model = _model_directory(args.model)  # before reading standard input
     if args.input == "-":
         stdin = getattr(sys.stdin, "buffer", None)
-        text = decode_utf8(stdin.read(), "<stdin>") if stdin is not None else sys.stdin.read()
+        text = decode_utf8(stdin.read(), "<stdin>") if stdin is not None else sys.stdin.read().removeprefix("\ufeff")
     else:
         text = read_text(args.input)
     lines = split_lines(text)  # one output line per "\n"-terminated input line, whatever other breaks a line holds
