@@ -30,7 +30,18 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py, also when loaded from elsewhere
-from common import DATA, ROOT, done_units, git_commit, parse_unit, run_plan, software, unit_name, write_json
+from common import (
+    DATA,
+    ROOT,
+    done_units,
+    git_commit,
+    load_unit,
+    parse_unit,
+    run_plan,
+    software,
+    unit_name,
+    write_json,
+)
 from common import RESULTS as ALL_RESULTS
 
 RESULTS = ALL_RESULTS / "alignment"
@@ -277,7 +288,8 @@ def known_word_aer(links: list, gold: list, hansards: tuple[list[str], list[str]
 
 def aggregate(args) -> str | None:
     results = Path(args.results)
-    units = [json.loads(p.read_text()) for p in sorted((results / "runs").glob("*.json"))]
+    units = [load_unit(p, ("unit", "method", "seed", "aer", "bleu", "chrf", "train_minutes", "quick"))
+             for p in sorted((results / "runs").glob("*.json"))]  # fmt: skip
     columns = ("forward", "forward shift", "backward", "backward shift", "intersection", "intersection shift",
                "grow-diag-final-and", "grow-diag-final-and shift")  # fmt: skip
     lines = ["AER (%) on the Hansards gold; 'shift': Shift-Att (Chen et al. 2020), the others Naive-Att.", "",

@@ -87,10 +87,46 @@ def parse_unit(name: str, methods: Iterable[str]) -> tuple[str, int]:
     return method, int(seed)
 
 
+class UnitFileError(ValueError):
+    """A unit file that is not a complete unit (corrupt, truncated, or missing a field)."""
+
+
+def load_unit(path: str | Path, required: Iterable[str] = ("unit", "method", "seed")) -> dict:
+    """The record of a unit file ``RESULTS/runs/<unit>.json``, checked: valid JSON (a truncated file is not), an
+    object with the ``required`` fields, for the unit the file is named after. Raises `UnitFileError` naming the
+    file and what is wrong; the fix is to delete the file, so that the unit runs again."""
+    path = Path(path)
+    fix = f"delete {path} to run the unit again"
+    try:
+        unit = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise UnitFileError(f"{path}:{e.lineno}: not valid JSON ({e.msg} at column {e.colno}; a truncated or corrupted "
+                            f"unit file): {fix}") from None  # fmt: skip
+    except UnicodeDecodeError as e:
+        raise UnitFileError(f"{path}: not UTF-8 text (byte {e.start}): {fix}") from None
+    if not isinstance(unit, dict):
+        raise UnitFileError(f"{path}: a unit file holds a JSON object, got {type(unit).__name__}: {fix}")
+    if missing := [k for k in required if k not in unit]:
+        raise UnitFileError(f"{path}: the unit file has no field {', '.join(map(repr, missing))}: {fix}")
+    if "unit" in unit and unit["unit"] != path.stem:
+        raise UnitFileError(f"{path}: field 'unit' is {unit['unit']!r}, not the file's unit {path.stem!r}: {fix}")
+    return unit
+
+
 def done_units(results: str | Path) -> set[str]:
-    """The units whose result file ``RESULTS/runs/<unit>.json`` exists."""
+    """The units whose result file ``RESULTS/runs/<unit>.json`` is a JSON object (`load_unit`, no field required:
+    the aggregation checks the fields it reads); a corrupted or truncated file is reported, and its unit is not done
+    (it runs again)."""
     runs = Path(results) / "runs"
-    return {p.stem for p in runs.glob("*.json")} if runs.is_dir() else set()
+    done = set()
+    for path in sorted(runs.glob("*.json")) if runs.is_dir() else []:
+        try:
+            load_unit(path, required=())
+        except UnitFileError as e:
+            print(f"warning: {e}")
+            continue
+        done.add(path.stem)
+    return done
 
 
 def run_plan(plan: Iterable[tuple[str, int]], done: set[str], run: Callable[[str, int], object],

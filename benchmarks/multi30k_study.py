@@ -49,9 +49,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py, also when
 from common import (
     DATA,
     ROOT,
+    UnitFileError,
     cpu_name,
     done_units,
     git_commit,
+    load_unit,
     relative_path,
     run_plan,
     software,
@@ -360,8 +362,11 @@ def speed_check(args, method: str, seed: int, device: str) -> Path:
 def load_units(results: Path) -> list[dict]:
     units = []
     for path in sorted((results / "runs").glob("*.json")):
-        unit = json.loads(path.read_text(encoding="utf-8"))
-        unit["hypotheses"] = (path.parent / f"{unit['unit']}.test.txt").read_text(encoding="utf-8").split("\n")[:-1]
+        unit = load_unit(path, ("unit", "method", "seed", "test", "buckets", "train_minutes", "tokens_per_second"))
+        hypotheses = path.parent / f"{unit['unit']}.test.txt"
+        if not hypotheses.is_file():
+            raise UnitFileError(f"{path}: its test translations {hypotheses} are missing: delete {path} to run it again")
+        unit["hypotheses"] = hypotheses.read_text(encoding="utf-8").split("\n")[:-1]
         units.append(unit)
     order = list(METHODS)
     return sorted(units, key=lambda u: (order.index(u["method"]) if u["method"] in order else 99, u["seed"]))

@@ -9,6 +9,35 @@ import sys
 from pathlib import Path
 
 
+def _positive_int(text: str) -> int:
+    """An argparse type: an int >= 1 (a batch size or a beam count of 0 would divide by zero or never start)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _model_directory(path: str) -> str:
+    """``--model`` of translate / align: an existing model directory, else a `ValueError` naming the path (instead of
+    transformers' message about repository ids). A Hub id (``org/name``, no such local folder) is passed on."""
+    p = Path(path).expanduser()
+    if p.is_dir():
+        if not (p / "config.json").is_file():
+            raise ValueError(f"--model {path}: the directory {p.resolve()} has no config.json, so it is not a saved "
+                             "model; give the directory a training run or save_pretrained wrote.")  # fmt: skip
+        return str(p)
+    if p.exists():
+        raise ValueError(f"--model {path} is a file; give the model's directory (the one holding config.json).")
+    hub_like = not p.is_absolute() and path.count("/") == 1 and not path.startswith((".", "~")) and not p.parent.is_dir()
+    if not hub_like:
+        raise ValueError(f"--model {path}: no such directory ({p.resolve()}); give the directory a training run or "
+                         "save_pretrained wrote (it holds config.json).")  # fmt: skip
+    return path
+
+
 def _demo(args: argparse.Namespace) -> int:
     from hf_syntax_mt.demo.run import DemoSettings, run_demo
 
@@ -23,9 +52,10 @@ def _translate(args: argparse.Namespace) -> int:
     import hf_syntax_mt  # noqa: F401  (registers the pipeline task)
     from hf_syntax_mt.data.readers import decode_utf8, read_text, split_lines
 
+    model = _model_directory(args.model)  # before reading standard input
     if args.input == "-":
         stdin = getattr(sys.stdin, "buffer", None)
-        text = decode_utf8(stdin.read(), "<stdin>") if stdin is not None else sys.stdin.read()
+        text = decode_utf8(stdin.read(), "<stdin>") if stdin is not None else sys.stdin.read().removeprefix("\ufeff")
     else:
         text = read_text(args.input)
     lines = split_lines(text)  # one output line per "\n"-terminated input line, whatever other breaks a line holds
@@ -33,7 +63,7 @@ def _translate(args: argparse.Namespace) -> int:
     if args.parser:
         key = {"stanza": "lang", "spacy": "model", "conllu": "path"}[args.parser]
         parser = {"backend": args.parser, **({key: args.parser_model} if args.parser_model else {})}
-    translator = pipeline("syntax-translation", model=args.model, parser=parser)
+    translator = pipeline("syntax-translation", model=model, parser=parser)
     outputs = translator(lines, batch_size=args.batch_size, num_beams=args.num_beams)
     # a line break inside a translation would shift every later line of the output: write it as a space
     text = "".join(" ".join(split_lines(o["translation_text"]) or [""]) + "\n" for o in outputs)
@@ -118,11 +148,19 @@ def _align(args: argparse.Namespace) -> int:
     import hf_syntax_mt  # noqa: F401  (registers the Auto classes)
     from hf_syntax_mt.word_alignment import align_corpus, format_pharaoh, read_parallel_words
 
+    if args.input and (args.src or args.tgt):
+        raise SystemExit("hf-syntax-mt align: give --input (one 'source ||| target' file) or --src and --tgt, not both")
+    path = _model_directory(args.model)
     sources, targets = read_parallel_words(args.src, args.tgt, args.input)
-    config = AutoConfig.from_pretrained(args.model)
-    auto = AutoModel if config.model_type == "syntax_mt_symmetric" else AutoModelForSeq2SeqLM
-    model = auto.from_pretrained(args.model, attn_implementation="eager")
-    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    config = AutoConfig.from_pretrained(path)
+    symmetric = config.model_type == "syntax_mt_symmetric"
+    if not symmetric and args.symmetrize not in (None, "forward"):
+        raise SystemExit(f"hf-syntax-mt align: --symmetrize {args.symmetrize} combines the two directions of a "
+                         f"symmetric model, but {args.model} translates one direction (its links are forward links): "
+                         "leave out --symmetrize, or align with a symmetric model.")  # fmt: skip
+    auto = AutoModel if symmetric else AutoModelForSeq2SeqLM
+    model = auto.from_pretrained(path, attn_implementation="eager")
+    tokenizer = AutoTokenizer.from_pretrained(path)
     links = align_corpus(model, tokenizer, sources, targets, layer=args.layer, batch_size=args.batch_size,
                          method=args.symmetrize, shift=args.shift, heads=args.heads)  # fmt: skip
     text = "".join(format_pharaoh(pair) + "\n" for pair in links)
@@ -135,11 +173,23 @@ def _align(args: argparse.Namespace) -> int:
 
 
 def _aer(args: argparse.Namespace) -> int:
-    from hf_syntax_mt.word_alignment import alignment_error_rate, read_pharaoh
+    from hf_syntax_mt.word_alignment import alignment_error_rate, index_base_hint, read_pharaoh
 
     gold = read_pharaoh(args.gold, one_indexed=args.gold_one_indexed)
     hyp = read_pharaoh(args.hyp, one_indexed=args.hyp_one_indexed)
+    for k, h in enumerate(hyp, start=1):
+        if h.possible != h.sure:
+            link = min(h.possible - h.sure)
+            raise ValueError(f"{args.hyp}:{k}: possible link '{link[0] + args.hyp_one_indexed}p"
+                             f"{link[1] + args.hyp_one_indexed}' in the hypothesis: a predicted alignment has links "
+                             "only ('i-j'); possible links belong to --gold. Did you swap --hyp and --gold? If these "
+                             "are predicted links, write them as 'i-j'.")  # fmt: skip
     result = alignment_error_rate(hyp, gold)
+    if result["predicted_links"] + result["sure_links"] == 0:
+        raise ValueError(f"{args.hyp} has no link and {args.gold} no sure link in {result['pairs']} pairs: AER is "
+                         "0/0, undefined. Check that both are the right (non-empty) Pharaoh files.")  # fmt: skip
+    if hint := index_base_hint(hyp, gold):
+        logging.getLogger("hf_syntax_mt.cli").warning(hint)
     sig = (f"aer|gold:{Path(args.gold).name}|gold-index:{1 if args.gold_one_indexed else 0}|"
            f"hyp-index:{1 if args.hyp_one_indexed else 0}|pairs:{result['pairs']}")  # fmt: skip
     print(f"AER {100 * result['aer']:.2f}  precision {100 * result['precision']:.2f}  recall "
@@ -216,8 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--output", default="-")
     t.add_argument("--parser", choices=["stanza", "spacy", "conllu"], help="override the parser recorded in the model")
     t.add_argument("--parser-model", help="spaCy package, stanza language or CoNLL-U path for --parser")
-    t.add_argument("--batch-size", type=int, default=16)
-    t.add_argument("--num-beams", type=int, default=4)
+    t.add_argument("--batch-size", type=_positive_int, default=16)
+    t.add_argument("--num-beams", type=_positive_int, default=4)
     t.set_defaults(func=_translate)
 
     c = sub.add_parser(
@@ -238,18 +288,20 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--model", required=True)
     a.add_argument("--src", help="source sentences, one a line, words separated by spaces")
     a.add_argument("--tgt", help="target sentences, line aligned with --src")
-    a.add_argument("--input", help="instead of --src/--tgt: one file of 'source ||| target' lines")
+    a.add_argument("--input", help="instead of --src/--tgt (not with them): one file of 'source ||| target' lines")
     a.add_argument("--output", default="-", help="Pharaoh file (default: standard output)")
     a.add_argument("--layer", type=int, help="decoder layer whose cross-attention is read (default: the guided-"
-                   "alignment layer, else the model's alignment layer: the last biased layer, else the last layer)")  # fmt: skip
+                   "alignment layer, else the model's alignment layer: the last biased layer, else the last layer; "
+                   "with a symmetric model, the layer of both directions)")  # fmt: skip
     a.add_argument("--heads", type=int, help="average the layer's first N heads (default: all, or the heads that "
                    "guided alignment supervised when reading its layer)")  # fmt: skip
-    a.add_argument("--symmetrize", default="grow-diag-final-and",
+    a.add_argument("--symmetrize", default=None,
                    choices=["forward", "backward", "intersection", "union", "grow-diag-final-and"],
-                   help="with a symmetric model (both directions): how the two directions' links are combined")  # fmt: skip
+                   help="with a symmetric model (both directions): how the two directions' links are combined "
+                   "(default grow-diag-final-and); a one-direction model gives forward links only")  # fmt: skip
     a.add_argument("--shift", action="store_true", help="Shift-Att (Chen et al. 2020): read each target word at the "
                    "step where it is the decoder input, not the step that predicts it")  # fmt: skip
-    a.add_argument("--batch-size", type=int, default=32)
+    a.add_argument("--batch-size", type=_positive_int, default=32)
     a.set_defaults(func=_align)
 
     r = sub.add_parser("aer", help="alignment error rate of a Pharaoh file against gold sure/possible links")

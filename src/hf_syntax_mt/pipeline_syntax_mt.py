@@ -97,6 +97,8 @@ class SyntaxTranslationPipeline(Pipeline):
             "SyntaxTranslationPipeline takes a string, a list of strings (sentences, or one document with "
             "document=True) or a list of lists of strings (documents)"
         )
+        if type(inputs).__module__ == "numpy" and hasattr(inputs, "tolist"):  # a numpy array of str, or numpy.str_
+            inputs = inputs.tolist()
         if not isinstance(inputs, (str, list, tuple)):
             raise TypeError(f"{expected}; got {type(inputs).__name__}: {inputs!r:.80}.")
         single = isinstance(inputs, str)
@@ -107,6 +109,16 @@ class SyntaxTranslationPipeline(Pipeline):
         if not all(isinstance(t, str) for t in texts):
             bad = next(t for t in texts if not isinstance(t, str))
             raise TypeError(f"{expected}; got an item of type {type(bad).__name__}: {bad!r:.80}.")
+        texts = [str(t) for t in texts]  # numpy.str_ and other str subclasses as plain strings
+        for k, t in enumerate(texts):
+            try:
+                t.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise ValueError(
+                    f"input {k} holds a lone surrogate {t[e.start]!r} at character {e.start} ({t[max(0, e.start - 20):e.start + 20]!r}): "
+                    "it is not valid Unicode text. It usually comes from bytes decoded with errors='surrogateescape'; "
+                    "decode the source as UTF-8 (or with errors='replace') first."
+                ) from None
         contexts = [None] * len(texts) if documents is None else self._document_contexts(documents)
         # A per-call parser parses this call only (as every per-call pipeline parameter in transformers); the
         # pipeline's own parser is unchanged afterwards.

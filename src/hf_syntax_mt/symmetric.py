@@ -174,20 +174,29 @@ class SymmetricTranslationModel(PreTrainedModel):
     @torch.no_grad()
     def align(self, input_ids, labels, reverse_input_ids, reverse_labels, attention_mask=None,
               reverse_attention_mask=None, method: str = "intersection", source_word_ids=None,
-              target_word_ids=None, shift: bool = False, heads: int | None = None) -> list[set[tuple[int, int]]]:  # fmt: skip
+              target_word_ids=None, shift: bool = False, heads: int | None = None,
+              layers: tuple[int, int] | None = None) -> list[set[tuple[int, int]]]:  # fmt: skip
         """Hard links (source index, target index) per pair from both directions, symmetrised with ``method``
         (``forward``, ``backward``, ``intersection``, ``union``, ``grow-diag-final-and``); tokens, or words when the
         word ids of each side are given; ``shift``: Shift-Att in both directions, ``heads``: how many first heads
-        of each direction's layer are averaged (as for `alignment.align`)."""
+        of each direction's layer are averaged (as for `alignment.align`); ``layers``: the (forward, backward)
+        decoder layers read (default: `layers`, each direction's alignment layer)."""
         from .word_alignment import symmetrize
+
+        layers = self.layers if layers is None else tuple(layers)
+        for side, layer, config in zip(("forward", "backward"), layers, (self.config.forward, self.config.backward),
+                                       strict=True):  # fmt: skip
+            if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < config.decoder_layers:
+                raise ValueError(f"layer {layer!r} of the {side} direction: it has decoder layers 0 to "
+                                 f"{config.decoder_layers - 1}")  # fmt: skip
 
         if attention_mask is None:  # the source tokens are the reverse labels
             attention_mask = (reverse_labels != -100).long()
         if reverse_attention_mask is None:  # the target tokens are the forward labels
             reverse_attention_mask = (labels != -100).long()
-        st = align(self.forward_model, input_ids, labels, attention_mask, self.layers[0], source_word_ids,
+        st = align(self.forward_model, input_ids, labels, attention_mask, layers[0], source_word_ids,
                    target_word_ids, shift=shift, heads=heads)  # fmt: skip
-        ts = align(self.backward_model, reverse_input_ids, reverse_labels, reverse_attention_mask, self.layers[1],
+        ts = align(self.backward_model, reverse_input_ids, reverse_labels, reverse_attention_mask, layers[1],
                    target_word_ids, source_word_ids, shift=shift, heads=heads)  # fmt: skip
         out = []
         for a, b in zip(st, ts, strict=True):
@@ -199,6 +208,25 @@ class SymmetricTranslationModel(PreTrainedModel):
             else:
                 out.append(symmetrize(forward, backward, method))
         return out
+
+    def save_pretrained(self, save_directory, *args, **kwargs):
+        """`PreTrainedModel.save_pretrained` plus self-contained remote code, as the direction models save theirs
+        (`remote_code`): a flat copy of the modules this config and model need, declared in `auto_map`, so that
+        ``AutoModel.from_pretrained(dir, trust_remote_code=True)`` loads the joint model without `hf_syntax_mt`.
+        Raises `RemoteCodeError` (before writing anything) if a needed module cannot be bundled."""
+        import sys
+
+        from .remote_code import build_bundle
+
+        version = getattr(sys.modules.get(__package__ or ""), "__version__", "")
+        bundle = build_bundle([SymmetricTranslationConfig, SymmetricTranslationModel], version=version)
+        self.config.auto_map = {
+            "AutoConfig": bundle.reference(SymmetricTranslationConfig),
+            "AutoModel": bundle.reference(SymmetricTranslationModel),
+        }
+        super().save_pretrained(save_directory, *args, **kwargs)
+        if kwargs.get("is_main_process", True):
+            bundle.write(save_directory)
 
     def save_directions(self, save_directory: str | os.PathLike, **kwargs) -> tuple[str, str]:
         """Write `save_directory/forward` and `save_directory/backward` with `save_pretrained`; returns both paths."""

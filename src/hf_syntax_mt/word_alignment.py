@@ -10,10 +10,14 @@ and P the possible ones (sure links are possible too), summed over the corpus.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable, Sequence
 
+from .data.alignments import token_words
 from .data.readers import GoldAlignment, Link, parse_pharaoh, read_pharaoh  # noqa: F401  (Pharaoh reading)
+
+logger = logging.getLogger(__name__)
 
 
 def format_pharaoh(links: Iterable[Link]) -> str:
@@ -36,6 +40,26 @@ def alignment_error_rate(predicted: Sequence[Iterable[Link] | GoldAlignment], go
         "recall": a_s / s if s else 0.0,
         "predicted_links": a, "sure_links": s, "predicted_sure": a_s, "predicted_possible": a_p, "pairs": len(gold),
     }  # fmt: skip
+
+
+def index_base_hint(predicted: Sequence[GoldAlignment], gold: Sequence[GoldAlignment]) -> str | None:
+    """A warning when the two files look counted from different first indices (one has a word 0 on neither side,
+    the other has it on both): a perfect hypothesis read with the wrong base scores an AER near 50. None otherwise."""
+
+    def lowest(alignments) -> tuple[int, int] | None:
+        links = [link for a in alignments for link in a.possible]
+        return (min(i for i, _ in links), min(j for _, j in links)) if links else None
+
+    low_hyp, low_gold = lowest(predicted), lowest(gold)
+    if low_hyp is None or low_gold is None:
+        return None
+    if min(low_hyp) >= 1 and max(low_gold) == 0:
+        return ("no predicted link uses word 0 while the gold links do: if --hyp counts words from 1, give "
+                "--hyp-one-indexed (or, if the gold counts from 1, --gold-one-indexed)")  # fmt: skip
+    if min(low_gold) >= 1 and max(low_hyp) == 0:
+        return ("no gold link uses word 0 while the predicted links do: if --gold counts words from 1 (e.g. the "
+                "Hansards set), give --gold-one-indexed")  # fmt: skip
+    return None
 
 
 def symmetrize(forward: set[Link], reverse: set[Link], method: str = "grow-diag-final-and") -> set[Link]:
@@ -75,10 +99,13 @@ def symmetrize(forward: set[Link], reverse: set[Link], method: str = "grow-diag-
 
 def read_parallel_words(source: str | os.PathLike | None, target: str | os.PathLike | None,
                         joined: str | os.PathLike | None = None) -> tuple[list[list[str]], list[list[str]]]:  # fmt: skip
-    """Whitespace-tokenised pairs from two line-aligned files, or one ``src ||| tgt`` file."""
-    from .evaluation.files import read_lines
+    """Whitespace-tokenised pairs from two line-aligned files, or one ``src ||| tgt`` file (not both)."""
+    from .data.readers import read_lines
 
     if joined is not None:
+        if source is not None or target is not None:
+            raise ValueError(f"give either one 'source ||| target' file ({joined}) or a source and a target file "
+                             f"({source}, {target}), not both")  # fmt: skip
         src, tgt = [], []
         for k, line in enumerate(read_lines(joined), start=1):
             if line.count(" ||| ") != 1:
@@ -95,54 +122,82 @@ def read_parallel_words(source: str | os.PathLike | None, target: str | os.PathL
     return [s.split() for s in src], [t.split() for t in tgt]
 
 
+def _encode_words(tokenizer, sentences: list[list[str]], target: bool, max_length: int, lines: list[int]):
+    """Tokenise whitespace-joined words (truncated to ``max_length`` tokens, ``</s>`` kept, with a warning naming the
+    line) and map every token to its whitespace word by character offsets (a word holding the tokenizer's own
+    word-boundary character, e.g. sentencepiece's '▁', stays one word). Returns the encoding and the word lists."""
+    texts = [" ".join(words) for words in sentences]
+    kwargs = dict(padding=True, truncation=True, max_length=max_length, return_offsets_mapping=True,
+                  return_tensors="pt")  # fmt: skip
+    enc = tokenizer(text_target=texts, **kwargs) if target else tokenizer(texts, **kwargs)
+    full = tokenizer(text_target=texts)["input_ids"] if target else tokenizer(texts)["input_ids"]
+    for line, ids in zip(lines, full, strict=True):
+        if len(ids) > max_length:
+            logger.warning(f"line {line}: the {'target' if target else 'source'} has {len(ids)} tokens, more than the "
+                           f"model's max_position_embeddings={max_length}: truncated to its first {max_length - 1} "
+                           "tokens and </s>; the words past the cut get no link.")  # fmt: skip
+    words = [token_words(text, offsets.tolist(), space_to_next=True) for text, offsets in zip(texts, enc.pop("offset_mapping"),
+                                                                         strict=True)]  # fmt: skip
+    return enc, words
+
+
 def align_corpus(model, tokenizer, sources: Sequence[Sequence[str]], targets: Sequence[Sequence[str]],
                  layer: int | None = None, batch_size: int = 32, progress: bool = True,
-                 method: str = "grow-diag-final-and", shift: bool = False,
+                 method: str | None = None, shift: bool = False,
                  heads: int | None = None) -> list[set[Link]]:  # fmt: skip
     """Word-level links read off decoder layer ``layer``'s cross-attention (its first ``heads`` heads averaged:
     by default all, or the heads guided alignment supervised, see `alignment.align`; every subword's row
     averaged into its word, every source word's subword columns summed), each target word linked to its argmax
-    source word. Sentences are given as words; the tokenizer's ``word_ids()`` maps subwords back to them. ``shift``:
+    source word. Sentences are given as words; character offsets map subwords back to them. ``shift``:
     Shift-Att (Chen et al. 2020), each target word read at the step where it is the decoder input (`alignment.align`).
 
-    With a `SymmetricTranslationModel` both directions are read (each at its own alignment layer) and combined with
-    ``method`` (``forward``, ``backward``, ``intersection``, ``union``, ``grow-diag-final-and``).
+    With a `SymmetricTranslationModel` both directions are read (each at its own alignment layer, or both at
+    ``layer``) and combined with ``method`` (``forward``, ``backward``, ``intersection``, ``union``,
+    ``grow-diag-final-and``, the default). A one-direction model gives forward links: ``method`` may only be
+    ``forward`` (or None).
 
-    An empty side gives no link. Models that read parses (PASCAL, tree heads) need them as inputs and are refused.
+    An empty side gives no link. A side longer than the model's ``max_position_embeddings`` is truncated with a
+    warning naming its line (1-based): its words past the cut get no link. Models that read parses (PASCAL, tree
+    heads) need them as inputs and are refused.
     """
     import torch
     from tqdm.auto import tqdm
 
     from .alignment import align
 
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size={batch_size!r} must be an int >= 1")
     symmetric = hasattr(model, "forward_model") and hasattr(model, "backward_model")
     configs = [model.config.forward, model.config.backward] if symmetric else [model.config]
+    if not symmetric and method not in (None, "forward"):
+        raise ValueError(f"symmetrization {method!r} combines both directions of a symmetric model, but this model "
+                         "translates one direction: its links are forward links. Use method 'forward' (or none), or "
+                         "a SymmetricTranslationModel.")  # fmt: skip
     if any(getattr(c, "needs_source_parse", False) for c in configs):
         raise ValueError("align_corpus runs the model without parses: this model's syntax heads need them")
     if not getattr(tokenizer, "is_fast", False):
-        raise ValueError("align_corpus needs a fast tokenizer (word_ids()) to merge subwords into words")
+        raise ValueError("align_corpus needs a fast tokenizer (character offsets) to merge subwords into words")
+    max_length = min(c.max_position_embeddings for c in configs)
     out: list[set[Link]] = []
-    pad = tokenizer.pad_token_id
     steps = range(0, len(sources), batch_size)
     for start in tqdm(steps, desc="Aligning", unit="batch", disable=not progress):
         src, tgt = sources[start : start + batch_size], targets[start : start + batch_size]
         keep = [k for k in range(len(src)) if src[k] and tgt[k]]
         links: list[set[Link]] = [set() for _ in src]
         if keep:
-            enc = tokenizer([" ".join(src[k]) for k in keep], text_target=[" ".join(tgt[k]) for k in keep],
-                            padding=True, return_tensors="pt")  # fmt: skip
-            src_words = [enc.word_ids(b) for b in range(len(keep))]
-            lab = tokenizer(text_target=[" ".join(tgt[k]) for k in keep], padding=True)
-            tgt_words = [lab.word_ids(b) for b in range(len(keep))]
-            labels = enc["labels"].masked_fill(enc["labels"] == pad, -100)
+            lines = [start + k + 1 for k in keep]
+            enc, src_words = _encode_words(tokenizer, [list(src[k]) for k in keep], False, max_length, lines)
+            lab, tgt_words = _encode_words(tokenizer, [list(tgt[k]) for k in keep], True, max_length, lines)
+            labels = lab["input_ids"].masked_fill(lab["attention_mask"] == 0, -100)
             with torch.no_grad():
                 if symmetric:
-                    reverse_input_ids = enc["labels"]  # the target tokens, padded with pad
+                    reverse_input_ids = lab["input_ids"]  # the target tokens, padded with pad
                     reverse_labels = enc["input_ids"].masked_fill(enc["attention_mask"] == 0, -100)
                     result = model.align(enc["input_ids"], labels, reverse_input_ids, reverse_labels,
-                                         enc["attention_mask"], (labels != -100).long(), method=method,
-                                         source_word_ids=src_words, target_word_ids=tgt_words, shift=shift,
-                                         heads=heads)  # fmt: skip
+                                         enc["attention_mask"], lab["attention_mask"],
+                                         method=method or "grow-diag-final-and", source_word_ids=src_words,
+                                         target_word_ids=tgt_words, shift=shift, heads=heads,
+                                         layers=None if layer is None else (layer, layer))  # fmt: skip
                 else:
                     result = [set(a.links) for a in align(model, enc["input_ids"], labels, enc["attention_mask"],
                                                           layer, src_words, tgt_words, shift=shift,
@@ -158,6 +213,7 @@ __all__ = [
     "align_corpus",
     "alignment_error_rate",
     "format_pharaoh",
+    "index_base_hint",
     "parse_pharaoh",
     "read_parallel_words",
     "read_pharaoh",

@@ -303,3 +303,60 @@ def test_marian_class_loads_a_pascal_checkpoint_but_computes_another_model(saved
             extra = {"parent_positions": torch.tensor([enc["parent_positions"]])} if name == "pascal" else {}
             ours = models[name](**inputs, **extra).logits
             assert torch.allclose(marian(**inputs).logits, ours, atol=1e-5) != differs, name
+
+
+SYMMETRIC = ISOLATED.split("import torch\n")[0] + textwrap.dedent("""
+    import torch
+    from transformers import AutoConfig, AutoModel
+
+    torch.set_num_threads(1)
+    job = json.loads(sys.argv[1])
+    config = AutoConfig.from_pretrained(job["dir"], trust_remote_code=True)
+    model = AutoModel.from_pretrained(job["dir"], trust_remote_code=True).eval()
+    inputs = {k: torch.tensor(v) for k, v in job["inputs"].items()}
+    with torch.no_grad():
+        out = model(**inputs)
+    links = model.align(inputs["input_ids"], inputs["labels"], inputs["reverse_input_ids"], inputs["reverse_labels"],
+                        inputs["attention_mask"], inputs["reverse_attention_mask"], method="union")
+    print("RESULT " + json.dumps({
+        "config": type(config).__module__, "model": type(model).__module__, "loss": out.loss.item(),
+        "bonus": out.symmetry_bonus.item(), "links": [sorted(map(list, pair)) for pair in links],
+        "leaked": sorted(m for m in sys.modules if m.split(".")[0] == "hf_syntax_mt")}))
+""")
+
+
+def test_a_symmetric_joint_model_loads_without_the_package(clean_site, tmp_path):
+    """Issue 29: `SymmetricTranslationModel.save_pretrained` writes its flat code and `auto_map` (it wrote neither, so
+    the directory needed the package): a process with only torch and transformers loads it with AutoModel and
+    computes the installed package's loss, trace bonus and links."""
+    from hf_syntax_mt.symmetric import DataCollatorForSymmetricTranslation, SymmetricTranslationModel
+
+    sources, targets = ["the cat sleeps", "a dog runs fast"], ["le chat dort", "un chien court vite"]
+    tokenizer = train_tokenizer(sources + targets, vocab_size=60, min_frequency=1)
+    forward, backward = (build_model(model_config(tokenizer, d_model=16, layers=2, heads=2, ffn_dim=32, init_std=0.5),
+                                     seed=seed).eval() for seed in (0, 1))  # fmt: skip
+    joint = SymmetricTranslationModel.from_directions(forward, backward, symmetry_weight=0.5).eval()
+    joint.save_pretrained(tmp_path / "joint")
+    config = json.loads((tmp_path / "joint" / "config.json").read_text())
+    assert config["auto_map"] == {"AutoConfig": "symmetric.SymmetricTranslationConfig",
+                                  "AutoModel": "symmetric.SymmetricTranslationModel"}  # fmt: skip
+    for path in (tmp_path / "joint").glob("*.py"):  # what transformers' loader will require and copy
+        assert set(get_imports(path)) <= AVAILABLE_PACKAGES, (path.name, set(get_imports(path)) - AVAILABLE_PACKAGES)
+        assert all(Path(f).exists() for f in get_relative_import_files(path)), path.name
+    rows = [{"input_ids": tokenizer(s)["input_ids"], "labels": tokenizer(text_target=t)["input_ids"]}
+            for s, t in zip(sources, targets, strict=True)]  # fmt: skip
+    batch = DataCollatorForSymmetricTranslation(pad_token_id=tokenizer.pad_token_id)(rows)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env.update(HF_MODULES_CACHE=str(tmp_path / "modules"), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+    job = {"dir": str(tmp_path / "joint"), "inputs": {k: v.tolist() for k, v in batch.items()}}
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", SYMMETRIC, json.dumps(job), str(clean_site)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.split("RESULT ", 1)[1])
+    assert got["leaked"] == [] and got["model"].startswith("transformers_modules.")
+    with torch.no_grad():
+        out = joint(**batch)
+    links = joint.align(batch["input_ids"], batch["labels"], batch["reverse_input_ids"], batch["reverse_labels"],
+                        batch["attention_mask"], batch["reverse_attention_mask"], method="union")  # fmt: skip
+    assert abs(got["loss"] - out.loss.item()) < 1e-5 and abs(got["bonus"] - out.symmetry_bonus.item()) < 1e-5
+    assert got["links"] == [sorted(map(list, pair)) for pair in links]

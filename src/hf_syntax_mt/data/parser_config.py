@@ -4,8 +4,10 @@
 download parser models or read files outside the model directory, so :func:`parser_from_config` accepts only:
 
 - ``{"backend": "spacy", "model": <installed package name>, "batch_size": int, "exclude": [str], "version": str}``
-  (a package name, never a path: ``spacy.load`` of a path reads any directory);
-- ``{"backend": "stanza", "lang": <language code>, "package": <name>, "use_gpu": bool, "version": str}``
+  (a package name, never a path: ``spacy.load`` of a path reads any directory; and an installed spaCy *pipeline*
+  package, outside the working directory: ``spacy.load`` of any other installed package imports it and calls its
+  ``load()``, see :func:`check_spacy_pipeline_package`);
+- ``{"backend": "stanza", "lang": <language code, e.g. fr or zh-hans>, "package": <name>, "use_gpu": bool, "version": str}``
   (stanza models are never downloaded: `StanzaParser` passes ``download_method=None``, and no config key changes it);
 - ``{"backend": "conllu", "path": <file or list of files relative to the model directory>}``.
 
@@ -27,7 +29,8 @@ from .parsers import Parser, ParserNotAvailableError, get_parser
 
 logger = logging.getLogger(__name__)
 
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")  # a package / model / language name, never a path
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")  # a package / model name, never a path
+_LANG = re.compile(r"^[a-z]{2,3}(?:[-_][a-z]{2,8})?$", re.IGNORECASE)  # a stanza language code: fr, grc, zh-hans
 _ALLOWED = {
     "spacy": {"model", "batch_size", "exclude", "version"},
     "stanza": {"lang", "package", "use_gpu", "version", "model_dir"},  # model_dir: only None (stanza's default)
@@ -104,7 +107,9 @@ def check_parser_config(options: dict) -> tuple[str, dict]:
         if not isinstance(exclude, list) or not all(isinstance(e, str) for e in exclude):
             raise ValueError(f"source_parser exclude={exclude!r} must be a list of component names.")
     elif backend == "stanza":
-        _name(options, "lang")
+        if not isinstance(options.get("lang"), str) or not _LANG.match(options["lang"]):
+            raise ValueError(f"source_parser lang={options.get('lang')!r} in the model config is not a plain name: a "
+                             f"stanza language code (like 'fr', 'en', 'zh-hans'); {_FIX}.")  # fmt: skip
         _name(options, "package", required=False)
         if options.pop("model_dir", None) is not None:
             raise ValueError(f"source_parser model_dir is a local path and is not accepted from a config; {_FIX}.")
@@ -119,13 +124,56 @@ def parser_from_config(options: dict, model_dir: str | os.PathLike | None = None
     backend, options = check_parser_config(options)
     if backend == "conllu":
         return get_parser("conllu", path=[str(p) for p in conllu_paths(options["path"], model_dir)])
-    if backend == "spacy" and importlib.util.find_spec(options["model"]) is None:
-        # not an installed package: spacy.load would read a directory of that name instead
-        raise ParserNotAvailableError(
-            f"the spaCy pipeline {options['model']!r} that this model's config records is not installed: "
-            f"python -m spacy download {options['model']}, or {_FIX}."
-        )
+    if backend == "spacy":
+        check_spacy_pipeline_package(options["model"])
     return get_parser(backend, **options)
+
+
+def check_spacy_pipeline_package(name: str) -> None:
+    """Refuse a recorded spaCy model that is not an installed spaCy pipeline package: ``spacy.load(name)`` imports
+    any installed distribution of that name and calls its ``load()`` (``torch``, ``spacy`` itself), and loads a
+    directory of that name in the working directory. Accepted: a package spaCy lists
+    (`spacy.util.get_installed_models`), or an installed package with spaCy's ``meta.json`` beside its
+    ``__init__.py``; in both cases found outside the working directory. Raises `ParserNotAvailableError` when no
+    such package is installed and `ValueError` when the name is something else."""
+    spec = importlib.util.find_spec(name)  # a plain name (check_parser_config): finds, imports nothing
+    if spec is None:
+        if Path(name).exists():
+            raise ValueError(f"source_parser model={name!r} in the model config names a path in the working directory "
+                             f"({Path(name).resolve()}), not an installed spaCy pipeline; {_FIX}.")  # fmt: skip
+        raise ParserNotAvailableError(
+            f"the spaCy pipeline {name!r} that this model's config records is not installed: "
+            f"python -m spacy download {name} (or pip install the package), or {_FIX}."
+        )
+    if not spec.submodule_search_locations:
+        raise ValueError(f"source_parser model={name!r} in the model config is a Python module, not an installed "
+                         f"spaCy pipeline package; {_FIX}.")  # fmt: skip
+    package_dir = Path(next(iter(spec.submodule_search_locations))).resolve()
+    if package_dir.parent == Path.cwd().resolve():
+        raise ValueError(f"source_parser model={name!r} in the model config resolves to the folder {package_dir} of "
+                         f"the working directory, not an installed spaCy pipeline package; {_FIX}.")  # fmt: skip
+    try:
+        from spacy.util import get_installed_models
+
+        listed = name in get_installed_models()
+    except ImportError:
+        listed = False
+    meta = package_dir / "meta.json"
+    if not listed and not _spacy_meta(meta):
+        raise ValueError(f"source_parser model={name!r} in the model config is an installed Python package but not a "
+                         f"spaCy pipeline (no spaCy meta.json in {package_dir}; spaCy lists these pipelines: "
+                         f"python -m spacy info); {_FIX}.")  # fmt: skip
+
+
+def _spacy_meta(path: Path) -> bool:
+    """Whether `path` is a spaCy pipeline's meta.json (it names the pipeline's language and name)."""
+    import json
+
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and isinstance(meta.get("lang"), str) and isinstance(meta.get("name"), str)
 
 
 def portable_parser_config(parser: Parser | None) -> dict | None:

@@ -239,6 +239,7 @@ class SyntaxMTPreprocessor:
 
         if self.target_column in batch:
             targets = ["" if t is None else t for t in batch[self.target_column]]
+            _warn_empty(targets, indices, "target")
             if self.target_parser is not None or self.target_parse_column is not None:
                 out.update(self._target_with_heads(batch, targets, indices))
             else:
@@ -344,14 +345,16 @@ def prepare_dataset(
     )
 
 
-def _warn_empty(texts: list[str], indices: Sequence[int] | None) -> None:
-    """The warning the module docstring promises for empty source lines, with the first rows that have one."""
+def _warn_empty(texts: list[str], indices: Sequence[int] | None, side: str = "source") -> None:
+    """The warning the module docstring promises for empty source (and target) lines, with the first rows that have
+    one."""
     empty = [k if indices is None else indices[k] for k, t in enumerate(texts) if not t.strip()]
     if empty:
         rows = ", ".join(map(str, empty[:5])) + (", ..." if len(empty) > 5 else "")
         where = "row" if indices is not None else "batch row"
-        logger.warning(f"{len(empty)} empty source line(s) ({where}s {rows}) kept, with the special tokens alone as "
-                       "input")  # fmt: skip
+        what = "input" if side == "source" else "labels (the model learns to output nothing for them)"
+        logger.warning(f"{len(empty)} empty {side} line(s) ({where}s {rows}) kept, with the special tokens alone as "
+                       f"{what}")  # fmt: skip
 
 
 class TokenizeOnly:
@@ -374,6 +377,7 @@ class TokenizeOnly:
         out = {"input_ids": ids, "attention_mask": [[1] * len(x) for x in ids]}
         if "target" in batch:
             targets = ["" if t is None else t for t in batch["target"]]
+            _warn_empty(targets, indices, "target")
             labels = self.tokenizer(text_target=targets)["input_ids"]
             out["labels"] = [_truncate_ids(list(x), self.max_target_length, special) for x in labels]
         if "context" in batch:

@@ -71,7 +71,9 @@ def decode_utf8(raw: bytes, path: str | os.PathLike, first_line: int = 1, offset
     Raises :class:`TextDecodeError` with the file, line, column and byte offset of the first invalid byte.
     """
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
+        # a byte-order mark at the start of a file is not text (Windows editors write it): dropped
+        return text[1:] if offset == 0 and first_line == 1 and text.startswith("\ufeff") else text
     except UnicodeDecodeError as e:
         line = first_line + raw.count(b"\n", 0, e.start)
         column = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
@@ -510,17 +512,27 @@ class GoldAlignment:
     possible: frozenset[Link]
 
 
+_LINK = re.compile(r"([0-9]+)([-p])([0-9]+)", re.ASCII)
+MAX_WORD_INDEX = 100_000  # far past any sentence: a larger index is a corrupt file, not a word position
+
+
 def parse_pharaoh(line: str, one_indexed: bool = False, where: str = "line") -> GoldAlignment:
-    """Links of one Pharaoh line: ``i-j`` (sure) and ``ipj`` (possible). Errors say which token of ``where``."""
+    """Links of one Pharaoh line: ``i-j`` (sure) and ``ipj`` (possible). Indices are ASCII digits (at most
+    `MAX_WORD_INDEX`). Errors say which token of ``where``."""
     sure, possible = set(), set()
     for token in line.split():
-        sep = "-" if "-" in token else "p" if "p" in token else None
-        left, _, right = token.partition(sep) if sep else (token, "", "")
-        if sep is None or not left.isdigit() or not right.isdigit():
-            raise ValueError(f"{where}: {token!r} is not a link 'i-j' (sure) or 'ipj' (possible)")
+        match = _LINK.fullmatch(token)
+        if match is None:
+            raise ValueError(f"{where}: {token[:40]!r} is not a link 'i-j' (sure) or 'ipj' (possible), with i and j "
+                             "word indices in ASCII digits")  # fmt: skip
+        left, sep, right = match.groups()
+        if len(left) > 6 or len(right) > 6 or max(int(left), int(right)) > MAX_WORD_INDEX:
+            raise ValueError(f"{where}: link {token[:40]!r} has an index past {MAX_WORD_INDEX:,}, which is no word "
+                             "position: the file is corrupt or not a Pharaoh alignment file")  # fmt: skip
         i, j = int(left) - one_indexed, int(right) - one_indexed
         if i < 0 or j < 0:
-            raise ValueError(f"{where}: link {token!r} is below the first index ({int(one_indexed)})")
+            raise ValueError(f"{where}: link {token!r} is below the first index ({int(one_indexed)}): the file counts "
+                             "from 0, so leave out the one-indexed option")  # fmt: skip
         possible.add((i, j))
         if sep == "-":
             sure.add((i, j))

@@ -4,12 +4,15 @@ memory (:class:`CheckpointAverageCallback`) and the learning curve (:class:`Curv
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from pathlib import Path
 
 import torch
 from transformers import TrainerCallback
+
+logger = logging.getLogger(__name__)
 
 
 class TimeBudgetCallback(TrainerCallback):
@@ -90,6 +93,18 @@ class CheckpointAverageCallback(TrainerCallback):
                 self.sum = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118
 
     def on_train_end(self, args, state, control, model=None, **kwargs):
+        if model is not None and len(self.steps) < self.last and state.is_world_process_zero:
+            wanted = [s for s in range(state.max_steps - (self.last - 1) * self.every, state.max_steps + 1,
+                                       self.every)]  # fmt: skip
+            why = (f"training stopped at step {state.global_step} of max_steps={state.max_steps}"
+                   if state.global_step < state.max_steps else
+                   f"max_steps={state.max_steps} has only {sum(s >= 1 for s in wanted)} step(s) on the grid")  # fmt: skip
+            kept = (f"the average of steps {self.steps}" if self.steps else "the last step's own weights (nothing is "
+                    "averaged)")  # fmt: skip
+            logger.warning(f"--average_checkpoints {self.last}: {len(self.steps)} checkpoint(s) averaged, not "
+                           f"{self.last} (steps {[s for s in wanted if s >= 1]} wanted, --average_every {self.every}): "
+                           f"{why}. The saved model is {kept}; lower --average_checkpoints or --average_every, or "
+                           "raise --max_steps / the time budget.")  # fmt: skip
         if model is None or not self.steps:
             return control
         with torch.no_grad():

@@ -195,13 +195,22 @@ def _scores_with_ribes(hypotheses: list[str], references: list[str]) -> dict:
 def check_output_dir(training_args: SyntaxMTTrainingArguments, do_train: bool) -> None:
     """Refuse to train into a non-empty ``--output_dir`` (its model and checkpoints would be silently mixed with
     the new run's) unless ``--overwrite_output_dir`` or ``--resume_from_checkpoint`` is given. With
-    ``--overwrite_output_dir`` the old ``checkpoint-*`` folders are removed (by the main process)."""
+    ``--overwrite_output_dir`` the old ``checkpoint-*`` folders are removed (by the main process). Refuses
+    ``--resume_from_checkpoint true`` when there is no checkpoint to resume (it would train from scratch)."""
     import shutil
 
     output_dir = Path(training_args.output_dir)
+    resume = training_args.resume_from_checkpoint
+    if do_train and resume in ("true", "True", True):
+        from transformers.trainer_utils import get_last_checkpoint
+
+        if not output_dir.is_dir() or get_last_checkpoint(str(output_dir)) is None:
+            raise ValueError(f"--resume_from_checkpoint {resume}: --output_dir {output_dir} holds no checkpoint-* "
+                             "folder to resume from. Leave out --resume_from_checkpoint to start a new run (into an "
+                             "empty --output_dir), or give the checkpoint folder itself.")  # fmt: skip
     if not do_train or not output_dir.is_dir() or not any(output_dir.iterdir()):
         return
-    if training_args.resume_from_checkpoint is not None:
+    if resume is not None:
         return
     checkpoints = sorted(p for p in output_dir.glob("checkpoint-*") if p.is_dir())
     if not training_args.overwrite_output_dir:
@@ -284,9 +293,15 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
         return add_document_context(ds, context_k, num_proc=data_args.preprocessing_num_workers)
 
     supervised = supervision_columns(config) if is_syntax else []
-    if "decoder_alignment" in supervised and (not training_args.do_train or "alignment" not in raw["train"].column_names):
+    will_train = training_args.do_train or not _any_do(training_args)
+    has_alignments = "alignment" in raw["train"].column_names
+    if "decoder_alignment" in supervised and will_train and not has_alignments:
         raise ValueError(f"guided_alignment_weight={config.guided_alignment_weight} trains on word alignments: give "
                          "--train_alignment_file (Pharaoh, one line per training pair, e.g. from eflomal)")  # fmt: skip
+    if has_alignments and will_train and "decoder_alignment" not in supervised:
+        raise ValueError(f"--train_alignment_file {data_args.train_alignment_file} is read only by guided alignment, "
+                         "which this model does not train: add --config_overrides guided_alignment_weight=0.05 (Garg "
+                         "et al.'s weight), or leave out --train_alignment_file.")  # fmt: skip
 
     # parse + tokenize + align, one datasets.map per split
     processed, kept_raw = {}, {}
@@ -310,7 +325,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
                                       num_proc=data_args.preprocessing_num_workers,
                                       features=fn.output_features(ds.column_names),
                                       desc=f"Parsing and aligning ({split})")  # fmt: skip
-        if "decoder_alignment" in supervised and split == "train":
+        if "decoder_alignment" in supervised and split == "train" and has_alignments:
             processed[split] = _with_alignment_targets(processed[split], ds, tokenizer, data_args)
 
     model.generation_config.max_length = data_args.max_target_length
@@ -348,7 +363,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
             if resume in ("true", "True", True):
                 from transformers.trainer_utils import get_last_checkpoint
 
-                resume = get_last_checkpoint(training_args.output_dir)
+                resume = get_last_checkpoint(training_args.output_dir)  # there is one: check_output_dir
             for callback in (curve, averager):
                 if callback is not None and resume:
                     callback.load_from(resume)  # the curve's minutes and the running average go on

@@ -147,9 +147,13 @@ class DataArguments:
     test_docid_file: str | None = None
     train_alignment_file: str | None = field(
         default=None,
-        metadata={"help": "Word alignments (Pharaoh 'i-j', 0-based, e.g. eflomal's), one line per training pair: "
-                  "the targets of guided alignment (--config_overrides guided_alignment_weight=0.05)."},
+        metadata={"help": "Word alignments (Pharaoh 'i-j', 0-based, e.g. eflomal's; possible links 'ipj' are "
+                  "supervised like sure ones), one line per training pair: the targets of guided alignment "
+                  "(--config_overrides guided_alignment_weight=0.05)."},
     )  # fmt: skip
+    alignment_one_indexed: bool = field(
+        default=False, metadata={"help": "--train_alignment_file counts words from 1 (e.g. the Hansards gold set)."}
+    )
     parser: str = field(
         default="auto",
         metadata={"help": "Source parser: 'auto' (CoNLL-U sources when given, none for a model without syntax "
@@ -249,8 +253,13 @@ def _split_top_level(text: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
+_JSON_STARTS = tuple('[{"-0123456789')  # a value starting so is JSON or an error, never a plain string
+
+
 def parse_config_overrides(text: str | None, config_class=None) -> dict[str, Any]:
-    """``"a=1,b=[2,0],c=gelu"`` -> ``{"a": 1, "b": [2, 0], "c": "gelu"}`` (JSON values, else strings).
+    """``"a=1,b=[2,0],c=gelu"`` -> ``{"a": 1, "b": [2, 0], "c": "gelu"}`` (JSON values, else plain words as strings;
+    a value that starts like JSON, ``[`` ``{`` ``"`` or a number, and does not parse raises `ValueError` naming the
+    key).
 
     With ``config_class``, every key must be one of its fields; an unknown key raises ``ValueError`` naming the
     closest fields.
@@ -265,7 +274,11 @@ def parse_config_overrides(text: str | None, config_class=None) -> dict[str, Any
             raise ValueError(f"--config_overrides entry {part!r} is not key=value (in {text!r})")
         try:
             out[key] = json.loads(value)
-        except json.JSONDecodeError:
+        except json.JSONDecodeError as e:
+            if value.strip()[:1] in _JSON_STARTS:  # meant as a list, object, string or number: not a bare word
+                raise ValueError(f"--config_overrides {key}={value.strip()!r} is not valid JSON ({e.msg} at character "
+                                 f"{e.pos + 1}): write lists as [2,0,0], strings as plain words or in double quotes, "
+                                 "and quote the whole --config_overrides value for the shell.") from e  # fmt: skip
             out[key] = value.strip()
     if config_class is not None:
         known = {f.name for f in dataclasses.fields(config_class)}
