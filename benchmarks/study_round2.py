@@ -42,7 +42,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import multi30k_study as round_one  # noqa: E402
-from common import DATA, ROOT, git_commit, relative_path, run_plan, software, write_json  # noqa: E402
+from common import (  # noqa: E402
+    DATA,
+    ROOT,
+    UnitFileError,
+    done_units,
+    git_commit,
+    load_unit,
+    relative_path,
+    run_plan,
+    software,
+    write_json,
+)
 from common import RESULTS as ALL_RESULTS  # noqa: E402
 
 RESULTS = ALL_RESULTS / "round2"
@@ -266,11 +277,16 @@ def load_units(results: Path) -> list[dict]:
     units = []
     for path in sorted((results / "runs").glob("*.json")):
         try:
-            unit = json.loads(path.read_text(encoding="utf-8"))
-            unit["hypotheses"] = {t: (path.parent / f"{unit['unit']}.{t}.txt").read_text(encoding="utf-8").split("\n")[:-1]
-                                  for t in unit["tests"]}  # fmt: skip
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise SystemExit(f"unit file {path} (or its hypotheses) is unreadable ({e}): delete it to rerun the unit") from e
+            unit = load_unit(path, required=("unit", "setting", "method", "seed", "tests", "precision", "device"))
+        except UnitFileError as e:
+            raise SystemExit(str(e)) from None
+        unit["hypotheses"] = {}
+        for t in unit["tests"]:
+            hypotheses = path.parent / f"{unit['unit']}.{t}.txt"
+            if not hypotheses.is_file():
+                raise SystemExit(f"{path}: its hypotheses {hypotheses.name} are missing: delete {path} to run the unit "
+                                 "again")  # fmt: skip
+            unit["hypotheses"][t] = hypotheses.read_text(encoding="utf-8").split("\n")[:-1]
         units.append(unit)
     return units
 
@@ -373,8 +389,7 @@ def aggregate(args) -> str | None:
 def main(argv=None) -> int:
     args = parse_args(argv)
     plan = [parse_unit(u) for u in args.units] if args.units else PLAN
-    runs = Path(args.results) / "runs"
-    done = {p.stem for p in runs.glob("*.json")} if runs.is_dir() else set()
+    done = done_units(args.results)  # a truncated or corrupted unit file is reported and its unit runs again
     if args.list:
         for setting, method, seed in PLAN:
             name = unit_name(setting, method, seed)

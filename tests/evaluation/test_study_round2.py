@@ -1,0 +1,124 @@
+"""`benchmarks/study_round2.py`: unit names, the low-resource subset (the same pairs in every file, fixed by its seed),
+the sign test, the precision choice, and the aggregate's paired tests on hand-built units against sacrebleu computed
+directly."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import sacrebleu
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+import study_round2 as r2  # noqa: E402
+
+
+def test_every_planned_unit_name_round_trips_and_bad_names_are_refused():
+    assert len(r2.PLAN) == len(r2.SETTINGS) * len(r2.METHODS) * len(r2.SEEDS)
+    for unit in r2.PLAN:
+        assert r2.parse_unit(r2.unit_name(*unit)) == unit
+    for bad in ("full-vanilla", "huge-vanilla-seed0", "full-lisa-seed0", "full-vanilla-seedX"):
+        with pytest.raises(SystemExit, match="SETTING-METHOD-seedK"):
+            r2.parse_unit(bad)
+    # vanilla comes first in each (seed, setting) block, so every method's paired test can be made when it finishes
+    assert all(r2.PLAN[i][1] == "vanilla" for i in range(0, len(r2.PLAN), len(r2.METHODS)))
+    assert all("attention_init=xavier" in overrides for overrides, _, _ in r2.METHODS.values())
+
+
+@pytest.mark.parametrize("positive, negative", [(0, 0), (3, 3), (5, 0), (7, 1), (2, 9), (12, 0)])
+def test_sign_test_is_the_two_sided_binomial_tail(positive, negative):
+    n, k = positive + negative, max(positive, negative)
+    # P(X >= k) + P(X <= n - k) for X ~ Binomial(n, 1/2), counted directly over all 2^n outcomes
+    tails = sum(1 for outcome in range(2**n) if (c := bin(outcome).count("1")) >= k or c <= n - k) if n else 1
+    expected = tails / 2**n if n else 1.0  # at a tie the two tails cover every outcome: 1
+    assert math.isclose(r2.sign_test(positive, negative), expected)
+    assert math.isclose(r2.sign_test(5, 0), 2 / 32)
+
+
+def test_precision_is_bf16_only_where_the_hardware_computes_it(monkeypatch):
+    assert r2.choose_precision("fp32", "cpu") == "fp32" and r2.choose_precision("bf16", "cpu") == "bf16"
+    monkeypatch.setattr(r2, "cpu_has_native_bf16", lambda: False)
+    assert r2.choose_precision("auto", "cpu") == "fp32"
+    monkeypatch.setattr(r2, "cpu_has_native_bf16", lambda: True)
+    assert r2.choose_precision("auto", "cpu") == "bf16"
+
+
+def fake_data(root: Path, n: int = 12) -> Path:
+    """A Multi30k-shaped directory: train.{en,de} and their CoNLL-U, sentence i = "word<i> ..."."""
+    (root / "multi30k").mkdir(parents=True)
+    (root / "multi30k-parsed").mkdir()
+    for lang in ("en", "de"):
+        lines = [f"{lang}{i} satz{i}" for i in range(n)]
+        (root / "multi30k" / f"train.{lang}").write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+        blocks = [f"# text = {x}\n1\t{x.split()[0]}\t_\tX\t_\t_\t0\troot\t_\t_\n2\t{x.split()[1]}\t_\tX\t_\t_\t1\tdep\t_\t_\n"
+                  for x in lines]  # fmt: skip
+        with gzip.open(root / "multi30k-parsed" / f"train.{lang}.conllu.gz", "wt", encoding="utf-8") as f:
+            f.write("\n".join(blocks) + "\n")
+    return root
+
+
+def test_the_low_resource_subset_keeps_the_same_pairs_in_every_file_and_is_fixed_by_its_seed(tmp_path, monkeypatch):
+    data = fake_data(tmp_path / "data")
+    monkeypatch.setattr(r2, "LOW_PAIRS", 5)
+    args = SimpleNamespace(data=str(data), output_dir=str(tmp_path / "out"), quick=False, recipe={"max_train": None})
+    files, info = r2.low_resource_files(args)
+    src = files["src"].read_text().splitlines()
+    assert len(src) == 5 and info["pairs"] == 5 and info["of"] == 12 and info["subset_seed"] == r2.SUBSET_SEED
+    indices = [int(line.split()[0][2:]) for line in src]
+    assert indices == sorted(indices) and len(set(indices)) == 5  # line order kept, no repeats
+    assert files["tgt"].read_text().splitlines() == [f"de{i} satz{i}" for i in indices]
+    for key, lang in (("src_conllu", "en"), ("tgt_conllu", "de")):
+        texts = [line[len("# text = "):] for line in files[key].read_text().splitlines() if line.startswith("# text")]
+        assert texts == [f"{lang}{i} satz{i}" for i in indices]
+    stamp = files["src"].stat().st_mtime_ns
+    assert r2.low_resource_files(args) == (files, info) and files["src"].stat().st_mtime_ns == stamp  # not rewritten
+    monkeypatch.setattr(r2, "SUBSET_SEED", r2.SUBSET_SEED + 1)
+    args.output_dir = str(tmp_path / "other")
+    assert r2.low_resource_files(args)[1]["line_numbers_sha256"] != info["line_numbers_sha256"]
+
+
+def test_the_aggregate_tests_each_seed_against_vanilla_and_pools_the_seeds(tmp_path, monkeypatch):
+    refs = ["a man rides a red bike", "two dogs play in the snow", "a girl reads a book", "the cat sleeps on a mat"]
+    wrong = ["a woman walks a dog", "two cats sit on a wall", "a boy eats a cake", "the dog runs"]
+    half = refs[:2] + wrong[2:]
+    data = tmp_path / "data"
+    (data / "multi30k").mkdir(parents=True)
+    for t in r2.TEST_SETS:
+        (data / "multi30k" / f"{t}.de").write_text("".join(r + "\n" for r in refs))
+        (data / "multi30k" / f"{t}.en").write_text("".join(r + "\n" for r in refs))
+    monkeypatch.setattr(r2.round_one, "files", lambda d, name: {"src": Path(d) / "multi30k" / f"{name}.en",
+                                                                "tgt": Path(d) / "multi30k" / f"{name}.de"})  # fmt: skip
+    results = tmp_path / "results"
+    (results / "runs").mkdir(parents=True)
+    systems = {("vanilla", 0): wrong, ("vanilla", 1): half, ("pascal", 0): half, ("pascal", 1): refs}
+    for (method, seed), hyps in systems.items():
+        name = r2.unit_name("full", method, seed)
+        record = {"unit": name, "setting": "full", "method": method, "seed": seed, "precision": "fp32",
+                  "device": "cpu", "steps": 10, "train_minutes": 1.0, "trainer_test_2016_agrees": True,
+                  "tests": {t: {"bleu": sacrebleu.corpus_bleu(hyps, [refs]).score,
+                                "chrf": sacrebleu.corpus_chrf(hyps, [refs]).score} for t in r2.TEST_SETS}}  # fmt: skip
+        (results / "runs" / f"{name}.json").write_text(json.dumps(record))
+        for t in r2.TEST_SETS:
+            (results / "runs" / f"{name}.{t}.txt").write_text("".join(h + "\n" for h in hyps))
+    text = r2.aggregate(SimpleNamespace(results=str(results), data=str(data), bootstrap_samples=20))
+
+    def bleu(h):
+        return sacrebleu.corpus_bleu(h, [refs]).score
+
+    row = next(line for line in text.splitlines() if line.startswith("| pascal | test_2016_flickr |"))
+    d0, d1 = bleu(half) - bleu(wrong), bleu(refs) - bleu(half)
+    assert f"{d0:+.2f} (" in row and f"{d1:+.2f} (" in row
+    pooled = sacrebleu.corpus_bleu(half + refs, [refs + refs]).score - sacrebleu.corpus_bleu(wrong + half,
+                                                                                            [refs + refs]).score  # fmt: skip
+    assert row.rstrip(" |").split("| ")[-1].startswith(f"{pooled:+.2f} (")
+    assert "- pascal: 8 better, 0 worse" in text  # 2 seeds x 4 test sets, all better
+    # a truncated unit file stops the aggregate with its name
+    (results / "runs" / "full-pascal-seed1.json").write_text('{"unit": "full-pascal-seed1", "tests"')
+    with pytest.raises(SystemExit, match="full-pascal-seed1.json"):
+        r2.aggregate(SimpleNamespace(results=str(results), data=str(data), bootstrap_samples=20))
