@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-slow bench bench-quick bench-multi30k bench-docnmt bench-alignment lint format-check clean
+.PHONY: demo test test-slow bench bench-quick bench-multi30k bench-round2 bench-bf16 bench-docnmt bench-alignment lint format-check clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,15 @@ bench-docnmt: $(STAMP)
 # the alignment study (issue 14): Multi30k en->fr models, AER on the Hansards gold beside eflomal's; resumable units
 bench-alignment: $(STAMP)
 	$(BIN)/python benchmarks/alignment_study.py --time-limit 150 --keep-models
+
+# study round two (issue 26): full and low-resource Multi30k, 4 methods x 3 seeds, every test set; resumable units,
+# precision chosen by the hardware (bf16 only where it is native); results under benchmarks/results/round2/
+bench-round2: $(STAMP)
+	$(BIN)/python benchmarks/study_round2.py --time-limit 150
+
+# bf16 autocast against fp32 per method at the study's size -> benchmarks/results/bf16/bf16.{json,md}
+bench-bf16: $(STAMP)
+	$(BIN)/python benchmarks/bench_bf16.py
 
 # `.ci/run` runs it before the tests
 lint: $(STAMP)
