@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-slow bench bench-quick bench-multi30k bench-round2 bench-bf16 bench-docnmt bench-alignment lint format-check clean
+.PHONY: demo test test-slow docs bench bench-quick bench-multi30k bench-round2 bench-bf16 bench-docnmt bench-alignment lint format-check clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
+
+# the documentation site (mkdocs.yml, docs/) into site/; --strict: a broken link, page or API name is an error
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 # every method's throughput/memory benchmark vs vanilla Marian -> benchmarks/results/throughput.{md,json}
 bench: $(STAMP)
@@ -62,4 +66,4 @@ format-check: $(STAMP)
 	$(BIN)/ruff format --check src tests scripts benchmarks
 
 clean:
-	rm -rf $(VENV) runs build dist src/*.egg-info
+	rm -rf $(VENV) runs build dist site src/*.egg-info
