@@ -99,7 +99,7 @@ CONLLU = """# text = ba ke lomu
 def saved_model(tmp_path_factory):
     d = tmp_path_factory.mktemp("attn_model")
     tokenizer = train_tokenizer(["ba ke lomu tika", "tika ba", "lomu ke ba"] * 5, vocab_size=30, min_frequency=1)
-    config = model_config(tokenizer, d_model=16, layers=2, heads=4, ffn_dim=32, encoder_pascal_heads=[2, 0],
+    config = model_config(tokenizer, attention_init="normal", d_model=16, layers=2, heads=4, ffn_dim=32, encoder_pascal_heads=[2, 0],
                           init_std=0.5)  # fmt: skip
     model = build_model(config, seed=3)
     model.save_pretrained(d)
@@ -160,7 +160,7 @@ def test_attachment_scores_of_a_model_that_reads_features_and_trees(saved_model)
     from hf_syntax_mt.evaluation.attention import model_attachment_scores
 
     d, _, tokenizer = saved_model
-    config = model_config(tokenizer, d_model=16, layers=2, heads=4, ffn_dim=32, encoder_tree_heads=[1, 0],
+    config = model_config(tokenizer, attention_init="normal", d_model=16, layers=2, heads=4, ffn_dim=32, encoder_tree_heads=[1, 0],
                           input_features=["pos", "deprel", "subword_tag"], init_std=0.5)  # fmt: skip
     model = build_model(config, seed=4)
     gold = read_conllu(d / "gold.conllu")

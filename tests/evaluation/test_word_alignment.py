@@ -88,7 +88,7 @@ def tiny_model():
     tgt = ["le chat dort", "une balle rouge roule", "les chiens aboient", "le vieil homme rentre lentement"]
     tok = train_tokenizer(src + tgt, vocab_size=80, min_frequency=1)
     torch.manual_seed(0)
-    model = build_model(model_config(tok, d_model=16, layers=2, heads=2, ffn_dim=32), seed=0)
+    model = build_model(model_config(tok, d_model=16, layers=2, heads=2, ffn_dim=32, attention_init="normal"), seed=0)
     model.config._attn_implementation = "eager"
     return model.eval(), tok, [s.split() for s in src], [t.split() for t in tgt]
 
@@ -171,7 +171,7 @@ def test_align_corpus_with_a_symmetric_model_combines_both_directions(tiny_model
     from hf_syntax_mt import SymmetricTranslationModel
 
     forward, tok, src, tgt = tiny_model
-    backward = build_model(model_config(tok, d_model=16, layers=2, heads=2, ffn_dim=32), seed=1).eval()
+    backward = build_model(model_config(tok, d_model=16, layers=2, heads=2, ffn_dim=32, attention_init="normal"), seed=1).eval()
     backward.config._attn_implementation = "eager"
     joint = SymmetricTranslationModel.from_directions(forward, backward).eval()
     shift = method == "grow-diag-final-and"  # Shift-Att in both directions

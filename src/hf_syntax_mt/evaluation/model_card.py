@@ -77,7 +77,8 @@ def render_model_card(
         if hasattr(config, k)
     }
     described = describe_config(config)
-    dropped = sorted(described.options)
+    # options that change the computation; `attention_init` only chose the starting weights, which the checkpoint holds
+    dropped = sorted(k for k in described.options if k != "attention_init")
     loading = (
         "\nLoad the model with `AutoModelForSeq2SeqLM.from_pretrained(..., trust_remote_code=True)`. "
         "`MarianMTModel.from_pretrained` also loads the weights, but drops the syntax options "
