@@ -119,7 +119,8 @@ class ContextEncoder(nn.Module):
         if bool(real.all()):
             kv = self.key_value_proj(hidden)  # (B, M, n * 2 * D)
         else:  # the largest matmul of the method: project real tokens only (padding keys are masked anyway)
-            kv = hidden.new_zeros(B, M, n * 2 * D).index_put((real,), self.key_value_proj(hidden[real]))
+            projected = self.key_value_proj(hidden[real])  # (R, n * 2 * D); bf16 under autocast, as in the branch above
+            kv = projected.new_zeros(B, M, n * 2 * D).index_put((real,), projected)
         kv = kv.view(B, M, n, 2, self.num_heads, self.head_dim)  # (B, M, n, 2, H, d)
         # contiguous once per sentence: attention over permuted keys/values is ~3x slower at every decoding step
         kv = kv.permute(0, 2, 3, 4, 1, 5).contiguous()  # (B, n, 2, H, M, d)
@@ -174,7 +175,10 @@ class ContextAttention(nn.Module):
         sublayer = nn.functional.dropout(sublayer, p=self.dropout, training=self.training)
         if self.gate_input_proj is not None:
             gate = torch.sigmoid(self.gate_input_proj(hidden_states) + self.gate_sublayer_proj(sublayer))  # Eq. 22
-            mixed = torch.lerp(sublayer, hidden_states, gate)  # Eq. 21: lambda H + (1 - lambda) SubLayer(H)
+            # Eq. 21: lambda H + (1 - lambda) SubLayer(H), in H's dtype (under bf16 autocast the linear layers give
+            # bf16 and the residual stream stays float32; lerp takes one dtype)
+            dtype = hidden_states.dtype
+            mixed = torch.lerp(sublayer.to(dtype), hidden_states, gate.to(dtype))
         else:
             mixed = hidden_states + sublayer  # Eq. 20
         out = self.layer_norm(mixed)
