@@ -176,8 +176,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--d-model", type=int, default=256)
-    p.add_argument("--max-tokens", type=int, default=2500, help="padded source+target tokens of the batch")
-    p.add_argument("--rounds", type=int, default=8)
+    p.add_argument("--max-tokens", type=int, default=2500, help="padded source+target tokens of the batch (the study's "
+                   "token batches)")  # fmt: skip
+    p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--new-tokens", type=int, default=32)
     p.add_argument("--only", nargs="+", choices=list(METHODS))
     p.add_argument("--data", default=str(DATA))
@@ -207,6 +208,11 @@ def main(argv=None) -> int:
         r = results[-1]
         print(f"    train {r['train_speedup']:.2f}x, greedy {r['generate_speedup']:.2f}x, loss rel. diff "
               f"{r['loss']['relative_difference']:.2%}", flush=True)  # fmt: skip
+        write_results(args, batch, load_before, results)  # after every method: a stopped run keeps what it measured
+    return 0
+
+
+def write_results(args, batch, load_before, results) -> None:
     result = {
         "benchmark": "bf16_vs_fp32", "quick": args.quick, "d_model": args.d_model, "threads": args.threads,
         "rounds": args.rounds, "new_tokens": args.new_tokens, "cpu": cpu_name(), **software(), "commit": git_commit(),
@@ -217,8 +223,7 @@ def main(argv=None) -> int:
     }  # fmt: skip
     out = write_json(args.output, result, indent=1, newline=True)
     Path(out).with_suffix(".md").write_text(markdown(result), encoding="utf-8")
-    print(markdown(result))
-    return 0
+    print(markdown(result), flush=True)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["ParsedSentence", "merge_sentences"]
+__all__ = ["ParsedSentence", "format_conllu", "merge_sentences"]
 
 
 @dataclass
@@ -112,6 +112,10 @@ class ParsedSentence:
             mwt=None if d.get("mwt") is None else [tuple(m) for m in d["mwt"]],
         )
 
+    def to_conllu(self, sent_id: str) -> str:
+        """This sentence as one CoNLL-U block; see :func:`format_conllu`."""
+        return format_conllu(self, sent_id)
+
     def surface_tokens(self) -> list[tuple[int, int]]:
         """Half-open word-index ranges of the surface tokens (one per word, one per multi-word token), in order."""
         starts = {s: e for s, e in (self.mwt or [])}
@@ -184,3 +188,45 @@ def merge_sentences(sentences: Sequence[ParsedSentence], text: str | None = None
             spans.extend(sent.spans)
         mwt.extend((s + offset, e + offset) for s, e in (sent.mwt or []))
     return ParsedSentence(words, heads, deprels, upos, text=text, spans=spans if has_spans else None, mwt=mwt or None)
+
+
+def format_conllu(sentence: ParsedSentence, sent_id: str) -> str:
+    """One CoNLL-U block (``# sent_id``, ``# text``, the word lines, a blank line) that
+    :func:`hf_syntax_mt.data.readers.read_conllu` reads back to the same words, heads, relations, UPOS and spans.
+
+    ``# text`` is the sentence's text verbatim (the reader locates every token in it); LEMMA, XPOS, FEATS and DEPS
+    are ``_``; multi-word tokens get their range line (``3-4 du``) with the surface form taken from the text; MISC
+    has ``SpaceAfter=No`` where the next token (or the end of the text) follows without a space.
+
+    Raises:
+        ValueError: for a sentence without words (CoNLL-U has no empty sentence: drop or mark the line before), a
+            text with a line break, or a sent_id or word that is empty or holds a tab or a line break.
+    """
+    n = len(sentence.words)
+    text = sentence.text if sentence.text is not None else " ".join(sentence.words)
+    if n == 0:
+        raise ValueError(f"sentence {sent_id}: a sentence without words has no CoNLL-U block (text {text!r})")
+    if any(c in text for c in "\n\r"):  # a tab may stay in `# text` (the reader reads the comment whole)
+        raise ValueError(f"sentence {sent_id}: the text {text!r} holds a line break, which CoNLL-U cannot hold")
+    for name, value in (("sent_id", sent_id), *((f"word {i + 1}", w) for i, w in enumerate(sentence.words))):
+        if not value or any(c in value for c in "\t\n\r"):
+            raise ValueError(f"sentence {sent_id}: {name} {value!r} is empty or holds a tab or a line break, which "
+                             "a CoNLL-U column cannot hold")  # fmt: skip
+    spans = sentence.spans if sentence.spans is not None and sentence.text is not None else None
+    tokens = sentence.surface_tokens()
+    lines = [f"# sent_id = {sent_id}", f"# text = {text}"]
+    for k, (first, last) in enumerate(tokens):
+        misc = "_"
+        if spans is not None:
+            end = spans[first][1]
+            following = spans[tokens[k + 1][0]][0] if k + 1 < len(tokens) else len(text)
+            misc = "SpaceAfter=No" if following == end else "_"
+        if last - first > 1:
+            form = text[spans[first][0] : spans[first][1]] if spans is not None else "".join(sentence.words[first:last])
+            lines.append(f"{first + 1}-{last}\t{form}\t_\t_\t_\t_\t_\t_\t_\t{misc}")
+            misc = "_"
+        for i in range(first, last):
+            word_misc = misc if i == last - 1 else "_"
+            lines.append(f"{i + 1}\t{sentence.words[i]}\t_\t{sentence.upos[i] or '_'}\t_\t_\t{sentence.heads[i]}\t"
+                         f"{sentence.deprels[i] or '_'}\t_\t{word_misc}")  # fmt: skip
+    return "\n".join(lines) + "\n\n"

@@ -13,8 +13,8 @@ The same engine backs ``hf-syntax-mt evaluate`` (:func:`evaluate_files`).
 Modules, by concern: `metrics` (corpus scores, RIBES, bootstrap, buckets, the comparison table), `signature`
 (signatures and the run file's name), `describe` (the one description of a config's methods), `attention`
 (attachment scores and the attention report that runs a model), `plots` (every figure; matplotlib is imported when
-one is drawn), `files` (files -> every score, `hf-syntax-mt evaluate`), `model_card`, `contrastive` and `probing`
-(import those three from their modules).
+one is drawn), `files` (files -> every score, `hf-syntax-mt evaluate`), `model_card`, `contrastive`, `pronouns`
+(the contrastive pronoun test from real documents) and `probing` (import those four from their modules).
 """
 
 # ruff: noqa: F401  (the old module's public and private names, re-exported: tests and users import them from here)

@@ -1,0 +1,511 @@
+"""Document-level translation on real documents (issue 27): Zhang et al. (2018)'s two steps on the shared en-de data,
+against a control that trains as long without context, and the same document model given another document's
+context (Li et al. 2020's control: a gain counts as context use only if it beats that run too).
+
+Units (each one resumable and skipped once its JSON exists, as in `multi30k_study.py`):
+
+- `step1-seed0`: the sentence-level model, trained from scratch on the shared training set
+  (`ende_sentence_data.py`: Multi30k train + iwslt17.dev + europarl7.dev + bcontrast train, 55,399 pairs);
+- `document-seedK` (K = 0, 1, 2): step 2, step 1's model with k = 2 previous source sentences as context, a 1-layer
+  context encoder and context gates (`--context_sentences 2 --freeze_sentence_level`), only the document-level
+  parameters trained, on the same sentences with their document ids;
+- `control-seedK`: step 1's model trained as many steps again on the same sentences without context (every
+  parameter trained, the same schedule).
+
+Every unit translates the three test sets (`iwslt17.test`, `europarl7.test`, `bcontrast.test`) document by document
+in order with `translate_document` (beam 4) and scores them (sacreBLEU BLEU and chrF), and scores the contrastive
+pronoun items (`results/docnmt_real/pronoun_items.jsonl`, `pronoun_items.py`); a document unit does both again with
+random context (each document given another document's sentences, `evaluation.pronouns.random_contexts`) and the
+pronouns also with no context. A unit writes `RESULTS/runs/<unit>.json` and its hypotheses
+(`<unit>.<test set>.txt`, `<unit>.<test set>.random.txt`). `--aggregate` rebuilds `RESULTS/results.md` from the unit
+files: per test set, step 1 and mean ± std over seeds; per seed the paired bootstrap document vs control and
+document vs random context; a pooled bootstrap over the seeds' concatenated hypotheses; the pronoun accuracies.
+
+    python benchmarks/docnmt_real.py --list                  # which units are done
+    python benchmarks/docnmt_real.py --units step1-seed0     # one unit (the others need it)
+    python benchmarks/docnmt_real.py                         # every unit still missing, in PLAN order
+    python benchmarks/docnmt_real.py --aggregate
+    python benchmarks/docnmt_real.py --quick --results /tmp/quick --output-dir /tmp/quick-runs   # plumbing check
+
+The recipe is the Multi30k study's (d_model 256, 3+3 layers, 4 heads, FFN 1024, dropout 0.1, joint BPE 8,000, token
+batches of 2,500 padded tokens, Adam beta2 0.98, lr 7e-4 with 800 inverse-square-root warm-up steps, clipping 1.0,
+label smoothing 0.1, the average of the last 5 checkpoints, beam 4) with Trainer `--bf16`, `attention_init=xavier`,
+sentences up to 128 subwords and `STEP1_STEPS` steps. Step 2 (document and control alike) runs `STEP2_STEPS` steps
+at the learning rate where step 1's schedule ended (constant after 200 warm-up steps), so the control is not thrown
+off by a new warm-up and both start from the same averaged step-1 weights. Validation: the first 400 sentences of
+newstest2015 (news, never used to pick a model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py, ende_sentence_data.py
+from common import DATA, ROOT, done_units, git_commit, relative_path, run_plan, software, unit_name, write_json
+from common import RESULTS as ALL_RESULTS
+from common import parse_unit as _parse_unit
+from ende_sentence_data import DEFAULT_CACHE, EVAL_SETS, TEST_SETS, VALIDATION_SET
+
+RESULTS = ALL_RESULTS / "docnmt_real"
+ITEMS = RESULTS / "pronoun_items.jsonl"
+KINDS = {
+    "step1": "sentence-level model (step 1), from scratch, no context",
+    "document": "step 1 + step 2: k=2 context sentences, 1-layer context encoder, gates; sentence-level parameters "
+    "frozen",
+    "control": "step 1 + as many steps again without context (every parameter trained)",
+}
+PLAN = [("step1", 0), ("document", 0), ("control", 0), ("document", 1), ("control", 1), ("document", 2),
+        ("control", 2)]  # fmt: skip
+#: the steps of step 1 (chosen to translate TED; the lead tunes it) and of step 2 (document and control alike)
+STEP1_STEPS = 12000
+STEP2_STEPS = 4000
+RECIPE = dict(d_model=256, layers=3, heads=4, ffn_dim=1024, dropout=0.1, vocab_size=8000, max_tokens=2500,
+              step1_steps=STEP1_STEPS, step2_steps=STEP2_STEPS, learning_rate=7e-4, warmup_steps=800,
+              step2_warmup_steps=200, adam_beta2=0.98, max_grad_norm=1.0, label_smoothing=0.1,
+              average_checkpoints=5, average_every=200, num_beams=4, eval_steps=1000, max_eval_samples=400,
+              max_length=128, context_sentences=2, context_encoder_layers=1, save_steps=500, max_train=None,
+              max_test_documents=None, max_document_lines=None, max_items=None, translate_batch_size=32,
+              bf16=True)  # fmt: skip
+QUICK = dict(d_model=32, layers=2, ffn_dim=64, vocab_size=600, max_tokens=800, step1_steps=12, step2_steps=6,
+             warmup_steps=4, step2_warmup_steps=2, average_checkpoints=2, average_every=2, eval_steps=6,
+             max_eval_samples=6, max_length=20, num_beams=1, save_steps=4, max_train=120, max_test_documents=2,
+             max_document_lines=5, max_items=12)  # fmt: skip
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--units", nargs="+", help="units to run, e.g. step1-seed0 document-seed0 (default: the PLAN)")
+    p.add_argument("--time-limit", type=float, default=None, help="start no new unit after this many minutes")
+    p.add_argument("--max-units", type=int, default=None)
+    p.add_argument("--list", action="store_true", help="print which units are done and stop")
+    p.add_argument("--aggregate", action="store_true", help="only rebuild results.md from the unit files")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    p.add_argument("--threads", type=int, default=2, help="torch threads on the CPU")
+    p.add_argument("--data", default=str(DATA), help="the shared data directory")
+    p.add_argument("--cache", default=str(DEFAULT_CACHE), help="the shared en-de data set (ende_sentence_data.py)")
+    p.add_argument("--items", default=str(ITEMS), help="the pronoun items (pronoun_items.py)")
+    p.add_argument("--results", default=str(RESULTS), help="unit files and results.md (committed)")
+    p.add_argument("--output-dir", default=str(ROOT / "runs" / "docnmt_real"), help="models (not committed)")
+    p.add_argument("--bootstrap-samples", type=int, default=1000)
+    p.add_argument("--no-aggregate", action="store_true", help="do not rebuild results.md after each unit")
+    p.add_argument("--quick", action="store_true", help="tiny budget: plumbing check (write to another --results)")
+    args = p.parse_args(argv)
+    args.recipe = {**RECIPE, **(QUICK if args.quick else {})}
+    if args.quick and Path(args.results).resolve() == RESULTS.resolve():
+        p.error("--quick results are not evidence: give --results elsewhere (e.g. /tmp/quick)")
+    if args.quick and Path(args.output_dir).resolve() == (ROOT / "runs" / "docnmt_real").resolve():
+        args.output_dir = str(Path(args.results) / "models")
+    return args
+
+
+def parse_unit(name: str) -> tuple[str, int]:
+    kind, seed = _parse_unit(name, KINDS)
+    if kind == "step1" and seed != 0:
+        raise SystemExit("there is one step 1 unit: step1-seed0 (step 2's seeds vary)")
+    return kind, seed
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Data
+# ------------------------------------------------------------------------------------------------------------------
+def shared_data(args) -> dict:
+    """The shared data set's file paths (built or checked by `ende_sentence_data.build`). With --quick the training
+    set is the first `max_train` pairs of each part (so documents are in it), written beside the models."""
+    from ende_sentence_data import build
+
+    files = build(args.data, args.cache, progress=True)["files"]
+    n = args.recipe["max_train"]
+    if n is None:
+        return files
+    from hf_syntax_mt.data.readers import read_lines
+
+    train = {key: read_lines(files["train"][key]) for key in ("en", "de", "docid", "part")}
+    seen: dict[str, int] = {}
+    keep = []
+    for k, part in enumerate(train["part"]):
+        seen[part] = seen.get(part, 0) + 1
+        if seen[part] <= n // 4:
+            keep.append(k)
+    small = Path(args.output_dir) / "data"
+    small.mkdir(parents=True, exist_ok=True)
+    out = dict(files["train"])
+    for key in ("en", "de", "docid"):
+        out[key] = small / f"train.{key}"
+        out[key].write_text("".join(train[key][k] + "\n" for k in keep), encoding="utf-8")
+    return {**files, "train": out}
+
+
+def documents(files: dict, name: str, max_documents: int | None = None, max_document_lines: int | None = None):
+    """(sources, references, doc ids, line indices) of an evaluation set in document order: every line, or the first
+    ``max_document_lines`` lines of each of the first ``max_documents`` documents (``--quick``)."""
+    from hf_syntax_mt.data.readers import read_doc_ids, read_lines
+
+    sources, references = read_lines(files[name]["en"]), read_lines(files[name]["de"])
+    doc_ids = read_doc_ids(files[name]["docid"], len(sources), files[name]["en"])
+    lines, seen = [], {}
+    for k, doc in enumerate(doc_ids):
+        if doc not in seen and max_documents is not None and len(seen) == max_documents:
+            break
+        seen[doc] = seen.get(doc, 0) + 1
+        if max_document_lines is None or seen[doc] <= max_document_lines:
+            lines.append(k)
+    return [sources[k] for k in lines], [references[k] for k in lines], [doc_ids[k] for k in lines], lines
+
+
+def shared_tokenizer(args, files) -> Path:
+    """One joint BPE for every unit, trained once on the training set (deterministic)."""
+    from hf_syntax_mt.data.readers import read_lines
+    from hf_syntax_mt.training import train_tokenizer
+
+    directory = Path(args.output_dir) / f"tokenizer-{args.recipe['vocab_size']}"
+    if not (directory / "tokenizer.json").is_file():
+        lines = read_lines(files["train"]["en"]) + read_lines(files["train"]["de"])
+        train_tokenizer([line for line in lines if line], vocab_size=args.recipe["vocab_size"]).save_pretrained(directory)
+    return directory
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Training
+# ------------------------------------------------------------------------------------------------------------------
+def step2_learning_rate(r: dict) -> float:
+    """The learning rate where step 1's inverse-square-root schedule ended: lr * sqrt(warmup / steps)."""
+    return r["learning_rate"] * math.sqrt(r["warmup_steps"] / max(r["step1_steps"], r["warmup_steps"]))
+
+
+def train_argv(args, kind: str, seed: int, out: Path, files: dict, tokenizer: Path, device: str) -> list[str]:
+    r = args.recipe
+    train, validation = files["train"], files[VALIDATION_SET]
+    argv = ["--output_dir", str(out), "--do_train", "--do_eval", "--source_lang", "en", "--target_lang", "de",
+            "--train_source_file", str(train["en"]), "--train_target_file", str(train["de"]),
+            "--validation_source_file", str(validation["en"]), "--validation_target_file", str(validation["de"]),
+            "--max_source_length", str(r["max_length"]), "--max_target_length", str(r["max_length"]),
+            "--max_tokens", str(r["max_tokens"]), "--adam_beta2", str(r["adam_beta2"]), "--weight_decay", "0",
+            "--max_grad_norm", str(r["max_grad_norm"]), "--seed", str(seed),
+            "--average_checkpoints", str(r["average_checkpoints"]), "--average_every", str(r["average_every"]),
+            "--eval_strategy", "steps", "--eval_steps", str(r["eval_steps"]),
+            "--max_eval_samples", str(r["max_eval_samples"]), "--per_device_eval_batch_size", "64",
+            "--generation_num_beams", str(r["num_beams"]), "--logging_steps", "50", "--save_strategy", "steps",
+            "--save_steps", str(r["save_steps"]), "--save_total_limit", "1", "--report_to", "none",
+            "--dataloader_num_workers", "0", "--disable_tqdm", "true", "--label_smoothing", str(r["label_smoothing"]),
+            "--data_description", "en->de: Multi30k train, IWSLT17 TED dev, Europarl v7 dev, BConTrasT train "
+            "(benchmarks/ende_sentence_data.py); research use, TED CC BY-NC-ND",
+            "--model_card_title", f"docnmt_real {kind} (seed {seed})"]  # fmt: skip
+    if kind == "step1":
+        argv += ["--tokenizer_name", str(tokenizer), "--d_model", str(r["d_model"]),
+                 "--encoder_layers", str(r["layers"]), "--decoder_layers", str(r["layers"]),
+                 "--attention_heads", str(r["heads"]), "--ffn_dim", str(r["ffn_dim"]), "--dropout", str(r["dropout"]),
+                 "--max_position_embeddings", str(max(256, 2 * r["max_length"])),
+                 "--config_overrides", "attention_init=xavier", "--max_steps", str(r["step1_steps"]),
+                 "--learning_rate", str(r["learning_rate"]), "--warmup_steps", str(r["warmup_steps"]),
+                 "--lr_scheduler_type", "inverse_sqrt"]  # fmt: skip
+    else:
+        step1 = Path(args.output_dir) / "step1-seed0" / "model"
+        if not (step1 / "config.json").is_file():
+            raise RuntimeError(f"{unit_name(kind, seed)} starts from step 1's model, which is missing ({step1}): run "
+                               "the unit step1-seed0 first (its model is kept under --output-dir)")  # fmt: skip
+        argv += ["--model_name_or_path", str(step1), "--max_steps", str(r["step2_steps"]),
+                 "--learning_rate", f"{step2_learning_rate(r):.6g}", "--warmup_steps", str(r["step2_warmup_steps"]),
+                 "--lr_scheduler_type", "constant_with_warmup"]  # fmt: skip
+    if kind == "document":
+        argv += ["--context_sentences", str(r["context_sentences"]), "--freeze_sentence_level",
+                 "--config_overrides", f"context_encoder_layers={r['context_encoder_layers']},context_gating=true",
+                 "--train_docid_file", str(train["docid"]), "--validation_docid_file", str(validation["docid"])]  # fmt: skip
+    if r["bf16"]:
+        argv.append("--bf16")
+    if device == "cpu":
+        argv.append("--use_cpu")
+    return argv
+
+
+def train(args, kind: str, seed: int, files: dict, device: str) -> tuple[Path, dict, list[str], float]:
+    """Train the unit's model (resuming from its last checkpoint); returns (model dir, run info, argv, wall s)."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    from hf_syntax_mt.training.script import parse_args as train_args
+    from hf_syntax_mt.training.script import run
+
+    out = Path(args.output_dir) / unit_name(kind, seed) / "model"
+    argv = train_argv(args, kind, seed, out, files, shared_tokenizer(args, files), device)
+    checkpoint = get_last_checkpoint(str(out)) if out.is_dir() else None
+    if (out / "hf_syntax_mt_run.json").is_file() and checkpoint is None:
+        print(f"    {out} is trained already: evaluating it", flush=True)
+        return out, json.loads((out / "hf_syntax_mt_run.json").read_text()), argv, 0.0
+    if checkpoint is not None:
+        print(f"    resuming from {checkpoint}", flush=True)
+        argv += ["--resume_from_checkpoint", checkpoint]
+    else:
+        shutil.rmtree(out, ignore_errors=True)
+    start = time.perf_counter()
+    run(*train_args(argv))
+    for old in out.glob("checkpoint-*"):  # the model is saved; a finished unit needs no checkpoint
+        shutil.rmtree(old, ignore_errors=True)
+    return out, json.loads((out / "hf_syntax_mt_run.json").read_text()), argv, time.perf_counter() - start
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Evaluation
+# ------------------------------------------------------------------------------------------------------------------
+def translate_with_contexts(model, tokenizer, sentences: list[str], contexts: list[list[str]], batch_size: int = 32,
+                            **generate_kwargs) -> list[str]:  # fmt: skip
+    """Translate ``sentences``, sentence i with the source sentences ``contexts[i]`` as its document context, through
+    the same pipeline steps as `translate_document` (which computes the contexts from the document itself)."""
+    from transformers import Pipeline
+
+    from hf_syntax_mt.pipeline_syntax_mt import SyntaxTranslationPipeline
+
+    if len(sentences) != len(contexts):
+        raise ValueError(f"{len(sentences)} sentences but {len(contexts)} contexts")
+    pipe = SyntaxTranslationPipeline(model=model, tokenizer=tokenizer)
+    if pipe.parser is not None:
+        raise ValueError("translate_with_contexts feeds no parses: use a model without syntax inputs")
+    items = list(zip(sentences, [None] * len(sentences), [list(c) for c in contexts], strict=True))
+    results = Pipeline.__call__(pipe, items, batch_size=batch_size, **generate_kwargs) if items else []
+    return [(r[0] if isinstance(r, list) else r)["translation_text"] for r in results]
+
+
+def translate_documents(model, tokenizer, sources, doc_ids, batch_size: int, **generate_kwargs) -> list[str]:
+    """Every document in order with `translate_document` (its own previous sentences as context)."""
+    out, start = [], 0
+    for end in range(1, len(sources) + 1):
+        if end == len(sources) or doc_ids[end] != doc_ids[start]:
+            out += model.translate_document(sources[start:end], tokenizer, batch_size=batch_size, **generate_kwargs)
+            start = end
+    return out
+
+
+def evaluate(args, kind: str, seed: int, model_dir: Path, files: dict, device: str) -> tuple[dict, dict]:
+    """(scores, hypotheses): every test set translated (and with random context for a document model), and the
+    pronoun items scored."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from hf_syntax_mt.evaluation import corpus_scores
+    from hf_syntax_mt.evaluation.pronouns import load_pronoun_items, random_contexts, score_pronoun_items
+    from hf_syntax_mt.modeling_syntax_mt import SyntaxMTForConditionalGeneration
+
+    r = args.recipe
+    model = SyntaxMTForConditionalGeneration.from_pretrained(model_dir).to(device).eval()
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    gen = dict(num_beams=r["num_beams"], max_new_tokens=r["max_length"])
+    k = model.config.context_sentences
+    scores, hypotheses = {"tests": {}, "random_context": {}, "pronouns": {}}, {}
+    for name in TEST_SETS:
+        sources, references, doc_ids, lines = documents(files, name, r["max_test_documents"], r["max_document_lines"])
+        start = time.perf_counter()
+        with torch.inference_mode():
+            hyps = translate_documents(model, tokenizer, sources, doc_ids, r["translate_batch_size"], **gen)
+        scores["tests"][name] = {**corpus_scores(hyps, references), "sentences": len(hyps),
+                                 "minutes": round((time.perf_counter() - start) / 60, 2)}  # fmt: skip
+        if r["max_test_documents"] or r["max_document_lines"]:
+            scores["tests"][name]["lines"] = lines  # a subset (--quick): the aggregate scores these references
+        hypotheses[name] = hyps
+        if k:
+            contexts = random_contexts(doc_ids, sources, k, seed=seed + 1)
+            with torch.inference_mode():
+                hyps = translate_with_contexts(model, tokenizer, sources, contexts, r["translate_batch_size"], **gen)
+            scores["random_context"][name] = {**corpus_scores(hyps, references), "sentences": len(hyps)}
+            hypotheses[f"{name}.random"] = hyps
+        print(f"    {name}: BLEU {scores['tests'][name]['bleu']:.2f}" + (
+            f", random context {scores['random_context'][name]['bleu']:.2f}" if k else ""), flush=True)  # fmt: skip
+    if Path(args.items).is_file():
+        items = load_pronoun_items(args.items)[: r["max_items"]]
+        for context in ("document", "random", "none") if k else ("none",):
+            result = score_pronoun_items(model, tokenizer, items, context=context, seed=seed + 1)
+            scores["pronouns"][context] = result
+            print(f"    pronouns, {context} context: {result['accuracy']:.3f} of {result['n']}", flush=True)
+    else:
+        print(f"    no pronoun items at {args.items}: run benchmarks/pronoun_items.py", flush=True)
+    return scores, hypotheses
+
+
+def run_unit(args, kind: str, seed: int, device: str) -> Path:
+    import torch
+
+    name = unit_name(kind, seed)
+    runs = Path(args.results) / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    files = shared_data(args)
+    print(f"=== {name} on {device}: {KINDS[kind]}", flush=True)
+    model_dir, info, argv, wall = train(args, kind, seed, files, device)
+    start = time.perf_counter()
+    scores, hypotheses = evaluate(args, kind, seed, model_dir, files, device)
+    for key, hyps in hypotheses.items():
+        (runs / f"{name}.{key}.txt").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+    train_seconds = info.get("train_seconds") or info.get("train_runtime") or 0.0
+    record = {
+        "unit": name, "kind": kind, "seed": seed, "about": KINDS[kind], "recipe": args.recipe, "quick": args.quick,
+        "steps": info["global_step"], "train_minutes": round(train_seconds / 60, 2), "wall_minutes": round(wall / 60, 2),
+        "evaluation_minutes": round((time.perf_counter() - start) / 60, 2),
+        "tokens_seen": info["num_input_tokens_seen"], "curve": info["curve"], "averaged_steps": info["averaged_steps"],
+        "validation": info["scores"].get("validation"), **scores, "model_signature": info["model_signature"],
+        "device": device if device == "cpu" else f"cuda ({torch.cuda.get_device_name()})",
+        "threads": torch.get_num_threads(), **software(), "commit": git_commit(),
+        "train_argv": [relative_path(a) for a in argv],
+        "hypotheses_sha256": {k: hashlib.sha256("".join(h + "\n" for h in v).encode()).hexdigest()
+                              for k, v in hypotheses.items()},
+    }  # fmt: skip
+    path = write_json(runs / f"{name}.json", record, indent=1, newline=True)
+    if kind != "step1":  # step 1's model is what step 2 starts from: keep it
+        shutil.rmtree(model_dir.parent, ignore_errors=True)
+    tests = ", ".join(f"{t} {s['bleu']:.2f}" for t, s in scores["tests"].items())
+    print(f"=== {name}: BLEU {tests} ({record['train_minutes']:.1f} training minutes) -> {path}", flush=True)
+    return path
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Aggregate: reads only the unit files
+# ------------------------------------------------------------------------------------------------------------------
+def load_units(results: Path) -> list[dict]:
+    units = []
+    for path in sorted((results / "runs").glob("*.json")):
+        unit = json.loads(path.read_text(encoding="utf-8"))
+        unit["hypotheses"] = {}
+        for name in TEST_SETS:
+            for key in (name, f"{name}.random"):
+                file = path.parent / f"{unit['unit']}.{key}.txt"
+                if file.is_file():
+                    unit["hypotheses"][key] = file.read_text(encoding="utf-8").split("\n")[:-1]
+        units.append(unit)
+    return sorted(units, key=lambda u: (list(KINDS).index(u["kind"]), u["seed"]))
+
+
+def mean_std(values: list[float]) -> str:
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.2f}"
+    return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
+
+
+def comparisons(units: list[dict], references: dict[str, list[str]], samples: int) -> dict:
+    """Per test set: per seed, document vs control and document vs its random-context run (paired bootstrap of
+    BLEU and chrF), and the same pooled over the seeds present for both (hypotheses and references concatenated)."""
+    from hf_syntax_mt.evaluation import paired_bootstrap
+
+    by_key = {(u["kind"], u["seed"]): u for u in units}
+    out: dict = {}
+    for name in TEST_SETS:
+        refs = references[name]
+        out[name] = {"control": {}, "random": {}}
+        for baseline, key in (("control", name), ("random", f"{name}.random")):
+            pooled = {"base": [], "system": [], "refs": []}
+            for (kind, seed), doc in sorted(by_key.items()):
+                base = by_key.get(("control", seed)) if baseline == "control" else doc
+                if kind != "document" or base is None or key not in base["hypotheses"]:
+                    continue
+                system, baseline_hyps = doc["hypotheses"][name], base["hypotheses"][key]
+                lines = doc["tests"][name].get("lines")  # a --quick subset; else the first lines
+                unit_refs = [refs[i] for i in lines] if lines else refs[: len(system)]
+                out[name][baseline][seed] = paired_bootstrap(baseline_hyps, system, unit_refs, samples)
+                pooled["base"] += baseline_hyps
+                pooled["system"] += system
+                pooled["refs"] += unit_refs
+            if len(out[name][baseline]) > 1:
+                out[name][baseline]["pooled"] = paired_bootstrap(pooled["base"], pooled["system"], pooled["refs"],
+                                                                 samples)  # fmt: skip
+    return out
+
+
+def _delta(test: dict, metric: str = "bleu") -> str:
+    m = test[metric]
+    return f"{m['system'] - m['baseline']:+.2f} (p {m['p_value']:.3f})"
+
+
+def aggregate(args) -> str | None:
+    from hf_syntax_mt.data.readers import read_lines
+
+    results = Path(args.results)
+    units = load_units(results)
+    if not units:
+        print(f"no unit files under {results / 'runs'} yet")
+        return None
+    references = {name: read_lines(Path(args.data) / EVAL_SETS[name].target) for name in TEST_SETS}
+    tests = comparisons(units, references, args.bootstrap_samples)
+    beams = units[0].get("recipe", RECIPE)["num_beams"]
+    lines = [f"BLEU / chrF per test set (documents in order, beam {beams}); mean ± std over seeds.", "",
+             "| model | seeds | " + " | ".join(f"{t} BLEU | {t} chrF" for t in TEST_SETS) + " | train min | device |",
+             "|---|---|" + "---|---|" * len(TEST_SETS) + "---|---|"]  # fmt: skip
+    rows = [(kind, "tests", kind) for kind in KINDS] + [("document", "random_context", "document, random context")]
+    for kind, key, label in rows:
+        us = [u for u in units if u["kind"] == kind and u.get(key)]
+        if not us:
+            continue
+        cells = []
+        for t in TEST_SETS:
+            cells += [mean_std([u[key][t]["bleu"] for u in us if t in u[key]]),
+                      mean_std([u[key][t]["chrf"] for u in us if t in u[key]])]  # fmt: skip
+        lines.append(f"| {label} | {','.join(str(u['seed']) for u in us)} | " + " | ".join(cells)
+                     + f" | {mean_std([u['train_minutes'] for u in us])} | {us[0]['device']} |")  # fmt: skip
+    lines += ["", "Document model against the control and against itself with random context: ΔBLEU (p), paired "
+              "bootstrap per seed and pooled over seeds (hypotheses of all seeds concatenated); ΔchrF the same.", "",
+              "| test set | against | " + " | ".join(f"seed {s}" for s in range(3)) + " | pooled | ΔchrF pooled |",
+              "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for name in TEST_SETS:
+        for baseline in ("control", "random"):
+            t = tests[name][baseline]
+            if not t:
+                continue
+            cells = [_delta(t[s]) if s in t else "-" for s in range(3)]
+            pooled = t.get("pooled")
+            lines.append(f"| {name} | {baseline} | " + " | ".join(cells)
+                         + f" | {_delta(pooled) if pooled else '-'} | {_delta(pooled, 'chrf') if pooled else '-'} |")  # fmt: skip
+    pronoun_rows = [(u, c) for u in units for c in u.get("pronouns", {})]
+    if pronoun_rows:
+        keys = sorted({k for u, c in pronoun_rows for k in u["pronouns"][c]["by_pronoun"]})
+        lines += ["", "Contrastive pronoun items (`pronoun_items.jsonl`): accuracy (the reference above every "
+                  "variant), overall, by German pronoun, and by whether a noun of the pronoun's gender is in the "
+                  "previous two reference sentences.", "",
+                  "| unit | context | n | accuracy | noun in context | no noun | " + " | ".join(keys) + " |",
+                  "|---|---|---|---|---|---|" + "---|" * len(keys)]  # fmt: skip
+        for u, c in pronoun_rows:
+            p = u["pronouns"][c]
+            noun = p["by_noun_in_context"]
+            cells = [f"{p['by_pronoun'][k]['accuracy']:.3f} ({p['by_pronoun'][k]['n']})" if k in p["by_pronoun"]
+                     else "-" for k in keys]  # fmt: skip
+            lines.append(f"| {u['unit']} | {c} | {p['n']} | {p['accuracy']:.3f} | "
+                         f"{noun.get('true', {}).get('accuracy', float('nan')):.3f} | "
+                         f"{noun.get('false', {}).get('accuracy', float('nan')):.3f} | " + " | ".join(cells) + " |")  # fmt: skip
+    first = units[0]
+    some = next(iter(first["tests"].values()))
+    lines += ["", f"BLEU: `{some['bleu_signature']}`", f"chrF: `{some['chrf_signature']}`", "",
+              "Units (model signatures):", ""]  # fmt: skip
+    lines += [f"- {u['unit']} ({u['device']}, {u['steps']} steps, commit {(u.get('commit') or '?')[:10]}): "
+              f"`{u['model_signature']}`" for u in units]  # fmt: skip
+    text = "\n".join(lines) + "\n"
+    (results / "results.md").write_text(text, encoding="utf-8")
+    print(text)
+    return text
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    plan = [parse_unit(u) for u in args.units] if args.units else PLAN
+    done = done_units(args.results)
+    if args.list:
+        for kind, seed in PLAN:
+            print(f"{'done' if unit_name(kind, seed) in done else 'todo'}  {unit_name(kind, seed)}")
+        return 0
+    if args.aggregate:
+        aggregate(args)
+        return 0
+    import torch
+
+    device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    torch.set_num_threads(args.threads)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    run_plan(plan, done, lambda kind, seed: run_unit(args, kind, seed, device), args.time_limit, args.max_units,
+             after=None if args.no_aggregate else lambda: aggregate(args))  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,403 @@
+"""A contrastive pronoun test built from real documents, in the spirit of ContraPro (Müller et al. 2018): wherever an
+English ``it`` (or ``its``) is word-aligned to a German 3rd-person singular pronoun in the reference, the reference is
+paired with contrastive variants that put the other genders' form of the same case in its place. A model passes an
+item when it scores the true reference above every variant (teacher-forced log-probability, as
+:func:`hf_syntax_mt.evaluation.contrastive.score_contrastive`).
+
+Construction (:func:`build_pronoun_items`; the alignments come from outside, e.g. eflomal):
+
+- ``it`` -> personal pronoun. The German form tells gender and case where it can: ``er`` (masc. nom.), ``ihn``
+  (masc. acc.), ``ihm`` (masc. or neut. dat.), ``ihr`` (fem. dat.). ``es`` and ``sie`` are nominative or accusative:
+  the case is taken from the token before (an accusative preposition -> acc.; a dative or two-way preposition -> the
+  item is dropped) or else from the English ``it``'s dependency relation (``nsubj``/``nsubjpass``/``expl`` -> nom.,
+  ``dobj`` -> acc.); anything else is dropped as a case we cannot tell. Variants: the other genders' forms in that
+  case (nom. er/sie/es, acc. ihn/sie/es, dat. ihm/ihr; masculine and neuter share the dative, so an ``ihm`` item has
+  the one variant ``ihr``).
+- ``its`` -> possessive ``sein-``/``ihr-`` with its ending (``seinem`` <-> ``ihrem``): masc./neut. against fem.
+- ``they`` is left out: its German ``sie`` (plural) has no gender, so there is no gender contrast to make.
+- An item needs exactly one aligned German pronoun of the right kind; variants keep the capitalisation of the form.
+
+Each item records its document id, line, the previous (up to) two source sentences of its document as ``context``,
+the true pronoun with gender and case (and how the case was decided), its variants, and whether a German noun of the
+true gender occurs in the previous two *reference* sentences of the document (``noun_in_context``) or earlier in the
+same reference sentence (``noun_in_sentence``). Noun genders come from :class:`NounGenders`, a lexicon read from
+German CoNLL-U files (UD FEATS ``Gender``), with compounds looked up by their longest known final part.
+
+Only pointers, the verbatim sentences and the variant *forms* are stored; :func:`variant_references` builds the
+variant sentences in memory (the TED part of the test data is CC BY-NC-ND: no modified text is written).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+__all__ = [
+    "NounGenders",
+    "build_pronoun_items",
+    "german_tokens",
+    "load_pronoun_items",
+    "pronoun_variants",
+    "random_contexts",
+    "score_pronoun_items",
+    "variant_references",
+    "write_pronoun_items",
+]
+
+GERMAN_TOKEN = re.compile(r"\w+|[^\w\s]")
+#: (gender, case) -> form; masculine and neuter share the dative (``ihm``)
+FORMS = {
+    ("masc", "nom"): "er", ("fem", "nom"): "sie", ("neut", "nom"): "es",
+    ("masc", "acc"): "ihn", ("fem", "acc"): "sie", ("neut", "acc"): "es",
+    ("masc|neut", "dat"): "ihm", ("fem", "dat"): "ihr",
+}  # fmt: skip
+#: personal pronoun form -> (gender, case); case None: nominative or accusative, decided from the context
+PERSONAL = {"er": ("masc", "nom"), "ihn": ("masc", "acc"), "ihm": ("masc|neut", "dat"), "ihr": ("fem", "dat"),
+            "es": ("neut", None), "sie": ("fem", None)}  # fmt: skip
+POSSESSIVE = re.compile(r"^(sein|ihr)(e|em|en|er|es)?$")
+ACCUSATIVE_PREPOSITIONS = {"für", "durch", "gegen", "ohne", "um", "wider"}
+OTHER_PREPOSITIONS = {"mit", "von", "zu", "aus", "bei", "nach", "seit", "gegenüber", "außer", "an", "auf", "in",
+                      "über", "unter", "vor", "hinter", "neben", "zwischen", "entlang"}  # fmt: skip
+NOMINATIVE_DEPS = {"nsubj", "nsubjpass", "expl", "csubj"}
+ACCUSATIVE_DEPS = {"dobj", "obj"}
+#: capitalised words that are no nouns (pronouns, determiners at a sentence start are caught by the position rule)
+NOT_NOUNS = {"sie", "ihr", "ihnen", "ihre", "ihrem", "ihren", "ihrer", "ihres"}
+
+
+def german_tokens(text: str) -> list[tuple[str, int, int]]:
+    """Words and punctuation of a German sentence with their character spans: ``[(token, start, end), ...]``."""
+    return [(m.group(0), m.start(), m.end()) for m in GERMAN_TOKEN.finditer(text)]
+
+
+def _match_case(form: str, like: str) -> str:
+    return form[:1].upper() + form[1:] if like[:1].isupper() else form
+
+
+def pronoun_variants(pronoun: str, gender: str, case: str) -> list[str]:
+    """The contrastive forms of ``pronoun`` (its gender and case as :data:`FORMS` names them, or case ``"poss"``),
+    capitalised as ``pronoun`` is."""
+    if case == "poss":
+        m = POSSESSIVE.match(pronoun.lower())
+        if m is None:
+            raise ValueError(f"{pronoun!r} is not a possessive sein-/ihr- form")
+        other = "ihr" if m.group(1) == "sein" else "sein"
+        return [_match_case(other + (m.group(2) or ""), pronoun)]
+    forms = {f for (g, c), f in FORMS.items() if c == case and g != gender}
+    if (gender, case) not in FORMS:
+        raise ValueError(f"no German pronoun of gender {gender!r} and case {case!r}")
+    return [_match_case(f, pronoun) for f in sorted(forms - {FORMS[gender, case]})]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Noun genders
+# ------------------------------------------------------------------------------------------------------------------
+class NounGenders:
+    """German noun -> gender (``"masc"``, ``"fem"``, ``"neut"``), from the NOUN tokens of CoNLL-U files with a single
+    ``Gender`` in FEATS (singular forms and lemmas, lower-cased: a plural is no antecedent of ``er``/``sie``/``es``; a
+    word whose genders disagree in more than a third of its occurrences is left out). :meth:`gender` also finds compounds by their longest known final part (at least 4
+    letters, after at least 3): ``Parlamentsdebatte`` -> ``debatte`` -> fem."""
+
+    def __init__(self, counts: Mapping[str, Counter] | None = None):
+        self.table: dict[str, str] = {}
+        for word, genders in (counts or {}).items():
+            gender, n = genders.most_common(1)[0]
+            if n * 3 >= 2 * sum(genders.values()):
+                self.table[word] = gender
+        self._suffixes = sorted({w for w in self.table if len(w) >= 4}, key=len, reverse=True)
+
+    @classmethod
+    def from_conllu(cls, paths: Iterable[str | Path]) -> NounGenders:
+        from ..data.readers import iter_lines
+
+        counts: dict[str, Counter] = defaultdict(Counter)
+        names = {"Masc": "masc", "Fem": "fem", "Neut": "neut"}
+        for path in paths:
+            for _, line in iter_lines(path):
+                cols = line.split("\t")
+                if len(cols) != 10 or not cols[0].isdigit() or cols[3] != "NOUN":
+                    continue
+                feats = dict(f.split("=", 1) for f in cols[5].split("|") if "=" in f)
+                gender = names.get(feats.get("Gender", ""))
+                if gender:
+                    if feats.get("Number") != "Plur":  # a plural form is no antecedent of a singular pronoun
+                        counts[cols[1].lower()][gender] += 1
+                    if cols[2] not in ("_", ""):  # the lemma is the singular
+                        counts[cols[2].lower()][gender] += 1
+        return cls(counts)
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def gender(self, noun: str) -> str | None:
+        word = noun.lower()
+        if word in self.table:
+            return self.table[word]
+        for suffix in self._suffixes:  # longest first
+            if len(word) - len(suffix) >= 3 and word.endswith(suffix):
+                return self.table[suffix]
+        return None
+
+    def nouns(self, text: str, before: int | None = None) -> list[tuple[str, str]]:
+        """``(noun, gender)`` of the capitalised words of ``text`` (up to character ``before``) whose gender is
+        known; the first word counts only when the lexicon knows it as it is."""
+        out = []
+        for k, (token, start, _) in enumerate(german_tokens(text)):
+            if before is not None and start >= before:
+                break
+            if not token[:1].isupper() or token.lower() in NOT_NOUNS or len(token) < 2:
+                continue
+            if k == 0 and token.lower() not in self.table:
+                continue
+            if (gender := self.gender(token)) is not None:
+                out.append((token, gender))
+        return out
+
+
+def _compatible(noun_gender: str, gender: str) -> bool:
+    return noun_gender in gender.split("|")
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Items
+# ------------------------------------------------------------------------------------------------------------------
+def _case_of(form: str, previous: str | None, english_dep: str) -> tuple[str | None, str]:
+    """(case, evidence) of ``es``/``sie``; case None when it cannot be told."""
+    if previous in ACCUSATIVE_PREPOSITIONS:
+        return "acc", f"preposition:{previous}"
+    if previous in OTHER_PREPOSITIONS:
+        return None, f"preposition:{previous}"
+    if english_dep in NOMINATIVE_DEPS:
+        return "nom", f"english_dep:{english_dep}"
+    if english_dep in ACCUSATIVE_DEPS:
+        return "acc", f"english_dep:{english_dep}"
+    return None, f"english_dep:{english_dep}"
+
+
+def build_pronoun_items(
+    corpus: str,
+    sources: Sequence[str],
+    source_words: Sequence[Sequence[str]],
+    source_deps: Sequence[Sequence[str]],
+    references: Sequence[str],
+    doc_ids: Sequence[str],
+    links: Sequence[Iterable[tuple[int, int]]],
+    nouns: NounGenders,
+    context_sentences: int = 2,
+) -> tuple[list[dict], Counter]:
+    """The pronoun items of one test set (see the module docstring) and a count of the candidates left out, by reason.
+
+    Args:
+        corpus: the test set's name (item ids are ``{corpus}-{line}-{word}``).
+        sources: the English sentences; ``source_words`` / ``source_deps``: their parse's words and relations.
+        references: the German reference sentences (tokenised with :func:`german_tokens`).
+        doc_ids: one document id per line (documents contiguous).
+        links: per line, the alignment links ``(English word index, German token index)``, both 0-based.
+        nouns: the noun-gender lexicon.
+        context_sentences: how many previous sentences of the document are the context (source) and are searched
+            for nouns (reference).
+    """
+    n = len(sources)
+    for name, seq in (("source_words", source_words), ("source_deps", source_deps), ("references", references),
+                      ("doc_ids", doc_ids), ("links", links)):  # fmt: skip
+        if len(seq) != n:
+            raise ValueError(f"{corpus}: {name} has {len(seq)} lines but sources has {n}")
+    items, dropped = [], Counter()
+    start = 0  # first line of the current document
+    for line in range(n):
+        if line and doc_ids[line] != doc_ids[line - 1]:
+            start = line
+        words = source_words[line]
+        tokens = german_tokens(references[line])
+        aligned: dict[int, list[int]] = defaultdict(list)
+        for i, j in links[line]:
+            if not (0 <= i < len(words) and 0 <= j < len(tokens)):
+                raise ValueError(f"{corpus} line {line + 1}: link {i}-{j} is outside the sentence pair "
+                                 f"({len(words)} English words, {len(tokens)} German tokens)")  # fmt: skip
+            aligned[i].append(j)
+        for i, word in enumerate(words):
+            english = word.lower()
+            if english not in ("it", "its"):
+                continue
+            if english == "it":
+                found = [j for j in aligned[i] if tokens[j][0].lower() in PERSONAL]
+            else:
+                found = [j for j in aligned[i] if POSSESSIVE.match(tokens[j][0].lower())]
+            if len(found) != 1:
+                dropped[f"{english}: {'no' if not found else 'several'} aligned German pronoun(s)"] += 1
+                continue
+            j = found[0]
+            form, s, e = tokens[j]
+            if english == "its":
+                gender, case, evidence = ("fem" if form.lower().startswith("ihr") else "masc|neut"), "poss", "form"
+            else:
+                gender, case = PERSONAL[form.lower()]
+                evidence = "form"
+                if case is None:
+                    previous = tokens[j - 1][0].lower() if j else None
+                    case, evidence = _case_of(form.lower(), previous, source_deps[line][i])
+                    if case is None:
+                        dropped[f"it -> {form.lower()}: case unknown ({evidence.split(':')[0]})"] += 1
+                        continue
+            context_lines = range(max(start, line - context_sentences), line)
+            context_nouns = [(noun, g) for k in context_lines for noun, g in nouns.nouns(references[k])]
+            sentence_nouns = nouns.nouns(references[line], before=s)
+            items.append({
+                "id": f"{corpus}-{line + 1}-{i}", "corpus": corpus, "doc_id": doc_ids[line], "line": line + 1,
+                "sentence_in_document": line - start, "context": [sources[k] for k in context_lines],
+                "source": sources[line], "reference": references[line], "english": word, "english_index": i,
+                "english_dep": source_deps[line][i], "pronoun": form, "span": [s, e], "gender": gender, "case": case,
+                "case_evidence": evidence, "variants": pronoun_variants(form, gender, case),
+                "context_nouns": [list(x) for x in context_nouns],
+                "noun_in_context": any(_compatible(g, gender) for _, g in context_nouns),
+                "noun_in_sentence": any(_compatible(g, gender) for _, g in sentence_nouns),
+            })  # fmt: skip
+    return items, dropped
+
+
+def variant_references(item: Mapping) -> list[str]:
+    """The contrastive references of ``item``: its reference with each variant form in the pronoun's span."""
+    s, e = item["span"]
+    reference = item["reference"]
+    if reference[s:e] != item["pronoun"]:
+        raise ValueError(f"item {item.get('id')}: characters {s}-{e} of the reference are {reference[s:e]!r}, not the "
+                         f"pronoun {item['pronoun']!r}")  # fmt: skip
+    return [reference[:s] + form + reference[e:] for form in item["variants"]]
+
+
+def write_pronoun_items(path: str | Path, items: Iterable[Mapping]) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps(item, ensure_ascii=False, separators=(",", ":")) + "\n" for item in items)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def load_pronoun_items(path: str | Path) -> list[dict]:
+    """Items written by :func:`write_pronoun_items`; each item's span is checked against its reference."""
+    from ..data.readers import read_lines
+
+    items = []
+    for k, line in enumerate(read_lines(path), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}:{k}: invalid JSON: {e}") from e
+        missing = [f for f in ("source", "reference", "pronoun", "span", "variants", "context") if f not in item]
+        if missing:
+            raise ValueError(f"{path}:{k}: item lacks the field(s) {missing}")
+        variant_references(item)
+        items.append(item)
+    return items
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Context controls and scoring
+# ------------------------------------------------------------------------------------------------------------------
+def random_contexts(doc_ids: Sequence[str], sentences: Sequence[str], k: int, seed: int = 0) -> list[list[str]]:
+    """For each sentence, the context that a sentence of *another* document has: every document is paired with a
+    different one (a seeded random derangement), and sentence i gets the previous ``k`` sentences of sentence
+    ``i % len(other)`` of it. The amount of context is kept where the other document is long enough (the first
+    sentence still gets none); only its content comes from elsewhere (Li et al. 2020's control)."""
+    if len(doc_ids) != len(sentences):
+        raise ValueError(f"{len(doc_ids)} document ids but {len(sentences)} sentences")
+    documents: dict[str, list[str]] = {}
+    for doc, sentence in zip(doc_ids, sentences, strict=True):
+        documents.setdefault(doc, []).append(sentence)
+    names = list(documents)
+    if len(names) < 2:
+        raise ValueError("random context needs at least two documents")
+    rng = random.Random(seed)
+    while True:
+        shuffled = names[:]
+        rng.shuffle(shuffled)
+        if all(a != b for a, b in zip(names, shuffled, strict=True)):
+            break
+    other = dict(zip(names, shuffled, strict=True))
+    out, position = [], Counter()
+    for doc in doc_ids:
+        i = position[doc]
+        position[doc] += 1
+        source = documents[other[doc]]
+        j = i % len(source)
+        out.append(source[max(0, j - k) : j])
+    return out
+
+
+def _random_item_contexts(items: Sequence[Mapping], seed: int) -> list[list[str]]:
+    """Each item gets the context of an item of another document (of the same corpus when there is one) with as many
+    context sentences, drawn with a seeded generator."""
+    rng = random.Random(seed)
+    pools: dict[tuple, list[int]] = defaultdict(list)
+    for idx, item in enumerate(items):
+        pools[item.get("corpus"), len(item["context"])].append(idx)
+    out = []
+    for item in items:
+        pool = [j for j in pools[item.get("corpus"), len(item["context"])] if items[j]["doc_id"] != item["doc_id"]]
+        if not pool:
+            pool = [j for j, other in enumerate(items) if other["doc_id"] != item["doc_id"]]
+        out.append(list(items[rng.choice(pool)]["context"]) if pool else [])
+    return out
+
+
+def _accuracy(flags: list[bool]) -> dict:
+    return {"n": len(flags), "correct": sum(flags), "accuracy": sum(flags) / len(flags) if flags else float("nan")}
+
+
+def pronoun_key(item: Mapping) -> str:
+    """The German pronoun an item is grouped by: the form (``er``, ``ihm``), possessives as ``sein-``/``ihr-``."""
+    if item["case"] == "poss":
+        return "ihr-" if item["pronoun"].lower().startswith("ihr") else "sein-"
+    return item["pronoun"].lower()
+
+
+def score_pronoun_items(model, tokenizer, items: Sequence[Mapping], context: str = "document", seed: int = 0,
+                        batch_size: int = 32) -> dict:  # fmt: skip
+    """Accuracy of ``model`` on pronoun items: an item is right when its reference scores strictly higher than every
+    variant (:func:`~hf_syntax_mt.evaluation.contrastive.score_contrastive`).
+
+    Args:
+        context: ``"document"`` (the item's previous sentences), ``"random"`` (the context of an item of another
+            document, seeded by ``seed``) or ``"none"``. A model without document context ignores it.
+
+    Returns:
+        ``{"context", "accuracy", "n", "correct", "by_pronoun", "by_noun_in_context", "by_corpus", "results"}``: the
+        groups map to ``{"n", "correct", "accuracy"}``; ``results[i]`` is item ``i``'s outcome (bool).
+    """
+    from .contrastive import score_contrastive
+
+    if context not in ("document", "random", "none"):
+        raise ValueError(f"context must be 'document', 'random' or 'none', got {context!r}")
+    items = list(items)
+    if context == "document":
+        contexts = [list(item["context"]) for item in items]
+    elif context == "random":
+        contexts = _random_item_contexts(items, seed)
+    else:
+        contexts = [[] for _ in items]
+    examples, owner = [], []
+    for idx, (item, ctx) in enumerate(zip(items, contexts, strict=True)):
+        for variant in variant_references(item):
+            examples.append({"source": item["source"], "correct": item["reference"], "contrastive": variant,
+                             "context": ctx})  # fmt: skip
+            owner.append(idx)
+    scored = score_contrastive(model, tokenizer, examples, batch_size=batch_size)["results"] if examples else []
+    outcome = [True] * len(items)
+    for idx, result in zip(owner, scored, strict=True):
+        outcome[idx] = outcome[idx] and result["correct"]
+    groups: dict[str, dict[str, list[bool]]] = {"by_pronoun": defaultdict(list), "by_noun_in_context": defaultdict(list),
+                                                "by_corpus": defaultdict(list)}  # fmt: skip
+    for item, ok in zip(items, outcome, strict=True):
+        groups["by_pronoun"][pronoun_key(item)].append(ok)
+        groups["by_noun_in_context"][str(bool(item.get("noun_in_context"))).lower()].append(ok)
+        groups["by_corpus"][item.get("corpus", "")].append(ok)
+    return {
+        "context": context, **_accuracy(outcome),
+        **{name: {key: _accuracy(flags) for key, flags in sorted(g.items())} for name, g in groups.items()},
+        "results": outcome,
+    }  # fmt: skip

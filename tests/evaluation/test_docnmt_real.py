@@ -1,0 +1,160 @@
+"""`benchmarks/docnmt_real.py` without training: the train-script arguments of each unit (parsed by the train
+script itself), translation with given contexts against `translate_document` on a tiny document model, and the
+aggregate's paired tests against sacrebleu computed directly on hand-built unit files."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+import sacrebleu
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+import docnmt_real as study  # noqa: E402
+
+
+def _files(tmp_path) -> dict:
+    names = ("train", "newstest2015")
+    return {n: {k: tmp_path / f"{n}.{k}" for k in ("en", "de", "docid")} for n in names}
+
+
+def _args(tmp_path, quick=False):
+    return study.parse_args(["--results", str(tmp_path / "results"), "--output-dir", str(tmp_path / "out")]
+                            + (["--quick"] if quick else []))  # fmt: skip
+
+
+def test_unit_arguments_parse_and_differ_only_where_the_design_says(tmp_path):
+    from hf_syntax_mt.training.script import parse_args as train_args
+
+    args = _args(tmp_path)
+    files = _files(tmp_path)
+    step1 = tmp_path / "out" / "step1-seed0" / "model"
+    with pytest.raises(RuntimeError, match="run the unit step1-seed0 first"):
+        study.train_argv(args, "document", 0, tmp_path / "d", files, tmp_path / "tok", "cpu")
+    step1.mkdir(parents=True)
+    (step1 / "config.json").write_text("{}")
+    parsed = {kind: train_args(study.train_argv(args, kind, 1, tmp_path / kind, files, tmp_path / "tok", "cpu"))
+              for kind in ("step1", "document", "control")}  # fmt: skip
+    model, data, training = parsed["step1"]
+    assert model.model_name_or_path is None and model.config_overrides == "attention_init=xavier"
+    assert training.bf16 and training.max_steps == study.STEP1_STEPS and training.max_tokens == 2500
+    assert training.lr_scheduler_type == "inverse_sqrt" and training.learning_rate == 7e-4
+    assert data.train_docid_file is None and data.max_source_length == 128
+    model, data, training = parsed["document"]
+    assert model.model_name_or_path == str(step1) and model.context_sentences == 2 and model.freeze_sentence_level
+    assert model.config_overrides == "context_encoder_layers=1,context_gating=true"
+    assert data.train_docid_file == str(files["train"]["docid"]) and data.validation_docid_file
+    # step 2 runs at the learning rate where step 1's inverse-square-root schedule ended
+    assert training.learning_rate == pytest.approx(7e-4 * math.sqrt(800 / study.STEP1_STEPS), rel=1e-5)
+    assert training.lr_scheduler_type == "constant_with_warmup" and training.max_steps == study.STEP2_STEPS
+    control_model, control_data, control_training = parsed["control"]
+    assert control_model.context_sentences is None and not control_model.freeze_sentence_level
+    assert control_data.train_docid_file is None
+    for field in ("learning_rate", "max_steps", "warmup_steps", "max_tokens", "seed", "bf16"):
+        assert getattr(control_training, field) == getattr(training, field), field
+
+
+def test_quick_refuses_the_committed_results_directory():
+    with pytest.raises(SystemExit):
+        study.parse_args(["--quick"])
+    with pytest.raises(SystemExit, match="one step 1 unit"):
+        study.parse_unit("step1-seed1")
+
+
+@pytest.fixture(scope="module")
+def document_model(tmp_path_factory):
+    from hf_syntax_mt.training import build_model, model_config, train_tokenizer
+
+    texts = ["the cat sleeps on the sofa .", "it dreams of mice .", "a woman reads a book .", "she smiles ."]
+    tokenizer = train_tokenizer(texts * 20, vocab_size=80, min_frequency=1)
+    config = model_config(tokenizer, d_model=16, layers=2, heads=4, ffn_dim=32, context_sentences=2, init_std=1.0)
+    model = build_model(config, seed=0).eval()
+    return model, tokenizer, texts
+
+
+@pytest.mark.parametrize("batch_size", [1, 3])
+def test_translation_with_given_contexts_equals_translate_document_with_the_true_ones(document_model, batch_size):
+    model, tokenizer, texts = document_model
+    gen = dict(num_beams=1, max_new_tokens=6)
+    doc_ids = ["a", "a", "b", "b"]
+    expected = study.translate_documents(model, tokenizer, texts, doc_ids, batch_size, **gen)
+    assert expected == model.translate_document(texts[:2], tokenizer, **gen) + model.translate_document(texts[2:],
+                                                                                                         tokenizer, **gen)  # fmt: skip
+    true_contexts = [[], [texts[0]], [], [texts[2]]]
+    assert study.translate_with_contexts(model, tokenizer, texts, true_contexts, batch_size, **gen) == expected
+    swapped = [[], [texts[2]], [], [texts[0]]]  # another document's sentence
+    other = study.translate_with_contexts(model, tokenizer, texts, swapped, batch_size, **gen)
+    assert other[0] == expected[0] and other[2] == expected[2]  # no context either way
+    assert other != expected  # this random model reads its context
+    with pytest.raises(ValueError, match="4 sentences but 1 contexts"):
+        study.translate_with_contexts(model, tokenizer, texts, [[]])
+
+
+def _unit(kind, seed, hyps, random=None):
+    tests = {name: {"bleu": sacrebleu.corpus_bleu(hyps, [REFS]).score, "chrf": 0.0, "bleu_signature": "b",
+                    "chrf_signature": "c"} for name in study.TEST_SETS}  # fmt: skip
+    return {"unit": f"{kind}-seed{seed}", "kind": kind, "seed": seed, "tests": tests, "random_context": {},
+            "train_minutes": 1.0, "device": "cpu", "steps": 1, "model_signature": "m", "pronouns": {},
+            "hypotheses": {**{n: hyps for n in study.TEST_SETS},
+                           **({f"{n}.random": random for n in study.TEST_SETS} if random else {})}}  # fmt: skip
+
+
+REFS = ["a man rides a red bike", "two dogs play in the snow", "a girl reads a book", "the cat sleeps"]
+WRONG = ["a woman walks a dog", "two cats sit on a wall", "a boy eats a cake", "the dog runs"]
+HALF = REFS[:2] + WRONG[2:]
+
+
+def test_comparisons_per_seed_and_pooled_match_sacrebleu():
+    units = [_unit("document", 0, REFS, random=HALF), _unit("control", 0, WRONG),
+             _unit("document", 1, HALF, random=WRONG), _unit("control", 1, HALF), _unit("document", 2, REFS)]  # fmt: skip
+    references = {name: REFS + ["an unused reference"] for name in study.TEST_SETS}
+    tests = study.comparisons(units, references, samples=50)
+    t = tests["iwslt17.test"]
+    assert set(t["control"]) == {0, 1, "pooled"} and set(t["random"]) == {0, 1, "pooled"}  # seed 2: no control
+
+    def bleu(h, r=REFS):
+        return sacrebleu.corpus_bleu(h, [r]).score
+
+    assert t["control"][0]["bleu"]["system"] == pytest.approx(100.0)
+    assert t["control"][0]["bleu"]["baseline"] == pytest.approx(bleu(WRONG))
+    assert t["random"][1]["bleu"]["baseline"] == pytest.approx(bleu(WRONG))
+    assert t["random"][1]["bleu"]["system"] == pytest.approx(bleu(HALF))
+    pooled = t["control"]["pooled"]["bleu"]
+    assert pooled["system"] == pytest.approx(bleu(REFS + HALF, REFS + REFS))
+    assert pooled["baseline"] == pytest.approx(bleu(WRONG + HALF, REFS + REFS))
+
+
+def test_aggregate_writes_the_tables_from_unit_files(tmp_path):
+    results = tmp_path / "results"
+    runs = results / "runs"
+    runs.mkdir(parents=True)
+    data = tmp_path / "data"
+    for name in study.TEST_SETS:
+        path = data / study.EVAL_SETS[name].target
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(r + "\n" for r in REFS), encoding="utf-8")
+    for unit in (_unit("step1", 0, WRONG), _unit("document", 0, REFS, random=HALF), _unit("control", 0, HALF)):
+        hyps = unit.pop("hypotheses")
+        for key, lines in hyps.items():
+            (runs / f"{unit['unit']}.{key}.txt").write_text("".join(h + "\n" for h in lines), encoding="utf-8")
+        (runs / f"{unit['unit']}.json").write_text(json.dumps(unit), encoding="utf-8")
+    args = study.parse_args(["--results", str(results), "--data", str(data), "--bootstrap-samples", "20"])
+    text = study.aggregate(args)
+    assert (results / "results.md").read_text(encoding="utf-8") == text
+    row = next(line for line in text.splitlines() if line.startswith("| iwslt17.test | control |"))
+    half = sacrebleu.corpus_bleu(HALF, [REFS]).score
+    assert f"{100 - half:+.2f}" in row
+    assert "| step1 | 0 |" in text and "| document, random context |" not in text  # no random_context scores
+
+
+def test_quick_subset_takes_the_first_lines_of_the_first_documents(tmp_path):
+    files = {"x": {k: tmp_path / f"x.{k}" for k in ("en", "de", "docid")}}
+    for key, lines in (("en", ["a0", "a1", "a2", "b0", "c0", "c1"]), ("de", ["A0", "A1", "A2", "B0", "C0", "C1"]),
+                       ("docid", ["a", "a", "a", "b", "c", "c"])):  # fmt: skip
+        files["x"][key].write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    assert study.documents(files, "x", 2, 2) == (["a0", "a1", "b0"], ["A0", "A1", "B0"], ["a", "a", "b"], [0, 1, 3])
+    assert study.documents(files, "x")[3] == [0, 1, 2, 3, 4, 5]
