@@ -73,6 +73,30 @@ def relative_path(arg: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------------------------------
+# Precision
+# ------------------------------------------------------------------------------------------------------------------
+def cpu_has_native_bf16() -> bool:
+    """Whether the CPU multiplies bf16 natively (AVX512-BF16 or AMX). Without it (e.g. AVX2-only CPUs) bf16 autocast
+    is emulated and much slower than fp32 (`benchmarks/bench_bf16.py` measured 5-12x on an AVX2 EPYC)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def choose_precision(requested: str, device: str) -> str:
+    """``requested`` ("fp32", "bf16"), or for "auto" bf16 where the device computes it natively, else fp32."""
+    if requested != "auto":
+        return requested
+    if device == "cuda":
+        import torch
+
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp32"
+    return "bf16" if cpu_has_native_bf16() else "fp32"
+
+
+# ------------------------------------------------------------------------------------------------------------------
 # Studies: units (a method and a seed), skipped when their JSON exists
 # ------------------------------------------------------------------------------------------------------------------
 def unit_name(method: str, seed: int) -> str:

@@ -29,7 +29,8 @@ document vs random context; a pooled bootstrap over the seeds' concatenated hypo
 
 The recipe is the Multi30k study's (d_model 256, 3+3 layers, 4 heads, FFN 1024, dropout 0.1, joint BPE 8,000, token
 batches of 2,500 padded tokens, Adam beta2 0.98, lr 7e-4 with 800 inverse-square-root warm-up steps, clipping 1.0,
-label smoothing 0.1, the average of the last 5 checkpoints, beam 4) with Trainer `--bf16`, `attention_init=xavier`,
+label smoothing 0.1, the average of the last 5 checkpoints, beam 4) with Trainer `--bf16` where the hardware computes
+bf16 natively (else fp32: `common.choose_precision`, recorded per unit), `attention_init=xavier`,
 sentences up to 128 subwords and `STEP1_STEPS` steps. Step 2 (document and control alike) runs `STEP2_STEPS` steps
 at the learning rate where step 1's schedule ended (constant after 200 warm-up steps), so the control is not thrown
 off by a new warm-up and both start from the same averaged step-1 weights. Validation: the first 400 sentences of
@@ -50,7 +51,18 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py, ende_sentence_data.py
-from common import DATA, ROOT, done_units, git_commit, relative_path, run_plan, software, unit_name, write_json
+from common import (
+    DATA,
+    ROOT,
+    choose_precision,
+    done_units,
+    git_commit,
+    relative_path,
+    run_plan,
+    software,
+    unit_name,
+    write_json,
+)
 from common import RESULTS as ALL_RESULTS
 from common import parse_unit as _parse_unit
 from ende_sentence_data import DEFAULT_CACHE, EVAL_SETS, TEST_SETS, VALIDATION_SET
@@ -74,7 +86,7 @@ RECIPE = dict(d_model=256, layers=3, heads=4, ffn_dim=1024, dropout=0.1, vocab_s
               average_checkpoints=5, average_every=200, num_beams=4, eval_steps=1000, max_eval_samples=400,
               max_length=128, context_sentences=2, context_encoder_layers=1, save_steps=500, max_train=None,
               max_test_documents=None, max_document_lines=None, max_items=None, translate_batch_size=32,
-              bf16=True)  # fmt: skip
+              precision="auto")  # fmt: skip
 QUICK = dict(d_model=32, layers=2, ffn_dim=64, vocab_size=600, max_tokens=800, step1_steps=12, step2_steps=6,
              warmup_steps=4, step2_warmup_steps=2, average_checkpoints=2, average_every=2, eval_steps=6,
              max_eval_samples=6, max_length=20, num_beams=1, save_steps=4, max_train=120, max_test_documents=2,
@@ -219,7 +231,7 @@ def train_argv(args, kind: str, seed: int, out: Path, files: dict, tokenizer: Pa
         argv += ["--context_sentences", str(r["context_sentences"]), "--freeze_sentence_level",
                  "--config_overrides", f"context_encoder_layers={r['context_encoder_layers']},context_gating=true",
                  "--train_docid_file", str(train["docid"]), "--validation_docid_file", str(validation["docid"])]  # fmt: skip
-    if r["bf16"]:
+    if choose_precision(r["precision"], device) == "bf16":  # bf16 only where it is native (common.choose_precision)
         argv.append("--bf16")
     if device == "cpu":
         argv.append("--use_cpu")
@@ -348,6 +360,7 @@ def run_unit(args, kind: str, seed: int, device: str) -> Path:
         "tokens_seen": info["num_input_tokens_seen"], "curve": info["curve"], "averaged_steps": info["averaged_steps"],
         "validation": info["scores"].get("validation"), **scores, "model_signature": info["model_signature"],
         "device": device if device == "cpu" else f"cuda ({torch.cuda.get_device_name()})",
+        "precision": choose_precision(args.recipe["precision"], device),
         "threads": torch.get_num_threads(), **software(), "commit": git_commit(),
         "train_argv": [relative_path(a) for a in argv],
         "hypotheses_sha256": {k: hashlib.sha256("".join(h + "\n" for h in v).encode()).hexdigest()

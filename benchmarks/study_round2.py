@@ -46,6 +46,8 @@ from common import (  # noqa: E402
     DATA,
     ROOT,
     UnitFileError,
+    choose_precision,
+    cpu_has_native_bf16,
     done_units,
     git_commit,
     load_unit,
@@ -86,26 +88,6 @@ def parse_unit(name: str) -> tuple[str, str, int]:
         raise SystemExit(f"unknown unit {name!r}: use SETTING-METHOD-seedK with SETTING in {list(SETTINGS)} and "
                          f"METHOD in {list(METHODS)}")  # fmt: skip
     return setting, method, int(seed)
-
-
-def cpu_has_native_bf16() -> bool:
-    """Whether the CPU multiplies bf16 natively (AVX512-BF16 or AMX). Without it (e.g. AVX2-only CPUs) bf16 autocast
-    is emulated and much slower than fp32 (`benchmarks/bench_bf16.py` measured 5-12x on an AVX2 EPYC)."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
-def choose_precision(requested: str, device: str) -> str:
-    if requested != "auto":
-        return requested
-    if device == "cuda":
-        import torch
-
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp32"
-    return "bf16" if cpu_has_native_bf16() else "fp32"
 
 
 def parse_args(argv=None):
