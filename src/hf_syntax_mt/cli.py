@@ -129,6 +129,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         bucket_chart=args.bucket_chart, gold_conllu=args.gold_conllu, input_conllu=args.input_conllu,
         heatmap=args.heatmap, arcs=args.arcs, arcs_sentence=args.arcs_sentence,
         arcs_layer_head=tuple(args.layer_head) if args.layer_head else None, max_sentences=args.max_sentences,
+        docids=args.docids, no_context=args.no_context,
     )  # fmt: skip
     print(format_evaluation(result))
     if args.json:
@@ -229,6 +230,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--gold-conllu", help="gold trees of the source sentences for the attention scores")
     e.add_argument("--input-conllu", help="parses fed to the syntax heads (default: the gold trees)")
     e.add_argument("--max-sentences", type=int, help="score only the first N gold sentences")
+    e.add_argument("--docids", metavar="FILE", help="a document-level model's attention scores: one document id per "
+                   "--gold-conllu sentence, so the encoder reads each sentence with its document's previous sentences")  # fmt: skip
+    e.add_argument("--no-context", action="store_true", help="score a document-level model's attention without "
+                   "context (otherwise refused without --docids)")  # fmt: skip
     e.add_argument("--heatmap", help="PNG heatmap of attachment scores (layers x heads)")
     e.add_argument("--arcs", help="PNG of the gold arcs and one head's attention over a sentence")
     e.add_argument("--arcs-sentence", type=int, default=0)
