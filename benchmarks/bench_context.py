@@ -14,13 +14,16 @@ Generation is greedy (and beam search with `--num-beams`).
     python benchmarks/bench_context.py                  # writes benchmarks/results/context.json
     python benchmarks/bench_context.py --quick
 
-Targets (issue 5): training >= 0.85x and decoding >= 0.85x the throughput of the model without context.
+Targets (issue 5): training >= 0.85x and decoding >= 0.85x the throughput of the model without context. Issue 27
+judges the ratios against what the method's arithmetic allows: the JSON has `flop_bound` (the throughput ratio if
+time followed matmul FLOPs, `hf_syntax_mt.methods.context_cost`), `ratio_of_bound` and the load average.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 import torch
@@ -41,6 +44,7 @@ from transformers import MarianMTModel
 from hf_syntax_mt.data import DataCollatorForSyntaxMT
 from hf_syntax_mt.data.documents import encode_context
 from hf_syntax_mt.demo.synthetic_grammar import generate_corpus
+from hf_syntax_mt.methods.context_cost import context_flops
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
 TARGETS = {"train_ratio": 0.85, "generate_ratio": 0.85}
@@ -109,6 +113,12 @@ def main():
         "train_step2_ratio": med["vanilla"] / med["document_context_step2"],
         "generate_ratio": gmed["vanilla"] / gmed["document_context"],
     }
+    # the bound: the throughput ratio the added matmul FLOPs allow (padded lengths, as the tensors have them)
+    lengths = dict(source_len=batch["input_ids"].shape[1], context_len=batch["context_input_ids"].shape[1],
+                   batch=args.batch_size, context_tokens=n_ctx)  # fmt: skip
+    flops = context_flops(context_model.config, target_len=batch["labels"].shape[1], **lengths)  # training
+    decode_flops = context_flops(context_model.config, target_len=args.new_tokens, **lengths)  # greedy, new tokens
+    bounds = {"train_ratio": flops.train_bound, "generate_ratio": decode_flops.decode_bound}
     result = {
         **result_header(args, "context_vs_sentence_level", "document_context", n_src, n_tgt),
         "context_tokens": n_ctx,
@@ -116,12 +126,17 @@ def main():
         "encoder_seconds_median": emed,
         "decoding_step_seconds": {k: (gmed[k] - emed[k]) / args.new_tokens for k in gmed},  # approximate
         "ratios": ratios,
+        "flop_bound": bounds,  # what time proportional to matmul FLOPs would give (methods/context_cost.py)
+        "ratio_of_bound": {k: ratios[k] / v for k, v in bounds.items()},
+        "flops": {"train": {k: v for k, v in flops.as_dict().items() if not k.startswith("decode")},
+                  "decode": {k: v for k, v in decode_flops.as_dict().items() if not k.startswith("train")}},
+        "load_average": list(os.getloadavg()),  # the cores are shared: the 1, 5 and 15 minute load when it ended
         "targets": TARGETS,
         "meets_targets": {k: ratios[k] >= v for k, v in TARGETS.items()},
     }
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     write_json(args.output, result)
-    print(json.dumps({"ratios": ratios, "train": med, "generate": gmed, "encoder": emed,
+    print(json.dumps({"ratios": ratios, "flop_bound": bounds, "load_average": result["load_average"], "train": med, "generate": gmed, "encoder": emed,
                       "decoding_step": result["decoding_step_seconds"], "meets_targets": result["meets_targets"],
                       "tokens": {"source": n_src, "target": n_tgt, "context": n_ctx}}, indent=2))  # fmt: skip
 

@@ -47,10 +47,14 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _translate(args: argparse.Namespace) -> int:
-    from transformers import pipeline
+    """Translate a file line by line, or document by document with the model's own context (`--docids`,
+    `--documents blank-lines`); one output line per input line."""
+    from transformers import AutoConfig, pipeline
 
     import hf_syntax_mt  # noqa: F401  (registers the pipeline task)
+    from hf_syntax_mt.data.documents import blank_line_spans, doc_id_spans
     from hf_syntax_mt.data.readers import decode_utf8, read_text, split_lines
+    from hf_syntax_mt.inference import translate_lines
 
     model = _model_directory(args.model)  # before reading standard input
     if args.input == "-":
@@ -59,14 +63,37 @@ def _translate(args: argparse.Namespace) -> int:
     else:
         text = read_text(args.input)
     lines = split_lines(text)  # one output line per "\n"-terminated input line, whatever other breaks a line holds
+    name = "<stdin>" if args.input == "-" else args.input
+    # the documents first: bad input fails before the model loads
+    documents = None
+    if args.docids:
+        documents = doc_id_spans(lines, args.docids, name)
+    elif args.documents == "blank-lines":
+        documents = blank_line_spans(lines, name)
+    k = getattr(AutoConfig.from_pretrained(model), "context_sentences", 0) or 0
+    if k and documents is None and not args.no_context:
+        raise SystemExit(
+            f"error: {args.model} is a document-level model (context_sentences={k}: it reads the previous {k} source "
+            f"sentences of the document), but {name} was given as plain sentences. Give the documents: --docids FILE "
+            "(one document id per input line) or --documents blank-lines (documents separated by a blank line); or "
+            "pass --no-context to translate every sentence without context (the model then works as the "
+            "sentence-level model it was built from)."
+        )
+    if documents is not None and not k:
+        print(f"note: {args.model} has no document context (context_sentences=0): translating the {len(documents)} "
+              "documents sentence by sentence", file=sys.stderr)  # fmt: skip
+    elif documents is not None and args.no_context:
+        print(f"note: --no-context: translating the {len(documents)} documents sentence by sentence, without "
+              "context", file=sys.stderr)  # fmt: skip
     parser = None
     if args.parser:
         key = {"stanza": "lang", "spacy": "model", "conllu": "path"}[args.parser]
         parser = {"backend": args.parser, **({key: args.parser_model} if args.parser_model else {})}
     translator = pipeline("syntax-translation", model=model, parser=parser)
-    outputs = translator(lines, batch_size=args.batch_size, num_beams=args.num_beams)
+    outputs = translate_lines(translator, lines, documents, use_context=not args.no_context,
+                              batch_size=args.batch_size, num_beams=args.num_beams)  # fmt: skip
     # a line break inside a translation would shift every later line of the output: write it as a space
-    text = "".join(" ".join(split_lines(o["translation_text"]) or [""]) + "\n" for o in outputs)
+    text = "".join(" ".join(split_lines(o) or [""]) + "\n" for o in outputs)
     if args.output == "-":
         sys.stdout.write(text)
     else:
@@ -133,6 +160,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         bucket_chart=args.bucket_chart, gold_conllu=args.gold_conllu, input_conllu=args.input_conllu,
         heatmap=args.heatmap, arcs=args.arcs, arcs_sentence=args.arcs_sentence,
         arcs_layer_head=tuple(args.layer_head) if args.layer_head else None, max_sentences=args.max_sentences,
+        docids=args.docids, no_context=args.no_context,
     )  # fmt: skip
     print(format_evaluation(result))
     if args.json:
@@ -253,6 +281,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--gold-conllu", help="gold trees of the source sentences for the attention scores")
     e.add_argument("--input-conllu", help="parses fed to the syntax heads (default: the gold trees)")
     e.add_argument("--max-sentences", type=int, help="score only the first N gold sentences")
+    e.add_argument("--docids", metavar="FILE", help="a document-level model's attention scores: one document id per "
+                   "--gold-conllu sentence, so the encoder reads each sentence with its document's previous sentences")  # fmt: skip
+    e.add_argument("--no-context", action="store_true", help="score a document-level model's attention without "
+                   "context (otherwise refused without --docids)")  # fmt: skip
     e.add_argument("--heatmap", help="PNG heatmap of attachment scores (layers x heads)")
     e.add_argument("--arcs", help="PNG of the gold arcs and one head's attention over a sentence")
     e.add_argument("--arcs-sentence", type=int, default=0)
@@ -260,10 +292,25 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--json", help="write every number (with signatures) to this JSON file")
     e.set_defaults(func=_evaluate)
 
-    t = sub.add_parser("translate", help="translate raw text (one sentence per line) with a saved model")
+    t = sub.add_parser(
+        "translate", help="translate raw text (one sentence per line, or documents) with a saved model",
+        description="Translate raw text with a saved model: one translation per input line, in order. A document-level "
+        "model (config context_sentences=k > 0) translates each sentence with the previous k source sentences of its "
+        "document as context: give the documents with --docids or --documents blank-lines (plain sentences are "
+        "refused unless --no-context). A sentence-level model given documents translates them sentence by sentence. "
+        "A progress bar shows on stderr from 100 sentences on.",
+    )  # fmt: skip
     t.add_argument("--model", required=True)
-    t.add_argument("--input", default="-")
-    t.add_argument("--output", default="-")
+    t.add_argument("--input", default="-", help="text file, one sentence a line (default: standard input)")
+    t.add_argument("--output", default="-", help="one translation a line, aligned with --input (default: stdout)")
+    docs = t.add_mutually_exclusive_group()
+    docs.add_argument("--docids", metavar="FILE", help="one document id per input line (as "
+                      "../shared/data/docnmt-en-de/*.docid): a run of equal ids is one document; an id may not come "
+                      "back after another document; blank lines inside a document are empty sentences")  # fmt: skip
+    docs.add_argument("--documents", choices=["blank-lines"], help="blank-lines: documents separated by one blank "
+                      "line; the output keeps the blank lines where the input has them")  # fmt: skip
+    t.add_argument("--no-context", action="store_true", help="translate every sentence without document context, "
+                   "even with a document-level model (which otherwise refuses plain sentences)")  # fmt: skip
     t.add_argument("--parser", choices=["stanza", "spacy", "conllu"], help="override the parser recorded in the model")
     t.add_argument("--parser-model", help="spaCy package, stanza language or CoNLL-U path for --parser")
     t.add_argument("--batch-size", type=_positive_int, default=16)

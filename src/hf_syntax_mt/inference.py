@@ -1,6 +1,14 @@
-"""Inference helpers the model classes delegate to, so that the model file imports nothing from the pipeline."""
+"""Inference helpers the model classes and the CLI delegate to, so that the model file imports nothing from the
+pipeline: `translate_document` (one document) and `translate_lines` (a whole input file, plain sentences or
+documents, in order, with a progress bar)."""
 
 from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+#: inputs with at least this many sentences get a progress bar (on stderr)
+PROGRESS_MIN_SENTENCES = 100
 
 
 def translate_document(model, sentences: list[str], tokenizer, parser=None, **generate_kwargs) -> list[str]:
@@ -9,3 +17,68 @@ def translate_document(model, sentences: list[str], tokenizer, parser=None, **ge
 
     pipe = SyntaxTranslationPipeline(model=model, tokenizer=tokenizer, parser=parser)
     return pipe.translate_document(sentences, **generate_kwargs)
+
+
+def translate_lines(
+    pipe,
+    lines: Sequence[str],
+    documents: Sequence[tuple[int, int]] | None = None,
+    use_context: bool = True,
+    batch_size: int = 16,
+    chunk_sentences: int | None = None,
+    progress: bool | None = None,
+    **generate_kwargs,
+) -> list[str]:
+    """Translate an input file's lines in order; one translation per line, so the output lines up with the input.
+
+    Args:
+        pipe: a `SyntaxTranslationPipeline`.
+        lines: the input lines.
+        documents: `(start, end)` 0-based half-open line spans of the documents
+            (`hf_syntax_mt.data.documents.doc_id_spans` / `blank_line_spans`); lines outside every span (blank-line
+            separators) get an empty translation. `None`: every line is an independent sentence.
+        use_context: translate each document with the model's own context (`pipe(documents)`, the previous
+            `config.context_sentences` source sentences of the same document); `False`, or a model without context,
+            translates the documents' sentences one by one.
+        batch_size: sentences per `generate()` call.
+        chunk_sentences: sentences per pipeline call (whole documents are never split; default `8 * batch_size`).
+        progress: show a tqdm bar on stderr (default: when there are `PROGRESS_MIN_SENTENCES` sentences or more).
+        generate_kwargs: passed to the pipeline (`num_beams`, `max_new_tokens`, ...).
+
+    Returns:
+        `len(lines)` strings; a line break inside a translation is written as a space.
+    """
+    from tqdm.auto import tqdm
+
+    from .data.readers import split_lines
+
+    spans = [(i, i + 1) for i in range(len(lines))] if documents is None else list(documents)
+    if not (use_context and documents is not None and getattr(pipe.model.config, "context_sentences", 0)):
+        spans = [(i, i + 1) for start, end in spans for i in range(start, end)]  # sentence by sentence
+        with_context = False
+    else:
+        with_context = True
+    chunk_sentences = chunk_sentences or 8 * batch_size
+    total = sum(end - start for start, end in spans)
+    show = total >= PROGRESS_MIN_SENTENCES if progress is None else progress
+    out = [""] * len(lines)
+    bar = tqdm(total=total, unit="sent", desc="Translating", file=sys.stderr, disable=not show)
+    k = 0
+    while k < len(spans):
+        chunk, n = [], 0  # whole spans, at least one, up to chunk_sentences sentences
+        while k < len(spans) and (not chunk or n + spans[k][1] - spans[k][0] <= chunk_sentences):
+            chunk.append(spans[k])
+            n += spans[k][1] - spans[k][0]
+            k += 1
+        if with_context:
+            results = pipe([list(lines[s:e]) for s, e in chunk], batch_size=batch_size, **generate_kwargs)
+            texts = [r["translation_text"] for doc in results for r in doc]
+        else:
+            results = pipe([lines[s] for s, _ in chunk], batch_size=batch_size, **generate_kwargs)
+            texts = [r["translation_text"] for r in results]
+        positions = [i for s, e in chunk for i in range(s, e)]
+        for i, text in zip(positions, texts, strict=True):
+            out[i] = " ".join(split_lines(text))  # a line break would shift every later line of the output
+        bar.update(n)
+    bar.close()
+    return out

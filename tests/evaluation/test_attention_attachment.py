@@ -108,16 +108,18 @@ def saved_model(tmp_path_factory):
     return d, model, tokenizer
 
 
-def direct_scores(model, tokenizer, parses, columns=("parent_positions",)):
+def direct_scores(model, tokenizer, parses, columns=("parent_positions",), contexts=None):
     """One sentence at a time (no padding), explicit loops over subwords for the word aggregation; ``columns``: the
-    parse inputs the model reads."""
+    parse inputs the model reads; ``contexts``: a context text per sentence (``None``: no context)."""
     L, H = model.config.encoder_layers, model.config.encoder_attention_heads
     correct, count = np.zeros((L, H)), 0
     collate = DataCollatorForSyntaxMT(tokenizer)
     model.eval()
-    for parse in parses:
+    for k, parse in enumerate(parses):
         row = align_parse(tokenizer, parse, compute_tree=True, compute_features=True)
         batch = collate([{k: row[k] for k in ("input_ids", "attention_mask", *columns)}])
+        if contexts is not None and contexts[k] is not None:
+            batch["context_input_ids"] = torch.tensor([tokenizer(contexts[k])["input_ids"]])
         with torch.no_grad():
             attentions = model.get_encoder()(**batch, output_attentions=True).attentions
         wids, n = row["word_ids"], len(parse.words)
@@ -170,3 +172,39 @@ def test_attachment_scores_of_a_model_that_reads_features_and_trees(saved_model)
     result = model_attachment_scores(model, tokenizer, gold, batch_size=2)  # padding across sentences
     assert result["count"] == count == 7
     np.testing.assert_allclose(result["scores"], expected, atol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def context_model(tmp_path_factory):
+    d = tmp_path_factory.mktemp("attn_context_model")
+    tokenizer = train_tokenizer(["ba ke lomu tika", "tika ba", "lomu ke ba"] * 5, vocab_size=30, min_frequency=1)
+    config = model_config(tokenizer, d_model=16, layers=2, heads=4, ffn_dim=32, encoder_pascal_heads=[2, 0],
+                          context_sentences=1, init_std=1.0)  # fmt: skip
+    model = build_model(config, seed=3)
+    model.save_pretrained(d)
+    tokenizer.save_pretrained(d)
+    (d / "gold.conllu").write_text(CONLLU, encoding="utf-8")
+    (d / "hyp.txt").write_text("ba ke\ntika\nke lomu\n", encoding="utf-8")
+    (d / "ref.txt").write_text("ba ke lomu\ntika ba\nke lomu tika ba ke\n", encoding="utf-8")
+    return d, model, tokenizer
+
+
+def test_attention_of_a_document_model_reads_each_sentence_with_its_context(context_model, tmp_path):
+    """Documents d1 = sentences 1-2 and d2 = sentence 3 (issue 27): sentence 2 is read with sentence 1 as context."""
+    d, model, tokenizer = context_model
+    gold = read_conllu(d / "gold.conllu")
+    (tmp_path / "gold.docid").write_text("d1\nd1\nd2\n", encoding="utf-8")
+    files = dict(hypotheses=d / "hyp.txt", references=d / "ref.txt", model=d, gold_conllu=d / "gold.conllu")
+    result = evaluate_files(**files, docids=tmp_path / "gold.docid")["attention"]
+    with_context, count = direct_scores(model, tokenizer, gold, contexts=[None, "ba ke lomu", None])
+    np.testing.assert_allclose(result["scores"], with_context, atol=1e-6)
+    assert result["count"] == count and "context:1@gold.docid" in result["signature"]
+    without = evaluate_files(**files, no_context=True)["attention"]
+    np.testing.assert_allclose(without["scores"], direct_scores(model, tokenizer, gold)[0], atol=1e-6)
+    assert "context:none" in without["signature"]
+    assert not np.allclose(with_context, without["scores"])  # the context changes what the heads attend to
+    with pytest.raises(ValueError, match=r"document-level model \(context_sentences=1\).*--docids FILE.*--no-context"):
+        evaluate_files(**files)
+    (tmp_path / "short.docid").write_text("d1\nd1\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"short.docid:3: .*line 3 of .*gold.conllu has no document id"):
+        evaluate_files(**files, docids=tmp_path / "short.docid")

@@ -13,6 +13,8 @@ context, along the package's data path:
   source sentences of the same document, oldest first).
 - :func:`encode_context`: a ``context`` list -> ``context_input_ids`` (used by
   :class:`~hf_syntax_mt.data.preprocess.SyntaxMTPreprocessor` and the pipeline).
+- :func:`doc_id_spans` and :func:`blank_line_spans`: the documents of one input file to translate, as line spans
+  (``hf-syntax-mt translate --docids`` / ``--documents blank-lines``), with errors naming the file and line.
 
 Documents must be contiguous: add the context *before* shuffling (a document id that reappears after another
 document is an error, in the files and in the dataset).
@@ -25,7 +27,15 @@ from typing import Any
 
 from .readers import read_doc_ids, read_documents
 
-__all__ = ["DocumentContext", "add_document_context", "encode_context", "read_doc_ids", "read_documents"]
+__all__ = [
+    "DocumentContext",
+    "add_document_context",
+    "blank_line_spans",
+    "doc_id_spans",
+    "encode_context",
+    "read_doc_ids",
+    "read_documents",
+]
 
 
 def encode_context(tokenizer, sentences: Sequence[str], max_length: int | None) -> list[int]:
@@ -59,6 +69,65 @@ def encode_context(tokenizer, sentences: Sequence[str], max_length: int | None) 
     if max_length is not None and len(ids) > max_length:
         ids = ids[len(ids) - max_length :]
     return ids
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The documents of an input to translate: line spans
+# ------------------------------------------------------------------------------------------------------------------
+def doc_id_spans(lines: Sequence[str], docid_file, text_file="the input") -> list[tuple[int, int]]:
+    """The documents of ``lines`` as given by a doc-id file beside them: ``[(start, end), ...]``, 0-based half-open
+    line ranges, one per run of equal ids, in order; they cover every line. Blank lines inside a document stay
+    sentences (translated as empty lines).
+
+    Raises:
+        ValueError: naming the file and line of a doc-id file of the wrong length, an empty id, an id that comes back
+            after another document (:func:`read_doc_ids`), or a document whose lines are all blank.
+    """
+    ids = read_doc_ids(docid_file, len(lines), text_file)
+    spans: list[tuple[int, int]] = []
+    for i, doc in enumerate(ids):
+        if i == 0 or doc != ids[i - 1]:
+            spans.append((i, i + 1))
+        else:
+            spans[-1] = (spans[-1][0], i + 1)
+    for start, end in spans:
+        if not any(line.strip() for line in lines[start:end]):
+            raise ValueError(
+                f"{docid_file}:{start + 1}: document {ids[start]!r} (lines {start + 1}-{end} of {text_file}) is "
+                "empty: all its lines are blank. Remove its lines from both files, or check that the doc-id file "
+                "belongs to this text."
+            )
+    return spans
+
+
+def blank_line_spans(lines: Sequence[str], text_file="the input") -> list[tuple[int, int]]:
+    """The documents of ``lines`` separated by single blank (whitespace-only) lines: ``[(start, end), ...]``,
+    0-based half-open line ranges of the documents' sentences, in order; the blank lines belong to none.
+
+    Raises:
+        ValueError: naming the file and line of an empty document: a blank first or last line, or two blank lines
+            in a row (there is no empty sentence in this format: use ``--docids`` to keep empty lines).
+    """
+    spans: list[tuple[int, int]] = []
+    if not lines:
+        return spans  # an empty input: no document
+    start = 0
+    for i, line in enumerate([*lines, ""]):  # a virtual blank line closes the last document
+        if line.strip():
+            continue
+        if i == start:
+            where, lineno = (
+                ("a blank first line", 1) if i == 0
+                else ("a blank last line", i) if i == len(lines)
+                else (f"a second blank line in a row (lines {i} and {i + 1})", i + 1)
+            )  # fmt: skip
+            raise ValueError(
+                f"{text_file}:{lineno}: empty document: {where}. Documents are separated by exactly one blank line; "
+                "remove the extra blank line (or give --docids to keep empty lines as sentences)."
+            )
+        spans.append((start, i))
+        start = i + 1
+    return spans
 
 
 # ------------------------------------------------------------------------------------------------------------------

@@ -222,9 +222,12 @@ def read_doc_ids(
     """
     ids = read_lines(docid_file)
     if n_lines is not None and len(ids) != n_lines:
+        text = text_file or "the text"
+        first = min(len(ids), n_lines) + 1  # the first line without a partner
+        missing = f"line {first} of {text} has no document id" if len(ids) < n_lines else f"no line {first} in {text}"
         raise ValueError(
-            f"document id file and text have different line counts: {docid_file} has {len(ids)} lines, "
-            f"{text_file or 'the text'} has {n_lines} lines"
+            f"{docid_file}:{first}: document id file and text have different line counts: {docid_file} has "
+            f"{len(ids)} lines, {text} has {n_lines} lines ({missing}); give one document id per line of the text"
         )
     first_line: dict[str, int] = {}  # doc id -> line (1-based) where its document starts
     previous = None

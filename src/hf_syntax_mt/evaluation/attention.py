@@ -97,6 +97,7 @@ def model_attachment_scores(
     batch_size: int = 16,
     max_length: int | None = None,
     return_attentions: int = 0,
+    contexts: Sequence[Sequence[str]] | None = None,
 ) -> dict:
     """Run the encoder of ``model`` over the gold sentences and score every encoder head with
     :func:`attachment_scores`.
@@ -111,6 +112,8 @@ def model_attachment_scores(
         max_length: source truncation in tokens (default: the model's ``max_position_embeddings``).
         return_attentions: also return the word-level attention of the first ``return_attentions`` sentences
             (``(L, H, n, n)`` arrays) for :func:`plot_attention_arcs`.
+        contexts: for a document-level model, the previous source sentences of each sentence (oldest first, as
+            :class:`~hf_syntax_mt.data.documents.DocumentContext` gives them): the encoder reads them as context.
 
     Returns:
         :func:`attachment_scores` output plus ``"layers"``, ``"heads"``, ``"sentences"`` and optionally
@@ -135,6 +138,16 @@ def model_attachment_scores(
     columns = model.config.parse_columns() if isinstance(model.config, SyntaxMTConfig) else []
     keep = ["input_ids", "attention_mask", *columns]
     rows = [align_parse(tokenizer, p, max_length=max_length, **parse_flags(columns)) for p in input_parses]
+    if contexts is not None:
+        from ..data.documents import encode_context
+
+        if len(contexts) != len(rows):
+            raise ValueError(f"{len(contexts)} contexts but {len(rows)} sentences: give one context per sentence")
+        length = model.config.resolved_max_context_length
+        for row, context in zip(rows, contexts, strict=True):
+            row["context_input_ids"] = encode_context(tokenizer, context, length)
+            row["context_attention_mask"] = [1] * len(row["context_input_ids"])
+        keep += ["context_input_ids", "context_attention_mask"]
     collate = DataCollatorForSyntaxMT(tokenizer)
     encoder = model.get_encoder()
     model.eval()
@@ -170,10 +183,14 @@ def model_attachment_scores(
 
 
 def attention_report(model_dir, gold_conllu, input_conllu, heatmap, arcs, arcs_sentence, arcs_layer_head,
-                     max_sentences, model_sig) -> dict:  # fmt: skip
+                     max_sentences, model_sig, docids=None, no_context: bool = False) -> dict:  # fmt: skip
     """Attachment scores of the model in ``model_dir`` on the trees of ``gold_conllu`` (first ``max_sentences``),
     with the heatmap and arc figures written when their paths are given; every number comes with a signature (model
-    signature + scoring method + gold file hash + number of words). JSON-ready."""
+    signature + scoring method + gold file hash + number of words). JSON-ready.
+
+    A document-level model (``context_sentences = k > 0``) reads each sentence with the previous k sentences of its
+    document: ``docids`` is a doc-id file with one id per gold sentence. Without it such a model is refused unless
+    ``no_context`` (every sentence then without context)."""
     import numpy as np
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
@@ -188,13 +205,30 @@ def attention_report(model_dir, gold_conllu, input_conllu, heatmap, arcs, arcs_s
         parses = None if parses is None else parses[:max_sentences]
     model = AutoModelForSeq2SeqLM.from_pretrained(model_dir, attn_implementation="eager")
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    contexts, k = None, getattr(model.config, "context_sentences", 0) or 0
+    if k and not no_context:
+        if docids is None:
+            raise ValueError(
+                f"{model_dir} is a document-level model (context_sentences={k}): its encoder reads the previous {k} "
+                f"sentences of the document, so give the document id of each sentence of {gold_conllu} with --docids "
+                "FILE (one id a line), or pass --no-context to score every sentence without context."
+            )
+        from ..data.documents import DocumentContext, read_doc_ids
+
+        sentences = read_conllu(input_conllu) if input_conllu is not None else read_conllu(gold_conllu)
+        ids = read_doc_ids(docids, len(sentences), gold_conllu)
+        texts = [p.text if p.text is not None else " ".join(p.words) for p in sentences]
+        context = DocumentContext(texts, ids, k)
+        contexts = [context.context(i) for i in range(len(gold))]
     want = arcs_sentence + 1 if arcs is not None else 0
     if arcs is not None and not 0 <= arcs_sentence < len(gold):
         raise ValueError(f"arcs_sentence={arcs_sentence} but {gold_conllu} has {len(gold)} sentences")
-    scores = model_attachment_scores(model, tokenizer, gold, parses, return_attentions=want)
+    scores = model_attachment_scores(model, tokenizer, gold, parses, return_attentions=want, contexts=contexts)
     gold_sig = f"gold:{Path(gold_conllu).name}@{_file_sha(str(gold_conllu))[:12]}"
     if input_conllu is not None:
         gold_sig += f",input:{Path(input_conllu).name}@{_file_sha(str(input_conllu))[:12]}"
+    if k:
+        gold_sig += f",context:{'none' if contexts is None else f'{k}@{Path(docids).name}'}"
     sig = f"{model_sig}|attachment:argmax-word(sum-to,mean-from)|{gold_sig}|n:{scores['count']}"
     out = {
         "scores": np.round(scores["scores"], 6).tolist(), "count": scores["count"], "sentences": scores["sentences"],

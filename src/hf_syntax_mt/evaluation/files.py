@@ -76,6 +76,8 @@ def evaluate_files(
     arcs_sentence: int = 0,
     arcs_layer_head: tuple[int, int] | None = None,
     max_sentences: int | None = None,
+    docids: str | os.PathLike | None = None,
+    no_context: bool = False,
 ) -> dict:
     """Every evaluation of ``hf-syntax-mt evaluate`` on files; returns a JSON-ready dict.
 
@@ -84,7 +86,8 @@ def evaluate_files(
     - ``baseline``: the same for a second system and paired bootstrap significance of system vs baseline.
     - ``model`` + ``gold_conllu``: per-head attention-to-parent attachment scores (heatmap at ``heatmap``, the arcs
       of sentence ``arcs_sentence`` under the best head, or ``arcs_layer_head``, at ``arcs``). ``input_conllu``
-      gives the parses fed to the syntax heads (default: the gold trees).
+      gives the parses fed to the syntax heads (default: the gold trees). A document-level model needs ``docids``
+      (one document id per gold sentence: each sentence is read with its context) or ``no_context``.
     """
     hyp_lines = read_lines(hypotheses, "hypothesis file", blank_ok=True)
     ref_lines = read_lines(references, "reference file")
@@ -127,7 +130,7 @@ def evaluate_files(
             raise ValueError("attention attachment scores need --model (the model directory) with --gold-conllu")
         result["attention"] = attention_report(
             model, gold_conllu, input_conllu, heatmap, arcs, arcs_sentence, arcs_layer_head, max_sentences,
-            result["systems"][system_name]["model_signature"],
+            result["systems"][system_name]["model_signature"], docids=docids, no_context=no_context,
         )  # fmt: skip
     return result
 

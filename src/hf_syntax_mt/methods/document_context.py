@@ -41,17 +41,19 @@ def has_context(context_attention_mask: torch.Tensor) -> torch.Tensor:
 
 class ContextMasks(NamedTuple):
     """The masks every context attention of a forward pass shares, built once from `context_attention_mask`:
-    `attend` `(B, 1, 1, M)` bool (rows without context attend everywhere, their outputs are discarded) and `rows`
-    `(B, 1, 1)` bool (rows with context)."""
+    `attend` `(B, 1, 1, M)` bool (rows without context attend everywhere, their outputs are discarded), or `None`
+    when no token is padding; `rows` `(B, 1, 1)` bool (rows with context), or `None` when every row has context
+    (then no sublayer needs to select rows: a `where` and its backward saved in each of them)."""
 
-    attend: torch.Tensor
-    rows: torch.Tensor
+    attend: torch.Tensor | None
+    rows: torch.Tensor | None
 
 
 def context_masks(context_attention_mask: torch.Tensor) -> ContextMasks:
-    return ContextMasks(
-        _attend_mask(context_attention_mask)[:, None, None, :], has_context(context_attention_mask)[:, None, None]
-    )
+    """The `ContextMasks` of a pass (one host sync here, for every sublayer of the pass)."""
+    rows = has_context(context_attention_mask)  # (B,)
+    attend = None if bool(context_attention_mask.bool().all()) else _attend_mask(context_attention_mask)[:, None, None]
+    return ContextMasks(attend, None if bool(rows.all()) else rows[:, None, None])
 
 
 def _attend_mask(context_attention_mask: torch.Tensor) -> torch.Tensor:
@@ -174,13 +176,17 @@ class ContextAttention(nn.Module):
         sublayer = self.out_proj(out.transpose(1, 2).reshape(B, T, D))  # (B, T, D)
         sublayer = nn.functional.dropout(sublayer, p=self.dropout, training=self.training)
         if self.gate_input_proj is not None:
-            gate = torch.sigmoid(self.gate_input_proj(hidden_states) + self.gate_sublayer_proj(sublayer))  # Eq. 22
+            # Eq. 22, the sum inside one addmm: W_s SubLayer(H) added to W_i H by the matmul itself
+            gate = torch.addmm(
+                self.gate_input_proj(hidden_states).view(B * T, D), sublayer.reshape(B * T, D),
+                self.gate_sublayer_proj.weight.t(),
+            ).view(B, T, D).sigmoid_()  # fmt: skip
             # Eq. 21: lambda H + (1 - lambda) SubLayer(H), in H's dtype (under autocast the projections are bf16)
             mixed = torch.lerp(sublayer.to(hidden_states.dtype), hidden_states, gate.to(hidden_states.dtype))
         else:
             mixed = hidden_states + sublayer  # Eq. 20
         out = self.layer_norm(mixed)
-        return torch.where(masks.rows, out, hidden_states)
+        return out if masks.rows is None else torch.where(masks.rows, out, hidden_states)
 
 
 __all__ = [

@@ -1,0 +1,151 @@
+"""`hf-syntax-mt translate` on documents (issue 27): a doc-id file or blank-line separated documents are translated
+document by document with the model's own context, each sentence exactly as `translate_document` translates it on
+its document; a document-level model refuses plain sentences unless `--no-context`; a sentence-level model given
+documents translates sentence by sentence; bad document input names the file and line."""
+
+import pytest
+from transformers import pipeline
+
+import hf_syntax_mt  # noqa: F401  (registers "syntax-translation")
+from hf_syntax_mt.cli import main
+from hf_syntax_mt.inference import translate_lines
+from hf_syntax_mt.training import build_model, model_config, train_tokenizer
+
+DOC_A = ["Le chat noir dort sur le canapé du salon.", "Il rêve de souris.", "", "Le chat se réveille."]
+DOC_B = ["Une femme lit un livre dans le jardin.", "Elle sourit.", "Elle tourne la page."]
+DOC_C = ["Deux chiens courent dans la neige.", "Ils aboient."]
+SENTENCES = [s for s in DOC_A + DOC_B + DOC_C if s]
+GENERATE = dict(num_beams=2, batch_size=3)  # the CLI flags below say the same
+
+
+def save(directory, context_sentences):
+    tokenizer = train_tokenizer(SENTENCES * 20, vocab_size=120, min_frequency=1)
+    config = model_config(tokenizer, d_model=16, layers=2, heads=4, ffn_dim=32,
+                          context_sentences=context_sentences, init_std=1.0)  # fmt: skip
+    model = build_model(config, seed=0).eval()
+    model.generation_config.max_new_tokens = 8
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return model, tokenizer
+
+
+@pytest.fixture(scope="module")
+def context_model(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("ctx")
+    model, tokenizer = save(directory, context_sentences=2)
+    return str(directory), model, tokenizer
+
+
+@pytest.fixture(scope="module")
+def sentence_model(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("sent")
+    save(directory, context_sentences=0)
+    return str(directory)
+
+
+def write(path, lines):
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return str(path)
+
+
+def translate(model_dir, tmp_path, *flags):
+    out = tmp_path / "out.txt"
+    assert main(["translate", "--model", model_dir, "--output", str(out), "--num-beams", "2", "--batch-size", "3",
+                 *flags]) == 0  # fmt: skip
+    return out.read_text(encoding="utf-8").split("\n")[:-1]
+
+
+def test_docids_translate_each_document_with_its_context(context_model, tmp_path):
+    model_dir, model, tokenizer = context_model
+    src = write(tmp_path / "in.txt", DOC_A + DOC_B + DOC_C)
+    ids = write(tmp_path / "in.docid", ["a"] * len(DOC_A) + ["b"] * len(DOC_B) + ["c"] * len(DOC_C))
+    got = translate(model_dir, tmp_path, "--input", src, "--docids", ids)
+    expected = [t for doc in (DOC_A, DOC_B, DOC_C) for t in model.translate_document(doc, tokenizer, **GENERATE)]
+    assert got == expected
+    # the context is used: the same lines as plain sentences translate differently somewhere
+    plain = translate(model_dir, tmp_path, "--input", src, "--no-context")
+    assert plain != expected
+    sentence_by_sentence = pipeline("syntax-translation", model=model_dir)(DOC_A + DOC_B + DOC_C, **GENERATE)
+    assert plain == [r["translation_text"] for r in sentence_by_sentence]
+
+
+def test_blank_line_documents_keep_the_blank_lines(context_model, tmp_path):
+    model_dir, model, tokenizer = context_model
+    doc_a = [s for s in DOC_A if s]  # no empty sentence in this format: a blank line ends a document
+    src = write(tmp_path / "in.txt", doc_a + [""] + DOC_B + ["  "] + DOC_C)
+    got = translate(model_dir, tmp_path, "--input", src, "--documents", "blank-lines")
+    expected = [model.translate_document(d, tokenizer, **GENERATE) for d in (doc_a, DOC_B, DOC_C)]
+    assert got == expected[0] + [""] + expected[1] + [""] + expected[2]
+
+
+@pytest.mark.parametrize("chunk_sentences", [1, 4, 100])
+def test_translate_lines_never_splits_a_document(context_model, chunk_sentences):
+    model_dir, model, tokenizer = context_model
+    lines = DOC_A + DOC_B + DOC_C
+    spans = [(0, 4), (4, 7), (7, 9)]
+    pipe = pipeline("syntax-translation", model=model_dir)
+    got = translate_lines(pipe, lines, spans, chunk_sentences=chunk_sentences, **GENERATE)
+    assert got == [t for doc in (DOC_A, DOC_B, DOC_C) for t in model.translate_document(doc, tokenizer, **GENERATE)]
+
+
+def test_progress_bar_on_stderr(context_model, capsys):
+    model_dir, _, _ = context_model
+    pipe = pipeline("syntax-translation", model=model_dir)
+    translate_lines(pipe, DOC_B, [(0, 3)], progress=True, num_beams=1)
+    assert "Translating" in capsys.readouterr().err
+    translate_lines(pipe, DOC_B, [(0, 3)], num_beams=1)  # 3 < PROGRESS_MIN_SENTENCES sentences: no bar
+    assert "Translating" not in capsys.readouterr().err
+
+
+def test_context_model_refuses_plain_sentences(context_model, tmp_path):
+    model_dir, _, _ = context_model
+    src = write(tmp_path / "in.txt", SENTENCES)
+    with pytest.raises(SystemExit, match=r"document-level model \(context_sentences=2.*--docids FILE.*--no-context"):
+        main(["translate", "--model", model_dir, "--input", src])
+
+
+def test_sentence_level_model_translates_documents_sentence_by_sentence(sentence_model, tmp_path, capsys):
+    src = write(tmp_path / "in.txt", DOC_A + DOC_B)
+    ids = write(tmp_path / "in.docid", ["a"] * len(DOC_A) + ["b"] * len(DOC_B))
+    got = translate(sentence_model, tmp_path, "--input", src, "--docids", ids)
+    assert "no document context (context_sentences=0): translating the 2 documents sentence by sentence" in (
+        capsys.readouterr().err
+    )
+    expected = pipeline("syntax-translation", model=sentence_model)(DOC_A + DOC_B, **GENERATE)
+    assert got == [r["translation_text"] for r in expected]
+    blank = write(tmp_path / "blank.txt", DOC_B + [""] + DOC_C)
+    got = translate(sentence_model, tmp_path, "--input", blank, "--documents", "blank-lines")
+    expected = [r["translation_text"] for r in pipeline("syntax-translation", model=sentence_model)(DOC_B + DOC_C, **GENERATE)]
+    assert got == expected[:3] + [""] + expected[3:]
+
+
+@pytest.mark.parametrize(
+    "lines, ids, message",
+    [
+        (["a", "b", "c"], ["d1", "d1"], r"in.docid:3: .*in.docid has 2 lines, .*in.txt has 3 lines \(line 3 of .*in.txt has no document id\)"),
+        (["a", "b"], ["d1", "d1", "d2"], r"in.docid:3: .*in.docid has 3 lines, .*in.txt has 2 lines \(no line 3 in"),
+        (["a", "b", "c", "d"], ["d1", "d2", "d1", "d1"], r"in.docid:3: document id 'd1' reappears after another document \(its document started at line 1"),
+        (["a", "b", "c"], ["d1", "  ", "d2"], r"in.docid:2: empty document id"),
+        (["a", "", " ", "b"], ["d1", "d2", "d2", "d3"], r"in.docid:2: document 'd2' \(lines 2-3 of .*in.txt\) is empty: all its lines are blank"),
+    ],
+)  # fmt: skip
+def test_bad_docids_name_file_and_line(context_model, tmp_path, lines, ids, message):
+    model_dir, _, _ = context_model
+    src, docids = write(tmp_path / "in.txt", lines), write(tmp_path / "in.docid", ids)
+    with pytest.raises(ValueError, match=message):
+        main(["translate", "--model", model_dir, "--input", src, "--docids", docids])
+
+
+@pytest.mark.parametrize(
+    "lines, message",
+    [
+        (["", "a", "b"], r"in.txt:1: empty document: a blank first line"),
+        (["a", "", "", "b"], r"in.txt:3: empty document: a second blank line in a row \(lines 2 and 3\)"),
+        (["a", "b", " "], r"in.txt:3: empty document: a blank last line"),
+    ],
+)  # fmt: skip
+def test_bad_blank_line_documents_name_file_and_line(context_model, tmp_path, lines, message):
+    model_dir, _, _ = context_model
+    src = write(tmp_path / "in.txt", lines)
+    with pytest.raises(ValueError, match=message):
+        main(["translate", "--model", model_dir, "--input", src, "--documents", "blank-lines"])
