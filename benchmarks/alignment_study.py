@@ -49,14 +49,21 @@ RESULTS = ALL_RESULTS / "alignment"
 #: method -> (SyntaxMTConfig overrides of the s->t model, symmetric?, what it is)
 METHODS: dict[str, tuple[dict, bool, str]] = {
     "vanilla": ({"alignment_layer": 1}, False, "no bias (SyntaxMT with no option = Marian)"),
-    "position": ({"alignment_bias_layers": [1], "alignment_biases": ["position"]}, False, "Cohn position bias (Eq. 6)"),
+    "position": (
+        {"alignment_bias_layers": [1], "alignment_biases": ["position"]},
+        False,
+        "Cohn position bias (Eq. 6)",
+    ),
     "markov": ({"alignment_bias_layers": [1], "alignment_biases": ["markov"]}, False, "Cohn Markov condition (Eq. 7)"),
     "fertility": ({"alignment_bias_layers": [1], "alignment_biases": ["fertility"]}, False, "Cohn local fertility"),
     "all_biases": ({"alignment_bias_layers": [1]}, False, "position + Markov + local fertility"),
     "symmetric": ({"alignment_layer": 1}, True, "both directions jointly, trace bonus gamma 0.5 (Cohn Sec. 3.3)"),
-    "guided": ({"alignment_layer": 1, "guided_alignment_weight": 0.05}, False,
-               "guided alignment (Garg et al. 2019): head 0 of layer 1 supervised by eflomal's grow-diag-final-and "
-               "links on the training pairs, weight 0.05"),
+    "guided": (
+        {"alignment_layer": 1, "guided_alignment_weight": 0.05},
+        False,
+        "guided alignment (Garg et al. 2019): head 0 of layer 1 supervised by eflomal's grow-diag-final-and "
+        "links on the training pairs, weight 0.05",
+    ),
 }
 PLAN = [(m, 0) for m in METHODS] + [("vanilla", 1)]  # vanilla-seed0 ran before Shift-Att and aer_by_layer existed
 RECIPE = dict(d_model=256, layers=3, heads=4, ffn_dim=1024, dropout=0.1, vocab_size=8000, max_tokens=2500,
@@ -97,7 +104,9 @@ def prepared_data(args) -> dict[str, tuple[list[str], list[str]]]:
         fr = (data / "multi30k" / f"{split}.fr").read_text(encoding="utf-8").split("\n")[:-1][:limit]
         out[split] = ([tokenize(s, "en") for s in en], [tokenize(s, "fr") for s in fr])
     gold = data / "alignment-gold-en-fr"
-    out["hansards"] = tuple((gold / f"hansards.{lang}").read_text(encoding="utf-8").split("\n")[:-1] for lang in ("en", "fr"))
+    out["hansards"] = tuple(
+        (gold / f"hansards.{lang}").read_text(encoding="utf-8").split("\n")[:-1] for lang in ("en", "fr")
+    )
     return out
 
 
@@ -342,9 +351,14 @@ def known_word_lines(args, units: list[dict]) -> list[str]:
     data = prepared_data(args)
     vocab = tuple({w for s in side for w in s.split()} for side in data["train"])
     gold = read_pharaoh(gold_dir / "hansards.gold", one_indexed=True)
-    lines = ["", "AER (%) split by the gold cells whose English and French words both occur in the training data "
-             "(known) and the others (unseen), with each part's sure links:", "",
-             "| alignments | AER known | sure links known | AER unseen | sure links unseen |", "|---|---|---|---|---|"]
+    lines = [
+        "",
+        "AER (%) split by the gold cells whose English and French words both occur in the training data "
+        "(known) and the others (unseen), with each part's sure links:",
+        "",
+        "| alignments | AER known | sure links known | AER unseen | sure links unseen |",
+        "|---|---|---|---|---|",
+    ]
     for name, f in files:
         split = known_word_aer([a.sure for a in read_pharaoh(f)], gold, data["hansards"], vocab)
         lines.append(f"| {name} | {100 * split['known']['aer']:.1f} | {split['known']['sure_links']} | "

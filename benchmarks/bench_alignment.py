@@ -32,7 +32,9 @@ TARGETS = {"train_ratio": 0.85, "generate_ratio": 0.90}
 
 def make_batch(args, device):
     """A batch of real synthetic sentence pairs, padded on the right."""
-    pairs = generate_corpus(max(400, args.batch_size), seed=args.seed, min_words=args.min_words, max_words=args.max_words)
+    pairs = generate_corpus(
+        max(400, args.batch_size), seed=args.seed, min_words=args.min_words, max_words=args.max_words
+    )
     tokenizer = train_tokenizer([p.source for p in pairs] + [p.target for p in pairs], vocab_size=args.vocab_size)
     sources = [tokenizer(p.source)["input_ids"] for p in pairs[: args.batch_size]]
     targets = [tokenizer(text_target=p.target)["input_ids"] for p in pairs[: args.batch_size]]
@@ -51,7 +53,9 @@ def make_batch(args, device):
 
 def make_models(args, tokenizer, device):
     dims = dict(d_model=args.d_model, layers=args.layers, heads=args.heads, ffn_dim=4 * args.d_model, dropout=0.1)
-    bias_layers = list(range(args.layers)) if args.bias_layers == "all" else [int(x) for x in args.bias_layers.split(",")]
+    bias_layers = (
+        list(range(args.layers)) if args.bias_layers == "all" else [int(x) for x in args.bias_layers.split(",")]
+    )
     options = dict(
         alignment_bias_layers=bias_layers, alignment_window=args.window, alignment_bias_hidden_size=args.hidden,
         global_fertility_weight=0.1,
@@ -108,8 +112,12 @@ def main():
     # The CPU is shared and contention comes in bursts that slow a call 10x or more; the two calls of a round run
     # back to back, so the median of per-round ratios and the ratio of the fastest calls are robust to them.
     result["paired_ratios_median"] = {
-        "train_ratio": statistics.median(v / a for v, a in zip(train_times["vanilla"], train_times["aligned"], strict=True)),
-        "generate_ratio": statistics.median(v / a for v, a in zip(gen_times["vanilla"], gen_times["aligned"], strict=True)),
+        "train_ratio": statistics.median(
+            v / a for v, a in zip(train_times["vanilla"], train_times["aligned"], strict=True)
+        ),
+        "generate_ratio": statistics.median(
+            v / a for v, a in zip(gen_times["vanilla"], gen_times["aligned"], strict=True)
+        ),
     }
     result["best_of_ratios"] = {
         "train_ratio": min(train_times["vanilla"]) / min(train_times["aligned"]),

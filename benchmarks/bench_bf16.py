@@ -125,7 +125,7 @@ def measure(name: str, options: dict, tokenizer, batch: dict, args) -> dict:
     for kind, fn, rounds in (("train", step, args.rounds), ("generate", generate, max(2, args.rounds // 2))):
         fn(False), fn(True)  # warm-up
         for r in range(rounds):
-            for bf16 in ((False, True) if r % 2 == 0 else (True, False)):
+            for bf16 in (False, True) if r % 2 == 0 else (True, False):
                 start = time.perf_counter()
                 fn(bf16)
                 times[kind][bf16].append(time.perf_counter() - start)

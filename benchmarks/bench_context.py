@@ -128,8 +128,10 @@ def main():
         "ratios": ratios,
         "flop_bound": bounds,  # what time proportional to matmul FLOPs would give (methods/context_cost.py)
         "ratio_of_bound": {k: ratios[k] / v for k, v in bounds.items()},
-        "flops": {"train": {k: v for k, v in flops.as_dict().items() if not k.startswith("decode")},
-                  "decode": {k: v for k, v in decode_flops.as_dict().items() if not k.startswith("train")}},
+        "flops": {
+            "train": {k: v for k, v in flops.as_dict().items() if not k.startswith("decode")},
+            "decode": {k: v for k, v in decode_flops.as_dict().items() if not k.startswith("train")},
+        },
         "load_average": list(os.getloadavg()),  # the cores are shared: the 1, 5 and 15 minute load when it ended
         "targets": TARGETS,
         "meets_targets": {k: ratios[k] >= v for k, v in TARGETS.items()},

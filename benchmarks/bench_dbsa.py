@@ -39,7 +39,9 @@ TARGETS = {"train_ratio": 0.90, "generate_ratio": 0.95}
 
 def make_batch(args):
     """Real synthetic sentences with gold source and target DBSA heads."""
-    pairs = generate_corpus(max(400, args.batch_size), seed=args.seed, min_words=args.min_words, max_words=args.max_words)
+    pairs = generate_corpus(
+        max(400, args.batch_size), seed=args.seed, min_words=args.min_words, max_words=args.max_words
+    )
     tokenizer = train_tokenizer([p.source for p in pairs] + [p.target for p in pairs], vocab_size=args.vocab_size)
     rows = []
     for p in pairs[: args.batch_size]:
@@ -68,7 +70,9 @@ def main():
     assert out.dbsa_loss is not None and out.sync_loss is not None, "the auxiliary losses must be computed"
 
     train_times = time_training(models, inputs, args)
-    gen_inputs = {name: {k: v for k, v in inputs[name].items() if k in ("input_ids", "attention_mask")} for name in models}
+    gen_inputs = {
+        name: {k: v for k, v in inputs[name].items() if k in ("input_ids", "attention_mask")} for name in models
+    }
     gen_times = time_generation(models, gen_inputs, args, max(5, args.rounds // 2))
     med, gmed = medians(train_times), medians(gen_times)
     n_src, n_tgt = int(batch["attention_mask"].sum()), int((batch["labels"] != -100).sum())
@@ -82,7 +86,11 @@ def main():
     }
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     write_json(args.output, result)
-    print(json.dumps({"ratios": ratios, "train": med, "generate": gmed, "meets_targets": result["meets_targets"]}, indent=2))
+    print(
+        json.dumps(
+            {"ratios": ratios, "train": med, "generate": gmed, "meets_targets": result["meets_targets"]}, indent=2
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -135,8 +135,17 @@ def train_docnmt_model(args, name: str, files, start_from: Path | None, context:
     out = Path(args.output_dir) / name
     src, tgt = args.direction.split("-")
     steps = args.sentence_steps if start_from is None else args.document_steps
-    argv = ["--output_dir", str(out), "--overwrite_output_dir", "--do_train", "--do_predict", "--source_lang", src,
-            "--target_lang", tgt]  # a rerun replaces the previous run's model
+    argv = [
+        "--output_dir",
+        str(out),
+        "--overwrite_output_dir",
+        "--do_train",
+        "--do_predict",
+        "--source_lang",
+        src,
+        "--target_lang",
+        tgt,
+    ]  # a rerun replaces the previous run's model
     for split, f in files.items():
         argv += [f"--{split}_source_file", str(f["src"]), f"--{split}_target_file", str(f["tgt"])]
         if context:

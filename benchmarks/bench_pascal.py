@@ -44,7 +44,9 @@ TARGETS = {"train_ratio": 0.95, "generate_ratio": 0.97, "memory_ratio": 1.05}
 
 def make_batch(args, device):
     """A batch of real synthetic sentences with gold parent positions, padded on the right."""
-    pairs = generate_corpus(max(400, args.batch_size), seed=args.seed, min_words=args.min_words, max_words=args.max_words)
+    pairs = generate_corpus(
+        max(400, args.batch_size), seed=args.seed, min_words=args.min_words, max_words=args.max_words
+    )
     tokenizer = train_tokenizer([p.source for p in pairs] + [p.target for p in pairs], vocab_size=args.vocab_size)
     rows = [align_parse(tokenizer, p.source_tree.to_parsed(p.source), text=p.source) for p in pairs[: args.batch_size]]
     labels = [tokenizer(text_target=p.target)["input_ids"] for p in pairs[: args.batch_size]]

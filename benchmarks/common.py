@@ -235,7 +235,9 @@ def train_step(model, optimizer, inputs):
 
 def generate(model, inputs, new_tokens):
     gen_inputs = {k: v for k, v in inputs.items() if k != "labels"}
-    return model.generate(**gen_inputs, max_new_tokens=new_tokens, min_new_tokens=new_tokens, num_beams=1, do_sample=False)
+    return model.generate(
+        **gen_inputs, max_new_tokens=new_tokens, min_new_tokens=new_tokens, num_beams=1, do_sample=False
+    )
 
 
 def time_interleaved(fns: dict, rounds: int, warmup: int, device: str) -> dict[str, list[float]]:
@@ -262,9 +264,14 @@ def time_training(models: dict, inputs: dict, args, device: str = "cpu") -> dict
 
     for m in models.values():
         m.train()
-    optimizers = {n: torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=1e-4) for n, m in models.items()}
+    optimizers = {
+        n: torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=1e-4) for n, m in models.items()
+    }
     return time_interleaved(
-        {n: (lambda n=n: train_step(models[n], optimizers[n], inputs[n])) for n in models}, args.rounds, args.warmup, device
+        {n: (lambda n=n: train_step(models[n], optimizers[n], inputs[n])) for n in models},
+        args.rounds,
+        args.warmup,
+        device,
     )
 
 
@@ -275,7 +282,9 @@ def time_generation(models: dict, inputs: dict, args, rounds: int, device: str =
     for m in models.values():
         m.eval()
     with torch.inference_mode():
-        return time_interleaved({n: (lambda n=n: decode(models[n], inputs[n], args.new_tokens)) for n in models}, rounds, 1, device)
+        return time_interleaved(
+            {n: (lambda n=n: decode(models[n], inputs[n], args.new_tokens)) for n in models}, rounds, 1, device
+        )
 
 
 def medians(times: dict[str, list[float]]) -> dict[str, float]:

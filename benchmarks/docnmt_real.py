@@ -181,7 +181,9 @@ def shared_tokenizer(args, files) -> Path:
     directory = Path(args.output_dir) / f"tokenizer-{args.recipe['vocab_size']}"
     if not (directory / "tokenizer.json").is_file():
         lines = read_lines(files["train"]["en"]) + read_lines(files["train"]["de"])
-        train_tokenizer([line for line in lines if line], vocab_size=args.recipe["vocab_size"]).save_pretrained(directory)
+        train_tokenizer([line for line in lines if line], vocab_size=args.recipe["vocab_size"]).save_pretrained(
+            directory
+        )
     return directory
 
 

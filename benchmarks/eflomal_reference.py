@@ -72,8 +72,13 @@ def main(argv=None) -> int:
             Path(args.results).mkdir(parents=True, exist_ok=True)
             for method in ("forward", "grow-diag-final-and"):
                 (Path(args.results) / f"eflomal.{method}.align.txt").write_text(
-                    "".join(format_pharaoh(x) + "\n" for x in links[method]), encoding="utf-8")
-        print(f"run {run}: " + ", ".join(f"{k} AER {100 * v['aer']:.1f}" for k, v in scores.items()) + f" ({seconds:.0f} s)")
+                    "".join(format_pharaoh(x) + "\n" for x in links[method]), encoding="utf-8"
+                )
+        print(
+            f"run {run}: "
+            + ", ".join(f"{k} AER {100 * v['aer']:.1f}" for k, v in scores.items())
+            + f" ({seconds:.0f} s)"
+        )
     out = Path(args.results)
     record = {"aligner": f"eflomal {getattr(eflomal, '__version__', '2.0.0')} (defaults: model 3, 3 samplers)",
               "training_pairs": len(src) + n, "data": "Multi30k en-fr train (lower-cased, punctuation split) + the "

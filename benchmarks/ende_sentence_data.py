@@ -221,7 +221,9 @@ def _lines_text(lines: list[str]) -> str:
 
 
 def _output_intact(cache: Path, outputs: dict) -> bool:
-    return all((cache / name).is_file() and sha256_file(cache / name) == info["sha256"] for name, info in outputs.items())
+    return all(
+        (cache / name).is_file() and sha256_file(cache / name) == info["sha256"] for name, info in outputs.items()
+    )
 
 
 def file_paths(cache: Path) -> dict[str, dict[str, Path]]:

@@ -86,11 +86,17 @@ METHODS: dict[str, tuple[str | None, bool, str]] = {
         False,
         "Sennrich & Haddow source features (UPOS, relation, B/I/E/O), summed into the embeddings",
     ),
-    "alignment": ("alignment_bias_layers=[0,1,2]", False, "Cohn et al. position, Markov and fertility biases, every "
-                  "decoder layer's cross-attention"),  # fmt: skip
+    "alignment": (
+        "alignment_bias_layers=[0,1,2]",
+        False,
+        "Cohn et al. position, Markov and fertility biases, every decoder layer's cross-attention",
+    ),  # fmt: skip
     "vanilla_xavier": ("attention_init=xavier", False, "no syntax, fairseq's Xavier attention init (control)"),
-    "pascal_xavier": ("encoder_pascal_heads=[2,0,0],attention_init=xavier", False, "PASCAL with fairseq's Xavier "
-                      "attention init (issue 12 item 5)"),  # fmt: skip
+    "pascal_xavier": (
+        "encoder_pascal_heads=[2,0,0],attention_init=xavier",
+        False,
+        "PASCAL with fairseq's Xavier attention init (issue 12 item 5)",
+    ),  # fmt: skip
 }
 #: method -> the control it differs from in one setting only, besides vanilla (same seed, paired bootstrap)
 CONTROLS = {"pascal_xavier": "vanilla_xavier"}
@@ -169,7 +175,9 @@ def shared_tokenizer(args) -> Path:
         lines = []
         for key in ("src", "tgt"):
             lines += train[key].read_text(encoding="utf-8").split("\n")
-        train_tokenizer([line for line in lines if line], vocab_size=args.recipe["vocab_size"]).save_pretrained(directory)
+        train_tokenizer([line for line in lines if line], vocab_size=args.recipe["vocab_size"]).save_pretrained(
+            directory
+        )
     return directory
 
 
@@ -365,7 +373,9 @@ def load_units(results: Path) -> list[dict]:
         unit = load_unit(path, ("unit", "method", "seed", "test", "buckets", "train_minutes", "tokens_per_second"))
         hypotheses = path.parent / f"{unit['unit']}.test.txt"
         if not hypotheses.is_file():
-            raise UnitFileError(f"{path}: its test translations {hypotheses} are missing: delete {path} to run it again")
+            raise UnitFileError(
+                f"{path}: its test translations {hypotheses} are missing: delete {path} to run it again"
+            )
         unit["hypotheses"] = hypotheses.read_text(encoding="utf-8").split("\n")[:-1]
         units.append(unit)
     order = list(METHODS)

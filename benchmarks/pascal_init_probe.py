@@ -26,10 +26,21 @@ D = DATA
 ds = read_parallel_conllu(f"{D}/multi30k-parsed/val.en.conllu.gz", f"{D}/multi30k/val.de").select(range(32))
 fn = SyntaxMTPreprocessor(tok, source_parse_column="source_parse")
 ds = ds.map(fn, batched=True, remove_columns=ds.column_names)
-dims = dict(vocab_size=len(tok), d_model=256, encoder_layers=3, decoder_layers=3, encoder_attention_heads=4,
-            decoder_attention_heads=4, encoder_ffn_dim=1024, decoder_ffn_dim=1024, pad_token_id=tok.pad_token_id,
-            eos_token_id=tok.eos_token_id, decoder_start_token_id=tok.pad_token_id, scale_embedding=True,
-            activation_function="relu")
+dims = dict(
+    vocab_size=len(tok),
+    d_model=256,
+    encoder_layers=3,
+    decoder_layers=3,
+    encoder_attention_heads=4,
+    decoder_attention_heads=4,
+    encoder_ffn_dim=1024,
+    decoder_ffn_dim=1024,
+    pad_token_id=tok.pad_token_id,
+    eos_token_id=tok.eos_token_id,
+    decoder_start_token_id=tok.pad_token_id,
+    scale_embedding=True,
+    activation_function="relu",
+)
 batch = DataCollatorForSyntaxMT(tok)([dict(r) for r in ds])
 for init in ("normal", "xavier"):
     out = {}
@@ -49,5 +60,7 @@ for init in ("normal", "xavier"):
     # how far from uniform: max attention weight per query, averaged over real queries, vs 1/n
     maxw = att.max(-1).values.mean(1)  # (B, S)
     ratio = ((maxw * n[:, None]) * mask).sum() / mask.sum()
-    print(f"init={init}: max |logit diff| PASCAL vs vanilla (same seed, 32 val pairs) = {diff:.3g}; "
-          f"PASCAL heads' largest weight per query = {ratio:.2f} x uniform")
+    print(
+        f"init={init}: max |logit diff| PASCAL vs vanilla (same seed, 32 val pairs) = {diff:.3g}; "
+        f"PASCAL heads' largest weight per query = {ratio:.2f} x uniform"
+    )

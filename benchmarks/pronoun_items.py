@@ -87,7 +87,10 @@ def main(argv=None) -> int:
     tests = {name: _tokens(files[name]) for name in TEST_SETS}
     words = train[1][:n_train] + [w for t in tests.values() for w in t[1]]
     german = train[4][:n_train] + [g for t in tests.values() for g in t[4]]
-    print(f"aligning {len(words):,} pairs ({n_train:,} training + {len(words) - n_train:,} test) with eflomal", flush=True)
+    print(
+        f"aligning {len(words):,} pairs ({n_train:,} training + {len(words) - n_train:,} test) with eflomal",
+        flush=True,
+    )
     links, eflomal_seconds = align(words, german)
     lexicon = NounGenders.from_conllu([Path(args.data) / "ud" / path for path in UD_GERMAN])
     from hf_syntax_mt.data.readers import read_doc_ids

@@ -66,10 +66,17 @@ XAVIER = "attention_init=xavier"
 METHODS = {
     "vanilla": (XAVIER, False, "no syntax (Marian's architecture), Xavier attention init"),
     "pascal": ("encoder_pascal_heads=[2,0,0]," + XAVIER, False, "PASCAL: 2 of 4 heads of encoder layer 1"),
-    "alignment": ("alignment_bias_layers=[0,1,2]," + XAVIER, False, "Cohn et al. position, Markov and fertility "
-                  "biases in every decoder layer's cross-attention"),  # fmt: skip
-    "dbsa_sync_full": (round_one.METHODS["dbsa_sync_full"][0] + "," + XAVIER, True, "DBSA (1 head, layer 1, encoder "
-                       "and decoder) + synchronous loss, decoder full context (lambda_dep = lambda_sync = 0.5)"),  # fmt: skip
+    "alignment": (
+        "alignment_bias_layers=[0,1,2]," + XAVIER,
+        False,
+        "Cohn et al. position, Markov and fertility biases in every decoder layer's cross-attention",
+    ),  # fmt: skip
+    "dbsa_sync_full": (
+        round_one.METHODS["dbsa_sync_full"][0] + "," + XAVIER,
+        True,
+        "DBSA (1 head, layer 1, encoder "
+        "and decoder) + synchronous loss, decoder full context (lambda_dep = lambda_sync = 0.5)",
+    ),  # fmt: skip
 }
 SEEDS = (0, 1, 2)
 #: vanilla first in every (setting, seed), so that each method's paired test can be made as soon as it is done
@@ -248,7 +255,9 @@ def run_unit(args, setting: str, method: str, seed: int, device: str) -> Path:
         **software(), "commit": git_commit(), "train_argv": [relative_path(a) for a in argv],
     }  # fmt: skip
     path = write_json(runs / f"{name}.json", record, indent=1, newline=True)
-    print(f"=== {name}: BLEU " + ", ".join(f"{t} {s['bleu']:.2f}" for t, s in tests.items()) + f" -> {path}", flush=True)
+    print(
+        f"=== {name}: BLEU " + ", ".join(f"{t} {s['bleu']:.2f}" for t, s in tests.items()) + f" -> {path}", flush=True
+    )
     return path
 
 
@@ -285,7 +294,9 @@ def sign_test(positive: int, negative: int) -> float:
 def mean_std(values: list[float]) -> str:
     if not values:
         return "-"
-    return f"{values[0]:.2f}" if len(values) == 1 else f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
+    return (
+        f"{values[0]:.2f}" if len(values) == 1 else f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
+    )
 
 
 def aggregate(args) -> str | None:
@@ -324,7 +335,9 @@ def aggregate(args) -> str | None:
                     if method == "vanilla" or base is None:
                         continue
                     n = len(u["hypotheses"][t])
-                    b = paired_bootstrap(base["hypotheses"][t], u["hypotheses"][t], refs[t][:n], args.bootstrap_samples)
+                    b = paired_bootstrap(
+                        base["hypotheses"][t], u["hypotheses"][t], refs[t][:n], args.bootstrap_samples
+                    )
                     delta = b["bleu"]["system"] - b["bleu"]["baseline"]
                     per_seed.append(f"{delta:+.2f} ({b['bleu']['p_value']:.3f})")
                     pos, neg = signs.get(method, (0, 0))
@@ -342,8 +355,14 @@ def aggregate(args) -> str | None:
                              f"| {mean_std([u['tests'][t]['chrf'] for u in mu])} | {', '.join(per_seed) or '-'} "
                              f"| {pooled} |")  # fmt: skip
         if signs:
-            lines += ["", "Sign test over seeds x test sets (ΔBLEU against vanilla of the same seed; ties left out):", ""]
-            lines += [f"- {m}: {p} better, {n} worse, two-sided p = {sign_test(p, n):.3f}" for m, (p, n) in signs.items()]
+            lines += [
+                "",
+                "Sign test over seeds x test sets (ΔBLEU against vanilla of the same seed; ties left out):",
+                "",
+            ]
+            lines += [
+                f"- {m}: {p} better, {n} worse, two-sided p = {sign_test(p, n):.3f}" for m, (p, n) in signs.items()
+            ]
         lines += ["", "BLEU by source length (words), every test set and seed pooled:", ""]
         table = {}
         for method in METHODS:

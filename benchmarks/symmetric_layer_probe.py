@@ -62,7 +62,10 @@ def main(argv=None) -> int:
         fwd, mask, enc = cross_attention(model.forward_model if symmetric else model, tokenizer, en, fr)
         peak, pick = fwd.max(dim=-1)  # (L, B, J)
         rows = mask.sum()
-        shares = {"mean_peak_weight": peak[:, mask].mean(-1), "hard_pick_share": (peak[:, mask] >= 0.99).sum(-1) / rows}
+        shares = {
+            "mean_peak_weight": peak[:, mask].mean(-1),
+            "hard_pick_share": (peak[:, mask] >= 0.99).sum(-1) / rows,
+        }
         if symmetric:  # backward rows are source positions; its inputs are the forward labels, so indices line up
             bwd, _, _ = cross_attention(model.backward_model, tokenizer, fr, en)
             returned = bwd.argmax(dim=-1).gather(2, pick)  # (L, B, J): the target row each pick's source row picks

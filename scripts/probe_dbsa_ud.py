@@ -78,9 +78,17 @@ def main():
     trainer = SyntaxMTTrainer(
         model=model,
         args=Seq2SeqTrainingArguments(
-            output_dir="runs/probe_dbsa_ud_trainer", per_device_train_batch_size=32, learning_rate=1e-3,
-            warmup_steps=100, max_steps=100000, logging_steps=50, save_strategy="no", report_to=[], seed=args.seed,
-            use_cpu=True, train_sampling_strategy="group_by_length",
+            output_dir="runs/probe_dbsa_ud_trainer",
+            per_device_train_batch_size=32,
+            learning_rate=1e-3,
+            warmup_steps=100,
+            max_steps=100000,
+            logging_steps=50,
+            save_strategy="no",
+            report_to=[],
+            seed=args.seed,
+            use_cpu=True,
+            train_sampling_strategy="group_by_length",
         ),  # fmt: skip
         train_dataset=data,
         data_collator=DataCollatorForSyntaxMT(tokenizer),

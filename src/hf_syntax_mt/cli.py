@@ -31,7 +31,9 @@ def _model_directory(path: str) -> str:
         return str(p)
     if p.exists():
         raise ValueError(f"--model {path} is a file; give the model's directory (the one holding config.json).")
-    hub_like = not p.is_absolute() and path.count("/") == 1 and not path.startswith((".", "~")) and not p.parent.is_dir()
+    hub_like = (
+        not p.is_absolute() and path.count("/") == 1 and not path.startswith((".", "~")) and not p.parent.is_dir()
+    )
     if not hub_like:
         raise ValueError(f"--model {path}: no such directory ({p.resolve()}); give the directory a training run or "
                          "save_pretrained wrote (it holds config.json).")  # fmt: skip
@@ -177,7 +179,9 @@ def _align(args: argparse.Namespace) -> int:
     from hf_syntax_mt.word_alignment import align_corpus, format_pharaoh, read_parallel_words
 
     if args.input and (args.src or args.tgt):
-        raise SystemExit("hf-syntax-mt align: give --input (one 'source ||| target' file) or --src and --tgt, not both")
+        raise SystemExit(
+            "hf-syntax-mt align: give --input (one 'source ||| target' file) or --src and --tgt, not both"
+        )
     path = _model_directory(args.model)
     sources, targets = read_parallel_words(args.src, args.tgt, args.input)
     config = AutoConfig.from_pretrained(path)

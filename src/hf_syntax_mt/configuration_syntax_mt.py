@@ -33,7 +33,6 @@ logger = logging.getLogger(__name__)
 ATTENTION_INITS = ("normal", "xavier")
 
 
-
 _PER_LAYER = (
     "encoder_pascal_heads", "encoder_tree_heads", "encoder_lisa_heads", "encoder_dbsa_heads", "decoder_dbsa_heads",
 )  # fmt: skip
@@ -245,7 +244,9 @@ class SyntaxMTConfig(MarianConfig):
             if getattr(self, name) is not None:
                 setattr(self, name, list(getattr(self, name)))
         if isinstance(self.input_features, str):
-            raise ValueError(f"input_features={self.input_features!r} must be a list of names, e.g. ['pos', 'deprel'].")
+            raise ValueError(
+                f"input_features={self.input_features!r} must be a list of names, e.g. ['pos', 'deprel']."
+            )
         if self.input_features is not None:
             self.input_features = list(self.input_features)
         for name in ("alignment_bias_layers", "alignment_biases", "encoder_context_layers", "decoder_context_layers"):
@@ -289,7 +290,9 @@ class SyntaxMTConfig(MarianConfig):
         fields = sorted(f.name for f in dataclasses.fields(cls))
         for key in unused:  # from_pretrained(path, encoder_pscal_heads=...) would silently drop the option
             if close := difflib.get_close_matches(key, fields, n=3, cutoff=0.8):
-                raise ValueError(f"{cls.__name__} has no option {key!r}. Did you mean {' or '.join(map(repr, close))}?")
+                raise ValueError(
+                    f"{cls.__name__} has no option {key!r}. Did you mean {' or '.join(map(repr, close))}?"
+                )
         return (config, unused) if return_unused else config
 
     @classmethod
@@ -431,7 +434,9 @@ class SyntaxMTConfig(MarianConfig):
         check_weight(self, "symmetry_weight")
         methods = {m.name for m in registered()}
         if self.method_options is not None:
-            if not isinstance(self.method_options, dict) or any(not isinstance(v, dict) for v in self.method_options.values()):
+            if not isinstance(self.method_options, dict) or any(
+                not isinstance(v, dict) for v in self.method_options.values()
+            ):
                 raise ValueError(f"method_options={self.method_options!r} must map method names to dicts of options.")
             unknown = sorted(set(self.method_options) - methods)
             if unknown:

@@ -88,7 +88,12 @@ class SyntaxMTAttention(MarianAttention):
 
     def __init__(self, *args, site: str = "encoder", **kwargs):
         super().__init__(*args, **kwargs)
-        for proj, gain in ((self.q_proj, 2**-0.5), (self.k_proj, 2**-0.5), (self.v_proj, 2**-0.5), (self.out_proj, 1.0)):
+        for proj, gain in (
+            (self.q_proj, 2**-0.5),
+            (self.k_proj, 2**-0.5),
+            (self.v_proj, 2**-0.5),
+            (self.out_proj, 1.0),
+        ):
             proj.xavier_gain = gain  # used by attention_init="xavier" (_init_weights)
         self.site = site
         groups = head_layout(self.config, site, self.layer_idx, self.num_heads) if self.config is not None else []
@@ -109,7 +114,9 @@ class SyntaxMTAttention(MarianAttention):
         cache, is_updated = past_key_values, False
         if isinstance(past_key_values, EncoderDecoderCache):
             is_updated = past_key_values.is_updated.get(self.layer_idx)
-            cache = past_key_values.cross_attention_cache if is_cross_attention else past_key_values.self_attention_cache
+            cache = (
+                past_key_values.cross_attention_cache if is_cross_attention else past_key_values.self_attention_cache
+            )
         if is_cross_attention and past_key_values is not None and is_updated:
             return query, cache.layers[self.layer_idx].keys, cache.layers[self.layer_idx].values
         current = key_value_states if is_cross_attention else hidden_states
@@ -135,7 +142,9 @@ class SyntaxMTAttention(MarianAttention):
         arrive in `kwargs`."""
         past_key_values = pop_cache(past_key_values, kwargs)
         output_attentions = kwargs.get("output_attentions", False)
-        record_cross = attention_record is not None and self.site == "cross" and attention_record.wants_cross(self.layer_idx)
+        record_cross = (
+            attention_record is not None and self.site == "cross" and attention_record.wants_cross(self.layer_idx)
+        )
         if not self.head_groups and not output_attentions and not record_cross:
             return super().forward(hidden_states, key_value_states, past_key_values, attention_mask, **kwargs)
 
@@ -176,7 +185,9 @@ class SyntaxMTAttention(MarianAttention):
         returns `(B, T, n, d)` and probabilities `(B, n, T, S)`."""
         n = query.shape[1]
         groups = [g for g in self.head_groups if g[2] <= n]
-        scores = torch.matmul(query, key.transpose(2, 3)) * self.scaling  # Eq. 1 (PASCAL): Q K^T / sqrt(d), (B, n, T, S)
+        scores = (
+            torch.matmul(query, key.transpose(2, 3)) * self.scaling
+        )  # Eq. 1 (PASCAL): Q K^T / sqrt(d), (B, n, T, S)
         scores = _by_group(scores, groups, lambda m, x, a, b: m.scores(ctx, x, a, b))
         logits = scores if ctx.mask is None else scores + ctx.mask  # (B, n, T, S)
         logits = _by_group(logits, groups, lambda m, x, a, b: m.logits(ctx, x, a, b))

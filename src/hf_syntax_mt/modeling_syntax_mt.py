@@ -258,7 +258,10 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
             return {}
         # a tuple of (B, 2, H, M, d), one per decoder context sublayer (unbind: cheap backward, see the encoder)
         # masks built once per forward (one decoding step), not in every layer
-        return {"context_key_values": kv.unbind(1), "context_masks": context_masks(encoder_outputs.context_attention_mask)}
+        return {
+            "context_key_values": kv.unbind(1),
+            "context_masks": context_masks(encoder_outputs.context_attention_mask),
+        }
 
     def forward(
         self,
@@ -581,7 +584,11 @@ def _refresh_forward_signatures() -> None:
     names = (*input_names(), *supervision_names())
     for cls in (SyntaxMTModel, SyntaxMTForConditionalGeneration):
         function = cls.forward
-        base = inspect.signature(function, follow_wrapped=False) if not hasattr(function, "_base_signature") else function._base_signature
+        base = (
+            inspect.signature(function, follow_wrapped=False)
+            if not hasattr(function, "_base_signature")
+            else function._base_signature
+        )
         function._base_signature = base
         params = [p for p in base.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
         present = {p.name for p in params}

@@ -77,7 +77,7 @@ class SyntaxTranslationPipeline(Pipeline):
                 "pre-parsed CoNLL-U records none unless told which parser made it) and none was given: new text "
                 "needs a parser, e.g. pipeline(..., parser=hf_syntax_mt.data.get_parser('spacy', "
                 "model='fr_core_news_sm')). Record one at training time: --parser spacy --parser_model NAME (raw "
-                "text), or --config_overrides 'source_parser={\"backend\": \"spacy\", \"model\": NAME}' for the "
+                'text), or --config_overrides \'source_parser={"backend": "spacy", "model": NAME}\' for the '
                 "parser that produced the CoNLL-U."
             )
         return parser_from_config(recorded, model_dir=getattr(self.model, "name_or_path", None) or None)
@@ -115,7 +115,7 @@ class SyntaxTranslationPipeline(Pipeline):
                 t.encode("utf-8")
             except UnicodeEncodeError as e:
                 raise ValueError(
-                    f"input {k} holds a lone surrogate {t[e.start]!r} at character {e.start} ({t[max(0, e.start - 20):e.start + 20]!r}): "
+                    f"input {k} holds a lone surrogate {t[e.start]!r} at character {e.start} ({t[max(0, e.start - 20) : e.start + 20]!r}): "
                     "it is not valid Unicode text. It usually comes from bytes decoded with errors='surrogateescape'; "
                     "decode the source as UTF-8 (or with errors='replace') first."
                 ) from None

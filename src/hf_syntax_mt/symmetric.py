@@ -72,8 +72,12 @@ class SymmetricTranslationConfig(PreTrainedConfig):
     @property
     def alignment_layers(self) -> tuple[int, int]:
         return (
-            self.forward.resolved_alignment_layer if self.forward_alignment_layer is None else self.forward_alignment_layer,
-            self.backward.resolved_alignment_layer if self.backward_alignment_layer is None else self.backward_alignment_layer,
+            self.forward.resolved_alignment_layer
+            if self.forward_alignment_layer is None
+            else self.forward_alignment_layer,
+            self.backward.resolved_alignment_layer
+            if self.backward_alignment_layer is None
+            else self.backward_alignment_layer,
         )
 
 
@@ -275,7 +279,6 @@ class DataCollatorForSymmetricTranslation:
         }
 
 
-
 def _config_from_directions(forward_model, backward_model, symmetry_weight, layers) -> SymmetricTranslationConfig:
     gamma = forward_model.config.symmetry_weight if symmetry_weight is None else symmetry_weight
     layers = (None, None) if layers is None else tuple(layers)
@@ -284,4 +287,9 @@ def _config_from_directions(forward_model, backward_model, symmetry_weight, laye
                                       backward_alignment_layer=layers[1])  # fmt: skip
 
 
-__all__ = ["DataCollatorForSymmetricTranslation", "SymmetricTranslationConfig", "SymmetricTranslationModel", "SymmetricTranslationOutput"]
+__all__ = [
+    "DataCollatorForSymmetricTranslation",
+    "SymmetricTranslationConfig",
+    "SymmetricTranslationModel",
+    "SymmetricTranslationOutput",
+]

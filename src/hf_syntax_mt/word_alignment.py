@@ -28,7 +28,9 @@ def alignment_error_rate(predicted: Sequence[Iterable[Link] | GoldAlignment], go
     """Corpus AER, precision (against P) and recall (against S), with the link counts. ``predicted[k]`` is a set of
     links or a `GoldAlignment` (its sure links count)."""
     if len(predicted) != len(gold):
-        raise ValueError(f"{len(predicted)} predicted alignments but {len(gold)} gold ones: the files must be line aligned")
+        raise ValueError(
+            f"{len(predicted)} predicted alignments but {len(gold)} gold ones: the files must be line aligned"
+        )
     a = s = a_s = a_p = 0
     for pred, g in zip(predicted, gold, strict=True):
         links = set(pred.sure if isinstance(pred, GoldAlignment) else pred)

@@ -128,7 +128,9 @@ def test_invalid_utf8_in_a_text_file_names_file_line_and_byte(tmp_path):
     offset = _latin1_file(path, ["un chat", "über alles", "le café noir"], bad_line=3)
     assert offset == len(b"un chat\n") + len("über alles\n".encode()) + len("le caf")
     for reader in (read_lines, read_hypotheses, lambda p: list(iter_lines(p))):
-        with pytest.raises(TextDecodeError, match=rf"{path}:3: invalid UTF-8: byte 0xe9 at column 7 .*byte offset {offset} "):
+        with pytest.raises(
+            TextDecodeError, match=rf"{path}:3: invalid UTF-8: byte 0xe9 at column 7 .*byte offset {offset} "
+        ):
             reader(path)
 
 
@@ -171,7 +173,9 @@ def pascal_model_dir(tmp_path_factory, tokenizer):
 def parents_by_hand(tokenizer, parser, texts) -> list[list[float]]:
     from hf_syntax_mt.data.subwords import align_parse
 
-    return [align_parse(tokenizer, p, text=t)["parent_positions"] for t, p in zip(texts, parser.parse(texts), strict=True)]
+    return [
+        align_parse(tokenizer, p, text=t)["parent_positions"] for t, p in zip(texts, parser.parse(texts), strict=True)
+    ]
 
 
 def test_per_call_parser_applies_to_that_call_only(pascal_model_dir, tokenizer):
@@ -224,7 +228,10 @@ TWO_ROOTS = [0, 1, 0, 3]
 @pytest.mark.parametrize(
     "heads, message",
     [
-        (CYCLE, r"cycle that never reaches the root: words \[2, 3, 4\] .*2 \('chat'\) -> 3 \('noir'\) -> 4 \('dort'\) -> 2"),
+        (
+            CYCLE,
+            r"cycle that never reaches the root: words \[2, 3, 4\] .*2 \('chat'\) -> 3 \('noir'\) -> 4 \('dort'\) -> 2",
+        ),
         (TWO_ROOTS, r"2 roots: words \[1, 3\] \(1-based ids\) all have head 0"),
         ([2, 1, 4, 3], r"no root"),
     ],
@@ -414,7 +421,10 @@ def test_translating_past_max_position_embeddings_truncates_with_a_warning(tmp_p
     with caplog.at_level(logging.WARNING):
         got = translator(text, max_new_tokens=20, min_new_tokens=20)[0]["translation_text"]
     assert f"truncated to {limit} tokens" in caplog.text
-    assert f"max_new_tokens=20 after 1 decoder token(s) would pass the model's max_position_embeddings={limit}" in caplog.text
+    assert (
+        f"max_new_tokens=20 after 1 decoder token(s) would pass the model's max_position_embeddings={limit}"
+        in caplog.text
+    )
     # by hand: the first limit - 1 tokens and </s>; the decoder reads at most `limit` positions
     ids = tokenizer(text)["input_ids"][: limit - 1] + [tokenizer.eos_token_id]
     out = model.generate(input_ids=torch.tensor([ids]), max_new_tokens=limit, min_new_tokens=limit)

@@ -110,8 +110,11 @@ def test_guided_alignment_runs_as_the_readme_shows_and_an_unused_file_is_refused
     assert main(["train", "--output_dir", str(tmp_path / "a"), *data, *TRAIN,
                  "--config_overrides", "guided_alignment_weight=0.05"]) == 0  # fmt: skip
     assert (tmp_path / "a" / "model.safetensors").is_file()
-    with pytest.raises(ValueError, match=rf"--train_alignment_file {links} is read only by guided alignment, which "
-                                         r"this model does not train: add --config_overrides guided_alignment_weight"):
+    with pytest.raises(
+        ValueError,
+        match=rf"--train_alignment_file {links} is read only by guided alignment, which "
+        r"this model does not train: add --config_overrides guided_alignment_weight",
+    ):
         main(["train", "--output_dir", str(tmp_path / "b"), *data, *TRAIN])
     bad = write(tmp_path / "bad.align", ["0-0", "0-0", "0-0", "0-9"])
     with pytest.raises(ValueError, match=rf"{bad}:4: link '0-9' is past the sentence pair \(source 6 words, target 5"):

@@ -233,12 +233,17 @@ def test_averaging_fewer_checkpoints_than_asked_says_so(caplog):
     with caplog.at_level(logging.WARNING, logger="hf_syntax_mt.training.callbacks"):
         averager.on_train_end(None, state, None, model=model)
     assert torch.equal(model.weight, torch.stack(seen).mean(0)) and averager.steps == [1, 2, 3]
-    assert ("--average_checkpoints 5: 3 checkpoint(s) averaged, not 5 (steps [1, 2, 3] wanted, --average_every 1): "
-            "max_steps=3 has only 3 step(s) on the grid") in caplog.text
+    assert (
+        "--average_checkpoints 5: 3 checkpoint(s) averaged, not 5 (steps [1, 2, 3] wanted, --average_every 1): "
+        "max_steps=3 has only 3 step(s) on the grid"
+    ) in caplog.text
     caplog.clear()
     stopped = CheckpointAverageCallback(last=2, every=1)  # a time budget stopped the run at step 1 of 10
     stopped.on_step_end(None, SimpleNamespace(max_steps=10, global_step=1), None, model=model)
     with caplog.at_level(logging.WARNING, logger="hf_syntax_mt.training.callbacks"):
         stopped.on_train_end(None, SimpleNamespace(max_steps=10, global_step=1, is_world_process_zero=True), None,
                              model=model)  # fmt: skip
-    assert "0 checkpoint(s) averaged, not 2" in caplog.text and "training stopped at step 1 of max_steps=10" in caplog.text
+    assert (
+        "0 checkpoint(s) averaged, not 2" in caplog.text
+        and "training stopped at step 1 of max_steps=10" in caplog.text
+    )

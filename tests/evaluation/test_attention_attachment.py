@@ -49,7 +49,9 @@ def test_attachment_scores_on_hand_built_trees():
     att1 = np.stack([parent, selfish, split])[None]  # (L=1, H=3, T, T)
     # sentence 2: "D E", D is the root and E -> D; tokens D E </s>
     heads2, wids2 = [0, 1], [0, 1, None]
-    att2 = np.stack([np.array([[0, 1, 0], [1, 0, 0], [0, 0, 1]]), np.eye(3), np.array([[1, 0, 0], [0, 0, 1], [1, 0, 0]])])[None]
+    att2 = np.stack(
+        [np.array([[0, 1, 0], [1, 0, 0], [0, 0, 1]]), np.eye(3), np.array([[1, 0, 0], [0, 0, 1], [1, 0, 0]])]
+    )[None]
     result = attachment_scores([att1, att2], [wids1, wids2], [heads1, heads2])
     # scored words: A, C (sentence 1), E (sentence 2); roots are not scored
     assert result["count"] == 3

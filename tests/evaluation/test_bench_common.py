@@ -17,7 +17,10 @@ import common  # noqa: E402
 def test_paths():
     assert common.HERE == BENCHMARKS and common.ROOT == BENCHMARKS.parent
     assert common.DATA == BENCHMARKS.parent.parent / "shared" / "data"
-    assert common.relative_path(str(common.DATA.resolve() / "multi30k" / "train.en")) == "../shared/data/multi30k/train.en"
+    assert (
+        common.relative_path(str(common.DATA.resolve() / "multi30k" / "train.en"))
+        == "../shared/data/multi30k/train.en"
+    )
     assert common.relative_path(str(common.ROOT.resolve() / "runs" / "x")) == "./runs/x"
     assert common.relative_path("--seed") == "--seed"
 

@@ -53,6 +53,8 @@ def test_model_card_describes_document_context(tmp_path):
     config = model_config(tokenizer, d_model=16, layers=2, heads=4, ffn_dim=32, context_sentences=2,
                           decoder_context_layers=[1], context_gating=False)  # fmt: skip
     card = write_model_card(tmp_path, model=build_model(config), title="T", data="D", parser="P").read_text()
-    assert ("the previous 2 source sentences, a 1-layer context encoder, context attention in encoder layers [0, 1] "
-            "and decoder layers [1], residual connections (no gating)") in card
+    assert (
+        "the previous 2 source sentences, a 1-layer context encoder, context attention in encoder layers [0, 1] "
+        "and decoder layers [1], residual connections (no gating)"
+    ) in card
     assert "context_sentences=2" in card  # the model signature names the option

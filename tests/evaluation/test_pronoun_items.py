@@ -28,28 +28,59 @@ def _pairs():
     """Two documents; each pair: English words, their relations, German reference, links (English i, German j)."""
     return [
         # d1 line 1: "Der Tisch ist alt ." -- no pronoun
-        ("d1", "The table is old .", ["The", "table", "is", "old", "."], ["det", "nsubj", "ROOT", "acomp", "punct"],
-         "Der Tisch ist alt .", {(0, 0), (1, 1), (2, 2), (3, 3), (4, 4)}),
+        (
+            "d1",
+            "The table is old .",
+            ["The", "table", "is", "old", "."],
+            ["det", "nsubj", "ROOT", "acomp", "punct"],
+            "Der Tisch ist alt .",
+            {(0, 0), (1, 1), (2, 2), (3, 3), (4, 4)},
+        ),
         # d1 line 2: it -> Er (masc nom from the form); "its" -> seine
-        ("d1", "It has lost its legs .", ["It", "has", "lost", "its", "legs", "."],
-         ["nsubj", "aux", "ROOT", "poss", "dobj", "punct"],
-         "Er hat seine Beine verloren .", {(0, 0), (1, 1), (2, 4), (3, 2), (4, 3), (5, 5)}),
+        (
+            "d1",
+            "It has lost its legs .",
+            ["It", "has", "lost", "its", "legs", "."],
+            ["nsubj", "aux", "ROOT", "poss", "dobj", "punct"],
+            "Er hat seine Beine verloren .",
+            {(0, 0), (1, 1), (2, 4), (3, 2), (4, 3), (5, 5)},
+        ),
         # d1 line 3: it (dobj) -> es: accusative from the English relation; a lamp earlier in the sentence
-        ("d1", "The lamp ? I bought it .", ["The", "lamp", "?", "I", "bought", "it", "."],
-         ["det", "nsubj", "punct", "nsubj", "ROOT", "dobj", "punct"],
-         "Die Lampe ? Ich habe es gekauft .", {(0, 0), (1, 1), (2, 2), (3, 3), (4, 6), (5, 5), (6, 7)}),
+        (
+            "d1",
+            "The lamp ? I bought it .",
+            ["The", "lamp", "?", "I", "bought", "it", "."],
+            ["det", "nsubj", "punct", "nsubj", "ROOT", "dobj", "punct"],
+            "Die Lampe ? Ich habe es gekauft .",
+            {(0, 0), (1, 1), (2, 2), (3, 3), (4, 6), (5, 5), (6, 7)},
+        ),
         # d2 line 1: it -> für sie: accusative from the preposition; it (pobj) -> mit ihm: dative from the form
-        ("d2", "I paid for it and went with it .", ["I", "paid", "for", "it", "and", "went", "with", "it", "."],
-         ["nsubj", "ROOT", "prep", "pobj", "cc", "conj", "prep", "pobj", "punct"],
-         "Ich zahlte für sie und ging mit ihm .", {(0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7),
-                                                   (8, 8)}),  # fmt: skip
+        (
+            "d2",
+            "I paid for it and went with it .",
+            ["I", "paid", "for", "it", "and", "went", "with", "it", "."],
+            ["nsubj", "ROOT", "prep", "pobj", "cc", "conj", "prep", "pobj", "punct"],
+            "Ich zahlte für sie und ging mit ihm .",
+            {(0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7), (8, 8)},
+        ),  # fmt: skip
         # d2 line 2: it (pobj) -> in es: a two-way preposition, case unknown -> dropped; it -> das: no pronoun
-        ("d2", "I went into it , it was big .", ["I", "went", "into", "it", ",", "it", "was", "big", "."],
-         ["nsubj", "ROOT", "prep", "pobj", "punct", "nsubj", "ccomp", "acomp", "punct"],
-         "Ich ging in es , das war groß .", {(0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7), (8, 8)}),
+        (
+            "d2",
+            "I went into it , it was big .",
+            ["I", "went", "into", "it", ",", "it", "was", "big", "."],
+            ["nsubj", "ROOT", "prep", "pobj", "punct", "nsubj", "ccomp", "acomp", "punct"],
+            "Ich ging in es , das war groß .",
+            {(0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7), (8, 8)},
+        ),
         # d2 line 3: it aligned to two pronouns -> dropped; "They" is never an item
-        ("d2", "They say it .", ["They", "say", "it", "."], ["nsubj", "ROOT", "dobj", "punct"],
-         "Sie sagen es ihm .", {(0, 0), (1, 1), (2, 2), (2, 3), (3, 4)}),
+        (
+            "d2",
+            "They say it .",
+            ["They", "say", "it", "."],
+            ["nsubj", "ROOT", "dobj", "punct"],
+            "Sie sagen es ihm .",
+            {(0, 0), (1, 1), (2, 2), (2, 3), (3, 4)},
+        ),
     ]
 
 
@@ -131,7 +162,9 @@ def test_links_outside_the_sentence_and_misaligned_inputs_are_refused():
                                          "German tokens\\)"):  # fmt: skip
         _build(pairs)
     with pytest.raises(ValueError, match="toy: doc_ids has 1 lines but sources has 2"):
-        build_pronoun_items("toy", ["a", "b"], [["a"], ["b"]], [["x"], ["x"]], ["a", "b"], ["d"], [set(), set()], LEXICON)
+        build_pronoun_items(
+            "toy", ["a", "b"], [["a"], ["b"]], [["x"], ["x"]], ["a", "b"], ["d"], [set(), set()], LEXICON
+        )
 
 
 def test_items_file_round_trip_and_a_wrong_span_is_refused(tmp_path):

@@ -76,7 +76,7 @@ def test_the_low_resource_subset_keeps_the_same_pairs_in_every_file_and_is_fixed
     assert indices == sorted(indices) and len(set(indices)) == 5  # line order kept, no repeats
     assert files["tgt"].read_text().splitlines() == [f"de{i} satz{i}" for i in indices]
     for key, lang in (("src_conllu", "en"), ("tgt_conllu", "de")):
-        texts = [line[len("# text = "):] for line in files[key].read_text().splitlines() if line.startswith("# text")]
+        texts = [line[len("# text = ") :] for line in files[key].read_text().splitlines() if line.startswith("# text")]
         assert texts == [f"{lang}{i} satz{i}" for i in indices]
     stamp = files["src"].stat().st_mtime_ns
     assert r2.low_resource_files(args) == (files, info) and files["src"].stat().st_mtime_ns == stamp  # not rewritten

@@ -171,14 +171,18 @@ def test_align_corpus_with_a_symmetric_model_combines_both_directions(tiny_model
     from hf_syntax_mt import SymmetricTranslationModel
 
     forward, tok, src, tgt = tiny_model
-    backward = build_model(model_config(tok, d_model=16, layers=2, heads=2, ffn_dim=32, attention_init="normal"), seed=1).eval()
+    backward = build_model(
+        model_config(tok, d_model=16, layers=2, heads=2, ffn_dim=32, attention_init="normal"), seed=1
+    ).eval()
     backward.config._attn_implementation = "eager"
     joint = SymmetricTranslationModel.from_directions(forward, backward).eval()
     shift = method == "grow-diag-final-and"  # Shift-Att in both directions
     got = align_corpus(joint, tok, src, tgt, batch_size=3, progress=False, method=method, shift=shift)
     st = align_corpus(forward, tok, src, tgt, progress=False, shift=shift)
     ts = [{(i, j) for j, i in links} for links in align_corpus(backward, tok, tgt, src, progress=False, shift=shift)]
-    expected = {"forward": st, "backward": ts}.get(method) or [symmetrize(a, b, method) for a, b in zip(st, ts, strict=True)]
+    expected = {"forward": st, "backward": ts}.get(method) or [
+        symmetrize(a, b, method) for a, b in zip(st, ts, strict=True)
+    ]
     assert got == expected
     if method == "intersection":  # the command loads the joint model through AutoModel
         joint.save_pretrained(tmp_path / "joint")

@@ -121,7 +121,9 @@ def direct_probs(model, layer, x, e, attention_mask, biases, k):
                 for i in valid:
                     value = s[h, j, i]
                     if bias is not None:  # v_h tanh(W phi + b)
-                        value += sum(float(bias.output_weight[h, a].detach()) * hidden[i][a] for a in range(bias.hidden_size))
+                        value += sum(
+                            float(bias.output_weight[h, a].detach()) * hidden[i][a] for a in range(bias.hidden_size)
+                        )
                     logits[i] = value
                 z = sum(math.exp(v) for v in logits.values())
                 for i, v in logits.items():
@@ -226,7 +228,7 @@ def test_generation_cached_equals_uncached(num_beams):
     plain = make_model(seed=2, alignment_bias_layers=None).generate(**kw)
     assert not torch.equal(plain, cached)
     for b, n in enumerate([6, 4]):
-        alone = model.generate(**{**kw, "input_ids": ids[b:b + 1, :n], "attention_mask": mask[b:b + 1, :n]})
+        alone = model.generate(**{**kw, "input_ids": ids[b : b + 1, :n], "attention_mask": mask[b : b + 1, :n]})
         assert torch.equal(cached[b][: alone.shape[1]], alone[0])
 
 
@@ -463,7 +465,10 @@ def test_config_and_model_round_trip(tmp_path):
         torch.testing.assert_close(loaded.state_dict()[key], value, msg=key)
     ids, mask, labels = batch()
     loaded.alignment_training_step = model.alignment_training_step = 100
-    a, b = loaded(input_ids=ids, attention_mask=mask, labels=labels), model(input_ids=ids, attention_mask=mask, labels=labels)
+    a, b = (
+        loaded(input_ids=ids, attention_mask=mask, labels=labels),
+        model(input_ids=ids, attention_mask=mask, labels=labels),
+    )
     torch.testing.assert_close(a.logits, b.logits, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(a.fertility_loss, b.fertility_loss, atol=1e-5, rtol=1e-5)
 

@@ -39,7 +39,9 @@ def train_flops(model, **batch) -> int:
 def decode_flops(model, **batch) -> int:
     model.eval()
     with torch.no_grad():
-        return counted(lambda: model.generate(**batch, max_new_tokens=T, min_new_tokens=T, num_beams=1, do_sample=False))
+        return counted(
+            lambda: model.generate(**batch, max_new_tokens=T, min_new_tokens=T, num_beams=1, do_sample=False)
+        )
 
 
 @pytest.mark.parametrize(

@@ -344,7 +344,9 @@ def test_bad_context_inputs_give_clear_errors():
     with pytest.raises(ValueError, match="batch has 3 rows"):
         model(input_ids=input_ids, labels=labels, context_input_ids=context[:2])
     with pytest.raises(ValueError, match="context_attention_mask has shape"):
-        model(input_ids=input_ids, labels=labels, context_input_ids=context, context_attention_mask=context_mask[:, :2])
+        model(
+            input_ids=input_ids, labels=labels, context_input_ids=context, context_attention_mask=context_mask[:, :2]
+        )
     with pytest.raises(ValueError, match="max_position_embeddings=64"):
         model(input_ids=input_ids, labels=labels, context_input_ids=torch.full((3, 65), 5))
 

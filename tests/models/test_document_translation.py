@@ -42,7 +42,10 @@ def by_hand(model, tokenizer, sentences, k, **generate_kwargs):
                 context += tokenizer(previous)["input_ids"]
         kwargs = {}
         if context:
-            kwargs = {"context_input_ids": torch.tensor([context]), "context_attention_mask": torch.ones(1, len(context))}
+            kwargs = {
+                "context_input_ids": torch.tensor([context]),
+                "context_attention_mask": torch.ones(1, len(context)),
+            }
         generated = model.generate(input_ids=torch.tensor([ids]), **kwargs, **generate_kwargs)
         out.append(tokenizer.decode(generated[0], skip_special_tokens=True))
     return out
@@ -111,7 +114,10 @@ def test_pascal_and_context_pipeline_with_a_real_parser(tmp_path):
         kwargs = {}
         if i:
             context = tokenizer(sentences[i - 1])["input_ids"]
-            kwargs = {"context_input_ids": torch.tensor([context]), "context_attention_mask": torch.ones(1, len(context))}
+            kwargs = {
+                "context_input_ids": torch.tensor([context]),
+                "context_attention_mask": torch.ones(1, len(context)),
+            }
         ids = model.generate(input_ids=torch.tensor([enc["input_ids"]]),
                              parent_positions=torch.tensor([enc["parent_positions"]]), **kwargs)  # fmt: skip
         expected.append(tokenizer.decode(ids[0], skip_special_tokens=True))

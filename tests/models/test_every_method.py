@@ -125,8 +125,12 @@ def test_one_trainer_step_trains_the_method(name, tmp_path):
     }[name]  # fmt: skip
     for fragment in method_params:
         assert any(fragment in n for n in changed), f"{fragment} did not train"
-    aux = {"biaffine": ["dbsa_loss", "lisa_loss"], "synchronous": ["sync_loss"], "fertility": ["fertility_loss"],
-           "guided_alignment": ["alignment_loss"]}
+    aux = {
+        "biaffine": ["dbsa_loss", "lisa_loss"],
+        "synchronous": ["sync_loss"],
+        "fertility": ["fertility_loss"],
+        "guided_alignment": ["alignment_loss"],
+    }
     for term in aux.get(name, []):
         assert term in log and log[term] > 0, (term, log)
 
@@ -165,7 +169,9 @@ def test_the_pipeline_translates_raw_text_like_generate_on_the_parsed_inputs(nam
             inputs = {"input_ids": torch.tensor([enc["input_ids"]])}
             for column in columns:
                 value = enc[column] or [0] if column == "word_heads" else enc[column]
-                inputs[column] = torch.tensor([value], dtype=torch.float if column == "parent_positions" else torch.long)
+                inputs[column] = torch.tensor(
+                    [value], dtype=torch.float if column == "parent_positions" else torch.long
+                )
         with torch.no_grad():
             ids = model.generate(**inputs, attention_mask=torch.ones_like(inputs["input_ids"]), num_beams=1)
         expected.append(tokenizer.decode(ids[0], skip_special_tokens=True))

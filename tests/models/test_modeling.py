@@ -26,7 +26,9 @@ def batch():
     return input_ids, attention_mask, parent_positions
 
 
-def direct_attention(model, input_ids, attention_mask, parent_positions, layer=0, pascal_heads=2, weighting="gaussian"):
+def direct_attention(
+    model, input_ids, attention_mask, parent_positions, layer=0, pascal_heads=2, weighting="gaussian"
+):
     """Eqs. 1-3 computed one example, head, query and key at a time from the layer's input hidden states."""
     with torch.no_grad():
         out = model(
@@ -46,7 +48,7 @@ def direct_attention(model, input_ids, attention_mask, parent_positions, layer=0
             for t in range(S):
                 scores = {}
                 for j in valid:
-                    s = float(q[b, t, h * d:(h + 1) * d] @ k[b, j, h * d:(h + 1) * d]) / math.sqrt(d)  # Eq. 1
+                    s = float(q[b, t, h * d : (h + 1) * d] @ k[b, j, h * d : (h + 1) * d]) / math.sqrt(d)  # Eq. 1
                     if h < pascal_heads:
                         p = float(parent_positions[b, t])
                         if weighting == "gaussian":  # Eq. 3
@@ -218,7 +220,7 @@ def test_generation_cached_equals_uncached_and_batch_equals_alone(num_beams):
                                parent_positions=parents[b:b + 1, :n], **kw)  # fmt: skip
         row = cached[b][: alone.shape[1]]
         assert torch.equal(row, alone[0]), (row, alone)
-        assert bool((cached[b][alone.shape[1]:] == PAD).all())
+        assert bool((cached[b][alone.shape[1] :] == PAD).all())
 
 
 def test_generation_uses_parent_positions():

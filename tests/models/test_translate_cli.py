@@ -115,7 +115,9 @@ def test_sentence_level_model_translates_documents_sentence_by_sentence(sentence
     assert got == [r["translation_text"] for r in expected]
     blank = write(tmp_path / "blank.txt", DOC_B + [""] + DOC_C)
     got = translate(sentence_model, tmp_path, "--input", blank, "--documents", "blank-lines")
-    expected = [r["translation_text"] for r in pipeline("syntax-translation", model=sentence_model)(DOC_B + DOC_C, **GENERATE)]
+    expected = [
+        r["translation_text"] for r in pipeline("syntax-translation", model=sentence_model)(DOC_B + DOC_C, **GENERATE)
+    ]
     assert got == expected[:3] + [""] + expected[3:]
 
 

@@ -262,13 +262,17 @@ def test_dependency_supervised_options_through_config_overrides(corpus, tmp_path
     """LISA, encoder DBSA and syntax-directed heads set by --config_overrides: the script makes their columns in
     the same map pass, the trainer logs each loss term, and the saved model keeps the options."""
     out = tmp_path / "dbsa"
-    overrides = "encoder_lisa_heads=[1,0],encoder_dbsa_heads=[1,0],encoder_tree_heads=[0,1],input_features=[\"pos\"]"
+    overrides = 'encoder_lisa_heads=[1,0],encoder_dbsa_heads=[1,0],encoder_tree_heads=[0,1],input_features=["pos"]'
     argv = ["train", "--output_dir", str(out), *conllu_data(corpus, ["train"]), *TINY, *QUIET,
             "--config_overrides", overrides, "--max_steps", "4", "--per_device_train_batch_size", "16",
             "--logging_steps", "2", "--do_train"]  # fmt: skip
     assert cli_main(argv) == 0
     config = json.loads((out / "config.json").read_text())
-    assert (config["encoder_lisa_heads"], config["encoder_dbsa_heads"], config["encoder_tree_heads"]) == ([1, 0], [1, 0], [0, 1])
+    assert (config["encoder_lisa_heads"], config["encoder_dbsa_heads"], config["encoder_tree_heads"]) == (
+        [1, 0],
+        [1, 0],
+        [0, 1],
+    )
     state = json.loads((out / "trainer_state.json").read_text())
     logged = [h for h in state["log_history"] if "loss" in h]
     assert logged and all("dbsa_loss" in h and "lisa_loss" in h and "translation_loss" in h for h in logged)

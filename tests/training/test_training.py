@@ -191,7 +191,9 @@ def test_syntax_trainer_drives_the_global_fertility_schedule(synthetic, tmp_path
     from hf_syntax_mt.training import SyntaxMTTrainer
 
     tokenizer, data = synthetic
-    model = tiny_model(tokenizer, alignment_bias_layers=[1], global_fertility_weight=0.1, global_fertility_start_step=3)
+    model = tiny_model(
+        tokenizer, alignment_bias_layers=[1], global_fertility_weight=0.1, global_fertility_start_step=3
+    )
     trainer = trainer_for(model, tokenizer, data, tmp_path, cls=SyntaxMTTrainer, max_steps=5, logging_steps=5,
                           predict_with_generate=False)  # fmt: skip
     trainer.train()

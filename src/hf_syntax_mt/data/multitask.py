@@ -135,7 +135,9 @@ def multitask_dataset(
 
     tokens = tokens or TASK_TOKENS
     if parse_column not in dataset.column_names:
-        raise KeyError(f"multitask_dataset needs the source parses in column {parse_column!r}; got {dataset.column_names}")
+        raise KeyError(
+            f"multitask_dataset needs the source parses in column {parse_column!r}; got {dataset.column_names}"
+        )
 
     def translate(batch):
         return {target_column: [f"{tokens['translate']} {t or ''}".rstrip() for t in batch[target_column]]}
@@ -143,7 +145,8 @@ def multitask_dataset(
     def parse(batch):
         return {
             target_column: [
-                f"{tokens['parse']} {linearize_parse(ParsedSentence.from_dict(p))}".rstrip() for p in batch[parse_column]
+                f"{tokens['parse']} {linearize_parse(ParsedSentence.from_dict(p))}".rstrip()
+                for p in batch[parse_column]
             ]
         }
 

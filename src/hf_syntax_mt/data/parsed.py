@@ -134,7 +134,9 @@ def _check_tree(heads: list[int], words: list[str]) -> None:
         return
     roots = [i + 1 for i, h in enumerate(heads) if h == 0]
     if not roots:
-        raise ValueError(f"heads {heads} have no root (no head equal to 0), so they form a cycle: give one word head 0")
+        raise ValueError(
+            f"heads {heads} have no root (no head equal to 0), so they form a cycle: give one word head 0"
+        )
     if len(roots) > 1:
         raise ValueError(
             f"heads {heads} have {len(roots)} roots: words {roots} (1-based ids) all have head 0, but a dependency "
@@ -222,7 +224,9 @@ def format_conllu(sentence: ParsedSentence, sent_id: str) -> str:
             following = spans[tokens[k + 1][0]][0] if k + 1 < len(tokens) else len(text)
             misc = "SpaceAfter=No" if following == end else "_"
         if last - first > 1:
-            form = text[spans[first][0] : spans[first][1]] if spans is not None else "".join(sentence.words[first:last])
+            form = (
+                text[spans[first][0] : spans[first][1]] if spans is not None else "".join(sentence.words[first:last])
+            )
             lines.append(f"{first + 1}-{last}\t{form}\t_\t_\t_\t_\t_\t_\t_\t{misc}")
             misc = "_"
         for i in range(first, last):

@@ -208,8 +208,8 @@ def recordable_parser_config(options: dict | None) -> dict | None:
                 raise ValueError(
                     f"source_parser path {p!r} would not travel with the model: a saved model reads CoNLL-U files "
                     "only inside its own directory. Record a path relative to it (and copy the file there), or "
-                    "record the parser that produced the CoNLL-U, e.g. source_parser={\"backend\": \"spacy\", "
-                    "\"model\": \"fr_core_news_sm\"}."
+                    'record the parser that produced the CoNLL-U, e.g. source_parser={"backend": "spacy", '
+                    '"model": "fr_core_news_sm"}.'
                 )
         return dict(options)
     return portable_parser_config(get_parser(**options))

@@ -528,6 +528,9 @@ def get_parser(backend: str, **kwargs: Any) -> Parser:
     if version is not None and installed != version:
         logger.warning(
             "parser %s: the model was trained with version %s, version %s is installed; parses (and translations) "
-            "may differ.", parser.signature(), version, installed
+            "may differ.",
+            parser.signature(),
+            version,
+            installed,
         )
     return parser

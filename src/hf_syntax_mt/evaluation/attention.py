@@ -181,7 +181,6 @@ def model_attachment_scores(
     return result
 
 
-
 def attention_report(model_dir, gold_conllu, input_conllu, heatmap, arcs, arcs_sentence, arcs_layer_head,
                      max_sentences, model_sig, docids=None, no_context: bool = False) -> dict:  # fmt: skip
     """Attachment scores of the model in ``model_dir`` on the trees of ``gold_conllu`` (first ``max_sentences``),
@@ -246,4 +245,3 @@ def attention_report(model_dir, gold_conllu, input_conllu, heatmap, arcs, arcs_s
         out["arcs"] = str(plot_attention_arcs(example["words"], example["heads"], example["attention"][layer, head],
                                               arcs, title=title, footer=sig))  # fmt: skip
     return out
-

@@ -107,7 +107,6 @@ def bucket_scores(
     return results
 
 
-
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 

@@ -83,7 +83,8 @@ def render_model_card(
         "\nLoad the model with `AutoModelForSeq2SeqLM.from_pretrained(..., trust_remote_code=True)`. "
         "`MarianMTModel.from_pretrained` also loads the weights, but drops the syntax options "
         f"({', '.join(f'`{k}`' for k in dropped)}) with only a generic warning, and then computes a different model."
-        if dropped else ""
+        if dropped
+        else ""
     )
     score_lines = []
     for split, s in (scores or {}).items():

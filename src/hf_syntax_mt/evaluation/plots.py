@@ -142,4 +142,3 @@ def plot_attention_arcs(
     ax.axis("off")
     ax.set_title(title or "gold arcs (above, blue) and attention (below)", fontsize=9)
     return _save_figure(fig, path, footer)
-

@@ -86,7 +86,9 @@ def read_trees(model, inputs: dict, kind: str = "dbsa") -> list[list[int | None]
             maps.append(out.attentions[layer][:, offset : offset + k].mean(1))  # (B, S, S)
     attention = torch.stack(maps).mean(0)  # (B, S, S)
     root = "first" if kind == "lisa" else "last"
-    return [word_heads_from_attention(attention[b], inputs["word_index"][b].tolist(), root) for b in range(len(attention))]
+    return [
+        word_heads_from_attention(attention[b], inputs["word_index"][b].tolist(), root) for b in range(len(attention))
+    ]
 
 
 def _representative_heads(parse: ParsedSentence) -> list[int]:

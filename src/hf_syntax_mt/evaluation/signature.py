@@ -44,4 +44,3 @@ def model_signature(config, parser: str | None = None, seed: int | None = None, 
     size = f"d{config.d_model}-{config.encoder_layers}+{config.decoder_layers}L-{config.encoder_attention_heads}H"
     extra = {"seed": seed} if seed is not None else {}
     return signature(variant=describe_variant(config), size=size, parser=parser, **extra, **fields)
-

@@ -293,4 +293,3 @@ class AlignmentBias(Method):
         if state_layer is not None and state is not None:
             state_layer.set_state(*state, num_positions=offset + T)
         return logits + bias
-

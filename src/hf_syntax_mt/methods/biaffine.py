@@ -178,7 +178,11 @@ class Biaffine(Method):
             B, _, T, _ = head.logits.shape
             device = head.logits.device
             if site == "encoder":
-                valid = torch.ones(B, T, dtype=torch.bool, device=device) if attention_mask is None else attention_mask.bool()
+                valid = (
+                    torch.ones(B, T, dtype=torch.bool, device=device)
+                    if attention_mask is None
+                    else attention_mask.bool()
+                )
                 target = batch.get("lisa_parents" if kind == "lisa" else "dbsa_heads")
                 if target is not None:
                     add(f"{kind}_loss", dependency_nll(head.logits, target.to(device), valid & (target >= 0)))
@@ -192,11 +196,12 @@ class Biaffine(Method):
             logits = head.logits
             if full:
                 # training-only view over the whole target: the same bi-affine scores, padding keys masked
-                keys = torch.zeros_like(head.scores[:, :1, :1, :]).masked_fill(~dec_valid[:, None, None, :], float("-inf"))
+                keys = torch.zeros_like(head.scores[:, :1, :1, :]).masked_fill(
+                    ~dec_valid[:, None, None, :], float("-inf")
+                )
                 logits = head.scores + keys
             add("dbsa_loss", dependency_nll(logits, heads, valid))
         return aux
 
     def loss_weights(self, config):
         return {"dbsa_loss": config.dbsa_loss_weight, "lisa_loss": config.lisa_loss_weight}
-

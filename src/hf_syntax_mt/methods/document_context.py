@@ -232,7 +232,9 @@ class DocumentContext(Method):
                 "both empty: the context would reach nothing. Leave one of them None (every layer) or list layers."
             )
         if not isinstance(config.context_gating, bool):
-            raise ValueError(f"context_gating={config.context_gating!r} must be True (Eqs. 21-22) or False (residual).")
+            raise ValueError(
+                f"context_gating={config.context_gating!r} must be True (Eqs. 21-22) or False (residual)."
+            )
         if config.max_context_length is not None:
             check_int(config, "max_context_length", 1, config.max_position_embeddings, hint="at most "
                       f"max_position_embeddings={config.max_position_embeddings}: context tokens get position "
@@ -247,4 +249,3 @@ class DocumentContext(Method):
                 f"encoder layers {config.context_layers('encoder')} and decoder layers "
                 f"{config.context_layers('decoder')}, {gate}. Translate documents with "
                 "`pipe.translate_document(sentences)`.")  # fmt: skip
-

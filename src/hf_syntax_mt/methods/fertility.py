@@ -89,7 +89,9 @@ class Fertility(Method):
     def build_model(self, model, config):
         model.alignment_training_step = 0  # the schedule's clock (`AlignmentTrainingCallback` sets it)
         # only when weighted: a model without it has no such parameter
-        model.global_fertility = GlobalFertility(config.d_model, config.alignment_bias_hidden_size) if self.active(config) else None
+        model.global_fertility = (
+            GlobalFertility(config.d_model, config.alignment_bias_hidden_size) if self.active(config) else None
+        )
 
     def _on(self, model, batch) -> bool:
         return (
@@ -113,4 +115,3 @@ class Fertility(Method):
 
     def loss_weights(self, config):
         return {"fertility_loss": config.global_fertility_weight}
-

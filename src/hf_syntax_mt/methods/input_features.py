@@ -52,7 +52,10 @@ class InputFeatures(Method):
         dim = config.d_model if config.feature_combination == "sum" else config.feature_embedding_dim
         # one embedding table per feature, id 0 = none
         encoder.feature_embeddings = nn.ModuleDict(
-            {name: nn.Embedding(len(INPUT_FEATURES[name]) + 1, dim, padding_idx=0) for name in config.input_features or []}
+            {
+                name: nn.Embedding(len(INPUT_FEATURES[name]) + 1, dim, padding_idx=0)
+                for name in config.input_features or []
+            }
         )
 
     def embed(self, encoder, input_ids, embeds, inputs):
@@ -73,4 +76,3 @@ class InputFeatures(Method):
             return embeds + sum(feats)  # E x + sum_k E_k f_k
         width = sum(f.shape[-1] for f in feats)
         return torch.cat([embeds[..., : embeds.shape[-1] - width], *feats], dim=-1)  # [E x ; E_1 f_1 ; ...]
-

@@ -127,4 +127,3 @@ class Pascal(Method):
             ignore = torch.rand(weights.shape[:2], device=weights.device) < config.parent_ignoring  # (B, T)
             weights = weights.masked_fill(ignore.unsqueeze(-1), 1.0)
         return scores * weights.unsqueeze(1).to(scores.dtype)  # Eq. 2: n_tj = s_tj * d^p_tj, (B, k, T, S)
-

@@ -191,7 +191,9 @@ def register(method: Method) -> Method:
     if not method.name or not method.name.isidentifier():
         raise ValueError(f"A method needs a name that is a Python identifier, got {method.name!r}.")
     if method.name in _REGISTRY and type(_REGISTRY[method.name]) is not type(method):
-        raise ValueError(f"A method named {method.name!r} is already registered ({type(_REGISTRY[method.name]).__name__}).")
+        raise ValueError(
+            f"A method named {method.name!r} is already registered ({type(_REGISTRY[method.name]).__name__})."
+        )
     _REGISTRY[method.name] = method
     _changed()
     return method
@@ -328,7 +330,9 @@ def check_probability(config, name: str, hint: str = "") -> None:
     """A probability option: a number (not a bool) in ``[0, 1]``."""
     value = getattr(config, name)
     if not isinstance(value, int | float) or isinstance(value, bool) or not 0.0 <= value <= 1.0:
-        raise ValueError(f"{name}={value!r} is a probability: it must be a number in [0, 1]{f' ({hint})' if hint else ''}.")
+        raise ValueError(
+            f"{name}={value!r} is a probability: it must be a number in [0, 1]{f' ({hint})' if hint else ''}."
+        )
 
 
 def check_choice(config, name: str, choices, hint: str = "") -> None:

@@ -69,4 +69,3 @@ class Synchronous(Method):
 
     def loss_weights(self, config):
         return {"sync_loss": config.sync_loss_weight}
-

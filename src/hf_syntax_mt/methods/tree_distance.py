@@ -105,4 +105,3 @@ class TreeDistance(Method):
             )
         # Chen et al. (2017): alpha_tj = align(t, j) * exp(-d_tree(t, j)^2 / (2 sigma^2)), no renormalisation
         return probs * weights.unsqueeze(1).to(probs.dtype)  # (B, k, T, S)
-

@@ -79,7 +79,9 @@ class CheckpointAverageCallback(TrainerCallback):
 
             directory = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             directory.mkdir(parents=True, exist_ok=True)
-            save_file(self.sum, str(directory / "averaged_sum.safetensors"), metadata={"steps": json.dumps(self.steps)})
+            save_file(
+                self.sum, str(directory / "averaged_sum.safetensors"), metadata={"steps": json.dumps(self.steps)}
+            )
         return control
 
     def load_from(self, checkpoint: str | os.PathLike) -> None:

@@ -255,7 +255,9 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
     # version). CoNLL-U files parse only their own sentences and their paths are local, so a model trained on them
     # records none unless --parser names the parser that produced them; its pipeline then asks for `parser=`.
     source_parser = portable_parser_config(parser)
-    conllu_files = [getattr(data_args, f"{s}_source_conllu") for s in SPLITS if getattr(data_args, f"{s}_source_conllu")]
+    conllu_files = [
+        getattr(data_args, f"{s}_source_conllu") for s in SPLITS if getattr(data_args, f"{s}_source_conllu")
+    ]
     config, model = build_config_and_model(model_args, tokenizer, training_args.seed, source_parser)
     is_syntax = isinstance(config, SyntaxMTConfig)
     if model_args.freeze_sentence_level:
@@ -317,7 +319,9 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
             raise ValueError(f"the model has syntax heads but the {split} split has no parses: give CoNLL-U sources "
                              f"(--{split}_source_conllu) or a parser (--parser spacy --parser_model ...)")  # fmt: skip
         elif is_syntax:
-            fn = make_preprocessor(split)  # nothing needs a parse: for_config gives TokenizeOnly (with the context length)
+            fn = make_preprocessor(
+                split
+            )  # nothing needs a parse: for_config gives TokenizeOnly (with the context length)
         else:
             fn = TokenizeOnly(tokenizer, data_args.max_source_length, data_args.max_target_length)
         with training_args.main_process_first(desc=f"preprocessing {split}"):

@@ -288,4 +288,3 @@ def parse_config_overrides(text: str | None, config_class=None) -> dict[str, Any
                 hint = f"; did you mean {' or '.join(close)}?" if close else ""
                 raise ValueError(f"--config_overrides: {config_class.__name__} has no field {key!r}{hint}")
     return out
-

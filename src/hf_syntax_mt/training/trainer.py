@@ -102,7 +102,6 @@ class SyntaxMTTrainer(Seq2SeqTrainer):
         super().log(logs, *args, **kwargs)
 
 
-
 def build_trainer(model, tokenizer, training_args, train_dataset=None, eval_dataset=None, compute_metrics=None,
                   callbacks=()) -> tuple[SyntaxMTTrainer, CurveCallback, CheckpointAverageCallback | None]:  # fmt: skip
     """The Trainer of a run: `SyntaxMTTrainer` (for vanilla Marian too: predictions in dataset order, token batches
