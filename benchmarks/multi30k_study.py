@@ -182,15 +182,16 @@ def shared_tokenizer(args) -> Path:
 
 
 def train_argv(args, method: str, seed: int, out: Path, tokenizer: Path, device: str, spec=None,
-               train_files: dict[str, Path] | None = None) -> list[str]:  # fmt: skip
-    """The train script's arguments of a unit; ``spec`` (overrides, target trees, about) and ``train_files`` (the
-    keys of `files`) replace the method's entry in `METHODS` and the Multi30k training files (round two)."""
+               split_files: dict[str, dict[str, Path]] | None = None) -> list[str]:  # fmt: skip
+    """The train script's arguments of a unit; ``spec`` (overrides, target trees, about) and ``split_files`` (split
+    -> the keys of `files`) replace the method's entry in `METHODS` and the Multi30k files of those splits (round
+    two)."""
     r, (overrides, target_trees, _) = args.recipe, spec or METHODS[method]
     data = Path(args.data)
     argv = ["--output_dir", str(out), "--do_train", "--do_eval", "--do_predict",
             "--source_lang", "en", "--target_lang", "de", "--tokenizer_name", str(tokenizer)]  # fmt: skip
     for split, name in (("train", "train"), ("validation", "val"), ("test", "test_2016_flickr")):
-        f = train_files if split == "train" and train_files else files(data, name)
+        f = (split_files or {}).get(split) or files(data, name)
         argv += [f"--{split}_source_conllu", str(f["src_conllu"]), f"--{split}_target_file", str(f["tgt"])]
         if target_trees:
             argv += [f"--{split}_target_conllu", str(f["tgt_conllu"])]

@@ -20,14 +20,20 @@ import study_round2 as r2  # noqa: E402
 
 
 def test_every_planned_unit_name_round_trips_and_bad_names_are_refused():
-    assert len(r2.PLAN) == len(r2.SETTINGS) * len(r2.METHODS) * len(r2.SEEDS)
+    # 4 methods x 3 seeds in the two Multi30k settings, vanilla and PASCAL x 3 seeds on long sentences: 33 units
+    assert (
+        len(r2.PLAN) == len(set(r2.PLAN)) == 2 * len(r2.METHODS) * len(r2.SEEDS) + len(r2.LONG_METHODS) * len(r2.SEEDS)
+    )
     for unit in r2.PLAN:
         assert r2.parse_unit(r2.unit_name(*unit)) == unit
     for bad in ("full-vanilla", "huge-vanilla-seed0", "full-lisa-seed0", "full-vanilla-seedX"):
         with pytest.raises(SystemExit, match="SETTING-METHOD-seedK"):
             r2.parse_unit(bad)
-    # vanilla comes first in each (seed, setting) block, so every method's paired test can be made when it finishes
-    assert all(r2.PLAN[i][1] == "vanilla" for i in range(0, len(r2.PLAN), len(r2.METHODS)))
+    with pytest.raises(SystemExit, match="German target trees"):
+        r2.parse_unit("long-dbsa_sync_full-seed0")
+    # vanilla comes before every other method of its (setting, seed), so each paired test can be made when it finishes
+    for k, (setting, method, seed) in enumerate(r2.PLAN):
+        assert ("vanilla" if method == "vanilla" else (setting, "vanilla", seed)) in ("vanilla", *r2.PLAN[:k])
     assert all("attention_init=xavier" in overrides for overrides, _, _ in r2.METHODS.values())
 
 
@@ -91,7 +97,7 @@ def test_the_aggregate_tests_each_seed_against_vanilla_and_pools_the_seeds(tmp_p
     half = refs[:2] + wrong[2:]
     data = tmp_path / "data"
     (data / "multi30k").mkdir(parents=True)
-    for t in r2.TEST_SETS:
+    for t in r2.MULTI30K_TESTS:
         (data / "multi30k" / f"{t}.de").write_text("".join(r + "\n" for r in refs))
         (data / "multi30k" / f"{t}.en").write_text("".join(r + "\n" for r in refs))
     monkeypatch.setattr(r2.round_one, "files", lambda d, name: {"src": Path(d) / "multi30k" / f"{name}.en",
@@ -102,11 +108,11 @@ def test_the_aggregate_tests_each_seed_against_vanilla_and_pools_the_seeds(tmp_p
     for (method, seed), hyps in systems.items():
         name = r2.unit_name("full", method, seed)
         record = {"unit": name, "setting": "full", "method": method, "seed": seed, "precision": "fp32",
-                  "device": "cpu", "steps": 10, "train_minutes": 1.0, "trainer_test_2016_agrees": True,
+                  "device": "cpu", "steps": 10, "train_minutes": 1.0, "trainer_test_agrees": True,
                   "tests": {t: {"bleu": sacrebleu.corpus_bleu(hyps, [refs]).score,
-                                "chrf": sacrebleu.corpus_chrf(hyps, [refs]).score} for t in r2.TEST_SETS}}  # fmt: skip
+                                "chrf": sacrebleu.corpus_chrf(hyps, [refs]).score} for t in r2.MULTI30K_TESTS}}  # fmt: skip
         (results / "runs" / f"{name}.json").write_text(json.dumps(record))
-        for t in r2.TEST_SETS:
+        for t in r2.MULTI30K_TESTS:
             (results / "runs" / f"{name}.{t}.txt").write_text("".join(h + "\n" for h in hyps))
     text = r2.aggregate(SimpleNamespace(results=str(results), data=str(data), bootstrap_samples=20))
 
