@@ -43,6 +43,13 @@ def write_json(path: str | Path, data: dict, indent: int = 2, newline: bool = Fa
 
 
 def cpu_name() -> str:
+    """The CPU's model name (Linux's /proc/cpuinfo), else what `platform` knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
     return platform.processor() or platform.machine()
 
 
@@ -77,7 +84,7 @@ def relative_path(arg: str) -> str:
 # ------------------------------------------------------------------------------------------------------------------
 def cpu_has_native_bf16() -> bool:
     """Whether the CPU multiplies bf16 natively (AVX512-BF16 or AMX). Without it (e.g. AVX2-only CPUs) bf16 autocast
-    is emulated and much slower than fp32 (`benchmarks/bench_bf16.py` measured 5-12x on an AVX2 EPYC)."""
+    is emulated and much slower than fp32 (`benchmarks/bench_bf16.py` measured a training step 11-20x slower on an AVX2 EPYC)."""
     try:
         flags = Path("/proc/cpuinfo").read_text()
     except OSError:
