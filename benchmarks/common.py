@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import platform
+import shutil
 import statistics
 import subprocess
 import time
@@ -158,6 +159,34 @@ def done_units(results: str | Path) -> set[str]:
             continue
         done.add(path.stem)
     return done
+
+
+def list_units(names: Iterable[str], done: set[str]) -> None:
+    """``--list``: one line per planned unit, ``done`` or ``todo``."""
+    for name in names:
+        print(f"{'done' if name in done else 'todo'}  {name}")
+
+
+def study_device(args) -> str:
+    """The device of ``args.device`` (``auto``: CUDA when there is one), with ``args.threads`` torch threads."""
+    import torch
+
+    torch.set_num_threads(args.threads)
+    return args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def resume_or_clear(out: Path, argv: list[str]) -> str | None:
+    """An interrupted unit goes on from its last checkpoint under ``out`` (``--resume_from_checkpoint`` appended to
+    ``argv``); without one, ``out`` is cleared for a fresh run. Returns the checkpoint, or None."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    checkpoint = get_last_checkpoint(str(out)) if Path(out).is_dir() else None
+    if checkpoint is not None:
+        print(f"    resuming from {checkpoint}", flush=True)
+        argv += ["--resume_from_checkpoint", checkpoint]
+    else:
+        shutil.rmtree(out, ignore_errors=True)
+    return checkpoint
 
 
 def run_plan(plan: Iterable[tuple[str, int]], done: set[str], run: Callable[[str, int], object],

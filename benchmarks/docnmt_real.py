@@ -57,9 +57,12 @@ from common import (
     choose_precision,
     done_units,
     git_commit,
+    list_units,
     relative_path,
+    resume_or_clear,
     run_plan,
     software,
+    study_device,
     unit_name,
     write_json,
 )
@@ -249,15 +252,10 @@ def train(args, kind: str, seed: int, files: dict, device: str) -> tuple[Path, d
 
     out = Path(args.output_dir) / unit_name(kind, seed) / "model"
     argv = train_argv(args, kind, seed, out, files, shared_tokenizer(args, files), device)
-    checkpoint = get_last_checkpoint(str(out)) if out.is_dir() else None
-    if (out / "hf_syntax_mt_run.json").is_file() and checkpoint is None:
+    if (out / "hf_syntax_mt_run.json").is_file() and (not out.is_dir() or get_last_checkpoint(str(out)) is None):
         print(f"    {out} is trained already: evaluating it", flush=True)
         return out, json.loads((out / "hf_syntax_mt_run.json").read_text()), argv, 0.0
-    if checkpoint is not None:
-        print(f"    resuming from {checkpoint}", flush=True)
-        argv += ["--resume_from_checkpoint", checkpoint]
-    else:
-        shutil.rmtree(out, ignore_errors=True)
+    resume_or_clear(out, argv)
     start = time.perf_counter()
     run(*train_args(argv))
     for old in out.glob("checkpoint-*"):  # the model is saved; a finished unit needs no checkpoint
@@ -506,16 +504,12 @@ def main(argv=None) -> int:
     plan = [parse_unit(u) for u in args.units] if args.units else PLAN
     done = done_units(args.results)
     if args.list:
-        for kind, seed in PLAN:
-            print(f"{'done' if unit_name(kind, seed) in done else 'todo'}  {unit_name(kind, seed)}")
+        list_units([unit_name(*u) for u in PLAN], done)
         return 0
     if args.aggregate:
         aggregate(args)
         return 0
-    import torch
-
-    device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
-    torch.set_num_threads(args.threads)
+    device = study_device(args)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     run_plan(plan, done, lambda kind, seed: run_unit(args, kind, seed, device), args.time_limit, args.max_units,
              after=None if args.no_aggregate else lambda: aggregate(args))  # fmt: skip

@@ -53,10 +53,13 @@ from common import (
     cpu_name,
     done_units,
     git_commit,
+    list_units,
     load_unit,
     relative_path,
+    resume_or_clear,
     run_plan,
     software,
+    study_device,
     unit_name,
     write_json,
 )
@@ -269,14 +272,7 @@ def run_unit(args, method: str, seed: int, device: str) -> Path:
     out = Path(args.output_dir) / name
     tokenizer = shared_tokenizer(args)
     argv = train_argv(args, method, seed, out, tokenizer, device)
-    from transformers.trainer_utils import get_last_checkpoint
-
-    checkpoint = get_last_checkpoint(str(out)) if out.is_dir() else None
-    if checkpoint is not None:  # an interrupted unit goes on from its last checkpoint (every 200 steps)
-        print(f"    resuming from {checkpoint}", flush=True)
-        argv += ["--resume_from_checkpoint", checkpoint]
-    else:
-        shutil.rmtree(out, ignore_errors=True)
+    checkpoint = resume_or_clear(out, argv)  # an interrupted unit goes on from its last checkpoint (every 200 steps)
     print(f"=== {name} on {device}: {METHODS[method][2]}", flush=True)
     start = time.perf_counter()
     run(*train_args(argv))
@@ -515,16 +511,14 @@ def main(argv=None) -> int:
     plan = [parse_unit(u) for u in args.units] if args.units else PLAN
     done = done_units(args.results)
     if args.list:
-        for method, seed in PLAN:
-            print(f"{'done' if unit_name(method, seed) in done else 'todo'}  {unit_name(method, seed)}")
+        list_units([unit_name(*u) for u in PLAN], done)
         return 0
     if args.aggregate:
         aggregate(args)
         return 0
     import torch
 
-    device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
-    torch.set_num_threads(args.threads)
+    device = study_device(args)
     if device == "cuda":  # full fp32 matmuls, as on the CPU
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False

@@ -37,7 +37,6 @@ import json
 import math
 import os
 import random
-import shutil
 import statistics
 import sys
 import time
@@ -53,10 +52,13 @@ from common import (  # noqa: E402
     cpu_has_native_bf16,
     done_units,
     git_commit,
+    list_units,
     load_unit,
     relative_path,
+    resume_or_clear,
     run_plan,
     software,
+    study_device,
     write_json,
 )
 from common import RESULTS as ALL_RESULTS  # noqa: E402
@@ -236,7 +238,6 @@ def translate_test_sets(model_dir: Path, args, setting: str) -> dict[str, list[s
 
 def run_unit(args, setting: str, method: str, seed: int, device: str) -> Path:
     import torch
-    from transformers.trainer_utils import get_last_checkpoint
 
     from hf_syntax_mt.evaluation import bucket_scores, corpus_scores
     from hf_syntax_mt.training.script import parse_args as train_args
@@ -259,12 +260,7 @@ def run_unit(args, setting: str, method: str, seed: int, device: str) -> Path:
     args.recipe["bf16"] = precision == "bf16"
     argv = round_one.train_argv(args, method, seed, out, tokenizer, device, spec=METHODS[method], split_files=splits)
     argv[argv.index("--model_card_title") + 1] = f"Multi30k en->de {method}, {setting} data (seed {seed}, round two)"
-    checkpoint = get_last_checkpoint(str(out)) if out.is_dir() else None
-    if checkpoint is not None:
-        print(f"    resuming from {checkpoint}", flush=True)
-        argv += ["--resume_from_checkpoint", checkpoint]
-    else:
-        shutil.rmtree(out, ignore_errors=True)
+    checkpoint = resume_or_clear(out, argv)
     print(f"=== {name} on {device} ({precision}): {METHODS[method][2]}", flush=True)
     start = time.perf_counter()
     run(*train_args(argv))
@@ -445,17 +441,12 @@ def main(argv=None) -> int:
     plan = [parse_unit(u) for u in args.units] if args.units else PLAN
     done = done_units(args.results)  # a truncated or corrupted unit file is reported and its unit runs again
     if args.list:
-        for setting, method, seed in PLAN:
-            name = unit_name(setting, method, seed)
-            print(f"{'done' if name in done else 'todo'}  {name}")
+        list_units([unit_name(*u) for u in PLAN], done)
         return 0
     if args.aggregate:
         aggregate(args)
         return 0
-    import torch
-
-    device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
-    torch.set_num_threads(args.threads)
+    device = study_device(args)
     names = {unit_name(*u): u for u in plan}
     run_plan([(name, 0) for name in names], {f"{d}-seed0" for d in done},
              lambda name, _: run_unit(args, *names[name], device), args.time_limit, args.max_units,
