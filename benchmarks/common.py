@@ -189,30 +189,31 @@ def resume_or_clear(out: Path, argv: list[str]) -> str | None:
     return checkpoint
 
 
-def run_plan(plan: Iterable[tuple[str, int]], done: set[str], run: Callable[[str, int], object],
+def run_plan(plan: Iterable[tuple], done: set[str], run: Callable[..., object],
              time_limit: float | None = None, max_units: int | None = None,
-             after: Callable[[], object] | None = None) -> int:  # fmt: skip
-    """Run ``run(method, seed)`` for each unit of ``plan`` not in ``done``, then ``after()``; start none after
+             after: Callable[[], object] | None = None, name: Callable[..., str] = unit_name) -> int:  # fmt: skip
+    """Run ``run(*unit)`` for each unit of ``plan`` (``(method, seed)``, or any tuple that ``name`` turns into the
+    unit's name) not in ``done``, then ``after()``; start none after
     ``time_limit`` minutes or ``max_units`` units. A unit that raises is reported (traceback) and the plan goes on
     with the next one (a long unattended study is not stopped by one broken unit); the failures are raised together
     at the end. Returns the number of units run."""
     start, ran, failed = time.perf_counter(), 0, []
-    for method, seed in plan:
-        name = unit_name(method, seed)
-        if name in done:
-            print(f"skip {name} (done)")
+    for unit in plan:
+        unit_label = name(*unit)
+        if unit_label in done:
+            print(f"skip {unit_label} (done)")
             continue
         if time_limit is not None and (time.perf_counter() - start) / 60 > time_limit:
-            print(f"time limit of {time_limit} minutes reached: stopping before {name}")
+            print(f"time limit of {time_limit} minutes reached: stopping before {unit_label}")
             break
         if max_units is not None and ran >= max_units:
             break
         try:
-            run(method, seed)
+            run(*unit)
         except Exception:  # noqa: BLE001 (reported, and raised again below)
             traceback.print_exc()
-            print(f"unit {name} FAILED: going on with the next unit", flush=True)
-            failed.append(name)
+            print(f"unit {unit_label} FAILED: going on with the next unit", flush=True)
+            failed.append(unit_label)
             continue
         ran += 1
         if after is not None:

@@ -447,10 +447,8 @@ def main(argv=None) -> int:
         aggregate(args)
         return 0
     device = study_device(args)
-    names = {unit_name(*u): u for u in plan}
-    run_plan([(name, 0) for name in names], {f"{d}-seed0" for d in done},
-             lambda name, _: run_unit(args, *names[name], device), args.time_limit, args.max_units,
-             after=None if args.no_aggregate else lambda: aggregate(args))  # fmt: skip
+    run_plan(plan, done, lambda setting, method, seed: run_unit(args, setting, method, seed, device), args.time_limit,
+             args.max_units, after=None if args.no_aggregate else lambda: aggregate(args), name=unit_name)  # fmt: skip
     return 0
 
 
