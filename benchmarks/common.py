@@ -189,6 +189,32 @@ def resume_or_clear(out: Path, argv: list[str]) -> str | None:
     return checkpoint
 
 
+def add_study_arguments(p, results: str | Path, output_dir: str | Path, threads: int = 1,
+                        units_help: str = "units to run (default: the PLAN)") -> None:  # fmt: skip
+    """The run-control arguments every unit study shares: which units (``--units``, ``--list``, ``--time-limit``,
+    ``--max-units``), where (``--device``, ``--threads``, ``--data``, ``--results``, ``--output-dir``), and
+    ``--aggregate`` / ``--no-aggregate`` / ``--quick``. Check ``--quick`` with `refuse_quick_evidence` after parsing."""
+    p.add_argument("--units", nargs="+", help=units_help)
+    p.add_argument("--time-limit", type=float, default=None, help="start no new unit after this many minutes")
+    p.add_argument("--max-units", type=int, default=None, help="run at most N units in this invocation")
+    p.add_argument("--list", action="store_true", help="print which units are done and stop")
+    p.add_argument("--aggregate", action="store_true", help="only rebuild the tables from the unit files")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    p.add_argument("--threads", type=int, default=threads, help="torch threads on the CPU")
+    p.add_argument("--data", default=str(DATA), help="the shared data directory")
+    p.add_argument("--results", default=str(results), help="unit files and tables (committed)")
+    p.add_argument("--output-dir", default=str(output_dir), help="data, tokenizers, models (not committed)")
+    p.add_argument("--no-aggregate", action="store_true", help="do not rebuild the tables after each unit (parallel "
+                   "invocations into one --results; run --aggregate once at the end)")  # fmt: skip
+    p.add_argument("--quick", action="store_true", help="tiny budget: plumbing check (write to another --results)")
+
+
+def refuse_quick_evidence(p, args) -> None:
+    """``--quick`` results are not evidence: refuse them under ``benchmarks/results``."""
+    if args.quick and Path(args.results).resolve().is_relative_to(RESULTS.resolve()):
+        p.error(f"--quick results are not evidence: give --results outside {RESULTS} (e.g. /tmp/quick)")
+
+
 def run_plan(plan: Iterable[tuple], done: set[str], run: Callable[..., object],
              time_limit: float | None = None, max_units: int | None = None,
              after: Callable[[], object] | None = None, name: Callable[..., str] = unit_name) -> int:  # fmt: skip

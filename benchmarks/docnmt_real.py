@@ -51,13 +51,15 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py, ende_sentence_data.py
+from common import RESULTS as ALL_RESULTS
 from common import (
-    DATA,
     ROOT,
+    add_study_arguments,
     choose_precision,
     done_units,
     git_commit,
     list_units,
+    refuse_quick_evidence,
     relative_path,
     resume_or_clear,
     run_plan,
@@ -66,7 +68,6 @@ from common import (
     unit_name,
     write_json,
 )
-from common import RESULTS as ALL_RESULTS
 from common import parse_unit as _parse_unit
 from ende_sentence_data import DEFAULT_CACHE, EVAL_SETS, TEST_SETS, VALIDATION_SET
 
@@ -98,25 +99,14 @@ QUICK = dict(d_model=32, layers=2, ffn_dim=64, vocab_size=600, max_tokens=800, s
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--units", nargs="+", help="units to run, e.g. step1-seed0 document-seed0 (default: the PLAN)")
-    p.add_argument("--time-limit", type=float, default=None, help="start no new unit after this many minutes")
-    p.add_argument("--max-units", type=int, default=None)
-    p.add_argument("--list", action="store_true", help="print which units are done and stop")
-    p.add_argument("--aggregate", action="store_true", help="only rebuild results.md from the unit files")
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    p.add_argument("--threads", type=int, default=2, help="torch threads on the CPU")
-    p.add_argument("--data", default=str(DATA), help="the shared data directory")
+    add_study_arguments(p, RESULTS, ROOT / "runs" / "docnmt_real", threads=2,
+                        units_help="units to run, e.g. step1-seed0 document-seed0 (default: the PLAN)")  # fmt: skip
     p.add_argument("--cache", default=str(DEFAULT_CACHE), help="the shared en-de data set (ende_sentence_data.py)")
     p.add_argument("--items", default=str(ITEMS), help="the pronoun items (pronoun_items.py)")
-    p.add_argument("--results", default=str(RESULTS), help="unit files and results.md (committed)")
-    p.add_argument("--output-dir", default=str(ROOT / "runs" / "docnmt_real"), help="models (not committed)")
     p.add_argument("--bootstrap-samples", type=int, default=1000)
-    p.add_argument("--no-aggregate", action="store_true", help="do not rebuild results.md after each unit")
-    p.add_argument("--quick", action="store_true", help="tiny budget: plumbing check (write to another --results)")
     args = p.parse_args(argv)
+    refuse_quick_evidence(p, args)
     args.recipe = {**RECIPE, **(QUICK if args.quick else {})}
-    if args.quick and Path(args.results).resolve() == RESULTS.resolve():
-        p.error("--quick results are not evidence: give --results elsewhere (e.g. /tmp/quick)")
     if args.quick and Path(args.output_dir).resolve() == (ROOT / "runs" / "docnmt_real").resolve():
         args.output_dir = str(Path(args.results) / "models")
     return args

@@ -44,16 +44,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import multi30k_study as round_one  # noqa: E402
-from common import (  # noqa: E402
-    DATA,
+from common import RESULTS as ALL_RESULTS  # noqa: E402
+from common import (
     ROOT,
     UnitFileError,
+    add_study_arguments,
     choose_precision,
     cpu_has_native_bf16,
     done_units,
     git_commit,
     list_units,
     load_unit,
+    refuse_quick_evidence,  # noqa: E402
     relative_path,
     resume_or_clear,
     run_plan,
@@ -61,7 +63,6 @@ from common import (  # noqa: E402
     study_device,
     write_json,
 )
-from common import RESULTS as ALL_RESULTS  # noqa: E402
 
 RESULTS = ALL_RESULTS / "round2"
 MULTI30K_TESTS = ("test_2016_flickr", "test_2017_flickr", "test_2017_mscoco", "test_2018_flickr")
@@ -116,34 +117,21 @@ def parse_unit(name: str) -> tuple[str, str, int]:
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--units", nargs="+", help="units to run (default: the PLAN)")
-    p.add_argument("--time-limit", type=float, default=None, help="start no new unit after this many minutes")
-    p.add_argument("--max-units", type=int, default=None)
-    p.add_argument("--list", action="store_true", help="print which units are done and stop")
-    p.add_argument("--aggregate", action="store_true", help="only rebuild the tables from the unit files")
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    add_study_arguments(p, RESULTS, ROOT / "runs" / "round2", threads=1)
     p.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto",
                    help="auto: bf16 where the device computes it natively (CUDA, AVX512-BF16/AMX CPUs), else fp32")  # fmt: skip
-    p.add_argument("--threads", type=int, default=1, help="torch threads on the CPU")
-    p.add_argument("--data", default=str(DATA))
-    p.add_argument("--results", default=str(RESULTS))
-    p.add_argument("--output-dir", default=str(ROOT / "runs" / "round2"), help="data, tokenizers, models (not "
-                   "committed)")  # fmt: skip
     p.add_argument("--ende-cache", default=None, help="the shared en-de sentence data of the long setting (default: "
                    "ende_sentence_data's runs/ende_sentence_data, shared with docnmt_real)")  # fmt: skip
     p.add_argument("--bootstrap-samples", type=int, default=1000)
     p.add_argument("--eval-batch-size", type=int, default=64)
-    p.add_argument("--no-aggregate", action="store_true")
-    p.add_argument("--quick", action="store_true", help="tiny budget: plumbing check (write to another --results)")
     args = p.parse_args(argv)
+    refuse_quick_evidence(p, args)
     args.recipe = {**round_one.RECIPE, **(round_one.QUICK if args.quick else {})}
     args.attention_sentences = 0
     if args.ende_cache is None:
         import ende_sentence_data
 
         args.ende_cache = str(ende_sentence_data.DEFAULT_CACHE)
-    if args.quick and Path(args.results).resolve().is_relative_to(ALL_RESULTS.resolve()):
-        p.error("--quick results are not evidence: give --results elsewhere (e.g. /tmp/r2)")
     return args
 
 

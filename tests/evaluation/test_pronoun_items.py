@@ -4,6 +4,7 @@ from a hand-made gender lexicon, the random-context control, and the scorer's gr
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import pytest
@@ -175,6 +176,13 @@ def test_items_file_round_trip_and_a_wrong_span_is_refused(tmp_path):
     write_pronoun_items(tmp_path / "bad.jsonl", [bad])
     with pytest.raises(ValueError, match=r"characters 1-3 of the reference are 'r ', not the pronoun 'Er'"):
         load_pronoun_items(tmp_path / "bad.jsonl")
+    # a line that is not JSON, or not an object, is named by file and line (blank lines are skipped, not counted out)
+    text = path.read_text(encoding="utf-8").split("\n")
+    for k, (broken, why) in enumerate([("{not json", "invalid JSON"), ("[1, 2]", "expected a JSON object, got list")]):
+        lines = [text[0], "", broken]
+        (tmp_path / f"broken{k}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        with pytest.raises(ValueError, match=rf"broken{k}.jsonl:3: {re.escape(why)}"):
+            load_pronoun_items(tmp_path / f"broken{k}.jsonl")
 
 
 def test_german_tokens_have_spans():

@@ -173,11 +173,9 @@ def read_tsv(path: str) -> dict[str, list[str]]:
     return {"source": sources, "target": targets}
 
 
-def read_jsonl(path: str, source_lang: str | None = None, target_lang: str | None = None) -> dict[str, list[str]]:
-    """JSON lines with ``{"source": ..., "target": ...}``, ``{"translation": {src: ..., tgt: ...}}`` (as in
-    run_translation.py) or ``{src: ..., tgt: ...}`` keyed by language codes. Errors name file:line:field."""
-    _require_nonempty(path)
-    sources, targets = [], []
+def iter_json_objects(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
+    """Stream ``(line number, object)`` from a JSON-lines file, blank lines skipped; a line that is not valid JSON or
+    not an object is reported with its file and line."""
     for lineno, raw in iter_lines(path):
         if not raw.strip():
             continue
@@ -187,6 +185,15 @@ def read_jsonl(path: str, source_lang: str | None = None, target_lang: str | Non
             raise ValueError(f"{path}:{lineno}: invalid JSON: {e}") from e
         if not isinstance(row, dict):
             raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+        yield lineno, row
+
+
+def read_jsonl(path: str, source_lang: str | None = None, target_lang: str | None = None) -> dict[str, list[str]]:
+    """JSON lines with ``{"source": ..., "target": ...}``, ``{"translation": {src: ..., tgt: ...}}`` (as in
+    run_translation.py) or ``{src: ..., tgt: ...}`` keyed by language codes. Errors name file:line:field."""
+    _require_nonempty(path)
+    sources, targets = [], []
+    for lineno, row in iter_json_objects(path):
         pair = row.get("translation", row)
         keys = ("source", "target") if "source" in pair or "target" in pair else (source_lang, target_lang)
         for key in keys:

@@ -278,16 +278,10 @@ def write_pronoun_items(path: str | Path, items: Iterable[Mapping]) -> Path:
 
 def load_pronoun_items(path: str | Path) -> list[dict]:
     """Items written by :func:`write_pronoun_items`; each item's span is checked against its reference."""
-    from ..data.readers import read_lines
+    from ..data.readers import iter_json_objects
 
     items = []
-    for k, line in enumerate(read_lines(path), start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}:{k}: invalid JSON: {e}") from e
+    for k, item in iter_json_objects(path):
         missing = [f for f in ("source", "reference", "pronoun", "span", "variants", "context") if f not in item]
         if missing:
             raise ValueError(f"{path}:{k}: item lacks the field(s) {missing}")
