@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-slow docs bench bench-quick bench-multi30k bench-round2 bench-bf16 bench-docnmt bench-alignment lint format clean
+.PHONY: demo test test-slow docs bench bench-quick bench-multi30k bench-round2 bench-cpu-minute bench-bf16 bench-docnmt bench-alignment lint format clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,10 @@ bench-alignment: $(STAMP)
 # precision chosen by the hardware (bf16 only where it is native); results under benchmarks/results/round2/
 bench-round2: $(STAMP)
 	$(BIN)/python benchmarks/study_round2.py --time-limit 150
+
+# quality per CPU-minute: Transformer-tiny fitted to an hour, two seeds -> benchmarks/results/cpu_minute/
+bench-cpu-minute: $(STAMP)
+	$(BIN)/python benchmarks/cpu_minute.py
 
 # bf16 autocast against fp32 per method at the study's size -> benchmarks/results/bf16/bf16.{json,md}
 bench-bf16: $(STAMP)
