@@ -189,6 +189,25 @@ def resume_or_clear(out: Path, argv: list[str]) -> str | None:
     return checkpoint
 
 
+def run_study(args, plan: list[tuple], parse: Callable[[str], tuple], run: Callable[..., object],
+              aggregate: Callable[[object], object], name: Callable[..., str] = unit_name) -> int:  # fmt: skip
+    """The ``main`` of a unit study (arguments of `add_study_arguments`): ``--list`` the ``plan``'s units,
+    ``--aggregate`` only, or run ``run(args, *unit, device)`` for ``--units`` (parsed by ``parse``; default the plan)
+    that are not done yet, with `run_plan`, aggregating after each unless ``--no-aggregate``."""
+    units = [parse(u) for u in args.units] if args.units else plan
+    done = done_units(args.results)  # a truncated or corrupted unit file is reported and its unit runs again
+    if args.list:
+        list_units([name(*u) for u in plan], done)
+        return 0
+    if args.aggregate:
+        aggregate(args)
+        return 0
+    device = study_device(args)
+    run_plan(units, done, lambda *unit: run(args, *unit, device), args.time_limit, args.max_units,
+             after=None if args.no_aggregate else lambda: aggregate(args), name=name)  # fmt: skip
+    return 0
+
+
 def add_study_arguments(p, results: str | Path, output_dir: str | Path, threads: int = 1,
                         units_help: str = "units to run (default: the PLAN)") -> None:  # fmt: skip
     """The run-control arguments every unit study shares: which units (``--units``, ``--list``, ``--time-limit``,

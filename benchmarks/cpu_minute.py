@@ -50,16 +50,13 @@ from common import (
     add_study_arguments,
     choose_precision,
     cpu_name,
-    done_units,
     git_commit,
-    list_units,
     load_unit,
     parse_unit,
     refuse_quick_evidence,  # noqa: E402
     relative_path,
-    run_plan,
+    run_study,
     software,
-    study_device,
     unit_name,
     write_json,
 )
@@ -296,19 +293,7 @@ def plot(units: list[dict], path: Path) -> None:
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
-    plan = [parse_unit(u, METHODS) for u in args.units] if args.units else PLAN
-    done = done_units(args.results)
-    if args.list:
-        list_units([unit_name(*u) for u in PLAN], done)
-        return 0
-    if args.aggregate:
-        aggregate(args)
-        return 0
-    device = study_device(args)
-    run_plan(plan, done, lambda method, seed: run_unit(args, method, seed, device), args.time_limit, args.max_units,
-             after=None if args.no_aggregate else lambda: aggregate(args))  # fmt: skip
-    return 0
+    return run_study(parse_args(argv), PLAN, lambda name: parse_unit(name, METHODS), run_unit, aggregate)
 
 
 if __name__ == "__main__":

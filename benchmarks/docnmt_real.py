@@ -56,15 +56,12 @@ from common import (
     ROOT,
     add_study_arguments,
     choose_precision,
-    done_units,
     git_commit,
-    list_units,
     refuse_quick_evidence,
     relative_path,
     resume_or_clear,
-    run_plan,
+    run_study,
     software,
-    study_device,
     unit_name,
     write_json,
 )
@@ -490,20 +487,8 @@ def aggregate(args) -> str | None:
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
-    plan = [parse_unit(u) for u in args.units] if args.units else PLAN
-    done = done_units(args.results)
-    if args.list:
-        list_units([unit_name(*u) for u in PLAN], done)
-        return 0
-    if args.aggregate:
-        aggregate(args)
-        return 0
-    device = study_device(args)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    run_plan(plan, done, lambda kind, seed: run_unit(args, kind, seed, device), args.time_limit, args.max_units,
-             after=None if args.no_aggregate else lambda: aggregate(args))  # fmt: skip
-    return 0
+    return run_study(parse_args(argv), PLAN, parse_unit, run_unit, aggregate)
 
 
 if __name__ == "__main__":

@@ -45,22 +45,19 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import multi30k_study as round_one  # noqa: E402
 from common import RESULTS as ALL_RESULTS  # noqa: E402
-from common import (
+from common import (  # noqa: E402
     ROOT,
     UnitFileError,
     add_study_arguments,
     choose_precision,
     cpu_has_native_bf16,
-    done_units,
     git_commit,
-    list_units,
     load_unit,
-    refuse_quick_evidence,  # noqa: E402
+    refuse_quick_evidence,
     relative_path,
     resume_or_clear,
-    run_plan,
+    run_study,
     software,
-    study_device,
     write_json,
 )
 
@@ -425,19 +422,7 @@ def aggregate(args) -> str | None:
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
-    plan = [parse_unit(u) for u in args.units] if args.units else PLAN
-    done = done_units(args.results)  # a truncated or corrupted unit file is reported and its unit runs again
-    if args.list:
-        list_units([unit_name(*u) for u in PLAN], done)
-        return 0
-    if args.aggregate:
-        aggregate(args)
-        return 0
-    device = study_device(args)
-    run_plan(plan, done, lambda setting, method, seed: run_unit(args, setting, method, seed, device), args.time_limit,
-             args.max_units, after=None if args.no_aggregate else lambda: aggregate(args), name=unit_name)  # fmt: skip
-    return 0
+    return run_study(parse_args(argv), PLAN, parse_unit, run_unit, aggregate, name=unit_name)
 
 
 if __name__ == "__main__":

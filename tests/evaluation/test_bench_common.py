@@ -64,6 +64,40 @@ def test_a_failing_unit_does_not_stop_the_plan(capsys):
     assert "ValueError: broken unit" in captured.err and "unit b-seed0 FAILED" in captured.out
 
 
+def test_a_study_main_lists_aggregates_and_runs_the_units_not_done(tmp_path, capsys, monkeypatch):
+    import argparse
+
+    import torch
+
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: None)  # study_device's threads: not the test process's
+
+    p = argparse.ArgumentParser()
+    common.add_study_arguments(p, tmp_path, tmp_path / "out", threads=1)
+    plan = [("a", 0), ("b", 0), ("c", 1)]
+    common.write_json(tmp_path / "runs" / "a-seed0.json", {"unit": "a-seed0"})
+    ran, aggregated = [], []
+
+    def main(*argv):
+        args = p.parse_args(list(argv))
+        common.refuse_quick_evidence(p, args)
+        return common.run_study(args, plan, lambda name: common.parse_unit(name, "abc"),
+                                lambda args, m, s, device: ran.append((m, s, device)), aggregated.append)  # fmt: skip
+
+    assert main("--list") == 0 and not ran and not aggregated
+    assert capsys.readouterr().out.split("\n")[:3] == ["done  a-seed0", "todo  b-seed0", "todo  c-seed1"]
+    assert main("--aggregate") == 0 and not ran and len(aggregated) == 1
+    assert main() == 0 and ran == [("b", 0, "cpu"), ("c", 1, "cpu")] and len(aggregated) == 3  # after each unit
+    ran.clear()
+    assert main("--units", "c-seed1", "a-seed0", "--no-aggregate") == 0 and ran == [("c", 1, "cpu")]
+    assert len(aggregated) == 3
+    with pytest.raises(SystemExit, match="unknown unit"):
+        main("--units", "z-seed0")
+    p.set_defaults(results=str(common.RESULTS / "x"))
+    with pytest.raises(SystemExit):
+        main("--quick")
+    assert "--quick results are not evidence" in capsys.readouterr().err
+
+
 def test_write_json_is_what_the_scripts_wrote(tmp_path):
     data = {"ratios": {"train_ratio": 1.0}, "path": Path("x")}
     path = common.write_json(tmp_path / "deep" / "r.json", data, default=str)
