@@ -163,23 +163,25 @@ def run_unit(args, method: str, seed: int, device: str) -> Path:
     out = Path(args.output_dir) / "models" / name
     shutil.rmtree(out, ignore_errors=True)  # a unit's minutes count from its start: an interrupted unit starts again
     train = round_one.files(Path(args.data), "train")
-    tokenizer = round_two.tokenizer_for(argparse.Namespace(**vars(args)), "full", train)
+    tokenizer = round_two.tokenizer_for(args, "full", train)
     precision = choose_precision("auto", device)
     recipe = {**args.recipe, "bf16": precision == "bf16", "max_steps": 1, "eval_steps": 1, "save_steps": 1}
-    spec = (round_two.XAVIER, False, METHODS[method])
-    ns = argparse.Namespace(**{**vars(args), "recipe": recipe})
-    argv = round_one.train_argv(ns, method, seed, out, tokenizer, device, spec=spec)
-    argv[argv.index("--model_card_title") + 1] = f"Multi30k en->de Transformer-tiny (seed {seed}, CPU-hour recipe)"
+
+    def unit_argv() -> list[str]:
+        """The train script's arguments for the current ``recipe`` (the probe's, then the fitted one)."""
+        argv = round_one.train_argv(argparse.Namespace(**{**vars(args), "recipe": recipe}), method, seed, out,
+                                    tokenizer, device, spec=(round_two.XAVIER, False, METHODS[method]))  # fmt: skip
+        argv[argv.index("--model_card_title") + 1] = f"Multi30k en->de Transformer-tiny (seed {seed}, CPU-hour recipe)"
+        argv[argv.index("--save_total_limit") + 1] = str(CURVE_POINTS + 2)  # every point of the curve is kept
+        return argv
+
     print(f"=== {name} on {device} ({precision}, {torch.get_num_threads()} thread(s)): speed probe "
           f"{args.probe_minutes:g} min", flush=True)  # fmt: skip
-    probe = probe_speed(args, argv)
+    probe = probe_speed(args, unit_argv())
     grid = recipe["average_every"]
     recipe["max_steps"] = choose_max_steps(probe["steps_per_second"], args.budget_minutes, grid)
     recipe["eval_steps"] = recipe["save_steps"] = max(recipe["max_steps"] // CURVE_POINTS // grid * grid, grid)
-    argv = round_one.train_argv(argparse.Namespace(**{**vars(args), "recipe": recipe}), method, seed, out, tokenizer,
-                                device, spec=spec)  # fmt: skip
-    argv[argv.index("--model_card_title") + 1] = f"Multi30k en->de Transformer-tiny (seed {seed}, CPU-hour recipe)"
-    argv[argv.index("--save_total_limit") + 1] = str(CURVE_POINTS + 2)  # every point of the curve is kept
+    argv = unit_argv()
     print(f"=== {name}: {probe['steps_per_second']:.3f} steps/s -> max_steps {recipe['max_steps']}", flush=True)
     start = time.perf_counter()
     run(*train_args(argv))
