@@ -331,6 +331,13 @@ def mean_std(values: list[float]) -> str:
     )
 
 
+def precision_by_seed(units: list[dict]) -> str:
+    """``"0: fp32; 1: bf16"``: a study may run its seeds on different machines (each seed's units in one precision,
+    so that every paired test is within one precision), but a seed with mixed precisions is named as such."""
+    seeds = sorted({u["seed"] for u in units})
+    return "; ".join(f"{s}: {'/'.join(sorted({u['precision'] for u in units if u['seed'] == s}))}" for s in seeds)
+
+
 def aggregate(args) -> str | None:
     from hf_syntax_mt.evaluation import bucket_scores, paired_bootstrap
 
@@ -353,7 +360,7 @@ def aggregate(args) -> str | None:
             continue
         first = su[0]
         lines += [f"## Setting `{setting}`", "",
-                  f"Precision: {sorted({u['precision'] for u in su})}; devices: {sorted({u['device'] for u in su})}; "
+                  f"Precision by seed: {precision_by_seed(su)}; devices: {sorted({u['device'] for u in su})}; "
                   f"steps {first['steps']}" + (f"; subset {first['subset']}" if first.get("subset") else "") + ".", "",
                   "| method | test set | seeds | BLEU | chrF | ΔBLEU vs vanilla per seed (p) | pooled ΔBLEU (p) |",
                   "|---|---|---|---|---|---|---|"]  # fmt: skip
@@ -363,10 +370,14 @@ def aggregate(args) -> str | None:
             if not mu:
                 continue
             for t in TEST_SETS[setting]:
-                per_seed, pooled_sys, pooled_base = [], [], []
+                per_seed, pooled_sys, pooled_base, pooled_refs, compared = [], [], [], [], 0
                 for u in mu:
                     base = by_key.get((setting, "vanilla", u["seed"]))
                     if method == "vanilla" or base is None:
+                        continue
+                    if (base["precision"], base["device"]) != (u["precision"], u["device"]):  # not a fair pair
+                        per_seed.append(f"not compared (vanilla {base['precision']} on {base['device']}, "
+                                        f"{method} {u['precision']} on {u['device']})")  # fmt: skip
                         continue
                     n = len(u["hypotheses"][t])
                     b = paired_bootstrap(
@@ -378,10 +389,10 @@ def aggregate(args) -> str | None:
                     signs[method] = (pos + (delta > 0), neg + (delta < 0))
                     pooled_sys += u["hypotheses"][t]
                     pooled_base += base["hypotheses"][t]
+                    pooled_refs += refs[t][:n]
+                    compared += 1
                 pooled = "-"
-                if len(per_seed) > 1:
-                    pooled_refs = [r for u in mu if by_key.get((setting, "vanilla", u["seed"]))
-                                   for r in refs[t][: len(u["hypotheses"][t])]]  # fmt: skip
+                if compared > 1:
                     b = paired_bootstrap(pooled_base, pooled_sys, pooled_refs, args.bootstrap_samples)
                     pooled = f"{b['bleu']['system'] - b['bleu']['baseline']:+.2f} ({b['bleu']['p_value']:.3f})"
                 lines.append(f"| {method} | {t} | {','.join(str(u['seed']) for u in mu)} "

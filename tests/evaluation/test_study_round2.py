@@ -104,10 +104,13 @@ def test_the_aggregate_tests_each_seed_against_vanilla_and_pools_the_seeds(tmp_p
                                                                 "tgt": Path(d) / "multi30k" / f"{name}.de"})  # fmt: skip
     results = tmp_path / "results"
     (results / "runs").mkdir(parents=True)
-    systems = {("vanilla", 0): wrong, ("vanilla", 1): half, ("pascal", 0): half, ("pascal", 1): refs}
+    # seed 2's pair ran in two precisions: named, and left out of the per-seed, pooled and sign tests
+    systems = {("vanilla", 0): wrong, ("vanilla", 1): half, ("pascal", 0): half, ("pascal", 1): refs,
+               ("vanilla", 2): refs, ("pascal", 2): wrong}  # fmt: skip
     for (method, seed), hyps in systems.items():
         name = r2.unit_name("full", method, seed)
-        record = {"unit": name, "setting": "full", "method": method, "seed": seed, "precision": "fp32",
+        precision = "bf16" if (method, seed) == ("pascal", 2) else "fp32"
+        record = {"unit": name, "setting": "full", "method": method, "seed": seed, "precision": precision,
                   "device": "cpu", "steps": 10, "train_minutes": 1.0, "trainer_test_agrees": True,
                   "tests": {t: {"bleu": sacrebleu.corpus_bleu(hyps, [refs]).score,
                                 "chrf": sacrebleu.corpus_chrf(hyps, [refs]).score} for t in r2.MULTI30K_TESTS}}  # fmt: skip
@@ -126,6 +129,8 @@ def test_the_aggregate_tests_each_seed_against_vanilla_and_pools_the_seeds(tmp_p
                                                                                             [refs + refs]).score  # fmt: skip
     assert row.rstrip(" |").split("| ")[-1].startswith(f"{pooled:+.2f} (")
     assert "- pascal: 8 better, 0 worse" in text  # 2 seeds x 4 test sets, all better
+    assert "not compared (vanilla fp32 on cpu, pascal bf16 on cpu)" in row
+    assert "Precision by seed: 0: fp32; 1: fp32; 2: bf16/fp32;" in text
     # a truncated unit file stops the aggregate with its name
     (results / "runs" / "full-pascal-seed1.json").write_text('{"unit": "full-pascal-seed1", "tests"')
     with pytest.raises(SystemExit, match="full-pascal-seed1.json"):
