@@ -10,7 +10,7 @@ label t aligned to source t for guided alignment), timed in one process with the
 - greedy generation of 32 new tokens for the batch's sources, in fp32 and under bf16 autocast;
 - the loss of the same batch in both precisions (same weights) and whether the greedy outputs agree.
 
-    python benchmarks/bench_bf16.py                  # -> benchmarks/results/bf16/bf16.{json,md}
+    python benchmarks/bench_bf16.py                  # -> benchmarks/results/bf16/bf16-{native,emulated}.{json,md}
     python benchmarks/bench_bf16.py --quick          # d_model 128, fewer rounds (plumbing)
     python benchmarks/bench_bf16.py --only vanilla pascal
 
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, RESULTS, cpu_name, git_commit, software, write_json  # noqa: E402
+from common import DATA, RESULTS, cpu_has_native_bf16, cpu_name, git_commit, software, write_json  # noqa: E402
 
 #: the registered methods at the study's size (3 layers): the study's settings where it has one
 METHODS = {
@@ -164,9 +164,12 @@ def markdown(result: dict) -> str:
                      f"{g['fp32']:,.0f} / {g['bf16']:,.0f} | {r['generate_speedup']:.2f}x | {loss['fp32']:.4f} / "
                      f"{loss['bf16']:.4f} ({loss['relative_difference']:.2%}) | {r['greedy_rows_identical']:.0%} |")  # fmt: skip
     b = result["batch"]
+    native = {True: "native bf16: AVX512-BF16/AMX", False: "no native bf16: emulated"}.get(
+        result.get("cpu_native_bf16"), "native bf16 not recorded"
+    )
     lines += ["", f"One batch of {b['rows']} Multi30k pairs ({b['tokens']} source+target tokens, padded "
               f"{b['padded']}), d_model {result['d_model']}, 3+3 layers, {result['threads']} thread(s) on "
-              f"{result['cpu']}, torch {result['torch']}; medians over {result['rounds']} interleaved rounds "
+              f"{result['cpu']} ({native}), torch {result['torch']}; medians over {result['rounds']} interleaved rounds "
               f"(generation: {max(2, result['rounds'] // 2)}, {result['new_tokens']} new tokens, greedy). Load "
               f"average before / after: {result['load_average_before'][0]:.2f} / {result['load_average_after'][0]:.2f}."]  # fmt: skip
     return "\n".join(lines) + "\n"
@@ -182,9 +185,13 @@ def main(argv=None) -> int:
     p.add_argument("--new-tokens", type=int, default=32)
     p.add_argument("--only", nargs="+", choices=list(METHODS))
     p.add_argument("--data", default=str(DATA))
-    p.add_argument("--output", default=str(RESULTS / "bf16" / "bf16.json"))
+    p.add_argument("--output", default=None, help="default: results/bf16/bf16-native.json on hardware that computes "
+                   "bf16 natively (AVX512-BF16/AMX), else bf16-emulated.json: the two never overwrite each other")  # fmt: skip
     p.add_argument("--quick", action="store_true", help="d_model 128, 2 rounds, 600-token batch")
     args = p.parse_args(argv)
+    args.output = args.output or str(
+        RESULTS / "bf16" / f"bf16-{'native' if cpu_has_native_bf16() else 'emulated'}.json"
+    )
     if args.quick:
         args.d_model, args.rounds, args.max_tokens, args.new_tokens = 128, 2, 600, 8
     import torch
@@ -215,7 +222,8 @@ def main(argv=None) -> int:
 def write_results(args, batch, load_before, results) -> None:
     result = {
         "benchmark": "bf16_vs_fp32", "quick": args.quick, "d_model": args.d_model, "threads": args.threads,
-        "rounds": args.rounds, "new_tokens": args.new_tokens, "cpu": cpu_name(), **software(), "commit": git_commit(),
+        "rounds": args.rounds, "new_tokens": args.new_tokens, "cpu": cpu_name(),
+        "cpu_native_bf16": cpu_has_native_bf16(), **software(), "commit": git_commit(),
         "batch": {"rows": int(batch["input_ids"].shape[0]),
                   "tokens": int(batch["attention_mask"].sum() + (batch["labels"] != -100).sum()),
                   "padded": int(batch["input_ids"].numel() + batch["labels"].numel())},
