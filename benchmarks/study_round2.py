@@ -425,7 +425,9 @@ def aggregate(args) -> str | None:
         lines.append("")
     lines += ["Units:", ""] + [f"- {u['unit']}: {u['device']}, {u['precision']}, {u['train_minutes']} training min, "
                                f"commit {(u.get('commit') or '?')[:10]}, trainer and pipeline agree on the first test "
-                               f"set: {u.get('trainer_test_agrees', u.get('trainer_test_2016_agrees'))}" for u in units]  # fmt: skip
+                               f"set: {u.get('trainer_test_agrees', u.get('trainer_test_2016_agrees'))}"
+                               + (" (the Trainer predicted under bf16 autocast, the pipeline in fp32)"
+                                  if u["precision"] == "bf16" else "") for u in units]  # fmt: skip
     text = "\n".join(lines) + "\n"
     (Path(args.results) / "results.md").write_text(text, encoding="utf-8")
     print(text)
