@@ -1,5 +1,6 @@
 """Study round two (issue 26): where syntax pays. Round one's recipe (`multi30k_study.py`) with the Xavier attention
-init for every model, bf16 where the CPU computes it natively (else fp32: see `precision`), and three settings:
+init for every model, bf16 where the CPU computes it natively (else fp32: see `precision`; a seed's units all train in
+the precision of its first unit, see `unit_precision`), and three settings:
 
 - ``full``: the 29,000 Multi30k en->de training pairs, round one's joint BPE of 8,000;
 - ``low``: one fixed random subset of `LOW_PAIRS` training pairs (subset seed `SUBSET_SEED`, recorded with the
@@ -221,6 +222,36 @@ def translate_test_sets(model_dir: Path, args, setting: str) -> dict[str, list[s
     return out
 
 
+def unit_precision(args, setting: str, seed: int, device: str) -> str:
+    """The precision a unit trains in: that of the units of its (setting, seed) already written, so that every paired
+    test against vanilla stays inside one precision, else `choose_precision`'s. A seed's units may run on different
+    machines over several sessions; `--precision auto` follows the seed, and a precision the user names that differs
+    from the seed's, or a bf16 seed on a CPU that would emulate bf16 (10-20x slower), stops with what to do."""
+    hardware = choose_precision(args.precision, device)
+    written = {}
+    for path in sorted((Path(args.results) / "runs").glob(f"{setting}-*-seed{seed}.json")):
+        unit = load_unit(path, required=("unit", "precision"))
+        written.setdefault(unit["precision"], []).append(unit["unit"])
+    if not written:
+        return hardware
+    if len(written) > 1:
+        raise SystemExit(f"setting {setting}, seed {seed}: its units ran in several precisions ({written}); the paired "
+                         f"tests need one: delete the unit files of the precision you drop")  # fmt: skip
+    ((seed_precision, units),) = written.items()
+    if seed_precision == hardware:
+        return hardware
+    if args.precision != "auto":
+        raise SystemExit(f"setting {setting}, seed {seed}: its units {units} ran in {seed_precision}, and "
+                         f"--precision {args.precision} would train this one in {hardware}: pass --precision "
+                         f"{seed_precision} (or auto), so that it is compared within one precision")  # fmt: skip
+    if seed_precision == "bf16" and device == "cpu" and not cpu_has_native_bf16():
+        raise SystemExit(f"setting {setting}, seed {seed}: its units {units} ran in bf16, which this CPU would emulate "
+                         "(10-20x slower than fp32): run this seed's units on a CPU with AVX512-BF16/AMX or a GPU, or "
+                         "a seed whose units run in fp32")  # fmt: skip
+    print(f"setting {setting}, seed {seed}: training in {seed_precision} like its units {units}", flush=True)
+    return seed_precision
+
+
 def run_unit(args, setting: str, method: str, seed: int, device: str) -> Path:
     import torch
 
@@ -241,7 +272,7 @@ def run_unit(args, setting: str, method: str, seed: int, device: str) -> Path:
     else:
         splits["train"], subset = round_one.files(Path(args.data), "train"), None
     tokenizer = tokenizer_for(args, setting, splits["train"])
-    precision = choose_precision(args.precision, device)
+    precision = unit_precision(args, setting, seed, device)
     args.recipe["bf16"] = precision == "bf16"
     argv = round_one.train_argv(args, method, seed, out, tokenizer, device, spec=METHODS[method], split_files=splits)
     argv[argv.index("--model_card_title") + 1] = f"Multi30k en->de {method}, {setting} data (seed {seed}, round two)"

@@ -57,6 +57,37 @@ def test_precision_is_bf16_only_where_the_hardware_computes_it(monkeypatch):
     assert r2.choose_precision("auto", "cpu") == "bf16"
 
 
+def test_a_seed_trains_in_the_precision_of_its_first_unit(tmp_path, monkeypatch):
+    import common
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+
+    def write(name, precision):
+        (runs / f"{name}.json").write_text(json.dumps({"unit": name, "precision": precision}))
+
+    def precision(requested="auto", seed=1, native=True):
+        monkeypatch.setattr(common, "cpu_has_native_bf16", lambda: native)
+        monkeypatch.setattr(r2, "cpu_has_native_bf16", lambda: native)
+        return r2.unit_precision(SimpleNamespace(results=str(tmp_path), precision=requested), "low", seed, "cpu")
+
+    assert precision(native=True) == "bf16" and precision(native=False) == "fp32"  # no unit yet: the hardware's
+    write("low-vanilla-seed1", "bf16")
+    write("low-vanilla-seed11", "fp32")  # another seed: not seed 1's
+    write("full-vanilla-seed1", "fp32")  # another setting
+    assert precision() == "bf16"
+    with pytest.raises(SystemExit, match=r"ran in bf16, which this CPU would emulate"):
+        precision(native=False)  # auto follows the seed, but not into emulated bf16
+    with pytest.raises(SystemExit, match=r"ran in bf16, and --precision fp32 would train this one in fp32: pass "
+                                         r"--precision bf16"):  # fmt: skip
+        precision("fp32")
+    write("low-vanilla-seed2", "fp32")
+    assert precision(seed=2, native=True) == "fp32"  # the seed's fp32, although this CPU computes bf16
+    write("low-pascal-seed2", "bf16")
+    with pytest.raises(SystemExit, match="several precisions"):
+        precision(seed=2)
+
+
 def fake_data(root: Path, n: int = 12) -> Path:
     """A Multi30k-shaped directory: train.{en,de} and their CoNLL-U, sentence i = "word<i> ..."."""
     (root / "multi30k").mkdir(parents=True)
