@@ -27,10 +27,10 @@ from common import DATA, RESULTS, write_json  # noqa: E402
 PRECISION_KEYS = {"bf16"}
 
 
-def pairs(base: Path, system: Path) -> list[tuple[dict, dict]]:
+def pairs(base_units: list[dict], base: Path, system: Path) -> list[tuple[dict, dict]]:
     """(fp32 unit, bf16 unit) for every bf16 unit with an fp32 unit of the same name; refuses a pair whose recipe,
     steps or training data differ in anything but the precision."""
-    fp32 = {u["unit"]: u for u in round_one.load_units(base)}
+    fp32 = {u["unit"]: u for u in base_units}
     found = []
     for u in round_one.load_units(system):
         b = fp32.get(u["unit"])
@@ -55,7 +55,8 @@ def compare(args) -> dict:
 
     refs = round_one.files(Path(args.data), "test_2016_flickr")["tgt"].read_text(encoding="utf-8").split("\n")[:-1]
     rows, pooled_b, pooled_s, pooled_r = [], [], [], []
-    for b, u in pairs(Path(args.base), Path(args.system)):
+    base_units = round_one.load_units(Path(args.base))  # read once: the pairs and the yardstick
+    for b, u in pairs(base_units, Path(args.base), Path(args.system)):
         n = len(u["hypotheses"])
         test = paired_bootstrap(b["hypotheses"], u["hypotheses"], refs[:n], args.bootstrap_samples)
         same = sum(x == y for x, y in zip(b["hypotheses"], u["hypotheses"], strict=True))
@@ -81,7 +82,7 @@ def compare(args) -> dict:
             "sentences": len(pooled_r),
         }
     # the yardstick: how far the fp32 units of one method lie apart across seeds
-    fp32 = [u for u in round_one.load_units(Path(args.base)) if u["method"] in {r["unit"].rsplit("-seed", 1)[0]
+    fp32 = [u for u in base_units if u["method"] in {r["unit"].rsplit("-seed", 1)[0]
                                                                                  for r in rows}]  # fmt: skip
     result["fp32_seed_std"] = statistics.stdev([u["test"]["bleu"] for u in fp32]) if len(fp32) > 1 else None
     result["fp32_seeds"] = [u["unit"] for u in fp32]
