@@ -354,6 +354,11 @@ def sign_test(positive: int, negative: int) -> float:
     return min(1.0, 2 * sum(math.comb(n, i) for i in range(k, n + 1)) / 2**n)
 
 
+def format_p(p: float) -> str:
+    """Three decimals, or two significant digits below 0.001 (12 of 12 gains is p = 0.00049, not 0.000)."""
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.2g}"
+
+
 def mean_std(values: list[float]) -> str:
     if not values:
         return "-"
@@ -437,7 +442,8 @@ def aggregate(args) -> str | None:
                 "",
             ]
             lines += [
-                f"- {m}: {p} better, {n} worse, two-sided p = {sign_test(p, n):.3f}" for m, (p, n) in signs.items()
+                f"- {m}: {p} better, {n} worse, two-sided p = {format_p(sign_test(p, n))}"
+                for m, (p, n) in signs.items()
             ]
         lines += ["", "BLEU by source length (words), every test set and seed pooled:", ""]
         table = {}

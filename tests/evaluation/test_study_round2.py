@@ -47,6 +47,11 @@ def test_sign_test_is_the_two_sided_binomial_tail(positive, negative):
     assert math.isclose(r2.sign_test(5, 0), 2 / 32)
 
 
+def test_format_p_keeps_small_p_values_nonzero():
+    assert r2.format_p(r2.sign_test(12, 0)) == "0.00049"  # 2 / 4096
+    assert r2.format_p(2 / 32) == "0.062" and r2.format_p(1.0) == "1.000"
+
+
 def test_precision_is_bf16_only_where_the_hardware_computes_it(monkeypatch):
     assert r2.choose_precision("fp32", "cpu") == "fp32" and r2.choose_precision("bf16", "cpu") == "bf16"
     import common
