@@ -400,7 +400,7 @@ def aggregate(args) -> str | None:
                   f"steps {first['steps']}" + (f"; subset {first['subset']}" if first.get("subset") else "") + ".", "",
                   "| method | test set | seeds | BLEU | chrF | ΔBLEU vs vanilla per seed (p) | pooled ΔBLEU (p) |",
                   "|---|---|---|---|---|---|---|"]  # fmt: skip
-        signs = {}
+        signs, seed_deltas = {}, {}  # seed_deltas: method -> seed -> ΔBLEU per test set
         for method in METHODS:
             mu = sorted((u for u in su if u["method"] == method), key=lambda u: u["seed"])
             if not mu:
@@ -423,6 +423,7 @@ def aggregate(args) -> str | None:
                     per_seed.append(f"{delta:+.2f} ({b['bleu']['p_value']:.3f})")
                     pos, neg = signs.get(method, (0, 0))
                     signs[method] = (pos + (delta > 0), neg + (delta < 0))
+                    seed_deltas.setdefault(method, {}).setdefault(u["seed"], []).append(delta)
                     pooled_sys += u["hypotheses"][t]
                     pooled_base += base["hypotheses"][t]
                     pooled_refs += refs[t][:n]
@@ -445,6 +446,12 @@ def aggregate(args) -> str | None:
                 f"- {m}: {p} better, {n} worse, two-sided p = {format_p(sign_test(p, n))}"
                 for m, (p, n) in signs.items()
             ]
+            lines += ["", "Each training run as one observation: mean ΔBLEU over the test sets, by seed (a sign test over "
+                      "3 seeds cannot go below p = 0.25):", ""]  # fmt: skip
+            for m, by_seed in seed_deltas.items():
+                means = {seed: statistics.mean(d) for seed, d in sorted(by_seed.items())}
+                lines.append(f"- {m}: " + ", ".join(f"seed {seed} {d:+.2f}" for seed, d in means.items())
+                             + f" ({sum(d > 0 for d in means.values())} of {len(means)} seeds ahead)")  # fmt: skip
         lines += ["", "BLEU by source length (words), every test set and seed pooled:", ""]
         table = {}
         for method in METHODS:

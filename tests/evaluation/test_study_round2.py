@@ -165,6 +165,8 @@ def test_the_aggregate_tests_each_seed_against_vanilla_and_pools_the_seeds(tmp_p
                                                                                             [refs + refs]).score  # fmt: skip
     assert row.rstrip(" |").split("| ")[-1].startswith(f"{pooled:+.2f} (")
     assert "- pascal: 8 better, 0 worse" in text  # 2 seeds x 4 test sets, all better
+    # each run as one observation: the same Δ on every test set here, so each seed's mean is that Δ; seed 2 left out
+    assert f"- pascal: seed 0 {d0:+.2f}, seed 1 {d1:+.2f} (2 of 2 seeds ahead)" in text
     assert "not compared (vanilla fp32 on cpu, pascal bf16 on cpu)" in row
     assert "Precision by seed: 0: fp32; 1: fp32; 2: bf16/fp32;" in text
     # a truncated unit file stops the aggregate with its name
