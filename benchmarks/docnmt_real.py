@@ -12,6 +12,11 @@ Units (each one resumable and skipped once its JSON exists, as in `multi30k_stud
 - `control-seedK`: step 1's model trained as many steps again on the same sentences without context (every
   parameter trained, the same schedule).
 
+Step 2 starts from step 1's model on disk. Only the unit files outlive a machine, so where step 1's unit file is
+committed but its model is not on disk (a new machine), a step-2 unit first trains step 1 again from the same
+recipe and seed and records its weights fingerprint (`weights_sha256`) beside the committed one: on the same commit,
+precision and CPU kind they are equal, so every seed's step 2 starts from the weights step 1's unit scored.
+
 Every unit translates the three test sets (`iwslt17.test`, `europarl7.test`, `bcontrast.test`) document by document
 in order with `translate_document` (beam 4) and scores them (sacreBLEU BLEU and chrF), and scores the contrastive
 pronoun items (`results/docnmt_real/pronoun_items.jsonl`, `pronoun_items.py`); a document unit does both again with
@@ -56,6 +61,7 @@ from common import (
     ROOT,
     add_study_arguments,
     choose_precision,
+    cpu_name,
     git_commit,
     refuse_quick_evidence,
     relative_path,
@@ -83,7 +89,7 @@ PLAN = [("step1", 0), ("document", 0), ("control", 0), ("document", 1), ("contro
 #: had flattened (newstest2015, first 400 sentences: 6.12, 5.28, 5.04, 4.95, 4.93 at steps 1,000-5,000, this
 #: recipe, commit 9800efd then 8ea4394), so that step 1 and its evaluation fit in one 3-hour session on 2 CPU cores
 #: (a step took about 1 s on one thread at native bf16, and no less on two); step 2 starts from step 1's model on
-#: disk, which a new machine must train again
+#: disk, which a new machine trains again (`ensure_step1`)
 STEP1_STEPS = 6000
 STEP2_STEPS = 4000
 RECIPE = dict(d_model=256, layers=3, heads=4, ffn_dim=1024, dropout=0.1, vocab_size=8000, max_tokens=2500,
@@ -217,7 +223,7 @@ def train_argv(args, kind: str, seed: int, out: Path, files: dict, tokenizer: Pa
                  "--learning_rate", str(r["learning_rate"]), "--warmup_steps", str(r["warmup_steps"]),
                  "--lr_scheduler_type", "inverse_sqrt"]  # fmt: skip
     else:
-        step1 = Path(args.output_dir) / "step1-seed0" / "model"
+        step1 = step1_dir(args)
         if not (step1 / "config.json").is_file():
             raise RuntimeError(f"{unit_name(kind, seed)} starts from step 1's model, which is missing ({step1}): run "
                                "the unit step1-seed0 first (its model is kept under --output-dir)")  # fmt: skip
@@ -233,6 +239,66 @@ def train_argv(args, kind: str, seed: int, out: Path, files: dict, tokenizer: Pa
     if device == "cpu":
         argv.append("--use_cpu")
     return argv
+
+
+def step1_dir(args) -> Path:
+    return Path(args.output_dir) / "step1-seed0" / "model"
+
+
+def weights_sha256(model_dir: str | Path) -> str:
+    """sha256 over a saved model's tensors (name, dtype, shape and bytes, in name order), not over the file: two
+    trainings that end at the same weights give the same value whatever metadata the file carries."""
+    import torch
+    from safetensors import safe_open
+
+    digest = hashlib.sha256()
+    with safe_open(str(Path(model_dir) / "model.safetensors"), framework="pt") as f:
+        for key in sorted(f.keys()):
+            tensor = f.get_tensor(key).contiguous()
+            digest.update(f"{key}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+            digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+#: the recipe fields that make step 1's model: a rebuilt step 1 must have the committed unit's
+STEP1_FIELDS = ("d_model", "layers", "heads", "ffn_dim", "dropout", "vocab_size", "max_tokens", "step1_steps",
+                "learning_rate", "warmup_steps", "adam_beta2", "max_grad_norm", "label_smoothing",
+                "average_checkpoints", "average_every", "max_length", "save_steps", "max_train", "precision")  # fmt: skip
+
+
+def ensure_step1(args, files: dict, device: str) -> dict:
+    """Step 1's model for a step-2 unit, and where it came from. Nothing but the unit files outlives a machine, so on
+    a new machine step 1's model is not on disk while `step1-seed0.json` is committed: step 1 is then trained again
+    from the same recipe and seed, and its weights fingerprint (`weights_sha256`) is compared with the committed
+    one (the same commit, precision and CPU kind give the same weights; another CPU kind may not). Returns
+    ``{"weights_sha256", "rebuilt", "matches_committed"}`` for the unit file (``matches_committed`` None where the
+    committed unit has no fingerprint)."""
+    committed_file = Path(args.results) / "runs" / f"{unit_name('step1', 0)}.json"
+    committed = json.loads(committed_file.read_text(encoding="utf-8")) if committed_file.is_file() else None
+    rebuilt = False
+    if not (step1_dir(args) / "hf_syntax_mt_run.json").is_file():  # written once step 1 has finished
+        if committed is None:
+            raise RuntimeError(f"step 2 starts from step 1's model, which is neither on disk ({step1_dir(args)}) nor "
+                               f"committed as a unit ({committed_file}): run the unit step1-seed0 first")  # fmt: skip
+        differ = {k: (committed["recipe"].get(k), args.recipe.get(k)) for k in STEP1_FIELDS
+                  if committed["recipe"].get(k) != args.recipe.get(k)}  # fmt: skip
+        if differ:
+            raise RuntimeError(f"step 1's model is not on disk, and the committed {committed_file.name} was trained "
+                               f"with another recipe (committed, now: {differ}): train it with the same recipe")  # fmt: skip
+        print(f"    step 1's model is not on this machine ({step1_dir(args)}): training it again from its recipe "
+              f"and seed (commit {str(committed.get('commit'))[:10]})", flush=True)  # fmt: skip
+        train(args, "step1", 0, files, device)
+        rebuilt = True
+    sha = weights_sha256(step1_dir(args))
+    expected = (committed or {}).get("weights_sha256")
+    if expected is not None and sha != expected:
+        print(f"    warning: step 1's weights here ({sha[:12]}) differ from the committed unit's ({expected[:12]}): "
+              "the unit records it", flush=True)  # fmt: skip
+    return {
+        "weights_sha256": sha,
+        "rebuilt": rebuilt,
+        "matches_committed": None if expected is None else sha == expected,
+    }
 
 
 def train(args, kind: str, seed: int, files: dict, device: str) -> tuple[Path, dict, list[str], float]:
@@ -299,7 +365,7 @@ def evaluate(args, kind: str, seed: int, model_dir: Path, files: dict, device: s
     r = args.recipe
     model = SyntaxMTForConditionalGeneration.from_pretrained(model_dir).to(device).eval()
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    gen = dict(num_beams=r["num_beams"], max_new_tokens=r["max_length"])
+    gen = dict(num_beams=r["num_beams"])  # outputs up to the max_length (128) the train script saved in the model
     k = model.config.context_sentences
     scores, hypotheses = {"tests": {}, "random_context": {}, "pronouns": {}}, {}
     for name in TEST_SETS:
@@ -339,6 +405,7 @@ def run_unit(args, kind: str, seed: int, device: str) -> Path:
     runs.mkdir(parents=True, exist_ok=True)
     files = shared_data(args)
     print(f"=== {name} on {device}: {KINDS[kind]}", flush=True)
+    step1 = ensure_step1(args, files, device) if kind != "step1" else None
     model_dir, info, argv, wall = train(args, kind, seed, files, device)
     start = time.perf_counter()
     scores, hypotheses = evaluate(args, kind, seed, model_dir, files, device)
@@ -352,7 +419,8 @@ def run_unit(args, kind: str, seed: int, device: str) -> Path:
         "tokens_seen": info["num_input_tokens_seen"], "curve": info["curve"], "averaged_steps": info["averaged_steps"],
         "validation": info["scores"].get("validation"), **scores, "model_signature": info["model_signature"],
         "device": device if device == "cpu" else f"cuda ({torch.cuda.get_device_name()})",
-        "precision": choose_precision(args.recipe["precision"], device),
+        "precision": choose_precision(args.recipe["precision"], device), "cpu": cpu_name(),
+        **({"weights_sha256": weights_sha256(model_dir)} if kind == "step1" else {"step1": step1}),
         "threads": torch.get_num_threads(), **software(), "commit": git_commit(),
         "train_argv": [relative_path(a) for a in argv],
         "hypotheses_sha256": {k: hashlib.sha256("".join(h + "\n" for h in v).encode()).hexdigest()
@@ -425,6 +493,19 @@ def _delta(test: dict, metric: str = "bleu") -> str:
     return f"{m['system'] - m['baseline']:+.2f} (p {m['p_value']:.3f})"
 
 
+def step1_note(unit: dict) -> str:
+    """Which step-1 weights a unit has (step 1) or started from (step 2), by fingerprint, and whether a step 1 trained
+    again on a new machine matched the committed one."""
+    if unit.get("weights_sha256"):
+        return f"; weights sha256 {unit['weights_sha256'][:12]}"
+    s = unit.get("step1")
+    if not s:
+        return ""
+    match = {True: ", equal to the committed step 1", False: ", NOT the committed step 1's weights", None: ""}
+    return (f"; from step-1 weights {s['weights_sha256'][:12]}" + (" (step 1 trained again here" +
+            match[s["matches_committed"]] + ")" if s["rebuilt"] else ""))  # fmt: skip
+
+
 def aggregate(args) -> str | None:
     from hf_syntax_mt.data.readers import read_lines
 
@@ -484,7 +565,7 @@ def aggregate(args) -> str | None:
     lines += ["", f"BLEU: `{some['bleu_signature']}`", f"chrF: `{some['chrf_signature']}`", "",
               "Units (model signatures):", ""]  # fmt: skip
     lines += [f"- {u['unit']} ({u['device']}, {u['steps']} steps, commit {(u.get('commit') or '?')[:10]}): "
-              f"`{u['model_signature']}`" for u in units]  # fmt: skip
+              f"`{u['model_signature']}`{step1_note(u)}" for u in units]  # fmt: skip
     text = "\n".join(lines) + "\n"
     (results / "results.md").write_text(text, encoding="utf-8")
     print(text)

@@ -160,3 +160,61 @@ def test_quick_subset_takes_the_first_lines_of_the_first_documents(tmp_path):
         files["x"][key].write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     assert study.documents(files, "x", 2, 2) == (["a0", "a1", "b0"], ["A0", "A1", "B0"], ["a", "a", "b"], [0, 1, 3])
     assert study.documents(files, "x")[3] == [0, 1, 2, 3, 4, 5]
+
+
+def test_weights_fingerprint_follows_the_tensors_not_the_file(document_model, tmp_path):
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    model, _, _ = document_model
+    model.save_pretrained(tmp_path / "a")
+    first = study.weights_sha256(tmp_path / "a")
+    tensors = load_file(str(tmp_path / "a" / "model.safetensors"))
+    (tmp_path / "b").mkdir()
+    order = dict(reversed(list(tensors.items())))  # the same tensors written in another order, other metadata
+    save_file(order, str(tmp_path / "b" / "model.safetensors"), metadata={"format": "pt", "note": "other"})
+    assert (tmp_path / "a" / "model.safetensors").read_bytes() != (tmp_path / "b" / "model.safetensors").read_bytes()
+    assert study.weights_sha256(tmp_path / "b") == first
+    key = sorted(tensors)[3]
+    tensors[key] = tensors[key].clone()
+    flat = tensors[key].view(-1)
+    flat[0] = torch.nextafter(flat[0], flat[0] + 1)  # one weight, one unit in the last place
+    save_file(tensors, str(tmp_path / "b" / "model.safetensors"), metadata={"format": "pt"})
+    assert study.weights_sha256(tmp_path / "b") != first
+
+
+def test_step2_trains_step1_again_on_a_new_machine_and_checks_its_fingerprint(document_model, tmp_path, monkeypatch):
+    model, _, _ = document_model
+    args = _args(tmp_path)
+    with pytest.raises(RuntimeError, match="run the unit step1-seed0 first"):
+        study.ensure_step1(args, {}, "cpu")  # nothing on disk, nothing committed
+    calls = []
+
+    def fake_train(args, kind, seed, files, device):  # what train() leaves behind: the model and its run file
+        calls.append((kind, seed))
+        model.save_pretrained(study.step1_dir(args))
+        (study.step1_dir(args) / "hf_syntax_mt_run.json").write_text("{}")
+
+    monkeypatch.setattr(study, "train", fake_train)
+    model.save_pretrained(tmp_path / "ref")
+    sha = study.weights_sha256(tmp_path / "ref")
+    runs = Path(args.results) / "runs"
+    runs.mkdir(parents=True)
+    committed = {"recipe": {**args.recipe, "step1_steps": 123}, "weights_sha256": sha, "commit": "abc"}
+    (runs / "step1-seed0.json").write_text(json.dumps(committed))
+    with pytest.raises(RuntimeError, match="step1_steps.*123"):  # another recipe: refused, nothing trained
+        study.ensure_step1(args, {}, "cpu")
+    assert calls == []
+    (runs / "step1-seed0.json").write_text(json.dumps({**committed, "recipe": args.recipe}))
+    assert study.ensure_step1(args, {}, "cpu") == {"weights_sha256": sha, "rebuilt": True, "matches_committed": True}
+    assert calls == [("step1", 0)]
+    # on disk now: used as it is
+    assert study.ensure_step1(args, {}, "cpu") == {"weights_sha256": sha, "rebuilt": False, "matches_committed": True}
+    assert calls == [("step1", 0)]
+    (runs / "step1-seed0.json").write_text(
+        json.dumps({**committed, "recipe": args.recipe, "weights_sha256": "0" * 64})
+    )
+    assert study.ensure_step1(args, {}, "cpu")["matches_committed"] is False
+    unit = {"step1": {"weights_sha256": sha, "rebuilt": True, "matches_committed": False}}
+    assert "NOT the committed step 1" in study.step1_note(unit) and sha[:12] in study.step1_note(unit)
+    assert study.step1_note({"weights_sha256": sha}) == f"; weights sha256 {sha[:12]}"
