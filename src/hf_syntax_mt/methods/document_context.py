@@ -118,14 +118,19 @@ class ContextEncoder(nn.Module):
         B, M, D = hidden.shape
         n = self.num_encoder_sublayers + self.num_decoder_sublayers
         real = context_attention_mask.bool()  # (B, M)
+        # contiguous (B, n, 2, H, M, d) once per sentence: attention over permuted keys/values is ~3x slower at every
+        # decoding step
         if bool(real.all()):
-            kv = self.key_value_proj(hidden)  # (B, M, n * 2 * D)
+            kv = self.key_value_proj(hidden).view(B, M, n, 2, self.num_heads, self.head_dim)  # (B, M, n, 2, H, d)
+            kv = kv.permute(0, 2, 3, 4, 1, 5).contiguous()  # (B, n, 2, H, M, d)
         else:  # the largest matmul of the method: project real tokens only (padding keys are masked anyway)
             projected = self.key_value_proj(hidden[real])  # (R, n * 2 * D); bf16 under autocast
-            kv = projected.new_zeros(B, M, n * 2 * D).index_put((real,), projected)
-        kv = kv.view(B, M, n, 2, self.num_heads, self.head_dim)  # (B, M, n, 2, H, d)
-        # contiguous once per sentence: attention over permuted keys/values is ~3x slower at every decoding step
-        kv = kv.permute(0, 2, 3, 4, 1, 5).contiguous()  # (B, n, 2, H, M, d)
+            # written straight into the final layout (no zero-filled (B, M, n*2*D) tensor to permute): real rows
+            # get their keys/values, padding rows zeros (masked, but never uninitialised memory: 0 * NaN is NaN)
+            kv = projected.new_empty(B, n, 2, self.num_heads, M, self.head_dim)  # (B, n, 2, H, M, d)
+            by_token = kv.permute(0, 4, 1, 2, 3, 5)  # (B, M, n, 2, H, d), a view of kv
+            by_token[~real] = 0
+            by_token[real] = projected.view(-1, n, 2, self.num_heads, self.head_dim)
         # split, not slicing: its backward is one concatenation, where slicing fills a zero tensor per slice
         encoder_kv, decoder_kv = kv.split([self.num_encoder_sublayers, self.num_decoder_sublayers], dim=1)
         return hidden, encoder_kv, decoder_kv
