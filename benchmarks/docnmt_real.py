@@ -292,8 +292,9 @@ def ensure_step1(args, files: dict, device: str) -> dict:
     sha = weights_sha256(step1_dir(args))
     expected = (committed or {}).get("weights_sha256")
     if expected is not None and sha != expected:
-        print(f"    warning: step 1's weights here ({sha[:12]}) differ from the committed unit's ({expected[:12]}): "
-              "the unit records it", flush=True)  # fmt: skip
+        here = (choose_precision(args.recipe["precision"], device), cpu_name())
+        print(f"    warning: step 1's weights here ({sha[:12]}, {here}) differ from the committed unit's ({expected[:12]}, "
+              f"{(committed.get('precision'), committed.get('cpu'))}): the unit records it", flush=True)  # fmt: skip
     return {
         "weights_sha256": sha,
         "rebuilt": rebuilt,
@@ -501,9 +502,11 @@ def step1_note(unit: dict) -> str:
     s = unit.get("step1")
     if not s:
         return ""
+    note = f"; from step-1 weights {s['weights_sha256'][:12]}"
+    if not s["rebuilt"]:
+        return note
     match = {True: ", equal to the committed step 1", False: ", NOT the committed step 1's weights", None: ""}
-    return (f"; from step-1 weights {s['weights_sha256'][:12]}" + (" (step 1 trained again here" +
-            match[s["matches_committed"]] + ")" if s["rebuilt"] else ""))  # fmt: skip
+    return f"{note} (step 1 trained again here{match[s['matches_committed']]})"
 
 
 def aggregate(args) -> str | None:
