@@ -84,14 +84,16 @@ KINDS = {
 }
 PLAN = [("step1", 0), ("document", 0), ("control", 0), ("document", 1), ("control", 1), ("document", 2),
         ("control", 2)]  # fmt: skip
-#: the steps of step 1 and of step 2 (document and control alike). Step 1: 6,000 steps (about 14 epochs of the
-#: 55,399 pairs; the long setting of study round two trains as long on the same data), where its validation loss
-#: had flattened (newstest2015, first 400 sentences: 6.12, 5.28, 5.04, 4.95, 4.93 at steps 1,000-5,000, this
-#: recipe, commit 9800efd then 8ea4394), so that step 1 and its evaluation fit in one 3-hour session on 2 CPU cores
-#: (a step took about 1 s on one thread at native bf16, and no less on two); step 2 starts from step 1's model on
-#: disk, which a new machine trains again (`ensure_step1`)
-STEP1_STEPS = 6000
-STEP2_STEPS = 4000
+#: the steps of step 1 and of step 2 (document and control alike). Step 1: 4,000 steps (about 9 epochs of the
+#: 55,399 pairs), where its validation loss had flattened (newstest2015, first 400 sentences: 6.12, 5.28, 5.04, 4.95,
+#: 4.93, 4.91 at steps 1,000-6,000, this recipe at 6,000 steps, commits 9800efd, 8ea4394, 3e1ffc6). 6,000 steps fitted
+#: a 3-hour session with its evaluation only on an Intel Xeon (about 1.0 s a step on one thread at native bf16, no
+#: less on two); on an AMD EPYC with AVX512-BF16 a step takes about 1.4 s (bf16 1.19 s against fp32 1.64 s for a
+#: 2,500-token batch of this model, one thread), so step 1 is cut where the curve had flattened. Step 2: 2,000 steps,
+#: so that a document unit (about 1.8x a sentence-level step, `bench_context.py`) and its three evaluations fit a
+#: session beside step 1's model on disk, which a new machine trains again (`ensure_step1`)
+STEP1_STEPS = 4000
+STEP2_STEPS = 2000
 RECIPE = dict(d_model=256, layers=3, heads=4, ffn_dim=1024, dropout=0.1, vocab_size=8000, max_tokens=2500,
               step1_steps=STEP1_STEPS, step2_steps=STEP2_STEPS, learning_rate=7e-4, warmup_steps=800,
               step2_warmup_steps=200, adam_beta2=0.98, max_grad_norm=1.0, label_smoothing=0.1,
