@@ -226,11 +226,11 @@ class SyntaxMTEncoderLayer(MarianEncoderLayer):
         self,
         hidden_states: torch.Tensor,
         attention_mask: torch.Tensor | None,
-        context_key_value: torch.Tensor | None = None,
+        context_key_value: tuple[torch.Tensor, torch.Tensor] | None = None,
         context_masks: ContextMasks | None = None,
         **kwargs,
     ) -> torch.Tensor:
-        """`context_key_value` `(B, 2, H, M, d)` and `context_masks`: document context, when this layer has a
+        """`context_key_value` (key, value), `(B, H, M, d)` each, and `context_masks`: document context, when this layer has a
         context attention and the batch has context. Method inputs and the record travel in `kwargs`."""
         residual = hidden_states
         hidden_states, _ = self.self_attn(hidden_states, attention_mask=attention_mask, **kwargs)
@@ -263,12 +263,13 @@ class SyntaxMTDecoderLayer(MarianDecoderLayer):
         encoder_attention_mask: torch.Tensor | None = None,
         past_key_values=None,
         use_cache: bool | None = True,
-        context_key_values: tuple[torch.Tensor, ...] | None = None,
+        context_key_values: tuple[tuple[torch.Tensor, torch.Tensor], ...] | None = None,
         context_masks: ContextMasks | None = None,
         **kwargs,
     ) -> torch.Tensor:
         """`MarianDecoderLayer.forward` with the context attention of Eq. 16 after the self-attention.
-        `context_key_values`: the keys/values of every decoder context sublayer, a tuple of `(B, 2, H, M, d)`."""
+        `context_key_values`: the keys/values of every decoder context sublayer, one `(key, value)` pair of
+        `(B, H, M, d)` each per sublayer (`key_value_pairs`)."""
         past_key_values = pop_cache(past_key_values, kwargs)
         residual = hidden_states
         hidden_states, _ = self.self_attn(

@@ -39,6 +39,7 @@ from .methods.document_context import (
     ContextEncoder,
     context_masks,
     is_document_parameter,
+    key_value_pairs,
 )
 from .methods.pascal import check_parent_positions, pascal_weights  # noqa: F401
 from .methods.registry import (
@@ -160,16 +161,15 @@ class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
         mask = create_bidirectional_mask(
             config=self.config, inputs_embeds=inputs_embeds, attention_mask=attention_mask
         )
-        # one (B, 2, H, M, d) per context sublayer; unbind, not indexing, so backward stacks once instead of
-        # filling a zero tensor of every sublayer's keys and values per layer
-        encoder_kv = encoder_kv.unbind(1) if encoder_kv is not None else None
+        # one (key, value) pair of (B, H, M, d) per context sublayer, by one unbind (one stack in backward)
+        encoder_kv = key_value_pairs(encoder_kv) if encoder_kv is not None else None
         masks = context_masks(context_mask) if encoder_kv is not None else None  # once for every layer
         for layer in self.layers:
             if self.training and self.layerdrop > 0.0 and torch.rand([]) < self.layerdrop:
                 continue
             context_kv = None
             if encoder_kv is not None and layer.context_attn is not None:
-                context_kv = encoder_kv[layer.context_index]  # (B, 2, H, M, d)
+                context_kv = encoder_kv[layer.context_index]  # (key, value), (B, H, M, d) each
             hidden_states = layer(
                 hidden_states, mask, context_key_value=context_kv, context_masks=masks, **attention_inputs, **kwargs
             )
@@ -256,10 +256,10 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
         kv = getattr(encoder_outputs, "context_key_values", None)
         if kv is None:
             return {}
-        # a tuple of (B, 2, H, M, d), one per decoder context sublayer (unbind: cheap backward, see the encoder)
-        # masks built once per forward (one decoding step), not in every layer
+        # one (key, value) pair of (B, H, M, d) per decoder context sublayer (one unbind: see the encoder); masks
+        # built once per forward (one decoding step), not in every layer
         return {
-            "context_key_values": kv.unbind(1),
+            "context_key_values": key_value_pairs(kv),
             "context_masks": context_masks(encoder_outputs.context_attention_mask),
         }
 

@@ -214,18 +214,27 @@ def test_generation_cached_equals_uncached_and_uses_context(num_beams):
     assert not torch.equal(cached, without)
 
 
-def test_context_is_encoded_once_per_sentence_before_beams():
+def test_context_is_encoded_once_per_sentence_before_beams(monkeypatch):
     """The context encoder and every context key/value projection run once, on the un-expanded batch."""
+    from hf_syntax_mt.methods.document_context import ContextEncoder
+
     model = make_model()
     input_ids, attention_mask, context, context_mask, _ = batch()
-    calls = []
-    handle = model.model.encoder.context_encoder.key_value_proj.register_forward_hook(
-        lambda module, args, out: calls.append(args[0].shape[0])
+    encoded, projected = [], []
+    handle = model.model.encoder.context_encoder.register_forward_hook(
+        lambda module, args, out: encoded.append(args[0].shape[0])
     )
+    layout = ContextEncoder._layout
+    monkeypatch.setattr(ContextEncoder, "_layout", lambda self, proj, real: projected.append(proj.shape) or
+                        layout(self, proj, real))  # fmt: skip
     model.generate(input_ids=input_ids, attention_mask=attention_mask, context_input_ids=context,
                    context_attention_mask=context_mask, num_beams=4, max_new_tokens=6)  # fmt: skip
     handle.remove()
-    assert calls == [int(context_mask.sum())]  # one call, on the real context tokens of the 3 sentences (not 3 x 4)
+    assert encoded == [3]  # one call, on the 3 sentences (not 3 x 4 beams)
+    # one projection per side, each on the real context tokens only, with 2 D columns per context sublayer
+    real, width = int(context_mask.sum()), 2 * model.config.d_model
+    sides = [len(model.config.context_layers(side)) for side in ("encoder", "decoder")]
+    assert projected == [torch.Size([real, width * n]) for n in sides]
 
 
 def test_combined_with_pascal_heads():

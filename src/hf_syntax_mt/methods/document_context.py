@@ -115,25 +115,40 @@ class ContextEncoder(nn.Module):
         )
         for layer in self.layers:
             hidden = layer(hidden, mask)  # Eqs. 5-9: A^(n) = MultiHead(C^(n-1), C^(n-1), C^(n-1)), C^(n) = FNN(A^(n))
-        B, M, D = hidden.shape
-        n = self.num_encoder_sublayers + self.num_decoder_sublayers
         real = context_attention_mask.bool()  # (B, M)
-        # contiguous (B, n, 2, H, M, d) once per sentence: attention over permuted keys/values is ~3x slower at every
-        # decoding step
-        if bool(real.all()):
-            kv = self.key_value_proj(hidden).view(B, M, n, 2, self.num_heads, self.head_dim)  # (B, M, n, 2, H, d)
-            kv = kv.permute(0, 2, 3, 4, 1, 5).contiguous()  # (B, n, 2, H, M, d)
-        else:  # the largest matmul of the method: project real tokens only (padding keys are masked anyway)
-            projected = self.key_value_proj(hidden[real])  # (R, n * 2 * D); bf16 under autocast
-            # written straight into the final layout (no zero-filled (B, M, n*2*D) tensor to permute): real rows
-            # get their keys/values, padding rows zeros (masked, but never uninitialised memory: 0 * NaN is NaN)
-            kv = projected.new_empty(B, n, 2, self.num_heads, M, self.head_dim)  # (B, n, 2, H, M, d)
-            by_token = kv.permute(0, 4, 1, 2, 3, 5)  # (B, M, n, 2, H, d), a view of kv
-            by_token[~real] = 0
-            by_token[real] = projected.view(-1, n, 2, self.num_heads, self.head_dim)
-        # split, not slicing: its backward is one concatenation, where slicing fills a zero tensor per slice
-        encoder_kv, decoder_kv = kv.split([self.num_encoder_sublayers, self.num_decoder_sublayers], dim=1)
+        # the largest matmul of the method; with padding, over the real tokens only (padding keys are masked anyway)
+        tokens = hidden if bool(real.all()) else hidden[real]  # (B, M, D) or (R, D)
+        # one projection per side, not one over both and a `split`: split's backward would write the whole key/value
+        # gradient once more (a memory pass as large as the projection's output)
+        width = 2 * hidden.shape[-1] * self.num_encoder_sublayers
+        weight, bias = self.key_value_proj.weight, self.key_value_proj.bias  # [W_K; W_V] of every sublayer
+        encoder_kv = self._layout(nn.functional.linear(tokens, weight[:width], bias[:width]), real)
+        decoder_kv = self._layout(nn.functional.linear(tokens, weight[width:], bias[width:]), real)
         return hidden, encoder_kv, decoder_kv
+
+    def _layout(self, projected: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
+        """Keys and values `(B, n, 2, H, M, d)`, contiguous, from the projection of every token `(B, M, n * 2 * D)`
+        or of the real ones `(R, n * 2 * D)`: attention over permuted keys/values is ~3x slower at every decoding
+        step, so the layout is made once per sentence."""
+        (B, M), H, d = real.shape, self.num_heads, self.head_dim
+        n = projected.shape[-1] // (2 * H * d)
+        if projected.dim() == 3:
+            return projected.view(B, M, n, 2, H, d).permute(0, 2, 3, 4, 1, 5).contiguous()  # (B, n, 2, H, M, d)
+        # written straight into the final layout (no zero-filled (B, M, n*2*D) tensor to permute): real rows get
+        # their keys/values, padding rows zeros (masked, but never uninitialised memory: 0 * NaN is NaN)
+        kv = projected.new_empty(B, n, 2, H, M, d)  # (B, n, 2, H, M, d); bf16 under autocast
+        by_token = kv.permute(0, 4, 1, 2, 3, 5)  # (B, M, n, 2, H, d), a view of kv
+        by_token[~real] = 0
+        by_token[real] = projected.view(projected.shape[0], n, 2, H, d)
+        return kv
+
+
+def key_value_pairs(kv: torch.Tensor) -> tuple[tuple[torch.Tensor, torch.Tensor], ...]:
+    """`(B, n, 2, H, M, d)` -> n `(key, value)` pairs of `(B, H, M, d)` views, by one `unbind`: its backward writes
+    the gradient of all n sublayers' keys and values once (one `stack`), where indexing would fill a zero tensor per
+    sublayer and nested unbinds would write it once per level."""
+    slots = kv.flatten(1, 2).unbind(1)  # 2n of (B, H, M, d)
+    return tuple(zip(slots[0::2], slots[1::2], strict=True))
 
 
 class ContextAttention(nn.Module):
@@ -159,13 +174,13 @@ class ContextAttention(nn.Module):
     def forward(
         self,
         hidden_states: torch.Tensor,
-        key_value: torch.Tensor,
+        key_value: tuple[torch.Tensor, torch.Tensor],
         masks: ContextMasks,
     ) -> torch.Tensor:
         """
         Args:
             hidden_states: `(B, T, D)` H, the output of the self-attention sublayer (B^(n) or E^(n)).
-            key_value: `(B, 2, H, M, d)` keys and values of C^(N_c) for this sublayer.
+            key_value: keys and values of C^(N_c) for this sublayer, `(B, H, M, d)` each (`key_value_pairs`).
             masks: the pass's `ContextMasks` (`context_masks(context_attention_mask)`).
 
         Returns:
@@ -173,7 +188,7 @@ class ContextAttention(nn.Module):
         """
         B, T, D = hidden_states.shape
         query = self.q_proj(hidden_states).view(B, T, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, T, d)
-        key, value = key_value.unbind(1)  # (B, H, M, d) each; unbind, not indexing: one stack in backward
+        key, value = key_value  # (B, H, M, d) each
         out = nn.functional.scaled_dot_product_attention(
             query, key, value, attn_mask=masks.attend,
             dropout_p=self.attention_dropout if self.training else 0.0,
@@ -202,6 +217,7 @@ __all__ = [
     "context_sublayer",
     "has_context",
     "is_document_parameter",
+    "key_value_pairs",
 ]
 
 
