@@ -88,10 +88,9 @@ PLAN = [("step1", 0), ("document", 0), ("control", 0), ("document", 1), ("contro
 #: 55,399 pairs), where its validation loss had flattened (newstest2015, first 400 sentences: 6.12, 5.28, 5.04, 4.95,
 #: 4.93, 4.91 at steps 1,000-6,000, this recipe at 6,000 steps, commits 9800efd, 8ea4394, 3e1ffc6). 6,000 steps fitted
 #: a 3-hour session with its evaluation only on an Intel Xeon (about 1.0 s a step on one thread at native bf16, no
-#: less on two); on an AMD EPYC with AVX512-BF16 a step takes about 1.4 s (bf16 1.19 s against fp32 1.64 s for a
-#: 2,500-token batch of this model, one thread), so step 1 is cut where the curve had flattened. Step 2: 2,000 steps,
-#: so that a document unit (about 1.8x a sentence-level step, `bench_context.py`) and its three evaluations fit a
-#: session beside step 1's model on disk, which a new machine trains again (`ensure_step1`)
+#: less on two); on an AMD EPYC with AVX512-BF16 step 1 took 102 training minutes for 4,000 steps (about 1.5 s a step,
+#: runs/step1-seed0.json). Step 2: 2,000 steps, half of step 1's, started from step 1's model on disk, which a new
+#: machine trains again (`ensure_step1`); a step-2 unit resumes from its last checkpoint when a session ends
 STEP1_STEPS = 4000
 STEP2_STEPS = 2000
 RECIPE = dict(d_model=256, layers=3, heads=4, ffn_dim=1024, dropout=0.1, vocab_size=8000, max_tokens=2500,

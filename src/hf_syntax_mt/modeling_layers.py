@@ -230,8 +230,8 @@ class SyntaxMTEncoderLayer(MarianEncoderLayer):
         context_masks: ContextMasks | None = None,
         **kwargs,
     ) -> torch.Tensor:
-        """`context_key_value` (key, value), `(B, H, M, d)` each, and `context_masks`: document context, when this layer has a
-        context attention and the batch has context. Method inputs and the record travel in `kwargs`."""
+        """`context_key_value` (key, value), `(B, H, M, d)` each, and `context_masks`: document context, when this
+        layer has a context attention and the batch has context. Method inputs and the record travel in `kwargs`."""
         residual = hidden_states
         hidden_states, _ = self.self_attn(hidden_states, attention_mask=attention_mask, **kwargs)
         hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
