@@ -122,7 +122,7 @@ class ContextEncoder(nn.Module):
         # gradient once more (a memory pass as large as the projection's output)
         width = 2 * hidden.shape[-1] * self.num_encoder_sublayers
         weight, bias = self.key_value_proj.weight, self.key_value_proj.bias  # [W_K; W_V] of every sublayer
-        # Eqs. 12 / 16: K = C^(N_c) W_K, V = C^(N_c) W_V per sublayer (rows: the encoder's sublayers, then the decoder's)
+        # Eqs. 12 / 16: K = C^(N_c) W_K, V = C^(N_c) W_V per sublayer (rows: encoder sublayers, then decoder)
         encoder_kv = self._layout(nn.functional.linear(tokens, weight[:width], bias[:width]), real)
         decoder_kv = self._layout(nn.functional.linear(tokens, weight[width:], bias[width:]), real)
         return hidden, encoder_kv, decoder_kv
