@@ -17,14 +17,17 @@ committed but its model is not on disk (a new machine), a step-2 unit first trai
 recipe and seed and records its weights fingerprint (`weights_sha256`) beside the committed one: on the same commit,
 precision and CPU kind they are equal, so every seed's step 2 starts from the weights step 1's unit scored.
 
-Every unit translates the three test sets (`iwslt17.test`, `europarl7.test`, `bcontrast.test`) document by document
-in order with `translate_document` (beam 4) and scores them (sacreBLEU BLEU and chrF), and scores the contrastive
-pronoun items (`results/docnmt_real/pronoun_items.jsonl`, `pronoun_items.py`); a document unit does both again with
-random context (each document given another document's sentences, `evaluation.pronouns.random_contexts`) and the
-pronouns also with no context. A unit writes `RESULTS/runs/<unit>.json` and its hypotheses
-(`<unit>.<test set>.txt`, `<unit>.<test set>.random.txt`). `--aggregate` rebuilds `RESULTS/results.md` from the unit
-files: per test set, step 1 and mean ± std over seeds; per seed the paired bootstrap document vs control and
-document vs random context; a pooled bootstrap over the seeds' concatenated hypotheses; the pronoun accuracies.
+Every unit translates the three test sets (`iwslt17.test`, `europarl7.test`, `bcontrast.test`), each document in
+order with its own context, through the CLI's path (`translate_lines`: the same translations as `translate_document`
+per document, with batches across documents; beam 4) and scores them (sacreBLEU BLEU and chrF), and scores the
+contrastive pronoun items (`results/docnmt_real/pronoun_items.jsonl`, `pronoun_items.py`); a document unit does both
+again with random context (each document given another document's sentences, `evaluation.pronouns.random_contexts`)
+and the pronouns also with no context. Each test set's translations are kept in the model directory as they finish
+(`cached`), so a unit cut off during its evaluation goes on from there. A unit writes `RESULTS/runs/<unit>.json` and
+its hypotheses (`<unit>.<test set>.txt`, `<unit>.<test set>.random.txt`). `--aggregate` rebuilds
+`RESULTS/results.md` from the unit files: per test set, step 1 and mean ± std over seeds; per seed the paired
+bootstrap document vs control and document vs random context; a pooled bootstrap over the seeds' concatenated
+hypotheses; the pronoun accuracies.
 
     python benchmarks/docnmt_real.py --list                  # which units are done
     python benchmarks/docnmt_real.py --units step1-seed0     # one unit (the others need it)
@@ -345,13 +348,40 @@ def translate_with_contexts(model, tokenizer, sentences: list[str], contexts: li
 
 
 def translate_documents(model, tokenizer, sources, doc_ids, batch_size: int, **generate_kwargs) -> list[str]:
-    """Every document in order with `translate_document` (its own previous sentences as context)."""
-    out, start = [], 0
-    for end in range(1, len(sources) + 1):
-        if end == len(sources) or doc_ids[end] != doc_ids[start]:
-            out += model.translate_document(sources[start:end], tokenizer, batch_size=batch_size, **generate_kwargs)
-            start = end
-    return out
+    """Every document in order with its own previous sentences as context, through the CLI's path
+    (`inference.translate_lines`): whole documents go to the pipeline together, so a batch holds sentences of several
+    documents (each sentence's context is its own document's); the same translations as `translate_document` one
+    document at a time (tested), in fewer `generate()` calls."""
+    from hf_syntax_mt.inference import translate_lines
+    from hf_syntax_mt.pipeline_syntax_mt import SyntaxTranslationPipeline
+
+    spans = []
+    for i, doc in enumerate(doc_ids):
+        if i and doc == doc_ids[i - 1]:
+            spans[-1] = (spans[-1][0], i + 1)
+        else:
+            spans.append((i, i + 1))
+    pipe = SyntaxTranslationPipeline(model=model, tokenizer=tokenizer)
+    return translate_lines(pipe, sources, spans, batch_size=batch_size, progress=False, **generate_kwargs)
+
+
+def cached(directory: Path, key: str, settings: dict, compute):
+    """``compute()``, or what it returned before for the same ``settings`` (a JSON file per key in ``directory``):
+    a unit cut off during its evaluation goes on from the test sets it has finished."""
+    path = directory / f"{key}.json"
+    if path.is_file():
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        if saved.get("settings") == settings:
+            print(f"    {key}: from {path}", flush=True)
+            return saved["value"]
+    value = compute()
+    directory.mkdir(parents=True, exist_ok=True)
+    write_json(path, {"settings": settings, "value": value})
+    return value
+
+
+def _sha(lines) -> str:
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
 def evaluate(args, kind: str, seed: int, model_dir: Path, files: dict, device: str) -> tuple[dict, dict]:
@@ -369,21 +399,36 @@ def evaluate(args, kind: str, seed: int, model_dir: Path, files: dict, device: s
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     gen = dict(num_beams=r["num_beams"])  # outputs up to the max_length (128) the train script saved in the model
     k = model.config.context_sentences
+    done = model_dir / "evaluation"  # inside the model directory: a new training clears it
     scores, hypotheses = {"tests": {}, "random_context": {}, "pronouns": {}}, {}
     for name in TEST_SETS:
         sources, references, doc_ids, lines = documents(files, name, r["max_test_documents"], r["max_document_lines"])
-        start = time.perf_counter()
-        with torch.inference_mode():
-            hyps = translate_documents(model, tokenizer, sources, doc_ids, r["translate_batch_size"], **gen)
+        settings = {**gen, "batch_size": r["translate_batch_size"], "lines": len(lines), "sources": _sha(sources)}
+
+        def own(sources=sources, doc_ids=doc_ids):
+            start = time.perf_counter()
+            with torch.inference_mode():
+                hyps = translate_documents(model, tokenizer, sources, doc_ids, r["translate_batch_size"], **gen)
+            return {"hypotheses": hyps, "minutes": round((time.perf_counter() - start) / 60, 2)}
+
+        result = cached(done, name, settings, own)
+        hyps = result["hypotheses"]
         scores["tests"][name] = {**corpus_scores(hyps, references), "sentences": len(hyps),
-                                 "minutes": round((time.perf_counter() - start) / 60, 2)}  # fmt: skip
+                                 "minutes": result["minutes"]}  # fmt: skip
         if r["max_test_documents"] or r["max_document_lines"]:
             scores["tests"][name]["lines"] = lines  # a subset (--quick): the aggregate scores these references
         hypotheses[name] = hyps
         if k:
             contexts = random_contexts(doc_ids, sources, k, seed=seed + 1)
-            with torch.inference_mode():
-                hyps = translate_with_contexts(model, tokenizer, sources, contexts, r["translate_batch_size"], **gen)
+
+            def random(sources=sources, contexts=contexts):
+                with torch.inference_mode():
+                    hyps = translate_with_contexts(model, tokenizer, sources, contexts, r["translate_batch_size"],
+                                                   **gen)  # fmt: skip
+                return {"hypotheses": hyps}
+
+            hyps = cached(done, f"{name}.random", {**settings, "contexts": _sha(map(repr, contexts))}, random)
+            hyps = hyps["hypotheses"]
             scores["random_context"][name] = {**corpus_scores(hyps, references), "sentences": len(hyps)}
             hypotheses[f"{name}.random"] = hyps
         print(f"    {name}: BLEU {scores['tests'][name]['bleu']:.2f}" + (
@@ -391,7 +436,9 @@ def evaluate(args, kind: str, seed: int, model_dir: Path, files: dict, device: s
     if Path(args.items).is_file():
         items = load_pronoun_items(args.items)[: r["max_items"]]
         for context in ("document", "random", "none") if k else ("none",):
-            result = score_pronoun_items(model, tokenizer, items, context=context, seed=seed + 1)
+            result = cached(done, f"pronouns.{context}", {"items": _sha(map(repr, items)), "seed": seed + 1},
+                            lambda context=context: score_pronoun_items(model, tokenizer, items, context=context,
+                                                                        seed=seed + 1))  # fmt: skip
             scores["pronouns"][context] = result
             print(f"    pronouns, {context} context: {result['accuracy']:.3f} of {result['n']}", flush=True)
     else:

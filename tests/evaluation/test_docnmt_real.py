@@ -218,3 +218,19 @@ def test_step2_trains_step1_again_on_a_new_machine_and_checks_its_fingerprint(do
     unit = {"step1": {"weights_sha256": sha, "rebuilt": True, "matches_committed": False}}
     assert "NOT the committed step 1" in study.step1_note(unit) and sha[:12] in study.step1_note(unit)
     assert study.step1_note({"weights_sha256": sha}) == f"; weights sha256 {sha[:12]}"
+
+
+def test_evaluation_cache_returns_what_was_computed_for_the_same_settings_only(tmp_path):
+    calls = []
+
+    def compute(value):
+        calls.append(value)
+        return {"hypotheses": [value], "minutes": 0.5}
+
+    assert study.cached(tmp_path, "iwslt17.test", {"num_beams": 4}, lambda: compute("x")) == compute("x")
+    calls.clear()
+    assert study.cached(tmp_path, "iwslt17.test", {"num_beams": 4}, lambda: compute("y"))["hypotheses"] == ["x"]
+    assert calls == []  # a unit cut off after this test set does not translate it again
+    assert study.cached(tmp_path, "iwslt17.test", {"num_beams": 5}, lambda: compute("z"))["hypotheses"] == ["z"]
+    assert study.cached(tmp_path, "iwslt17.test", {"num_beams": 5}, lambda: compute("w"))["hypotheses"] == ["z"]
+    assert calls == ["z"]
