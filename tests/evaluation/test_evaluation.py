@@ -287,3 +287,19 @@ def test_bucket_chart_is_a_png(tmp_path):
     buckets = {"a": bucket_scores(SOURCE_LENGTHS, HYPS, REFS), "b": bucket_scores(SOURCE_LENGTHS, REFS, REFS)}
     path = plot_bucket_scores(buckets, tmp_path / "chart.png", footer="BLEU sig")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_signature_names_the_source_tree_version_where_the_package_is_not_installed(monkeypatch):
+    import importlib.metadata
+
+    import hf_syntax_mt
+    from hf_syntax_mt.evaluation.signature import signature
+
+    installed = signature(seed=0)
+    assert installed.startswith("hf-syntax-mt:") and installed.endswith("|seed:0")
+
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert signature(seed=0) == f"hf-syntax-mt:{hf_syntax_mt.__version__}|seed:0"

@@ -14,8 +14,10 @@ def _package_version() -> str:
 
     try:
         return version("hf-syntax-mt")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
-        return "unknown"
+    except PackageNotFoundError:  # a source tree on the path without install (a GPU machine given the checkout)
+        from .. import __version__
+
+        return __version__
 
 
 def signature(**fields: object) -> str:
