@@ -352,17 +352,12 @@ def translate_documents(model, tokenizer, sources, doc_ids, batch_size: int, **g
     (`inference.translate_lines`): whole documents go to the pipeline together, so a batch holds sentences of several
     documents (each sentence's context is its own document's); the same translations as `translate_document` one
     document at a time (tested), in fewer `generate()` calls."""
+    from hf_syntax_mt.data.documents import id_spans
     from hf_syntax_mt.inference import translate_lines
     from hf_syntax_mt.pipeline_syntax_mt import SyntaxTranslationPipeline
 
-    spans = []
-    for i, doc in enumerate(doc_ids):
-        if i and doc == doc_ids[i - 1]:
-            spans[-1] = (spans[-1][0], i + 1)
-        else:
-            spans.append((i, i + 1))
     pipe = SyntaxTranslationPipeline(model=model, tokenizer=tokenizer)
-    return translate_lines(pipe, sources, spans, batch_size=batch_size, progress=False, **generate_kwargs)
+    return translate_lines(pipe, sources, id_spans(doc_ids), batch_size=batch_size, progress=False, **generate_kwargs)
 
 
 def cached(directory: Path, key: str, settings: dict, compute):
@@ -427,8 +422,9 @@ def evaluate(args, kind: str, seed: int, model_dir: Path, files: dict, device: s
                                                    **gen)  # fmt: skip
                 return {"hypotheses": hyps}
 
-            hyps = cached(done, f"{name}.random", {**settings, "contexts": _sha(map(repr, contexts))}, random)
-            hyps = hyps["hypotheses"]
+            hyps = cached(done, f"{name}.random", {**settings, "contexts": _sha(map(repr, contexts))}, random)[
+                "hypotheses"
+            ]
             scores["random_context"][name] = {**corpus_scores(hyps, references), "sentences": len(hyps)}
             hypotheses[f"{name}.random"] = hyps
         print(f"    {name}: BLEU {scores['tests'][name]['bleu']:.2f}" + (

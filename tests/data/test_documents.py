@@ -331,3 +331,11 @@ def test_documents_end_to_end_through_collator(data_marian_tokenizer):
     lengths = [len(data_marian_tokenizer(s)["input_ids"]) for s in ("C1.", "C2.")]
     assert batch["context_attention_mask"].sum(1).tolist() == [0, *lengths]
     assert batch["context_input_ids"].shape == (3, max(lengths))
+
+
+def test_id_spans_are_the_runs_of_equal_ids():
+    from hf_syntax_mt.data.documents import id_spans
+
+    assert id_spans(["a", "a", "b", "c", "c", "c"]) == [(0, 2), (2, 3), (3, 6)]
+    assert id_spans(["a", "b", "a"]) == [(0, 1), (1, 2), (2, 3)]  # runs, not ids: doc_id_spans refuses this input
+    assert id_spans([]) == []

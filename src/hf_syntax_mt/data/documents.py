@@ -13,7 +13,7 @@ context, along the package's data path:
   source sentences of the same document, oldest first).
 - :func:`encode_context`: a ``context`` list -> ``context_input_ids`` (used by
   :class:`~hf_syntax_mt.data.preprocess.SyntaxMTPreprocessor` and the pipeline).
-- :func:`doc_id_spans` and :func:`blank_line_spans`: the documents of one input file to translate, as line spans
+- :func:`doc_id_spans` (runs of equal ids: :func:`id_spans`) and :func:`blank_line_spans`: the documents of one input file to translate, as line spans
   (``hf-syntax-mt translate --docids`` / ``--documents blank-lines``), with errors naming the file and line.
 
 Documents must be contiguous: add the context *before* shuffling (a document id that reappears after another
@@ -33,6 +33,7 @@ __all__ = [
     "blank_line_spans",
     "doc_id_spans",
     "encode_context",
+    "id_spans",
     "read_doc_ids",
     "read_documents",
 ]
@@ -74,6 +75,18 @@ def encode_context(tokenizer, sentences: Sequence[str], max_length: int | None) 
 # ------------------------------------------------------------------------------------------------------------------
 # The documents of an input to translate: line spans
 # ------------------------------------------------------------------------------------------------------------------
+def id_spans(ids: Sequence[str]) -> list[tuple[int, int]]:
+    """``[(start, end), ...]``: 0-based half-open ranges of the runs of equal ids, in order (``["a", "a", "b"]`` ->
+    ``[(0, 2), (2, 3)]``); no checks (`doc_id_spans` reads and checks a doc-id file)."""
+    spans: list[tuple[int, int]] = []
+    for i, doc in enumerate(ids):
+        if i == 0 or doc != ids[i - 1]:
+            spans.append((i, i + 1))
+        else:
+            spans[-1] = (spans[-1][0], i + 1)
+    return spans
+
+
 def doc_id_spans(lines: Sequence[str], docid_file, text_file="the input") -> list[tuple[int, int]]:
     """The documents of ``lines`` as given by a doc-id file beside them: ``[(start, end), ...]``, 0-based half-open
     line ranges, one per run of equal ids, in order; they cover every line. Blank lines inside a document stay
@@ -84,12 +97,7 @@ def doc_id_spans(lines: Sequence[str], docid_file, text_file="the input") -> lis
             after another document (:func:`read_doc_ids`), or a document whose lines are all blank.
     """
     ids = read_doc_ids(docid_file, len(lines), text_file)
-    spans: list[tuple[int, int]] = []
-    for i, doc in enumerate(ids):
-        if i == 0 or doc != ids[i - 1]:
-            spans.append((i, i + 1))
-        else:
-            spans[-1] = (spans[-1][0], i + 1)
+    spans = id_spans(ids)
     for start, end in spans:
         if not any(line.strip() for line in lines[start:end]):
             raise ValueError(
