@@ -1,4 +1,4 @@
-# usage: bash .dev/gpu.sh UNIT... (a process per unit; resumes what a previous call on this machine left)
+# usage: bash benchmarks/device/docnmt_units.sh UNIT... (a process per unit; resumes what a previous call on this machine left)
 # env: DEVICE (default cuda), EXTRA (more arguments), NOPIP=1 (skip the wheels)
 [ -n "${NOPIP:-}" ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .dev/whl/*.whl 2>&1 | tail -2
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false OMP_NUM_THREADS=2
