@@ -3,6 +3,7 @@ one built on the CPU machine (runs/ende_sentence_data, checked against its manif
 the working tree was sent at (no .git there)."""
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -17,5 +18,7 @@ outputs = {k: v for k, v in manifest["outputs"].items() if not k.endswith(".conl
 if not e._output_intact(cache, outputs):
     raise SystemExit("the data set differs from its manifest")
 d.shared_data = lambda args: e.file_paths(cache)
+if os.environ.get("TRANSLATE_BATCH_SIZE"):  # a GPU translates larger batches in fewer steps; the unit records it
+    d.RECIPE["translate_batch_size"] = int(os.environ["TRANSLATE_BATCH_SIZE"])
 d.git_commit = lambda: (ROOT / ".dev" / "COMMIT").read_text().strip()
 sys.exit(d.main(sys.argv[1:]))

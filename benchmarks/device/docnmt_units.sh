@@ -1,5 +1,5 @@
 # usage: bash benchmarks/device/docnmt_units.sh UNIT... (a process per unit; resumes what a previous call on this machine left)
-# env: DEVICE (default cuda), EXTRA (more arguments), NOPIP=1 (skip the wheels)
+# env: DEVICE (default cuda), EXTRA (more arguments), NOPIP=1 (skip the wheels), TRANSLATE_BATCH_SIZE (default 32)
 [ -n "${NOPIP:-}" ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .dev/whl/*.whl 2>&1 | tail -2
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false OMP_NUM_THREADS=2
 RES=${RES:-benchmarks/results/docnmt_real}
@@ -13,7 +13,7 @@ for u in "$@"; do
   python3 benchmarks/device/docnmt_unit.py --units $u --threads 2 --no-aggregate --device ${DEVICE:-cuda} ${EXTRA:-} >> logs/$u.log 2>&1 &
   pids="$pids $!"
 done
-save() { tar -czf $OUT/units.tar.gz -C $RES runs; tar -czf $OUT/logs.tar.gz logs; }
+save() { tar -czf $OUT/units.tar.gz -C $RES runs; tar -czf $OUT/logs.tar.gz logs runs/docnmt_real/*/model/evaluation 2>/dev/null; }
 ( while :; do sleep 20; save; done ) &
 watcher=$!
 SECONDS=0
