@@ -553,6 +553,14 @@ def step1_note(unit: dict) -> str:
     return f"{note} (step 1 trained again here{match[s['matches_committed']]})"
 
 
+def partial_note(unit: dict) -> str:
+    """A unit written from a lost model's evaluation caches (`device/docnmt_from_caches.py`): what it lacks."""
+    p = unit.get("partial")
+    if not p:
+        return ""
+    return f"; from the evaluation caches of a lost model, missing: {', '.join(p['missing']) or 'nothing'}"
+
+
 def aggregate(args) -> str | None:
     from hf_syntax_mt.data.readers import read_lines
 
@@ -612,7 +620,7 @@ def aggregate(args) -> str | None:
     lines += ["", f"BLEU: `{some['bleu_signature']}`", f"chrF: `{some['chrf_signature']}`", "",
               "Units (model signatures):", ""]  # fmt: skip
     lines += [f"- {u['unit']} ({u['device']}, {u['steps']} steps, commit {(u.get('commit') or '?')[:10]}): "
-              f"`{u['model_signature']}`{step1_note(u)}" for u in units]  # fmt: skip
+              f"`{u['model_signature']}`{step1_note(u)}{partial_note(u)}" for u in units]  # fmt: skip
     text = "\n".join(lines) + "\n"
     (results / "results.md").write_text(text, encoding="utf-8")
     print(text)

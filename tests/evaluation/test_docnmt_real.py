@@ -234,3 +234,43 @@ def test_evaluation_cache_returns_what_was_computed_for_the_same_settings_only(t
     assert study.cached(tmp_path, "iwslt17.test", {"num_beams": 5}, lambda: compute("z"))["hypotheses"] == ["z"]
     assert study.cached(tmp_path, "iwslt17.test", {"num_beams": 5}, lambda: compute("w"))["hypotheses"] == ["z"]
     assert calls == ["z"]
+
+
+def _from_caches():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "device"))
+    import docnmt_from_caches
+
+    return docnmt_from_caches
+
+
+TRAINER_LOG = """{'loss': '2.9', 'epoch': '4.5'}
+***** train metrics *****
+  epoch                    =     4.6189
+  global_step              =       2000
+  num_input_tokens_seen    =    4490112
+  train_runtime            = 0:05:00.83
+***** validation metrics *****
+  validation_bleu               =     6.1218
+  validation_loss               =     4.9176
+    iwslt17.test: BLEU 8.93, random context 8.88
+"""
+
+
+def test_a_lost_models_unit_reads_the_trainers_final_metrics_from_its_log():
+    m = _from_caches()
+    metrics = m.log_metrics(TRAINER_LOG)
+    assert metrics["train"]["global_step"] == "2000" and metrics["validation"]["validation_bleu"] == "6.1218"
+    assert m.seconds(metrics["train"]["train_runtime"]) == pytest.approx(300.83)
+    with pytest.raises(SystemExit, match="validation metrics"):  # a unit cut off before its end has no such block
+        m.log_metrics(TRAINER_LOG.split("***** validation")[0])
+
+
+def test_a_lost_models_cache_is_used_only_where_its_settings_are_what_this_data_gives(tmp_path):
+    m = _from_caches()
+    study.cached(tmp_path, "iwslt17.test", {"num_beams": 4, "sources": "abc"}, lambda: {"hypotheses": ["x"]})
+    assert m.load_cache(tmp_path, "iwslt17.test", {"num_beams": 4, "sources": "abc"}) == {"hypotheses": ["x"]}
+    assert m.load_cache(tmp_path, "bcontrast.test", {"num_beams": 4}) is None  # not computed: listed as missing
+    with pytest.raises(SystemExit, match="other settings"):
+        m.load_cache(tmp_path, "iwslt17.test", {"num_beams": 4, "sources": "abd"})
+    assert study.partial_note({"partial": {"missing": ["pronouns.none"]}}).endswith("missing: pronouns.none")
+    assert study.partial_note({}) == ""
