@@ -482,9 +482,9 @@ def run_unit(args, kind: str, seed: int, device: str) -> Path:
 # ------------------------------------------------------------------------------------------------------------------
 # Aggregate: reads only the unit files
 # ------------------------------------------------------------------------------------------------------------------
-def load_units(results: Path) -> list[dict]:
+def load_units(results: Path, folder: str = "runs") -> list[dict]:
     units = []
-    for path in sorted((results / "runs").glob("*.json")):
+    for path in sorted((results / folder).glob("*.json")):
         unit = json.loads(path.read_text(encoding="utf-8"))
         unit["hypotheses"] = {}
         for name in TEST_SETS:
@@ -571,6 +571,10 @@ def aggregate(args) -> str | None:
         return None
     references = {name: read_lines(Path(args.data) / EVAL_SETS[name].target) for name in TEST_SETS}
     tests = comparisons(units, references, args.bootstrap_samples)
+    #: units run again elsewhere (another machine kind, another commit): shown beside, never pooled with the seeds
+    replicates = load_units(results, "replicates")
+    controls = [u for u in units if u["kind"] == "control"]
+    replicate_tests = comparisons(replicates + controls, references, args.bootstrap_samples) if replicates else {}
     beams = units[0].get("recipe", RECIPE)["num_beams"]
     lines = [f"BLEU / chrF per test set (documents in order, beam {beams}); mean ± std over seeds.", "",
              "| model | seeds | " + " | ".join(f"{t} BLEU | {t} chrF" for t in TEST_SETS) + " | train min | device |",
@@ -586,6 +590,13 @@ def aggregate(args) -> str | None:
                       mean_std([u[key][t]["chrf"] for u in us if t in u[key]])]  # fmt: skip
         lines.append(f"| {label} | {','.join(str(u['seed']) for u in us)} | " + " | ".join(cells)
                      + f" | {mean_std([u['train_minutes'] for u in us])} | {us[0]['device']} |")  # fmt: skip
+    for u in replicates:
+        for key, label in (("tests", "own context"), ("random_context", "random context")):
+            cells = [
+                f"{u[key][t][m]:.2f}" if t in u.get(key, {}) else "-" for t in TEST_SETS for m in ("bleu", "chrf")
+            ]
+            lines.append(f"| {u['unit']}, replicate, {label} | {u['seed']} | " + " | ".join(cells)
+                         + f" | {u['train_minutes']:.2f} | {u['device']}, {u['cpu']} |")  # fmt: skip
     lines += ["", "Document model against the control and against itself with random context: ΔBLEU (p), paired "
               "bootstrap per seed and pooled over seeds (hypotheses of all seeds concatenated); ΔchrF the same.", "",
               "| test set | against | " + " | ".join(f"seed {s}" for s in range(3)) + " | pooled | ΔchrF pooled |",
@@ -599,7 +610,17 @@ def aggregate(args) -> str | None:
             pooled = t.get("pooled")
             lines.append(f"| {name} | {baseline} | " + " | ".join(cells)
                          + f" | {_delta(pooled) if pooled else '-'} | {_delta(pooled, 'chrf') if pooled else '-'} |")  # fmt: skip
-    pronoun_rows = [(u, c) for u in units for c in u.get("pronouns", {})]
+    if replicate_tests:
+        lines += ["", "Replicates (`replicates/`), each against the control of its seed and against itself with "
+                  "random context: ΔBLEU (p), ΔchrF (p).", "", "| test set | against | unit | ΔBLEU | ΔchrF |",
+                  "|---|---|---|---|---|"]  # fmt: skip
+        for name in TEST_SETS:
+            for baseline in ("control", "random"):
+                for seed, t in replicate_tests[name][baseline].items():
+                    if seed != "pooled":
+                        lines.append(f"| {name} | {baseline} | document-seed{seed} | {_delta(t)} | "
+                                     f"{_delta(t, 'chrf')} |")  # fmt: skip
+    pronoun_rows = [(u, c) for u in units + replicates for c in u.get("pronouns", {})]
     if pronoun_rows:
         keys = sorted({k for u, c in pronoun_rows for k in u["pronouns"][c]["by_pronoun"]})
         lines += ["", "Contrastive pronoun items (`pronoun_items.jsonl`): accuracy (the reference above every "
@@ -612,7 +633,8 @@ def aggregate(args) -> str | None:
             noun = p["by_noun_in_context"]
             cells = [f"{p['by_pronoun'][k]['accuracy']:.3f} ({p['by_pronoun'][k]['n']})" if k in p["by_pronoun"]
                      else "-" for k in keys]  # fmt: skip
-            lines.append(f"| {u['unit']} | {c} | {p['n']} | {p['accuracy']:.3f} | "
+            unit = u["unit"] + (", replicate" if u in replicates else "")
+            lines.append(f"| {unit} | {c} | {p['n']} | {p['accuracy']:.3f} | "
                          f"{noun.get('true', {}).get('accuracy', float('nan')):.3f} | "
                          f"{noun.get('false', {}).get('accuracy', float('nan')):.3f} | " + " | ".join(cells) + " |")  # fmt: skip
     first = units[0]
@@ -621,6 +643,8 @@ def aggregate(args) -> str | None:
               "Units (model signatures):", ""]  # fmt: skip
     lines += [f"- {u['unit']} ({u['device']}, {u['steps']} steps, commit {(u.get('commit') or '?')[:10]}): "
               f"`{u['model_signature']}`{step1_note(u)}{partial_note(u)}" for u in units]  # fmt: skip
+    lines += [f"- {u['unit']}, replicate ({u['device']}, {u['cpu']}, {u['steps']} steps, commit "
+              f"{(u.get('commit') or '?')[:10]}): `{u['model_signature']}`{step1_note(u)}" for u in replicates]  # fmt: skip
     text = "\n".join(lines) + "\n"
     (results / "results.md").write_text(text, encoding="utf-8")
     print(text)

@@ -151,6 +151,22 @@ def test_aggregate_writes_the_tables_from_unit_files(tmp_path):
     half = sacrebleu.corpus_bleu(HALF, [REFS]).score
     assert f"{100 - half:+.2f}" in row
     assert "| step1 | 0 |" in text and "| document, random context |" not in text  # no random_context scores
+    assert "replicate" not in text
+
+    # a replicate (the same unit run elsewhere) is shown beside the seeds and compared with its seed's control
+    replicate = _unit("document", 0, WRONG)
+    (results / "replicates").mkdir()
+    for key, lines in replicate.pop("hypotheses").items():
+        (results / "replicates" / f"document-seed0.{key}.txt").write_text("".join(h + "\n" for h in lines))
+    (results / "replicates" / "document-seed0.json").write_text(json.dumps({**replicate, "cpu": "some CPU"}))
+    text = study.aggregate(args)
+    assert f"{100 - half:+.2f}" in next(
+        line for line in text.splitlines() if line.startswith("| iwslt17.test | control |")
+    )
+    row = next(line for line in text.splitlines() if line.startswith("| iwslt17.test | control | document-seed0 |"))
+    wrong = sacrebleu.corpus_bleu(WRONG, [REFS]).score
+    assert f"{wrong - half:+.2f}" in row  # against control-seed0 (HALF), not pooled into the seeds' rows
+    assert "| document-seed0, replicate, own context | 0 |" in text
 
 
 def test_quick_subset_takes_the_first_lines_of_the_first_documents(tmp_path):
