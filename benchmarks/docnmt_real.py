@@ -10,7 +10,9 @@ Units (each one resumable and skipped once its JSON exists, as in `multi30k_stud
   context encoder and context gates (`--context_sentences 2 --freeze_sentence_level`), only the document-level
   parameters trained, on the same sentences with their document ids;
 - `control-seedK`: step 1's model trained as many steps again on the same sentences without context (every
-  parameter trained, the same schedule).
+  parameter trained, the same schedule);
+- `unfrozen-seedK`: the document model with every parameter trained (no `--freeze_sentence_level`), so that it and
+  the control differ only in the context: the frozen design gives the control more parameters to train.
 
 Step 2 starts from step 1's model on disk. Only the unit files outlive a machine, so where step 1's unit file is
 committed but its model is not on disk (a new machine), a step-2 unit first trains step 1 again from the same
@@ -84,9 +86,13 @@ KINDS = {
     "document": "step 1 + step 2: k=2 context sentences, 1-layer context encoder, gates; sentence-level parameters "
     "frozen",
     "control": "step 1 + as many steps again without context (every parameter trained)",
+    "unfrozen": "step 1 + step 2 as the document model, every parameter trained (the control's training, with "
+    "context)",
 }
+#: the kinds that read context: each is compared with the control and with itself given random context
+CONTEXT_KINDS = ("document", "unfrozen")
 PLAN = [("step1", 0), ("document", 0), ("control", 0), ("document", 1), ("control", 1), ("document", 2),
-        ("control", 2)]  # fmt: skip
+        ("control", 2), ("unfrozen", 0), ("unfrozen", 1), ("unfrozen", 2)]  # fmt: skip
 #: the steps of step 1 and of step 2 (document and control alike). Step 1: 4,000 steps (about 9 epochs of the
 #: 55,399 pairs), where its validation loss had flattened (newstest2015, first 400 sentences: 6.12, 5.28, 5.04, 4.95,
 #: 4.93, 4.91 at steps 1,000-6,000, this recipe at 6,000 steps, commits 9800efd, 8ea4394, 3e1ffc6). 6,000 steps fitted
@@ -234,10 +240,12 @@ def train_argv(args, kind: str, seed: int, out: Path, files: dict, tokenizer: Pa
         argv += ["--model_name_or_path", str(step1), "--max_steps", str(r["step2_steps"]),
                  "--learning_rate", f"{step2_learning_rate(r):.6g}", "--warmup_steps", str(r["step2_warmup_steps"]),
                  "--lr_scheduler_type", "constant_with_warmup"]  # fmt: skip
-    if kind == "document":
-        argv += ["--context_sentences", str(r["context_sentences"]), "--freeze_sentence_level",
+    if kind in CONTEXT_KINDS:
+        argv += ["--context_sentences", str(r["context_sentences"]),
                  "--config_overrides", f"context_encoder_layers={r['context_encoder_layers']},context_gating=true",
                  "--train_docid_file", str(train["docid"]), "--validation_docid_file", str(validation["docid"])]  # fmt: skip
+    if kind == "document":
+        argv.append("--freeze_sentence_level")  # the paper's step 2 (Section 2.4): only theta_d trains
     if choose_precision(r["precision"], device) == "bf16":  # bf16 only where it is native (common.choose_precision)
         argv.append("--bf16")
     if device == "cpu":
@@ -504,9 +512,10 @@ def mean_std(values: list[float]) -> str:
     return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
 
 
-def comparisons(units: list[dict], references: dict[str, list[str]], samples: int) -> dict:
-    """Per test set: per seed, document vs control and document vs its random-context run (paired bootstrap of
-    BLEU and chrF), and the same pooled over the seeds present for both (hypotheses and references concatenated)."""
+def comparisons(units: list[dict], references: dict[str, list[str]], samples: int, compared: str = "document") -> dict:
+    """Per test set: per seed, the ``compared`` kind (a context kind) vs control and vs its own random-context run
+    (paired bootstrap of BLEU and chrF), and the same pooled over the seeds present for both (hypotheses and
+    references concatenated)."""
     from hf_syntax_mt.evaluation import paired_bootstrap
 
     by_key = {(u["kind"], u["seed"]): u for u in units}
@@ -518,7 +527,7 @@ def comparisons(units: list[dict], references: dict[str, list[str]], samples: in
             pooled = {"base": [], "system": [], "refs": []}
             for (kind, seed), doc in sorted(by_key.items()):
                 base = by_key.get(("control", seed)) if baseline == "control" else doc
-                if kind != "document" or base is None or key not in base["hypotheses"]:
+                if kind != compared or base is None or key not in base["hypotheses"]:
                     continue
                 system, baseline_hyps = doc["hypotheses"][name], base["hypotheses"][key]
                 lines = doc["tests"][name].get("lines")  # a --quick subset; else the first lines
@@ -570,16 +579,18 @@ def aggregate(args) -> str | None:
         print(f"no unit files under {results / 'runs'} yet")
         return None
     references = {name: read_lines(Path(args.data) / EVAL_SETS[name].target) for name in TEST_SETS}
-    tests = comparisons(units, references, args.bootstrap_samples)
+    systems = [kind for kind in CONTEXT_KINDS if any(u["kind"] == kind for u in units)]
+    tests = {kind: comparisons(units, references, args.bootstrap_samples, kind) for kind in systems}
     #: units run again elsewhere (another machine kind, another commit): shown beside, never pooled with the seeds
     replicates = load_units(results, "replicates")
     controls = [u for u in units if u["kind"] == "control"]
-    replicate_tests = comparisons(replicates + controls, references, args.bootstrap_samples) if replicates else {}
+    replicate_tests = {kind: comparisons(replicates + controls, references, args.bootstrap_samples, kind)
+                       for kind in CONTEXT_KINDS if any(u["kind"] == kind for u in replicates)}  # fmt: skip
     beams = units[0].get("recipe", RECIPE)["num_beams"]
     lines = [f"BLEU / chrF per test set (documents in order, beam {beams}); mean ± std over seeds.", "",
              "| model | seeds | " + " | ".join(f"{t} BLEU | {t} chrF" for t in TEST_SETS) + " | train min | device |",
              "|---|---|" + "---|---|" * len(TEST_SETS) + "---|---|"]  # fmt: skip
-    rows = [(kind, "tests", kind) for kind in KINDS] + [("document", "random_context", "document, random context")]
+    rows = [(kind, "tests", kind) for kind in KINDS] + [(k, "random_context", f"{k}, random context") for k in systems]
     for kind, key, label in rows:
         us = [u for u in units if u["kind"] == kind and u.get(key)]
         if not us:
@@ -597,29 +608,32 @@ def aggregate(args) -> str | None:
             ]
             lines.append(f"| {u['unit']}, replicate, {label} | {u['seed']} | " + " | ".join(cells)
                          + f" | {u['train_minutes']:.2f} | {u['device']}, {u['cpu']} |")  # fmt: skip
-    lines += ["", "Document model against the control and against itself with random context: ΔBLEU (p), paired "
-              "bootstrap per seed and pooled over seeds (hypotheses of all seeds concatenated); ΔchrF the same.", "",
-              "| test set | against | " + " | ".join(f"seed {s}" for s in range(3)) + " | pooled | ΔchrF pooled |",
-              "|---|---|---|---|---|---|---|"]  # fmt: skip
-    for name in TEST_SETS:
-        for baseline in ("control", "random"):
-            t = tests[name][baseline]
-            if not t:
-                continue
-            cells = [_delta(t[s]) if s in t else "-" for s in range(3)]
-            pooled = t.get("pooled")
-            lines.append(f"| {name} | {baseline} | " + " | ".join(cells)
-                         + f" | {_delta(pooled) if pooled else '-'} | {_delta(pooled, 'chrf') if pooled else '-'} |")  # fmt: skip
+    for kind in systems:
+        label = {"document": "Document model", "unfrozen": "Unfrozen document model"}[kind]
+        lines += ["", f"{label} against the control and against itself with random context: ΔBLEU (p), paired "
+                  "bootstrap per seed and pooled over seeds (hypotheses of all seeds concatenated); ΔchrF the same.",
+                  "", "| test set | against | " + " | ".join(f"seed {s}" for s in range(3)) + " | pooled | ΔchrF pooled |",
+                  "|---|---|---|---|---|---|---|"]  # fmt: skip
+        for name in TEST_SETS:
+            for baseline in ("control", "random"):
+                t = tests[kind][name][baseline]
+                if not t:
+                    continue
+                cells = [_delta(t[s]) if s in t else "-" for s in range(3)]
+                pooled = t.get("pooled")
+                lines.append(f"| {name} | {baseline} | " + " | ".join(cells)
+                             + f" | {_delta(pooled) if pooled else '-'} | {_delta(pooled, 'chrf') if pooled else '-'} |")  # fmt: skip
     if replicate_tests:
         lines += ["", "Replicates (`replicates/`), each against the control of its seed and against itself with "
                   "random context: ΔBLEU (p), ΔchrF (p).", "", "| test set | against | unit | ΔBLEU | ΔchrF |",
                   "|---|---|---|---|---|"]  # fmt: skip
-        for name in TEST_SETS:
-            for baseline in ("control", "random"):
-                for seed, t in replicate_tests[name][baseline].items():
-                    if seed != "pooled":
-                        lines.append(f"| {name} | {baseline} | document-seed{seed} | {_delta(t)} | "
-                                     f"{_delta(t, 'chrf')} |")  # fmt: skip
+        for kind, by_test in replicate_tests.items():
+            for name in TEST_SETS:
+                for baseline in ("control", "random"):
+                    for seed, t in by_test[name][baseline].items():
+                        if seed != "pooled":
+                            lines.append(f"| {name} | {baseline} | {kind}-seed{seed} | {_delta(t)} | "
+                                         f"{_delta(t, 'chrf')} |")  # fmt: skip
     pronoun_rows = [(u, c) for u in units + replicates for c in u.get("pronouns", {})]
     if pronoun_rows:
         keys = sorted({k for u, c in pronoun_rows for k in u["pronouns"][c]["by_pronoun"]})

@@ -58,8 +58,8 @@ def unit_record(args, name: str, returned: Path, step1: dict) -> tuple[dict, dic
     from hf_syntax_mt.evaluation.pronouns import load_pronoun_items, random_contexts
 
     kind, seed = d.parse_unit(name)
-    if kind != "document":
-        raise SystemExit(f"{name}: only document units are rebuilt from caches")
+    if kind not in d.CONTEXT_KINDS:
+        raise SystemExit(f"{name}: only units of a context kind ({', '.join(d.CONTEXT_KINDS)}) are rebuilt here")
     study = d.parse_args(["--units", name, "--cache", args.cache])
     study.recipe["translate_batch_size"] = args.translate_batch_size
     r, files = study.recipe, d.shared_data(study)

@@ -38,7 +38,7 @@ def test_unit_arguments_parse_and_differ_only_where_the_design_says(tmp_path):
     step1.mkdir(parents=True)
     (step1 / "config.json").write_text("{}")
     parsed = {kind: train_args(study.train_argv(args, kind, 1, tmp_path / kind, files, tmp_path / "tok", "cpu"))
-              for kind in ("step1", "document", "control")}  # fmt: skip
+              for kind in ("step1", "document", "control", "unfrozen")}  # fmt: skip
     model, data, training = parsed["step1"]
     assert model.model_name_or_path is None and model.config_overrides == "attention_init=xavier"
     # bf16 where the hardware computes it natively (common.choose_precision), else fp32
@@ -58,6 +58,13 @@ def test_unit_arguments_parse_and_differ_only_where_the_design_says(tmp_path):
     assert control_data.train_docid_file is None
     for field in ("learning_rate", "max_steps", "warmup_steps", "max_tokens", "seed", "bf16"):
         assert getattr(control_training, field) == getattr(training, field), field
+    # the unfrozen document model is the document model less the freezing: every parameter trains, as in the control
+    unfrozen_model, unfrozen_data, unfrozen_training = parsed["unfrozen"]
+    assert not unfrozen_model.freeze_sentence_level and unfrozen_model.context_sentences == 2
+    assert vars(unfrozen_model) == {**vars(model), "freeze_sentence_level": False}
+    assert vars(unfrozen_data) == vars(data)
+    same = ("learning_rate", "max_steps", "warmup_steps", "lr_scheduler_type", "max_tokens", "seed", "bf16")
+    assert all(getattr(unfrozen_training, f) == getattr(training, f) for f in same)
 
 
 def test_quick_refuses_the_committed_results_directory():
@@ -128,6 +135,13 @@ def test_comparisons_per_seed_and_pooled_match_sacrebleu():
     pooled = t["control"]["pooled"]["bleu"]
     assert pooled["system"] == pytest.approx(bleu(REFS + HALF, REFS + REFS))
     assert pooled["baseline"] == pytest.approx(bleu(WRONG + HALF, REFS + REFS))
+    # the unfrozen document model is compared with the same controls, and only its own units count
+    unfrozen = study.comparisons(units + [_unit("unfrozen", 1, WRONG, random=REFS)], references, 50, "unfrozen")
+    u = unfrozen["iwslt17.test"]
+    assert set(u["control"]) == {1} and set(u["random"]) == {1}  # one seed: nothing to pool
+    assert u["control"][1]["bleu"]["system"] == pytest.approx(bleu(WRONG))
+    assert u["control"][1]["bleu"]["baseline"] == pytest.approx(bleu(HALF))
+    assert u["random"][1]["bleu"]["baseline"] == pytest.approx(100.0)
 
 
 def test_aggregate_writes_the_tables_from_unit_files(tmp_path):
