@@ -340,9 +340,7 @@ def train(args, kind: str, seed: int, files: dict, device: str) -> tuple[Path, d
 def translate_with_contexts(model, tokenizer, sentences: list[str], contexts: list[list[str]], batch_size: int = 32,
                             **generate_kwargs) -> list[str]:  # fmt: skip
     """Translate ``sentences``, sentence i with the source sentences ``contexts[i]`` as its document context, through
-    the same pipeline steps as `translate_document` (which computes the contexts from the document itself)."""
-    from transformers import Pipeline
-
+    the pipeline's ``contexts=`` (the steps `translate_document` takes with the contexts it computes itself)."""
     from hf_syntax_mt.pipeline_syntax_mt import SyntaxTranslationPipeline
 
     if len(sentences) != len(contexts):
@@ -350,9 +348,8 @@ def translate_with_contexts(model, tokenizer, sentences: list[str], contexts: li
     pipe = SyntaxTranslationPipeline(model=model, tokenizer=tokenizer)
     if pipe.parser is not None:
         raise ValueError("translate_with_contexts feeds no parses: use a model without syntax inputs")
-    items = list(zip(sentences, [None] * len(sentences), [list(c) for c in contexts], strict=True))
-    results = Pipeline.__call__(pipe, items, batch_size=batch_size, **generate_kwargs) if items else []
-    return [(r[0] if isinstance(r, list) else r)["translation_text"] for r in results]
+    results = pipe(list(sentences), contexts=[list(c) for c in contexts], batch_size=batch_size, **generate_kwargs)
+    return [r["translation_text"] for r in results] if sentences else []
 
 
 def translate_documents(model, tokenizer, sources, doc_ids, batch_size: int, **generate_kwargs) -> list[str]:

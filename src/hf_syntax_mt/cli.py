@@ -48,6 +48,30 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _random_contexts(args: argparse.Namespace, lines: list[str], documents, k: int) -> list[list[str]]:
+    """`--random-context SEED`: each line of a document gets the context of a line of another document
+    (`evaluation.pronouns.random_contexts`, Li et al. 2020's control), one list per input line."""
+    from hf_syntax_mt.evaluation.pronouns import random_contexts
+
+    if documents is None or args.no_context or not k:
+        why = ("it needs documents (--docids FILE or --documents blank-lines)" if documents is None else
+               "it contradicts --no-context" if args.no_context else
+               f"{args.model} has no document context (context_sentences=0) to replace")  # fmt: skip
+        raise SystemExit(f"error: --random-context: {why}")
+    positions = [i for start, end in documents for i in range(start, end)]
+    ids = [str(d) for d, (start, end) in enumerate(documents) for _ in range(start, end)]
+    try:
+        given = random_contexts(ids, [lines[i] for i in positions], k, seed=args.random_context)
+    except ValueError as e:  # a single document has no other document to borrow from
+        raise SystemExit(f"error: --random-context: {e}") from None
+    contexts: list[list[str]] = [[] for _ in lines]
+    for i, context in zip(positions, given, strict=True):
+        contexts[i] = context
+    print(f"note: --random-context {args.random_context}: each of the {len(documents)} documents is translated with "
+          "the context of another document's sentences (a check that the model reads its context)", file=sys.stderr)  # fmt: skip
+    return contexts
+
+
 def _translate(args: argparse.Namespace) -> int:
     """Translate a file line by line, or document by document with the model's own context (`--docids`,
     `--documents blank-lines`); one output line per input line."""
@@ -73,6 +97,7 @@ def _translate(args: argparse.Namespace) -> int:
     elif args.documents == "blank-lines":
         documents = blank_line_spans(lines, name)
     k = getattr(AutoConfig.from_pretrained(model), "context_sentences", 0) or 0
+    contexts = None if args.random_context is None else _random_contexts(args, lines, documents, k)
     if k and documents is None and not args.no_context:
         raise SystemExit(
             f"error: {args.model} is a document-level model (context_sentences={k}: it reads the previous {k} source "
@@ -92,7 +117,7 @@ def _translate(args: argparse.Namespace) -> int:
         key = {"stanza": "lang", "spacy": "model", "conllu": "path"}[args.parser]
         parser = {"backend": args.parser, **({key: args.parser_model} if args.parser_model else {})}
     translator = pipeline("syntax-translation", model=model, parser=parser)
-    outputs = translate_lines(translator, lines, documents, use_context=not args.no_context,
+    outputs = translate_lines(translator, lines, documents, use_context=not args.no_context, contexts=contexts,
                               batch_size=args.batch_size, num_beams=args.num_beams)  # fmt: skip
     # a line break inside a translation would shift every later line of the output: write it as a space
     text = "".join(" ".join(split_lines(o) or [""]) + "\n" for o in outputs)
@@ -315,6 +340,9 @@ def build_parser() -> argparse.ArgumentParser:
                       "line; the output keeps the blank lines where the input has them")  # fmt: skip
     t.add_argument("--no-context", action="store_true", help="translate every sentence without document context, "
                    "even with a document-level model (which otherwise refuses plain sentences)")  # fmt: skip
+    t.add_argument("--random-context", type=int, metavar="SEED", help="translate each document with another "
+                   "document's sentences as context (a seeded pairing of the documents; Li et al. 2020's check: a "
+                   "model that reads its context should score lower with it)")  # fmt: skip
     t.add_argument("--parser", choices=["stanza", "spacy", "conllu"], help="override the parser recorded in the model")
     t.add_argument("--parser-model", help="spaCy package, stanza language or CoNLL-U path for --parser")
     t.add_argument("--batch-size", type=_positive_int, default=16)

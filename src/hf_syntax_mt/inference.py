@@ -24,6 +24,7 @@ def translate_lines(
     lines: Sequence[str],
     documents: Sequence[tuple[int, int]] | None = None,
     use_context: bool = True,
+    contexts: Sequence[Sequence[str]] | None = None,
     batch_size: int = 16,
     chunk_sentences: int | None = None,
     progress: bool | None = None,
@@ -40,6 +41,10 @@ def translate_lines(
         use_context: translate each document with the model's own context (`pipe(documents)`, the previous
             `config.context_sentences` source sentences of the same document); `False`, or a model without context,
             translates the documents' sentences one by one.
+        contexts: for a document-level model, one list of source sentences per line, used as that line's context in
+            place of its document's own (e.g. `hf_syntax_mt.evaluation.pronouns.random_contexts`: another
+            document's sentences, Li et al. 2020's check that a model reads its context); lines are then translated
+            one by one, and lines outside ``documents`` stay empty.
         batch_size: sentences per `generate()` call.
         chunk_sentences: sentences per pipeline call (whole documents are never split; default `8 * batch_size`).
         progress: show a tqdm bar on stderr (default: when there are `PROGRESS_MIN_SENTENCES` sentences or more).
@@ -53,11 +58,15 @@ def translate_lines(
     from .data.readers import split_lines
 
     spans = [(i, i + 1) for i in range(len(lines))] if documents is None else list(documents)
-    if not (use_context and documents is not None and getattr(pipe.model.config, "context_sentences", 0)):
-        spans = [(i, i + 1) for start, end in spans for i in range(start, end)]  # sentence by sentence
-        with_context = False
-    else:
-        with_context = True
+    if contexts is not None and len(contexts) != len(lines):
+        raise ValueError(f"{len(lines)} lines but {len(contexts)} contexts")
+    k = getattr(pipe.model.config, "context_sentences", 0)
+    if contexts is not None and not k:
+        raise ValueError("contexts were given, but the model has no document context (context_sentences=0)")
+    # whole documents with their own context, or sentence by sentence (given contexts, or none)
+    with_context = bool(contexts is None and use_context and documents is not None and k)
+    if not with_context:
+        spans = [(i, i + 1) for start, end in spans for i in range(start, end)]
     chunk_sentences = chunk_sentences or 8 * batch_size
     total = sum(end - start for start, end in spans)
     show = total >= PROGRESS_MIN_SENTENCES if progress is None else progress
@@ -74,7 +83,8 @@ def translate_lines(
             results = pipe([list(lines[s:e]) for s, e in chunk], batch_size=batch_size, **generate_kwargs)
             texts = [r["translation_text"] for doc in results for r in doc]
         else:
-            results = pipe([lines[s] for s, _ in chunk], batch_size=batch_size, **generate_kwargs)
+            given = {} if contexts is None else {"contexts": [list(contexts[s]) for s, _ in chunk]}
+            results = pipe([lines[s] for s, _ in chunk], batch_size=batch_size, **given, **generate_kwargs)
             texts = [r["translation_text"] for r in results]
         positions = [i for s, e in chunk for i in range(s, e)]
         for i, text in zip(positions, texts, strict=True):

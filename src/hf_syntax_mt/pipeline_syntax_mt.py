@@ -91,7 +91,7 @@ class SyntaxTranslationPipeline(Pipeline):
 
     def __call__(
         self, inputs: str | list[str] | list[list[str]], document: bool = False, parser: Parser | dict | None = None,
-        **kwargs,
+        contexts: list[list[str]] | None = None, **kwargs,
     ):  # fmt: skip
         expected = (
             "SyntaxTranslationPipeline takes a string, a list of strings (sentences, or one document with "
@@ -119,7 +119,10 @@ class SyntaxTranslationPipeline(Pipeline):
                     "it is not valid Unicode text. It usually comes from bytes decoded with errors='surrogateescape'; "
                     "decode the source as UTF-8 (or with errors='replace') first."
                 ) from None
-        contexts = [None] * len(texts) if documents is None else self._document_contexts(documents)
+        if contexts is not None:  # given contexts: e.g. another document's sentences (a random-context check)
+            contexts = self._given_contexts(contexts, texts, documents)
+        else:
+            contexts = [None] * len(texts) if documents is None else self._document_contexts(documents)
         # A per-call parser parses this call only (as every per-call pipeline parameter in transformers); the
         # pipeline's own parser is unchanged afterwards.
         parser = self.parser if parser is None else self._resolve_parser(parser)
@@ -142,6 +145,26 @@ class SyntaxTranslationPipeline(Pipeline):
         if isinstance(sentences, str):
             raise TypeError("translate_document takes the document's sentences as a list of strings.")
         return [r["translation_text"] for r in self(list(sentences), document=True, **kwargs)]
+
+    def _given_contexts(self, contexts, texts: list[str], documents) -> list[list[str]]:
+        """``contexts`` checked: one list of source sentences per sentence of a flat list of sentences, for a model
+        with document context (each is cut to its last k sentences, as a document's own context is)."""
+        k = getattr(self.model.config, "context_sentences", 0)
+        if not k:
+            raise ValueError("contexts= was given, but this model has no document context (context_sentences=0)")
+        if documents is not None:
+            raise ValueError("contexts= replaces the documents' own contexts: give a flat list of sentences with it, "
+                             "not documents")  # fmt: skip
+        if isinstance(contexts, (str, bytes)) or len(contexts) != len(texts):
+            n = "a string" if isinstance(contexts, (str, bytes)) else len(contexts)
+            raise ValueError(f"contexts= needs one list of context sentences per input sentence: {len(texts)} "
+                             f"sentences, {n} contexts")  # fmt: skip
+        out = []
+        for i, context in enumerate(contexts):
+            if isinstance(context, str) or not all(isinstance(c, str) for c in context):
+                raise TypeError(f"contexts[{i}] must be a list of source sentences (strings), got {context!r:.80}")
+            out.append([str(c) for c in context][-k:])
+        return out
 
     def _document_contexts(self, documents: list[list[str]]) -> list[list[str] | None]:
         """The previous k source sentences of each sentence, within its document (Section 2.1: X_<k)."""

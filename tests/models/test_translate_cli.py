@@ -151,3 +151,56 @@ def test_bad_blank_line_documents_name_file_and_line(context_model, tmp_path, li
     src = write(tmp_path / "in.txt", lines)
     with pytest.raises(ValueError, match=message):
         main(["translate", "--model", model_dir, "--input", src, "--documents", "blank-lines"])
+
+
+def test_given_contexts_replace_the_documents_own(context_model):
+    model_dir, model, tokenizer = context_model
+    pipe = pipeline("syntax-translation", model=model_dir)
+    documents = [[s for s in DOC_A if s], DOC_B]
+    own = [r["translation_text"] for doc in pipe(documents, **GENERATE) for r in doc]
+    sentences = [s for d in documents for s in d]
+    true = [d[max(0, i - 2) : i] for d in documents for i in range(len(d))]
+    assert [r["translation_text"] for r in pipe(sentences, contexts=true, **GENERATE)] == own
+    longer = [d[:i] for d in documents for i in range(len(d))]  # cut to the model's k = 2 as a document's own
+    assert [r["translation_text"] for r in pipe(sentences, contexts=longer, **GENERATE)] == own
+    with pytest.raises(ValueError, match="one list of context sentences per input sentence: 6 sentences, 5"):
+        pipe(sentences, contexts=true[:5])
+    with pytest.raises(ValueError, match="not documents"):
+        pipe(documents, contexts=true)
+    with pytest.raises(TypeError, match=r"contexts\[1\] must be a list"):
+        pipe(sentences[:2], contexts=[[], "Le chat."])
+
+
+def test_random_context_translates_each_document_with_another_documents_sentences(context_model, tmp_path, capsys):
+    from hf_syntax_mt.evaluation.pronouns import random_contexts
+
+    model_dir, model, tokenizer = context_model
+    lines = DOC_A + DOC_B + DOC_C
+    ids = ["a"] * len(DOC_A) + ["b"] * len(DOC_B) + ["c"] * len(DOC_C)
+    src, docids = write(tmp_path / "in.txt", lines), write(tmp_path / "in.docid", ids)
+    out = translate(model_dir, tmp_path, "--input", src, "--docids", docids, "--random-context", "5")
+    assert "--random-context 5" in capsys.readouterr().err
+    contexts = random_contexts(ids, lines, 2, seed=5)  # computed here from the ids, as Li et al.'s control
+    assert all(set(c).isdisjoint(d) for c, d in zip(contexts, [DOC_A] * 4 + [DOC_B] * 3 + [DOC_C] * 2, strict=True))
+    pipe = pipeline("syntax-translation", model=model_dir)
+    expected = [pipe([line], contexts=[context], **GENERATE)[0]["translation_text"]
+                for line, context in zip(lines, contexts, strict=True)]  # fmt: skip
+    assert out == expected
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [([], "needs documents"), (["--docids", "one.docid"], "at least two documents"),
+     (["--docids", "in.docid", "--no-context"], "contradicts --no-context")],
+)  # fmt: skip
+def test_random_context_refuses_what_it_cannot_do(context_model, sentence_model, tmp_path, flags, message):
+    model_dir = context_model[0]
+    src = write(tmp_path / "in.txt", DOC_B + DOC_C)
+    write(tmp_path / "in.docid", ["b"] * len(DOC_B) + ["c"] * len(DOC_C))
+    write(tmp_path / "one.docid", ["b"] * (len(DOC_B) + len(DOC_C)))
+    flags = [str(tmp_path / f) if f.endswith(".docid") else f for f in flags]
+    with pytest.raises(SystemExit, match=message):
+        translate(model_dir, tmp_path, "--input", src, "--random-context", "0", *flags)
+    with pytest.raises(SystemExit, match="no document context"):
+        translate(sentence_model, tmp_path, "--input", src, "--docids", str(tmp_path / "in.docid"),
+                  "--random-context", "0")  # fmt: skip
