@@ -9,7 +9,7 @@ the model directory held (its signature, its curve) is marked as not recorded. T
 any other unit's.
 
     python benchmarks/device/docnmt_from_caches.py /work/gpu8 --commit 430e81d... --device "cuda (NVIDIA H200)" \\
-        --translate-batch-size 128 --software torch=2.11.0+cu130 transformers=5.24.0 datasets=5.2.0 --cache DIR
+        --translate-batch-size 128 --precision bf16 --software torch=2.11.0+cu130 transformers=5.24.0 datasets=5.2.0 --cache DIR
 """
 
 import argparse
@@ -98,7 +98,8 @@ def unit_record(args, name: str, returned: Path, step1: dict) -> tuple[dict, dic
                        if k.removeprefix("validation_") in ("bleu", "chrf", "loss", "ribes")},
         **scores,
         "model_signature": "not recorded: the model was lost with the device machine before its unit file was written",
-        "device": args.device, "precision": "bf16", "step1": step1, "threads": 2, **args.software,
+        "device": args.device, "step1": step1, "threads": 2, **args.software,
+        "precision": args.precision,
         "package": d.software()["package"], "commit": args.commit,
         "partial": {"source": "evaluation caches and training log returned from the device machine "
                               "(benchmarks/device/docnmt_from_caches.py)", "missing": missing},
@@ -115,6 +116,8 @@ def main(argv=None) -> int:
     p.add_argument("--commit", required=True, help="the commit the device ran (.dev/COMMIT)")
     p.add_argument("--device", required=True, help='as a unit file writes it, e.g. "cuda (NVIDIA H200)"')
     p.add_argument("--translate-batch-size", type=int, required=True)
+    p.add_argument("--precision", choices=["bf16", "fp32"], required=True, help="what the device trained in (a GPU "
+                   "with bf16: bf16, as `common.choose_precision` picks there)")  # fmt: skip
     p.add_argument("--software", nargs="+", default=[], help="NAME=VERSION of the device machine, e.g. torch=2.11.0")
     p.add_argument("--cache", default=str(d.DEFAULT_CACHE), help="the shared en-de data set")
     p.add_argument("--results", type=Path, default=d.RESULTS)
