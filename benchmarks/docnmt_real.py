@@ -384,6 +384,29 @@ def _sha(lines) -> str:
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
+def translation_settings(recipe: dict, sources: list[str], lines: list[int], contexts=None) -> dict:
+    """What a test set's cached translations depend on (`cached`'s settings): the generation settings, the lines and
+    their sources, and for a run with random context those contexts."""
+    settings = {"num_beams": recipe["num_beams"], "batch_size": recipe["translate_batch_size"], "lines": len(lines),
+                "sources": _sha(sources)}  # fmt: skip
+    return settings if contexts is None else {**settings, "contexts": _sha(map(repr, contexts))}
+
+
+def pronoun_settings(items: list, seed: int) -> dict:
+    """What a unit's cached pronoun scores depend on: the items, and the seed that draws their random contexts."""
+    return {"items": _sha(map(repr, items)), "seed": seed + 1}
+
+
+def write_hypotheses(runs: Path, name: str, hypotheses: dict[str, list[str]]) -> dict[str, str]:
+    """``runs/<unit>.<key>.txt`` per hypothesis list; returns their sha256 (the unit file records them)."""
+    sha = {}
+    for key, hyps in hypotheses.items():
+        text = "".join(h + "\n" for h in hyps)
+        (runs / f"{name}.{key}.txt").write_text(text, encoding="utf-8")
+        sha[key] = hashlib.sha256(text.encode()).hexdigest()
+    return sha
+
+
 def evaluate(args, kind: str, seed: int, model_dir: Path, files: dict, device: str) -> tuple[dict, dict]:
     """(scores, hypotheses): every test set translated (and with random context for a document model), and the
     pronoun items scored."""
@@ -403,7 +426,7 @@ def evaluate(args, kind: str, seed: int, model_dir: Path, files: dict, device: s
     scores, hypotheses = {"tests": {}, "random_context": {}, "pronouns": {}}, {}
     for name in TEST_SETS:
         sources, references, doc_ids, lines = documents(files, name, r["max_test_documents"], r["max_document_lines"])
-        settings = {**gen, "batch_size": r["translate_batch_size"], "lines": len(lines), "sources": _sha(sources)}
+        settings = translation_settings(r, sources, lines)
 
         def own(sources=sources, doc_ids=doc_ids):
             start = time.perf_counter()
@@ -427,9 +450,8 @@ def evaluate(args, kind: str, seed: int, model_dir: Path, files: dict, device: s
                                                    **gen)  # fmt: skip
                 return {"hypotheses": hyps}
 
-            hyps = cached(done, f"{name}.random", {**settings, "contexts": _sha(map(repr, contexts))}, random)[
-                "hypotheses"
-            ]
+            hyps = cached(done, f"{name}.random", translation_settings(r, sources, lines, contexts), random)
+            hyps = hyps["hypotheses"]
             scores["random_context"][name] = {**corpus_scores(hyps, references), "sentences": len(hyps)}
             hypotheses[f"{name}.random"] = hyps
         print(f"    {name}: BLEU {scores['tests'][name]['bleu']:.2f}" + (
@@ -437,7 +459,7 @@ def evaluate(args, kind: str, seed: int, model_dir: Path, files: dict, device: s
     if Path(args.items).is_file():
         items = load_pronoun_items(args.items)[: r["max_items"]]
         for context in ("document", "random", "none") if k else ("none",):
-            result = cached(done, f"pronouns.{context}", {"items": _sha(map(repr, items)), "seed": seed + 1},
+            result = cached(done, f"pronouns.{context}", pronoun_settings(items, seed),
                             lambda context=context: score_pronoun_items(model, tokenizer, items, context=context,
                                                                         seed=seed + 1))  # fmt: skip
             scores["pronouns"][context] = result
@@ -459,8 +481,7 @@ def run_unit(args, kind: str, seed: int, device: str) -> Path:
     model_dir, info, argv, wall = train(args, kind, seed, files, device)
     start = time.perf_counter()
     scores, hypotheses = evaluate(args, kind, seed, model_dir, files, device)
-    for key, hyps in hypotheses.items():
-        (runs / f"{name}.{key}.txt").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+    hypotheses_sha256 = write_hypotheses(runs, name, hypotheses)
     train_seconds = info.get("train_seconds") or info.get("train_runtime") or 0.0
     record = {
         "unit": name, "kind": kind, "seed": seed, "about": KINDS[kind], "recipe": args.recipe, "quick": args.quick,
@@ -473,8 +494,7 @@ def run_unit(args, kind: str, seed: int, device: str) -> Path:
         **({"weights_sha256": weights_sha256(model_dir)} if kind == "step1" else {"step1": step1}),
         "threads": torch.get_num_threads(), **software(), "commit": git_commit(),
         "train_argv": [relative_path(a) for a in argv],
-        "hypotheses_sha256": {k: hashlib.sha256("".join(h + "\n" for h in v).encode()).hexdigest()
-                              for k, v in hypotheses.items()},
+        "hypotheses_sha256": hypotheses_sha256,
     }  # fmt: skip
     path = write_json(runs / f"{name}.json", record, indent=1, newline=True)
     if kind != "step1":  # step 1's model is what step 2 starts from: keep it
@@ -488,10 +508,11 @@ def run_unit(args, kind: str, seed: int, device: str) -> Path:
 # Aggregate: reads only the unit files
 # ------------------------------------------------------------------------------------------------------------------
 def load_units(results: Path, folder: str = "runs") -> list[dict]:
+    """The unit files under ``results/folder`` with their hypotheses; units of ``replicates/`` are marked so."""
     units = []
     for path in sorted((results / folder).glob("*.json")):
         unit = json.loads(path.read_text(encoding="utf-8"))
-        unit["hypotheses"] = {}
+        unit["hypotheses"], unit["replicate"] = {}, folder == "replicates"
         for name in TEST_SETS:
             for key in (name, f"{name}.random"):
                 file = path.parent / f"{unit['unit']}.{key}.txt"
@@ -624,13 +645,9 @@ def aggregate(args) -> str | None:
         lines += ["", "Replicates (`replicates/`), each against the control of its seed and against itself with "
                   "random context: ΔBLEU (p), ΔchrF (p).", "", "| test set | against | unit | ΔBLEU | ΔchrF |",
                   "|---|---|---|---|---|"]  # fmt: skip
-        for kind, by_test in replicate_tests.items():
-            for name in TEST_SETS:
-                for baseline in ("control", "random"):
-                    for seed, t in by_test[name][baseline].items():
-                        if seed != "pooled":
-                            lines.append(f"| {name} | {baseline} | {kind}-seed{seed} | {_delta(t)} | "
-                                         f"{_delta(t, 'chrf')} |")  # fmt: skip
+        lines += [f"| {name} | {baseline} | {kind}-seed{seed} | {_delta(t)} | {_delta(t, 'chrf')} |"
+                  for kind, by_test in replicate_tests.items() for name in TEST_SETS for baseline in ("control", "random")
+                  for seed, t in by_test[name][baseline].items() if seed != "pooled"]  # fmt: skip
     pronoun_rows = [(u, c) for u in units + replicates for c in u.get("pronouns", {})]
     if pronoun_rows:
         keys = sorted({k for u, c in pronoun_rows for k in u["pronouns"][c]["by_pronoun"]})
@@ -644,7 +661,7 @@ def aggregate(args) -> str | None:
             noun = p["by_noun_in_context"]
             cells = [f"{p['by_pronoun'][k]['accuracy']:.3f} ({p['by_pronoun'][k]['n']})" if k in p["by_pronoun"]
                      else "-" for k in keys]  # fmt: skip
-            unit = u["unit"] + (", replicate" if u in replicates else "")
+            unit = u["unit"] + (", replicate" if u["replicate"] else "")
             lines.append(f"| {unit} | {c} | {p['n']} | {p['accuracy']:.3f} | "
                          f"{noun.get('true', {}).get('accuracy', float('nan')):.3f} | "
                          f"{noun.get('false', {}).get('accuracy', float('nan')):.3f} | " + " | ".join(cells) + " |")  # fmt: skip
@@ -652,10 +669,9 @@ def aggregate(args) -> str | None:
     some = next(iter(first["tests"].values()))
     lines += ["", f"BLEU: `{some['bleu_signature']}`", f"chrF: `{some['chrf_signature']}`", "",
               "Units (model signatures):", ""]  # fmt: skip
-    lines += [f"- {u['unit']} ({u['device']}, {u['steps']} steps, commit {(u.get('commit') or '?')[:10]}): "
-              f"`{u['model_signature']}`{step1_note(u)}{partial_note(u)}" for u in units]  # fmt: skip
-    lines += [f"- {u['unit']}, replicate ({u['device']}, {u['cpu']}, {u['steps']} steps, commit "
-              f"{(u.get('commit') or '?')[:10]}): `{u['model_signature']}`{step1_note(u)}" for u in replicates]  # fmt: skip
+    lines += [f"- {u['unit']}{', replicate' if u['replicate'] else ''} ({u['device']}"
+              f"{', ' + u['cpu'] if u['replicate'] else ''}, {u['steps']} steps, commit {(u.get('commit') or '?')[:10]}): "
+              f"`{u['model_signature']}`{step1_note(u)}{partial_note(u)}" for u in units + replicates]  # fmt: skip
     text = "\n".join(lines) + "\n"
     (results / "results.md").write_text(text, encoding="utf-8")
     print(text)

@@ -13,7 +13,6 @@ any other unit's.
 """
 
 import argparse
-import hashlib
 import json
 import re
 import sys
@@ -64,14 +63,12 @@ def unit_record(args, name: str, returned: Path, step1: dict) -> tuple[dict, dic
     study.recipe["translate_batch_size"] = args.translate_batch_size
     r, files = study.recipe, d.shared_data(study)
     done = returned / "runs" / "docnmt_real" / name / "model" / "evaluation"
-    gen = dict(num_beams=r["num_beams"])
     scores, hypotheses, missing = {"tests": {}, "random_context": {}, "pronouns": {}}, {}, []
     for test in d.TEST_SETS:
         sources, references, doc_ids, lines = d.documents(files, test)
-        settings = {**gen, "batch_size": r["translate_batch_size"], "lines": len(lines), "sources": d._sha(sources)}
-        own = load_cache(done, test, settings)
+        own = load_cache(done, test, d.translation_settings(r, sources, lines))
         contexts = random_contexts(doc_ids, sources, r["context_sentences"], seed=seed + 1)
-        other = load_cache(done, f"{test}.random", {**settings, "contexts": d._sha(map(repr, contexts))})
+        other = load_cache(done, f"{test}.random", d.translation_settings(r, sources, lines, contexts))
         for key, value, field in ((test, own, "tests"), (f"{test}.random", other, "random_context")):
             if value is None:
                 missing.append(key)
@@ -82,7 +79,7 @@ def unit_record(args, name: str, returned: Path, step1: dict) -> tuple[dict, dic
                 scores[field][test]["minutes"] = value["minutes"]
     items = load_pronoun_items(study.items)
     for context in PRONOUN_CONTEXTS:
-        value = load_cache(done, f"pronouns.{context}", {"items": d._sha(map(repr, items)), "seed": seed + 1})
+        value = load_cache(done, f"pronouns.{context}", d.pronoun_settings(items, seed))
         if value is None:
             missing.append(f"pronouns.{context}")
         else:
@@ -98,13 +95,10 @@ def unit_record(args, name: str, returned: Path, step1: dict) -> tuple[dict, dic
                        if k.removeprefix("validation_") in ("bleu", "chrf", "loss", "ribes")},
         **scores,
         "model_signature": "not recorded: the model was lost with the device machine before its unit file was written",
-        "device": args.device, "step1": step1, "threads": 2, **args.software,
-        "precision": args.precision,
+        "device": args.device, "precision": args.precision, "step1": step1, "threads": 2, **args.software,
         "package": d.software()["package"], "commit": args.commit,
         "partial": {"source": "evaluation caches and training log returned from the device machine "
                               "(benchmarks/device/docnmt_from_caches.py)", "missing": missing},
-        "hypotheses_sha256": {k: hashlib.sha256("".join(h + "\n" for h in v).encode()).hexdigest()
-                              for k, v in hypotheses.items()},
     }  # fmt: skip
     return record, hypotheses
 
@@ -130,8 +124,7 @@ def main(argv=None) -> int:
     runs = args.results / "runs"
     for name in args.units:
         record, hypotheses = unit_record(args, name, args.returned, step1)
-        for key, hyps in hypotheses.items():
-            (runs / f"{name}.{key}.txt").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+        record["hypotheses_sha256"] = d.write_hypotheses(runs, name, hypotheses)
         path = write_json(runs / f"{name}.json", record, indent=1, newline=True)
         tests = ", ".join(f"{t} {s['bleu']:.2f}" for t, s in record["tests"].items())
         print(f"{name}: BLEU {tests}; missing {record['partial']['missing'] or 'nothing'} -> {path}")
