@@ -10,7 +10,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from transformers import MarianConfig, MarianMTModel
 
 from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
-from hf_syntax_mt.methods.context_cost import context_flops
+from hf_syntax_mt.methods.context_cost import ContextFlops, context_flops
 
 B, S, T, M = 2, 7, 5, 11  # no padding: every token real
 
@@ -44,6 +44,12 @@ def decode_flops(model, **batch) -> int:
         )
 
 
+def encoder_flops(model, **batch) -> int:
+    model.eval()
+    with torch.no_grad():
+        return counted(lambda: model.get_encoder()(**batch))
+
+
 @pytest.mark.parametrize(
     "options",
     [
@@ -66,7 +72,21 @@ def test_flops_match_the_flop_counter(options):
     assert train_flops(model, **with_context, labels=labels) == expected.train_sentence + expected.train_context
     assert decode_flops(vanilla, **plain) == expected.decode_sentence
     assert decode_flops(model, **with_context) == expected.decode_sentence + expected.decode_context
-    assert 0 < expected.train_bound < 1 and 0 < expected.decode_bound < 1
+    # decoding's encoder pass alone (the phases the benchmark times apart)
+    assert encoder_flops(vanilla, **plain) == expected.encode_sentence
+    assert encoder_flops(model, **with_context) == expected.encode_sentence + expected.encode_context
+    for bound in (expected.train_bound, expected.decode_bound, expected.encoder_bound, expected.step_bound):
+        assert 0 < bound < 1
+
+
+def test_phase_bound_weighs_each_phase_by_its_own_speed():
+    """Hand-made phase FLOPs: encoder pass 10 + 10 (context), steps 8 + 2. With the sentence model's encoder pass
+    taking 1 s and its steps 3 s, at their own speeds the context model needs 1 * 20/10 + 3 * 10/8 = 5.75 s."""
+    flops = ContextFlops(train_sentence=1, train_context=1, decode_sentence=18, decode_context=12,
+                         encode_sentence=10, encode_context=10, parts={})  # fmt: skip
+    assert flops.encoder_bound == 0.5 and flops.step_bound == 0.8
+    assert flops.phase_bound(1.0, 3.0) == pytest.approx(4.0 / 5.75)
+    assert flops.decode_bound == pytest.approx(18 / 30)  # the FLOP-weighted bound: looser here
 
 
 def test_hand_count_of_the_added_parts():

@@ -32,6 +32,8 @@ class ContextFlops:
     train_context: float  # what the context adds to it
     decode_sentence: float  # greedy decoding of T tokens (encoder once, T cached decoder steps)
     decode_context: float
+    encode_sentence: float  # the encoder pass of decoding (`model.get_encoder()`): the sentence encoder
+    encode_context: float  # what the context adds to it (context encoder, every context key/value, encoder sublayers)
     parts: dict  # forward FLOPs of each added part (context encoder, key/value projections, encoder/decoder sublayers)
 
     @property
@@ -45,11 +47,35 @@ class ContextFlops:
         """The same for greedy decoding."""
         return self.decode_sentence / (self.decode_sentence + self.decode_context)
 
+    @property
+    def encoder_bound(self) -> float:
+        """The same for decoding's encoder pass alone."""
+        return self.encode_sentence / (self.encode_sentence + self.encode_context)
+
+    @property
+    def step_bound(self) -> float:
+        """The same for decoding's steps alone (everything after the encoder pass; the sentence model computes its
+        cross-attention keys/values in the first step, the context model its context keys/values in the encoder)."""
+        steps_sentence = self.decode_sentence - self.encode_sentence
+        steps_context = self.decode_context - self.encode_context
+        return steps_sentence / (steps_sentence + steps_context)
+
+    def phase_bound(self, encoder_seconds: float, step_seconds: float) -> float:
+        """The decoding bound when each phase keeps the sentence model's own speed (FLOPs a second): with the
+        sentence model's encoder pass taking `encoder_seconds` and its steps `step_seconds` (measured), the context
+        model needs at least `encoder_seconds / encoder_bound + step_seconds / step_bound`. Stricter than
+        `decode_bound` when the phases run at different speeds (on a CPU, the small matmuls of a decoding step run
+        far below the encoder's), because the context adds most of its FLOPs to the faster phase."""
+        total = encoder_seconds + step_seconds
+        return total / (encoder_seconds / self.encoder_bound + step_seconds / self.step_bound)
+
     def as_dict(self) -> dict:
         return {
             "train_sentence": self.train_sentence, "train_context": self.train_context,
             "decode_sentence": self.decode_sentence, "decode_context": self.decode_context,
-            "train_bound": self.train_bound, "decode_bound": self.decode_bound, "forward_parts": dict(self.parts),
+            "encode_sentence": self.encode_sentence, "encode_context": self.encode_context,
+            "train_bound": self.train_bound, "decode_bound": self.decode_bound, "encoder_bound": self.encoder_bound,
+            "step_bound": self.step_bound, "forward_parts": dict(self.parts),
         }  # fmt: skip
 
 
@@ -110,5 +136,7 @@ def context_flops(
     decode_context = forward_context
     return ContextFlops(
         train_sentence=3 * forward_sentence, train_context=3 * forward_context,
-        decode_sentence=decode_sentence, decode_context=decode_context, parts=parts,
+        decode_sentence=decode_sentence, decode_context=decode_context, encode_sentence=encoder,
+        encode_context=parts["context_encoder"] + parts["context_key_values"] + parts["encoder_context_attention"],
+        parts=parts,
     )  # fmt: skip
