@@ -374,6 +374,34 @@ def precision_by_seed(units: list[dict]) -> str:
     return "; ".join(f"{s}: {'/'.join(sorted({u['precision'] for u in units if u['seed'] == s}))}" for s in seeds)
 
 
+def bucket_deltas(pairs: list[tuple[list[str], list[str], list[str], list[int]]], samples: int) -> list[dict]:
+    """ΔBLEU of a method against vanilla per source-length bucket, every same-seed pair and test set pooled.
+
+    Args:
+        pairs: `(vanilla hypotheses, method hypotheses, references, source word lengths)`, one per seed and test set
+            (same length each).
+        samples: bootstrap samples.
+
+    Returns:
+        `[{"bucket", "count", "delta", "p"}]` in bucket order (empty buckets left out): the paired bootstrap of the
+        pooled sentences of each bucket (what a long-sentence claim needs: the 31+ buckets of all seeds together).
+    """
+    from hf_syntax_mt.evaluation import bucket_labels, length_buckets, paired_bootstrap
+
+    pooled = {label: ([], [], []) for label in bucket_labels()}  # bucket -> (baseline, system, references)
+    for base, system, refs, lengths in pairs:
+        for label, b, h, r in zip(length_buckets(lengths), base, system, refs, strict=True):
+            for column, value in zip(pooled[label], (b, h, r), strict=True):
+                column.append(value)
+    out = []
+    for label, (base, system, refs) in pooled.items():
+        if refs:
+            b = paired_bootstrap(base, system, refs, samples)
+            out.append({"bucket": label, "count": len(refs), "delta": b["bleu"]["system"] - b["bleu"]["baseline"],
+                        "p": b["bleu"]["p_value"]})  # fmt: skip
+    return out
+
+
 def aggregate(args) -> str | None:
     from hf_syntax_mt.evaluation import bucket_scores, paired_bootstrap
 
@@ -400,7 +428,7 @@ def aggregate(args) -> str | None:
                   f"steps {first['steps']}" + (f"; subset {first['subset']}" if first.get("subset") else "") + ".", "",
                   "| method | test set | seeds | BLEU | chrF | ΔBLEU vs vanilla per seed (p) | pooled ΔBLEU (p) |",
                   "|---|---|---|---|---|---|---|"]  # fmt: skip
-        signs, seed_deltas = {}, {}  # seed_deltas: method -> seed -> ΔBLEU per test set
+        signs, seed_deltas, fair = {}, {}, {}  # seed_deltas: method -> seed -> ΔBLEU per test set; fair: bucket pairs
         for method in METHODS:
             mu = sorted((u for u in su if u["method"] == method), key=lambda u: u["seed"])
             if not mu:
@@ -424,6 +452,9 @@ def aggregate(args) -> str | None:
                     pos, neg = signs.get(method, (0, 0))
                     signs[method] = (pos + (delta > 0), neg + (delta < 0))
                     seed_deltas.setdefault(method, {}).setdefault(u["seed"], []).append(delta)
+                    fair.setdefault(method, []).append(
+                        (base["hypotheses"][t], u["hypotheses"][t], refs[t][:n], lengths[t][:n])
+                    )
                     pooled_sys += u["hypotheses"][t]
                     pooled_base += base["hypotheses"][t]
                     pooled_refs += refs[t][:n]
@@ -466,6 +497,14 @@ def aggregate(args) -> str | None:
         for method, buckets in table.items():
             cells = {b["bucket"]: f"{b['bleu']:.2f} (n={b['count']})" for b in buckets}
             lines.append(f"| {method} | " + " | ".join(cells.get(label, "-") for label in labels) + " |")
+        if fair:
+            lines += ["", "ΔBLEU against vanilla by source length (words): same-seed pairs of the same precision and "
+                      "device, every test set pooled; paired bootstrap p:", "",
+                      "| method | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]  # fmt: skip
+            for method, pairs in fair.items():
+                cells = {b["bucket"]: f"{b['delta']:+.2f} ({b['p']:.3f}, n={b['count']})"
+                         for b in bucket_deltas(pairs, args.bootstrap_samples)}  # fmt: skip
+                lines.append(f"| {method} | " + " | ".join(cells.get(label, "-") for label in labels) + " |")
         lines.append("")
     lines += ["Units:", ""] + [f"- {u['unit']}: {u['device']}, {u['precision']}, {u['train_minutes']} training min, "
                                f"commit {(u.get('commit') or '?')[:10]}, trainer and pipeline agree on the first test "

@@ -169,7 +169,31 @@ def test_the_aggregate_tests_each_seed_against_vanilla_and_pools_the_seeds(tmp_p
     assert f"- pascal: seed 0 {d0:+.2f}, seed 1 {d1:+.2f} (2 of 2 seeds ahead)" in text
     assert "not compared (vanilla fp32 on cpu, pascal bf16 on cpu)" in row
     assert "Precision by seed: 0: fp32; 1: fp32; 2: bf16/fp32;" in text
+    # by source length: every source here has 4-6 words, so one bucket holds the fair pairs' 2 seeds x 4 test sets
+    by_length = sacrebleu.corpus_bleu((half + refs) * 4, [(refs + refs) * 4]).score - sacrebleu.corpus_bleu(
+        (wrong + half) * 4, [(refs + refs) * 4]
+    ).score
+    bucket_row = text.split("ΔBLEU against vanilla by source length")[1].split("| pascal | ")[1].splitlines()[0]
+    assert bucket_row.startswith(f"{by_length:+.2f} (") and "n=32)" in bucket_row
     # a truncated unit file stops the aggregate with its name
     (results / "runs" / "full-pascal-seed1.json").write_text('{"unit": "full-pascal-seed1", "tests"')
     with pytest.raises(SystemExit, match="full-pascal-seed1.json"):
         r2.aggregate(SimpleNamespace(results=str(results), data=str(data), bootstrap_samples=20))
+
+
+def test_bucket_deltas_pool_seeds_and_test_sets_per_source_length():
+    """Two seeds x one test set; the method equals vanilla on short sources (1-10 words) and beats it on long ones
+    (31-40): Δ 0 with p 1 on the short bucket, on the long one the BLEU difference of the pooled sentences."""
+    short_refs = ["a man rides a red bike", "two dogs play in the snow"]
+    long_refs = [" ".join(f"w{i}" for i in range(35)), " ".join(f"v{i}" for i in range(33))]
+    long_wrong = [" ".join(f"w{i}" for i in range(20)), " ".join(f"x{i}" for i in range(33))]
+    refs = short_refs + long_refs
+    lengths = [6, 6, 35, 33]
+    base = short_refs + long_wrong
+    system = short_refs + long_refs
+    out = r2.bucket_deltas([(base, system, refs, lengths), (base, system, refs, lengths)], samples=20)
+    assert [b["bucket"] for b in out] == ["1-10", "31-40"]
+    assert out[0]["count"] == 4 and out[0]["delta"] == 0 and out[0]["p"] == 1.0
+    expected = (sacrebleu.corpus_bleu(long_refs * 2, [long_refs * 2]).score
+                - sacrebleu.corpus_bleu(long_wrong * 2, [long_refs * 2]).score)  # fmt: skip
+    assert out[1]["count"] == 4 and out[1]["delta"] == pytest.approx(expected)
