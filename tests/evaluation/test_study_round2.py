@@ -170,9 +170,10 @@ def test_the_aggregate_tests_each_seed_against_vanilla_and_pools_the_seeds(tmp_p
     assert "not compared (vanilla fp32 on cpu, pascal bf16 on cpu)" in row
     assert "Precision by seed: 0: fp32; 1: fp32; 2: bf16/fp32;" in text
     # by source length: every source here has 4-6 words, so one bucket holds the fair pairs' 2 seeds x 4 test sets
-    by_length = sacrebleu.corpus_bleu((half + refs) * 4, [(refs + refs) * 4]).score - sacrebleu.corpus_bleu(
-        (wrong + half) * 4, [(refs + refs) * 4]
-    ).score
+    by_length = (
+        sacrebleu.corpus_bleu((half + refs) * 4, [(refs + refs) * 4]).score
+        - sacrebleu.corpus_bleu((wrong + half) * 4, [(refs + refs) * 4]).score
+    )
     bucket_row = text.split("ΔBLEU against vanilla by source length")[1].split("| pascal | ")[1].splitlines()[0]
     assert bucket_row.startswith(f"{by_length:+.2f} (") and "n=32)" in bucket_row
     # a truncated unit file stops the aggregate with its name
