@@ -1,6 +1,7 @@
 """Run every method's throughput/memory benchmark against vanilla Marian and write one table.
 
-Every `benchmarks/bench_*.py` is a throughput benchmark unless listed in `NOT_THROUGHPUT` (real-data benchmarks).
+Every `benchmarks/bench_*.py` is a throughput benchmark unless listed in `NOT_THROUGHPUT` (real-data benchmarks, and
+timings of one component rather than a method against vanilla).
 So `bench_alignment.py`, `bench_dbsa.py`, `bench_context.py` added later plug in by following the protocol that
 `bench_pascal.py` follows:
 
@@ -29,7 +30,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-NOT_THROUGHPUT = {"bench_multi30k.py", "bench_docnmt.py", "bench_bf16.py"}
+NOT_THROUGHPUT = {"bench_multi30k.py", "bench_docnmt.py", "bench_bf16.py", "bench_context_sublayer.py"}
 
 
 def discover() -> dict[str, Path]:
