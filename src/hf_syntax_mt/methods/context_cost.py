@@ -64,8 +64,8 @@ class ContextFlops:
         """The decoding bound when each phase keeps the sentence model's own speed (FLOPs a second): with the
         sentence model's encoder pass taking `encoder_seconds` and its steps `step_seconds` (measured), the context
         model needs at least `encoder_seconds / encoder_bound + step_seconds / step_bound`. Stricter than
-        `decode_bound` when the phases run at different speeds (on a CPU, the small matmuls of a decoding step run
-        far below the encoder's), because the context adds most of its FLOPs to the faster phase."""
+        `decode_bound` when the context adds most of its FLOPs to the faster phase, as on a CPU, where the small
+        matmuls of a decoding step run far below the encoder's speed and the context's work is mostly encoder-side."""
         total = encoder_seconds + step_seconds
         return total / (encoder_seconds / self.encoder_bound + step_seconds / self.step_bound)
 
