@@ -9,7 +9,11 @@ speed probe of 0.30 steps/s with the cores shared by two other runs), not 8,000 
 800 warm-up steps (the study's), the average of the last 10 checkpoints 50 steps apart, beam 5, Xavier attention
 init (round two's), round one's joint BPE of 8,000 on the 29,000 training pairs.
 
-A unit is ``tiny-seed<k>``:
+The second lead, `STUDY`: the study's own model (round one's recipe; round two's full-data vanilla scored 37.36 +-
+0.30 after 2,000 steps, and a bf16 run of 2,000 steps took 20 minutes on two threads here) trained for the whole hour, with Transformer-tiny's dropout of 0.3 for the
+many more epochs, beam 5 and the same checkpoint averaging, so that the two leads differ in the model only.
+
+A unit is ``tiny-seed<k>`` or ``study-seed<k>``:
 
 1. a speed probe: the unit's own training run for `--probe-minutes` (no evaluation, nothing saved), whose steps per
    second fix ``max_steps`` so that training takes at most `--budget-minutes` at that speed (rounded down to the
@@ -24,6 +28,7 @@ It writes ``RESULTS/runs/tiny-seed<k>.json`` and the final model's test translat
 rebuilds ``RESULTS/results.md`` (and ``curve.png``) from the unit files.
 
     python benchmarks/cpu_minute.py --units tiny-seed0 --threads 1 --no-aggregate
+    python benchmarks/cpu_minute.py --units study-seed0 --threads 2 --no-aggregate   # the hour on both cores
     python benchmarks/cpu_minute.py --aggregate
     python benchmarks/cpu_minute.py --quick --results /tmp/cpm --output-dir /tmp/cpmruns --units tiny-seed0
 """
@@ -64,13 +69,21 @@ from common import (
 RESULTS = ALL_RESULTS / "cpu_minute"
 TEST_SET = "test_2016_flickr"
 ANCHOR = {"bleu": 41.02, "source": "Wu et al. 2021, text-only Transformer-tiny, test2016, lowercased Moses tokens"}
-METHODS = {"tiny": ("d_model 128, 4+4 layers, FFN 256, 4 heads, dropout 0.3 (Transformer-tiny), Xavier init")}
-PLAN = [("tiny", 0), ("tiny", 1)]
+METHODS = {
+    "tiny": "d_model 128, 4+4 layers, FFN 256, 4 heads, dropout 0.3 (Transformer-tiny), Xavier init",
+    "study": "the study's model (d_model 256, 3+3 layers, FFN 1024, 4 heads), dropout 0.3, Xavier init",
+}
+PLAN = [("tiny", 0), ("tiny", 1), ("study", 0), ("study", 1)]
 #: the model and regularisation of Transformer-tiny; the schedule fitted to a CPU hour (see the module docstring)
 TINY = dict(d_model=128, layers=4, heads=4, ffn_dim=256, dropout=0.3, vocab_size=8000, max_tokens=4096,
             max_steps=None, learning_rate=5e-3, warmup_steps=800, adam_beta2=0.98, max_grad_norm=1.0,
             label_smoothing=0.1, average_checkpoints=10, average_every=50, num_beams=5, eval_steps=None,
             max_eval_samples=400, max_length=64, max_test=None, max_train=None, save_steps=None)  # fmt: skip
+#: the second lead: the study's model (see the module docstring) trained for the whole hour, with Transformer-tiny's
+#: dropout for the many more epochs, its own learning rate and warm-up, and the curve's checkpoints
+STUDY = {**round_one.RECIPE, "dropout": 0.3, "max_steps": None, "eval_steps": None, "save_steps": None,
+         "average_checkpoints": 10, "average_every": 50, "num_beams": 5}  # fmt: skip
+RECIPES = {"tiny": TINY, "study": STUDY}
 QUICK = dict(d_model=32, ffn_dim=64, layers=2, vocab_size=1000, max_tokens=600, warmup_steps=10, average_every=2,
              average_checkpoints=2, num_beams=2, max_eval_samples=20, max_test=40, max_train=600)  # fmt: skip
 #: checkpoints (points of the time-to-BLEU curve) per run
@@ -80,7 +93,7 @@ CURVE_POINTS = 8
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_study_arguments(p, RESULTS, ROOT / "runs" / "cpu_minute", threads=1,
-                        units_help="units to run, e.g. tiny-seed0 (default: tiny-seed0 tiny-seed1)")  # fmt: skip
+                        units_help="units to run, e.g. tiny-seed0 (default: tiny-seed0/1, study-seed0/1)")  # fmt: skip
     p.add_argument("--budget-minutes", type=float, default=60.0, help="training minutes a run may take")
     p.add_argument("--probe-minutes", type=float, default=3.0, help="length of the speed probe that fixes max_steps")
     p.add_argument("--eval-batch-size", type=int, default=64)
@@ -89,7 +102,7 @@ def parse_args(argv=None):
     refuse_quick_evidence(p, args)
     if args.budget_minutes <= 0 or args.probe_minutes <= 0:
         p.error("--budget-minutes and --probe-minutes must be positive")
-    args.recipe = {**TINY, **(QUICK if args.quick else {})}
+    args.recipes = {method: {**recipe, **(QUICK if args.quick else {})} for method, recipe in RECIPES.items()}
     return args
 
 
@@ -139,14 +152,14 @@ def probe_speed(args, argv: list[str]) -> dict:
             "tokens_per_second": round(info["num_input_tokens_seen"] / info["train_seconds"], 1)}  # fmt: skip
 
 
-def translate(model_dir: Path, tokenizer: Path, args) -> list[str]:
-    """The test set translated by the model's pipeline (beam of the recipe)."""
+def translate(model_dir: Path, tokenizer: Path, args, recipe: dict) -> list[str]:
+    """The test set translated by the model's pipeline (beam of the unit's recipe)."""
     from transformers import pipeline
 
     sources = round_one.files(Path(args.data), TEST_SET)["src"].read_text(encoding="utf-8").split("\n")[:-1]
     pipe = pipeline("syntax-translation", model=str(model_dir), tokenizer=str(tokenizer))
-    results = pipe(sources[: args.recipe["max_test"] or None], batch_size=args.eval_batch_size,
-                   num_beams=args.recipe["num_beams"])  # fmt: skip
+    results = pipe(sources[: recipe["max_test"] or None], batch_size=args.eval_batch_size,
+                   num_beams=recipe["num_beams"])  # fmt: skip
     return [r["translation_text"].strip() for r in results]
 
 
@@ -163,6 +176,7 @@ def run_unit(args, method: str, seed: int, device: str) -> Path:
     out = Path(args.output_dir) / "models" / name
     shutil.rmtree(out, ignore_errors=True)  # a unit's minutes count from its start: an interrupted unit starts again
     train = round_one.files(Path(args.data), "train")
+    args = argparse.Namespace(**{**vars(args), "recipe": args.recipes[method]})  # this unit's recipe
     tokenizer = round_two.tokenizer_for(args, "full", train)
     precision = choose_precision("auto", device)
     recipe = {**args.recipe, "bf16": precision == "bf16", "max_steps": 1, "eval_steps": 1, "save_steps": 1}
@@ -171,7 +185,8 @@ def run_unit(args, method: str, seed: int, device: str) -> Path:
         """The train script's arguments for the current ``recipe`` (the probe's, then the fitted one)."""
         argv = round_one.train_argv(argparse.Namespace(**{**vars(args), "recipe": recipe}), method, seed, out,
                                     tokenizer, device, spec=(round_two.XAVIER, False, METHODS[method]))  # fmt: skip
-        argv[argv.index("--model_card_title") + 1] = f"Multi30k en->de Transformer-tiny (seed {seed}, CPU-hour recipe)"
+        title = f"Multi30k en->de {'Transformer-tiny' if method == 'tiny' else 'study model'} (seed {seed}, CPU-hour recipe)"
+        argv[argv.index("--model_card_title") + 1] = title
         argv[argv.index("--save_total_limit") + 1] = str(CURVE_POINTS + 2)  # every point of the curve is kept
         return argv
 
@@ -194,7 +209,7 @@ def run_unit(args, method: str, seed: int, device: str) -> Path:
     checkpoints = sorted(out.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
     for directory in [*checkpoints, out]:
         step = int(directory.name.split("-")[1]) if directory != out else None
-        hyps = translate(directory, tokenizer, args)
+        hyps = translate(directory, tokenizer, args, recipe)
         refs_n = refs[: len(hyps)]
         point = {"step": step, "train_minutes": minutes_at.get(step), "validation_bleu": validation_at.get(step),
                  "bleu": round(corpus_scores(hyps, refs_n)["bleu"], 2), "bleu_anchor": round(anchor_bleu(hyps, refs_n), 2)}  # fmt: skip
@@ -234,7 +249,7 @@ def run_unit(args, method: str, seed: int, device: str) -> Path:
 # ------------------------------------------------------------------------------------------------------------------
 def aggregate(args) -> str | None:
     results = Path(args.results)
-    units = [load_unit(p, ("unit", "seed", "test", "curve", "train_minutes", "threads")) for p in
+    units = [load_unit(p, ("unit", "method", "seed", "test", "curve", "train_minutes", "threads")) for p in
              sorted((results / "runs").glob("*.json"))]  # fmt: skip
     if not units:
         print(f"no unit files under {results / 'runs'} yet")
@@ -243,17 +258,21 @@ def aggregate(args) -> str | None:
     def mean_std(values):
         return f"{values[0]:.2f}" if len(values) == 1 else f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"  # fmt: skip
 
-    lines = [f"Transformer-tiny on Multi30k en->de, {TEST_SET}, beam 5, the average of the last 10 checkpoints "
-             f"(anchor: {ANCHOR['bleu']} on its scale, {ANCHOR['source']}).", "",
+    lines = [f"Quality per CPU-hour on Multi30k en->de, {TEST_SET}, beam 5, the average of the last 10 checkpoints "
+             f"(anchor: {ANCHOR['bleu']} on its scale, {ANCHOR['source']}). Models: "
+             + "; ".join(f"`{m}`: {about}" for m, about in METHODS.items() if any(u["method"] == m for u in units))
+             + ".", "",
              "| unit | threads | steps | training min | BLEU (cased sacreBLEU) | BLEU (anchor's scale) | chrF |",
              "|---|---|---|---|---|---|---|"]  # fmt: skip
     for u in units:
         lines.append(f"| {u['unit']} | {u['threads']} | {u['steps']} | {u['train_minutes']:.1f} | {u['test']['bleu']:.2f} "
                      f"| {u['test']['bleu_anchor']:.2f} | {u['test']['chrf']:.2f} |")  # fmt: skip
-    if len(units) > 1:
-        lines.append(f"| mean | | | | {mean_std([u['test']['bleu'] for u in units])} "
-                     f"| {mean_std([u['test']['bleu_anchor'] for u in units])} "
-                     f"| {mean_std([u['test']['chrf'] for u in units])} |")  # fmt: skip
+    for method in METHODS:  # the mean over the seeds of each model
+        mu = [u for u in units if u["method"] == method]
+        if len(mu) > 1:
+            lines.append(f"| {method}, mean | | | | {mean_std([u['test']['bleu'] for u in mu])} "
+                         f"| {mean_std([u['test']['bleu_anchor'] for u in mu])} "
+                         f"| {mean_std([u['test']['chrf'] for u in mu])} |")  # fmt: skip
     lines += ["", "Time to BLEU (each checkpoint's own weights; the last row of a unit is the average):", "",
               "| unit | step | training min | validation BLEU (400 pairs) | test BLEU (cased) | test BLEU (anchor's) |",
               "|---|---|---|---|---|---|"]  # fmt: skip

@@ -57,9 +57,14 @@ def test_the_aggregate_reports_both_scales_and_the_curve(tmp_path):
     (tmp_path / "runs" / "tiny-seed0.json").write_text(json.dumps(unit))
     (tmp_path / "runs" / "tiny-seed1.json").write_text(json.dumps({**unit, "unit": "tiny-seed1", "seed": 1,
                                                                   "test": {"bleu": 39.5, "chrf": 65.0, "bleu_anchor": 40.25}}))  # fmt: skip
+    # one unit of the second model: its own row, no mean of its own, never in the tiny model's mean
+    (tmp_path / "runs" / "study-seed0.json").write_text(json.dumps({**unit, "unit": "study-seed0", "method": "study",
+                                                                   "test": {"bleu": 45.0, "chrf": 70.0, "bleu_anchor": 46.0}}))  # fmt: skip
     text = cm.aggregate(SimpleNamespace(results=str(tmp_path)))
     assert "| tiny-seed0 | 1 | 1600 | 59.2 | 38.50 | 39.25 | 64.00 |" in text
-    assert "| mean | | | | 39.00 ± 0.71 | 39.75 ± 0.71 | 64.50 ± 0.71 |" in text
+    assert "| tiny, mean | | | | 39.00 ± 0.71 | 39.75 ± 0.71 | 64.50 ± 0.71 |" in text
+    assert "| study-seed0 | 1 | 1600 | 59.2 | 45.00 | 46.00 | 70.00 |" in text and "study, mean" not in text
+    assert f"`tiny`: {cm.METHODS['tiny']}; `study`: {cm.METHODS['study']}." in text
     assert "| tiny-seed0 | 800 | 29.0 | 30.10 | 31.00 | 32.00 |" in text
     assert "| tiny-seed0 | 1600 (avg) | 59.2 | - | 38.50 | 39.25 |" in text
     assert (tmp_path / "results.md").read_text() == text and (tmp_path / "curve.png").stat().st_size > 0
