@@ -185,15 +185,16 @@ def shared_tokenizer(args) -> Path:
 
 
 def train_argv(args, method: str, seed: int, out: Path, tokenizer: Path, device: str, spec=None,
-               split_files: dict[str, dict[str, Path]] | None = None) -> list[str]:  # fmt: skip
+               split_files: dict[str, dict[str, Path]] | None = None, predict: bool = True) -> list[str]:  # fmt: skip
     """The train script's arguments of a unit; ``spec`` (overrides, target trees, about) and ``split_files`` (split
     -> the keys of `files`) replace the method's entry in `METHODS` and the Multi30k files of those splits (round
-    two)."""
+    two); ``predict=False`` leaves out the Trainer's test pass (and the test files)."""
     r, (overrides, target_trees, _) = args.recipe, spec or METHODS[method]
     data = Path(args.data)
-    argv = ["--output_dir", str(out), "--do_train", "--do_eval", "--do_predict",
+    argv = ["--output_dir", str(out), "--do_train", "--do_eval", *(["--do_predict"] if predict else []),
             "--source_lang", "en", "--target_lang", "de", "--tokenizer_name", str(tokenizer)]  # fmt: skip
-    for split, name in (("train", "train"), ("validation", "val"), ("test", "test_2016_flickr")):
+    splits = (("train", "train"), ("validation", "val"), ("test", "test_2016_flickr"))
+    for split, name in splits if predict else splits[:2]:
         f = (split_files or {}).get(split) or files(data, name)
         argv += [f"--{split}_source_conllu", str(f["src_conllu"]), f"--{split}_target_file", str(f["tgt"])]
         if target_trees:

@@ -198,3 +198,28 @@ def test_bucket_deltas_pool_seeds_and_test_sets_per_source_length():
     expected = (sacrebleu.corpus_bleu(long_refs * 2, [long_refs * 2]).score
                 - sacrebleu.corpus_bleu(long_wrong * 2, [long_refs * 2]).score)  # fmt: skip
     assert out[1]["count"] == 4 and out[1]["delta"] == pytest.approx(expected)
+
+
+def test_translate_by_length_batches_longest_first_and_returns_the_sources_order():
+    calls = []
+
+    def pipe(sentences, batch_size, num_beams):  # a pipeline that echoes, recording the order it was given
+        calls.append((list(sentences), batch_size, num_beams))
+        return [{"translation_text": f" <{s}> "} for s in sentences]
+
+    sources = ["a b", "a b c d e", "a", "a b c", ""]
+    assert r2.translate_by_length(pipe, sources, 2, num_beams=4) == [f"<{s}>" for s in sources]
+    ((given, batch_size, beams),) = calls
+    assert given == ["a b c d e", "a b c", "a b", "a", ""] and (batch_size, beams) == (2, 4)
+
+
+def test_the_long_setting_has_no_trainer_test_pass_and_the_others_keep_it(tmp_path):
+    import multi30k_study as round_one
+
+    args = SimpleNamespace(recipe={**round_one.RECIPE, "bf16": False}, data=str(tmp_path))
+    f = {k: tmp_path / f"{k}.txt" for k in ("src", "tgt", "src_conllu", "tgt_conllu")}
+    splits = {"train": f, "validation": f}
+    argv = round_one.train_argv(args, "vanilla", 0, tmp_path, tmp_path, "cpu", split_files=splits, predict=False)
+    assert "--do_predict" not in argv and not any(a.startswith("--test_") for a in argv)
+    argv = round_one.train_argv(args, "vanilla", 0, tmp_path, tmp_path, "cpu", split_files={**splits, "test": f})
+    assert "--do_predict" in argv and "--test_source_conllu" in argv
