@@ -223,7 +223,7 @@ def train_argv(args, method: str, seed: int, out: Path, tokenizer: Path, device:
         argv.append("--bf16")
     if r["max_train"]:
         argv += ["--max_train_samples", str(r["max_train"])]
-    if r["max_test"]:
+    if r["max_test"] and predict:
         argv += ["--max_predict_samples", str(r["max_test"])]
     if overrides is None:
         argv += ["--vanilla_marian", "--label_smoothing_factor", str(r["label_smoothing"])]  # the Trainer's smoother

@@ -211,26 +211,16 @@ def translate_test_sets(model_dir: Path, args, setting: str) -> dict[str, list[s
     from transformers import pipeline
 
     from hf_syntax_mt.data.parsers import get_parser
+    from hf_syntax_mt.inference import translate_lines
 
     out = {}
     for name in TEST_SETS[setting]:
         f = test_files(args, setting, name)
         sources = f["src"].read_text(encoding="utf-8").split("\n")[:-1][: args.recipe["max_test"] or None]
         pipe = pipeline("syntax-translation", model=str(model_dir), parser=get_parser("conllu", path=f["src_conllu"]))
-        out[name] = translate_by_length(pipe, sources, args.eval_batch_size, num_beams=args.recipe["num_beams"])
-    return out
-
-
-def translate_by_length(pipe, sources: list[str], batch_size: int, **generate_kwargs) -> list[str]:
-    """`pipe` over `sources` in batches of similar length (longest first), returned in the sources' order: a batch
-    pads to its longest sentence and beam search runs until its longest hypothesis ends, so mixing a 100-word
-    debate sentence with 5-word replies makes the whole batch pay for the long one. Each sentence's translation is
-    its own (padding is masked); only the float rounding of differently sized matrix products can differ."""
-    order = sorted(range(len(sources)), key=lambda i: -len(sources[i]))
-    results = pipe([sources[i] for i in order], batch_size=batch_size, **generate_kwargs)
-    out = [""] * len(sources)
-    for i, result in zip(order, results, strict=True):
-        out[i] = result["translation_text"].strip()
+        hyps = translate_lines(pipe, sources, batch_size=args.eval_batch_size, progress=False,
+                               num_beams=args.recipe["num_beams"])  # batched longest first  # fmt: skip
+        out[name] = [h.strip() for h in hyps]
     return out
 
 
@@ -308,8 +298,9 @@ def run_unit(args, setting: str, method: str, seed: int, device: str) -> Path:
         (runs / f"{name}.{test_set}.txt").write_text(text, encoding="utf-8")
         tests[test_set] = {**corpus_scores(hyps, refs), "buckets": bucket_scores(lengths, hyps, refs),
                            "hypotheses_sha256": hashlib.sha256(text.encode()).hexdigest()}  # fmt: skip
-    generations = out / "test_generations.txt"
-    trainer_test = generations.read_text(encoding="utf-8").split("\n")[:-1] if "test" in splits else None
+    trainer_test = None
+    if "test" in splits:
+        trainer_test = (out / "test_generations.txt").read_text(encoding="utf-8").split("\n")[:-1]
     first_test = TEST_SETS[setting][0]  # the Trainer's test set (test_2016_flickr, iwslt17.test)
     minutes = info.get("train_seconds", info["train_runtime"] or 0.0) / 60
     record = {

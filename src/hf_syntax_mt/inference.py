@@ -45,7 +45,8 @@ def translate_lines(
             place of its document's own (e.g. `hf_syntax_mt.evaluation.pronouns.random_contexts`: another
             document's sentences, Li et al. 2020's check that a model reads its context); lines are then translated
             one by one, and lines outside ``documents`` stay empty.
-        batch_size: sentences per `generate()` call.
+        batch_size: sentences per `generate()` call; sentences translated one by one are batched longest first
+            (the output keeps the input's order).
         chunk_sentences: sentences per pipeline call (whole documents are never split; default `8 * batch_size`).
         progress: show a tqdm bar on stderr (default: when there are `PROGRESS_MIN_SENTENCES` sentences or more).
         generate_kwargs: passed to the pipeline (`num_beams`, `max_new_tokens`, ...).
@@ -67,6 +68,8 @@ def translate_lines(
     with_context = bool(contexts is None and use_context and documents is not None and k)
     if not with_context:
         spans = [(i, i + 1) for start, end in spans for i in range(start, end)]
+        # longest first, so that a batch pads to (and beam search runs for) sentences of about its own length
+        spans.sort(key=lambda span: -len(lines[span[0]]))
     chunk_sentences = chunk_sentences or 8 * batch_size
     total = sum(end - start for start, end in spans)
     show = total >= PROGRESS_MIN_SENTENCES if progress is None else progress

@@ -200,19 +200,6 @@ def test_bucket_deltas_pool_seeds_and_test_sets_per_source_length():
     assert out[1]["count"] == 4 and out[1]["delta"] == pytest.approx(expected)
 
 
-def test_translate_by_length_batches_longest_first_and_returns_the_sources_order():
-    calls = []
-
-    def pipe(sentences, batch_size, num_beams):  # a pipeline that echoes, recording the order it was given
-        calls.append((list(sentences), batch_size, num_beams))
-        return [{"translation_text": f" <{s}> "} for s in sentences]
-
-    sources = ["a b", "a b c d e", "a", "a b c", ""]
-    assert r2.translate_by_length(pipe, sources, 2, num_beams=4) == [f"<{s}>" for s in sources]
-    ((given, batch_size, beams),) = calls
-    assert given == ["a b c d e", "a b c", "a b", "a", ""] and (batch_size, beams) == (2, 4)
-
-
 def test_the_long_setting_has_no_trainer_test_pass_and_the_others_keep_it(tmp_path):
     import multi30k_study as round_one
 

@@ -204,3 +204,18 @@ def test_random_context_refuses_what_it_cannot_do(context_model, sentence_model,
     with pytest.raises(SystemExit, match="no document context"):
         translate(sentence_model, tmp_path, "--input", src, "--docids", str(tmp_path / "in.docid"),
                   "--random-context", "0")  # fmt: skip
+
+
+def test_sentences_are_batched_longest_first_and_come_back_in_input_order():
+    from types import SimpleNamespace
+
+    calls = []
+
+    def pipe(sentences, batch_size, **kwargs):  # echoes, recording what each pipeline call was given
+        calls.append(list(sentences))
+        return [{"translation_text": f"<{s}>"} for s in sentences]
+
+    pipe.model = SimpleNamespace(config=SimpleNamespace(context_sentences=0))
+    lines = ["a b", "a b c d e", "", "a", "a b c d", "a b c"]
+    assert translate_lines(pipe, lines, batch_size=1, chunk_sentences=2, progress=False) == [f"<{s}>" for s in lines]
+    assert calls == [["a b c d e", "a b c d"], ["a b c", "a b"], ["a", ""]]
