@@ -273,6 +273,81 @@ def test_paired_bootstrap_equals_a_direct_computation():
     assert same["bleu"]["p_value"] == pytest.approx(1.0)
 
 
+def _direct_length_gap(base, system, refs, lengths, short_max, long_min, n_samples, seed):
+    """The stratified bootstrap of `length_gain_gap` written out with sacrebleu's functional API: the same draws
+    (short group first, then long), each resample scored by `corpus_bleu` on the drawn sentences."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+
+    def delta(idx):
+        r = [[refs[i] for i in idx]]
+        return (sacrebleu.corpus_bleu([system[i] for i in idx], r).score
+                - sacrebleu.corpus_bleu([base[i] for i in idx], r).score)  # fmt: skip
+
+    groups = {"short": [i for i, n in enumerate(lengths) if n <= short_max],
+              "long": [i for i, n in enumerate(lengths) if n >= long_min]}  # fmt: skip
+    draws = {k: np.asarray(g)[rng.integers(0, len(g), (n_samples, len(g)))] for k, g in groups.items()}
+    gaps = np.array([delta(lo) - delta(sh) for sh, lo in zip(draws["short"], draws["long"], strict=True)])
+    gap = delta(groups["long"]) - delta(groups["short"])
+    p = (np.sum(np.abs(gaps - gaps.mean()) >= abs(gap)) + 1) / (n_samples + 1)
+    return gap, [np.percentile(gaps, 2.5), np.percentile(gaps, 97.5)], p
+
+
+def test_length_gain_gap_equals_a_direct_stratified_bootstrap():
+    """A system that equals the baseline on short sources and beats it on long ones: a positive gap, every figure
+    equal to the bootstrap written out with sacrebleu's public API, and the group deltas equal to corpus BLEU on
+    each group."""
+    from hf_syntax_mt.evaluation import length_gain_gap
+
+    long_refs = [" ".join(f"w{i}" for i in range(n)) + " ." for n in (32, 35, 40, 45)]
+    long_base = [" ".join(r.split()[: len(r.split()) // 2]) for r in long_refs]  # half of each reference
+    refs = REFS + long_refs
+    system = HYPS + long_refs[:3] + [long_base[3]]
+    base = HYPS[:1] + REFS[1:2] + HYPS[2:] + long_base
+    lengths = [6, 12, 2, 15, 2, 11, 33, 36, 41, 47]
+    out = length_gain_gap(base, system, refs, lengths, short_max=10, long_min=31, n_samples=40, seed=5)
+    short = [0, 2, 4]
+    assert out["short"]["count"] == 3 and out["long"]["count"] == 4
+    assert out["short"]["delta"] == pytest.approx(
+        sacrebleu.corpus_bleu([system[i] for i in short], [[refs[i] for i in short]]).score
+        - sacrebleu.corpus_bleu([base[i] for i in short], [[refs[i] for i in short]]).score
+    )
+    assert out["long"]["delta"] == pytest.approx(
+        sacrebleu.corpus_bleu(system[6:], [long_refs]).score - sacrebleu.corpus_bleu(long_base, [long_refs]).score
+    )
+    gap, ci, p = _direct_length_gap(base, system, refs, lengths, 10, 31, 40, 5)
+    assert out["gap"] == pytest.approx(gap) and out["gap"] > 20
+    assert out["ci"] == pytest.approx(ci) and out["p_value"] == pytest.approx(p)
+    # the same outputs: no gap, p 1
+    same = length_gain_gap(system, system, refs, lengths, n_samples=10)
+    assert same["gap"] == 0 and same["p_value"] == 1.0
+    # two seeds that translated alike, with each source sentence one cluster: every figure as for one copy (the
+    # statistics of a cluster are twice one sentence's, and BLEU does not change when every count doubles) ...
+    keys = [("test", i) for i in range(len(refs))] * 2
+    twice = length_gain_gap(base * 2, system * 2, refs * 2, lengths * 2, clusters=keys, n_samples=40, seed=5)
+    assert twice["gap"] == pytest.approx(out["gap"]) and twice["ci"] == pytest.approx(out["ci"])
+    assert twice["p_value"] == pytest.approx(out["p_value"]) and twice["long"]["count"] == 8
+    assert twice["long"]["clusters"] == 4
+    # ... while counting each copy as its own sentence makes the interval narrower than it is
+    naive = length_gain_gap(base * 2, system * 2, refs * 2, lengths * 2, n_samples=200, seed=5)
+    clustered = length_gain_gap(base * 2, system * 2, refs * 2, lengths * 2, clusters=keys, n_samples=200, seed=5)
+    assert naive["ci"][1] - naive["ci"][0] < clustered["ci"][1] - clustered["ci"][0]
+
+
+def test_length_gain_gap_names_what_is_missing():
+    from hf_syntax_mt.evaluation import length_gain_gap
+
+    with pytest.raises(ValueError, match="no long sources"):
+        length_gain_gap(HYPS, HYPS, REFS, SOURCE_LENGTHS, long_min=50)
+    with pytest.raises(ValueError, match="short_max < long_min"):
+        length_gain_gap(HYPS, HYPS, REFS, SOURCE_LENGTHS, short_max=31, long_min=31)
+    with pytest.raises(ValueError, match="source lengths"):
+        length_gain_gap(HYPS, HYPS, REFS, SOURCE_LENGTHS[:-1])
+    with pytest.raises(ValueError, match="cluster 'a' has sentences on both sides"):
+        length_gain_gap(HYPS, HYPS, REFS, [2, 2, 2, 35, 35, 35], clusters=["a", "a", "b", "a", "c", "c"])
+
+
 @pytest.mark.parametrize("seed", [0, -1, 1.5])
 def test_paired_bootstrap_rejects_unusable_seeds(seed):
     from hf_syntax_mt.evaluation import paired_bootstrap

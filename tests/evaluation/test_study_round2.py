@@ -176,6 +176,7 @@ def test_the_aggregate_tests_each_seed_against_vanilla_and_pools_the_seeds(tmp_p
     )
     bucket_row = text.split("ΔBLEU against vanilla by source length")[1].split("| pascal | ")[1].splitlines()[0]
     assert bucket_row.startswith(f"{by_length:+.2f} (") and "n=32)" in bucket_row
+    assert "- pascal: not measurable (no long sources (>= 31 words) among the 32 sentences)" in text
     # a truncated unit file stops the aggregate with its name
     (results / "runs" / "full-pascal-seed1.json").write_text('{"unit": "full-pascal-seed1", "tests"')
     with pytest.raises(SystemExit, match="full-pascal-seed1.json"):
@@ -198,6 +199,10 @@ def test_bucket_deltas_pool_seeds_and_test_sets_per_source_length():
     expected = (sacrebleu.corpus_bleu(long_refs * 2, [long_refs * 2]).score
                 - sacrebleu.corpus_bleu(long_wrong * 2, [long_refs * 2]).score)  # fmt: skip
     assert out[1]["count"] == 4 and out[1]["delta"] == pytest.approx(expected)
+    # the gain-grows-with-length line: long minus short over the same pooled pairs (short: Δ 0)
+    line = r2.length_gap([(base, system, refs, lengths), (base, system, refs, lengths)], ["t", "t"], samples=20)
+    assert line.startswith(f"{expected:+.2f} [")
+    assert f"31+: {expected:+.2f}, 2 sentences, n=4; 1-10: +0.00, 2 sentences, n=4" in line
 
 
 def test_the_long_setting_has_no_trainer_test_pass_and_the_others_keep_it(tmp_path):
