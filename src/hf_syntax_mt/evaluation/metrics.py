@@ -294,6 +294,13 @@ def corpus_ribes(
 # ----------------------------------------------------------------------------------------------------------------
 # Paired bootstrap resampling (sacrebleu's implementation)
 # ----------------------------------------------------------------------------------------------------------------
+def _check_bootstrap(n_samples: int, seed: int) -> None:
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 1:
+        raise ValueError(f"seed={seed!r} must be a positive int (sacrebleu treats 0 as unseeded)")
+    if n_samples < 1:
+        raise ValueError(f"n_samples={n_samples} must be >= 1")
+
+
 def paired_bootstrap(
     baseline: Sequence[str],
     system: Sequence[str],
@@ -321,10 +328,7 @@ def paired_bootstrap(
 
     _check_inputs(baseline, references)
     _check_inputs(system, references)
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 1:
-        raise ValueError(f"seed={seed!r} must be a positive int (sacrebleu treats 0 as unseeded)")
-    if n_samples < 1:
-        raise ValueError(f"n_samples={n_samples} must be >= 1")
+    _check_bootstrap(n_samples, seed)
     previous = os.environ.get("SACREBLEU_SEED")
     os.environ["SACREBLEU_SEED"] = str(seed)  # PairedTest reads its seed from the environment
     try:
@@ -396,8 +400,7 @@ def length_gain_gap(
             raise ValueError(f"got {len(values)} {name} but {len(references)} references; they must be aligned")
     if not 0 <= short_max < long_min:
         raise ValueError(f"need 0 <= short_max < long_min, got short_max={short_max}, long_min={long_min}")
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 1 or n_samples < 1:
-        raise ValueError(f"need a positive int seed and n_samples >= 1, got seed={seed!r}, n_samples={n_samples}")
+    _check_bootstrap(n_samples, seed)
     lengths = np.asarray(source_word_lengths)
     group = np.where(lengths <= short_max, 0, np.where(lengths >= long_min, 1, -1))  # (N,) short 0, long 1, else -1
     keys = list(range(len(lengths))) if clusters is None else list(clusters)
