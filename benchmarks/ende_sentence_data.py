@@ -58,18 +58,20 @@ DEFAULT_CACHE = ROOT / "runs" / "ende_sentence_data"
 
 @dataclass(frozen=True)
 class Part:
-    """One corpus: English source, German target, document ids (None: each line its own document) and English
-    parses (None: parsed here), as paths relative to the data directory."""
+    """One corpus: English source, German target, document ids (None: each line its own document), English parses
+    and German parses (None: parsed here), as paths relative to the data directory."""
 
     name: str
     source: str
     target: str
     docid: str | None = None
     parses: str | None = None
+    target_parses: str | None = None
 
 
 TRAIN_PARTS = (
-    Part("multi30k.train", "multi30k/train.en", "multi30k/train.de", None, "multi30k-parsed/train.en.conllu.gz"),
+    Part("multi30k.train", "multi30k/train.en", "multi30k/train.de", None, "multi30k-parsed/train.en.conllu.gz",
+         "multi30k-parsed/train.de.conllu.gz"),
     Part("iwslt17.dev", "docnmt-en-de/iwslt17.dev.en", "docnmt-en-de/iwslt17.dev.de", "docnmt-en-de/iwslt17.dev.docid"),
     Part("europarl7.dev", "docnmt-en-de/europarl7.dev.en", "docnmt-en-de/europarl7.dev.de",
          "docnmt-en-de/europarl7.dev.docid"),
@@ -88,6 +90,9 @@ EVAL_SETS = {
 }  # fmt: skip
 TEST_SETS = ("iwslt17.test", "europarl7.test", "bcontrast.test")
 VALIDATION_SET = "newstest2015"
+#: the sets whose German side `build_german` parses (what a model trained on target trees reads)
+GERMAN_SETS = ("train", VALIDATION_SET)
+GERMAN_VERSION = 1
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -113,7 +118,7 @@ def read_part(data: Path, part: Part) -> dict:
     """The part's ``source``, ``target`` and ``docid`` lines (and ``parses`` when it has a CoNLL-U file), checked:
     the files must have the same number of lines and each parse's ``# text`` must be its source line; errors name
     the files and the first line that has no counterpart or differs."""
-    from hf_syntax_mt.data.readers import read_conllu, read_doc_ids
+    from hf_syntax_mt.data.readers import read_doc_ids
 
     paths = {"source": data / part.source, "target": data / part.target}
     if part.docid:
@@ -135,16 +140,22 @@ def read_part(data: Path, part: Part) -> dict:
     else:
         rows["docid"] = [f"{part.name}.l{k:06d}" for k in range(1, n + 1)]
     if part.parses:
-        path = data / part.parses
-        parses = read_conllu(path)
-        if len(parses) != n:
-            raise ValueError(f"{part.name}: {path} has {len(parses)} sentences but {paths['source']} has {n} lines")
-        for k, (parse, line) in enumerate(zip(parses, rows["source"], strict=True), start=1):
-            if parse.text != line:
-                raise ValueError(f"{part.name}: sentence {k} of {path} has the text {parse.text!r} but line {k} of "
-                                 f"{paths['source']} is {line!r}: the parses are not of this file")  # fmt: skip
-        rows["parses"] = parses
+        rows["parses"] = checked_parses(part.name, data / part.parses, rows["source"], paths["source"])
     return rows
+
+
+def checked_parses(name: str, path: Path, lines: list[str], lines_path: Path) -> list:
+    """The CoNLL-U file ``path``'s sentences, one per line of ``lines`` (read from ``lines_path``) with its text."""
+    from hf_syntax_mt.data.readers import read_conllu
+
+    parses = read_conllu(path)
+    if len(parses) != len(lines):
+        raise ValueError(f"{name}: {path} has {len(parses)} sentences but {lines_path} has {len(lines)} lines")
+    for k, (parse, line) in enumerate(zip(parses, lines, strict=True), start=1):
+        if parse.text != line:
+            raise ValueError(f"{name}: sentence {k} of {path} has the text {parse.text!r} but line {k} of "
+                             f"{lines_path} is {line!r}: the parses are not of this file")  # fmt: skip
+    return parses
 
 
 def input_files(data: Path, parts) -> dict[str, dict]:
@@ -227,11 +238,14 @@ def _output_intact(cache: Path, outputs: dict) -> bool:
 
 
 def file_paths(cache: Path) -> dict[str, dict[str, Path]]:
-    """``{"train" | <evaluation set>: {"en", "de", "docid", "conllu"}}`` paths in ``cache``."""
+    """``{"train" | <evaluation set>: {"en", "de", "docid", "conllu"}}`` paths in ``cache``, and ``"de_conllu"``
+    (the German parses `build_german` writes) for the training and validation sets."""
     out = {}
     for name in ("train", *EVAL_SETS):
         out[name] = {k: cache / f"{name}.{k}" for k in ("en", "de", "docid")}
         out[name]["conllu"] = cache / f"{name}.en.conllu.gz"
+    for name in GERMAN_SETS:
+        out[name]["de_conllu"] = cache / f"{name}.de.conllu.gz"
     out["train"]["part"] = cache / "train.part"
     return out
 
@@ -337,6 +351,85 @@ def build(data: str | Path = DATA, cache: str | Path = DEFAULT_CACHE, parser=Non
     }  # fmt: skip
     manifest_path.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return {**manifest, "skipped": False, "files": file_paths(cache)}
+
+
+def build_german(data: str | Path = DATA, cache: str | Path = DEFAULT_CACHE, parser=None, force: bool = False,
+                 progress: bool = False, english_parser=None) -> dict:  # fmt: skip
+    """The German sides of the training and validation sets, parsed (issue 26: DBSA+sync learns target trees), into
+    ``cache`` beside `build`'s files (which it builds or checks first): ``train.de.conllu.gz`` and
+    ``newstest2015.de.conllu.gz``, one block per line of ``train.de`` / ``newstest2015.de``.
+
+    Multi30k's part takes multi30k-parsed's German trees (checked line by line, as its English ones); every other
+    line is parsed by ``parser`` (default: multi30k-parsed's German parser rebuilt by `german_parser.ensure`, trained
+    once, about 18 CPU minutes), identical lines once. ``manifest.de.json`` records the parser's signature and the
+    sha256 of its inputs; a rebuild is skipped when they and the outputs are unchanged. ``english_parser`` is
+    `build`'s ``parser``.
+
+    Returns:
+        that manifest, with ``"skipped"`` and ``"files"`` (:func:`file_paths`).
+    """
+    from hf_syntax_mt.data.parsers import SpacyParser
+
+    data, cache = Path(data), Path(cache)
+    english = build(data, cache, parser=english_parser, progress=progress)
+    if parser is None:
+        import german_parser
+
+        parser = SpacyParser(str(german_parser.ensure(data, progress=progress)), exclude=[])
+    signature = parser.signature()
+    inputs = {f"{name}.de": english["outputs"][f"{name}.de"]["sha256"] for name in GERMAN_SETS}
+    for part in TRAIN_PARTS:
+        if part.target_parses:
+            inputs[part.target_parses] = sha256_file(data / part.target_parses)
+    manifest_path = cache / "manifest.de.json"
+    if manifest_path.is_file() and not force:
+        old = json.loads(manifest_path.read_text(encoding="utf-8"))
+        same = old.get("version") == GERMAN_VERSION and old.get("parser") == signature and old.get("inputs") == inputs
+        if same and _output_intact(cache, old.get("outputs", {})):
+            return {**old, "skipped": True, "files": file_paths(cache)}
+    start = time.perf_counter()
+    manifest_path.unlink(missing_ok=True)
+    # the training set's German lines, part by part, with the rule of `build` (pairs with an empty side dropped)
+    lines, parses, ids = [], [], []
+    for part in TRAIN_PARTS:
+        rows = read_part(data, part)
+        given = None
+        if part.target_parses:
+            given = checked_parses(part.name, data / part.target_parses, rows["target"], data / part.target)
+        for k, (src, tgt) in enumerate(zip(rows["source"], rows["target"], strict=True)):
+            if src.strip() and tgt.strip():
+                lines.append(tgt)
+                parses.append(given[k] if given else None)
+                ids.append(f"{part.name}-{k + 1}")
+    files = file_paths(cache)
+    built = _lines(files["train"]["de"])
+    if built != lines:
+        raise ValueError(f"{files['train']['de']} is not the German side of the training parts in {data}: rebuild it "
+                         "with python benchmarks/ende_sentence_data.py --force")  # fmt: skip
+    validation = _lines(files[VALIDATION_SET]["de"])
+    todo = [i for i, p in enumerate(parses) if p is None]
+    texts = [lines[i] for i in todo] + validation
+    if progress:
+        print(f"parsing {len(texts):,} German lines with {signature}", flush=True)
+    parse_start = time.perf_counter()
+    parsed, split = parse_lines(parser, texts, progress=progress)
+    for i, parse in zip(todo, parsed, strict=False):
+        parses[i] = parse
+    outputs = {
+        "train.de.conllu.gz": _write(cache / "train.de.conllu.gz", _conllu(parses, ids)),
+        f"{VALIDATION_SET}.de.conllu.gz": _write(
+            cache / f"{VALIDATION_SET}.de.conllu.gz",
+            _conllu(parsed[len(todo) :], [f"{VALIDATION_SET}-{k}" for k in range(1, len(validation) + 1)]),
+        ),
+    }
+    manifest = {
+        "version": GERMAN_VERSION, "parser": signature, "inputs": inputs, "outputs": outputs,
+        "parsed_lines": len(texts), "parsed_distinct_lines": len(set(texts)), "lines_split_by_parser": split,
+        "from_multi30k_parsed": len(lines) - len(todo), "parse_seconds": round(time.perf_counter() - parse_start, 1),
+        "build_seconds": round(time.perf_counter() - start, 1),
+    }  # fmt: skip
+    manifest_path.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    return {**manifest, "skipped": False, "files": files}
 
 
 def main(argv=None) -> int:

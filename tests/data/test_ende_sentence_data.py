@@ -179,3 +179,52 @@ def test_spacy_gives_one_tree_per_line_even_for_two_sentences():
     assert parses[1].words == ["Two", "spaces", "here", "."]  # whitespace tokens dropped
     block = format_conllu(parses[1], "x-1")
     assert block.splitlines()[1] == "# text =   Two  spaces here ."
+
+
+def _german_parses(data: Path) -> None:
+    """multi30k-parsed's German trees of the two captions, with `nsubj` (which the stub parser never produces)."""
+    parses = [ParsedSentence(s.split(), [2, 3, 0, 3], ["det", "nsubj", "root", "punct"], ["DET", "NOUN", "VERB", "PUNCT"],
+                             text=s) for s in M30K_DE]  # fmt: skip
+    with gzip.open(data / "multi30k-parsed" / "train.de.conllu.gz", "wt", encoding="utf-8") as f:
+        f.write("".join(format_conllu(p, f"train-{k}") for k, p in enumerate(parses, start=1)))
+
+
+def test_german_trees_come_from_multi30k_parsed_for_its_part_and_from_the_parser_for_the_rest(data, tmp_path):
+    _german_parses(data)
+    cache, parser = tmp_path / "cache", StubParser("de")
+    result = builder.build_german(data, cache, parser=parser, english_parser=StubParser())
+    files = result["files"]
+    german = read_lines(files["train"]["de"])
+    trees = read_conllu(files["train"]["de_conllu"])
+    # one tree per German training line, with that line as its text; Multi30k's two from the file, the rest parsed
+    assert [t.text for t in trees] == german and len(german) == 9
+    assert [t.deprels for t in trees[:2]] == [["det", "nsubj", "root", "punct"]] * 2
+    assert all(set(t.deprels) <= {"root", "dep"} for t in trees[2:])
+    validation = read_conllu(files["newstest2015"]["de_conllu"])
+    assert [t.text for t in validation] == ["newstest2015 deutscher Satz 0 ."]
+    parsed = [t for call in parser.calls for t in call]
+    assert not set(M30K_DE) & set(parsed) and len(parsed) == len(set(parsed)) == 8  # 7 training lines + validation
+    assert result["from_multi30k_parsed"] == 2 and result["parser"] == "stub-de"
+    # skipped when nothing changed; another parser parses again; a changed German training line too
+    again = StubParser("de")
+    assert builder.build_german(data, cache, parser=again, english_parser=StubParser())["skipped"] and not again.calls
+    assert not builder.build_german(data, cache, parser=StubParser("de2"), english_parser=StubParser())["skipped"]
+    _write(data / "bcontrast-en-de" / "train.de", ["Chat neu .", "Chat train 1 auf Deutsch .", "Chat train 2 ."])
+    changed = builder.build_german(data, cache, parser=StubParser("de2"), english_parser=StubParser())
+    assert not changed["skipped"] and read_conllu(files["train"]["de_conllu"])[6].text == "Chat neu ."
+
+
+def test_german_trees_of_another_file_and_a_stale_cache_are_refused(data, tmp_path, monkeypatch):
+    _german_parses(data)
+    cache = tmp_path / "cache"
+    builder.build(data, cache, parser=StubParser())
+    with monkeypatch.context() as m:
+        # a cache whose train.de is not what the parts give now (`build` would rebuild it; this one trusts the disk)
+        (cache / "train.de").write_text("stale\n", encoding="utf-8")
+        m.setattr(builder, "build", lambda *a, **k: json.loads((cache / "manifest.json").read_text()))
+        with pytest.raises(ValueError, match=r"train\.de is not the German side of the training parts"):
+            builder.build_german(data, cache, parser=StubParser("de"))
+    _write(data / "multi30k" / "train.de", ["Ein Hund rennt .", "Zwei Frauen sitzen ."])
+    with pytest.raises(ValueError, match=r"sentence 2 of .*train\.de\.conllu\.gz has the text 'Zwei Männer sitzen \.' "
+                                         r"but line 2 of .*train\.de is 'Zwei Frauen sitzen \.'"):  # fmt: skip
+        builder.build_german(data, cache, parser=StubParser("de"), english_parser=StubParser())

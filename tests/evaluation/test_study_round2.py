@@ -20,17 +20,16 @@ import study_round2 as r2  # noqa: E402
 
 
 def test_every_planned_unit_name_round_trips_and_bad_names_are_refused():
-    # 4 methods x 3 seeds in the two Multi30k settings, vanilla and PASCAL x 3 seeds on long sentences: 33 units
-    assert (
-        len(r2.PLAN) == len(set(r2.PLAN)) == 2 * len(r2.METHODS) * len(r2.SEEDS) + len(r2.LONG_METHODS) * len(r2.SEEDS)
-    )
+    # 4 methods x 3 seeds in the two Multi30k settings, vanilla, PASCAL and DBSA+sync x 3 seeds on long sentences
+    assert len(r2.PLAN) == len(set(r2.PLAN)) == 33
+    assert {m for s, m, _ in r2.PLAN if s == "long"} == {"vanilla", "pascal", "dbsa_sync_full"}
     for unit in r2.PLAN:
         assert r2.parse_unit(r2.unit_name(*unit)) == unit
     for bad in ("full-vanilla", "huge-vanilla-seed0", "full-lisa-seed0", "full-vanilla-seedX"):
         with pytest.raises(SystemExit, match="SETTING-METHOD-seedK"):
             r2.parse_unit(bad)
-    with pytest.raises(SystemExit, match="German target trees"):
-        r2.parse_unit("long-dbsa_sync_full-seed0")
+    with pytest.raises(SystemExit, match="the long setting runs"):
+        r2.parse_unit("long-alignment-seed0")
     # vanilla comes before every other method of its (setting, seed), so each paired test can be made when it finishes
     for k, (setting, method, seed) in enumerate(r2.PLAN):
         assert ("vanilla" if method == "vanilla" else (setting, "vanilla", seed)) in ("vanilla", *r2.PLAN[:k])
@@ -215,3 +214,27 @@ def test_the_long_setting_has_no_trainer_test_pass_and_the_others_keep_it(tmp_pa
     assert "--do_predict" not in argv and not any(a.startswith("--test_") for a in argv)
     argv = round_one.train_argv(args, "vanilla", 0, tmp_path, tmp_path, "cpu", split_files={**splits, "test": f})
     assert "--do_predict" in argv and "--test_source_conllu" in argv
+
+
+def test_the_long_setting_gives_dbsa_the_german_trees_of_training_and_validation(tmp_path, monkeypatch):
+    import ende_sentence_data as ende
+
+    calls = []
+    monkeypatch.setattr(ende, "build", lambda data, cache, **k: calls.append("en"))
+    monkeypatch.setattr(ende, "build_german", lambda data, cache, **k: calls.append("de"))
+    args = SimpleNamespace(ende_cache=str(tmp_path), data=str(tmp_path))
+    plain = r2.long_files(args)
+    assert calls == ["en"] and all("tgt_conllu" not in f for f in plain.values())
+    trees = r2.long_files(args, target_trees=True)
+    assert calls == ["en", "en", "de"]
+    assert trees["train"]["tgt_conllu"] == tmp_path / "train.de.conllu.gz"
+    assert trees["validation"]["tgt_conllu"] == tmp_path / "newstest2015.de.conllu.gz"
+    assert "tgt_conllu" not in trees["iwslt17.test"]  # test sets are translated from the source alone
+    import multi30k_study as round_one
+
+    recipe = SimpleNamespace(recipe={**round_one.RECIPE, "bf16": False}, data=str(tmp_path))
+    splits = {k: trees[k] for k in ("train", "validation")}
+    argv = round_one.train_argv(recipe, "dbsa_sync_full", 0, tmp_path, tmp_path, "cpu", spec=r2.METHODS["dbsa_sync_full"],
+                                split_files=splits, predict=False)  # fmt: skip
+    assert argv[argv.index("--train_target_conllu") + 1] == str(tmp_path / "train.de.conllu.gz")
+    assert argv[argv.index("--validation_target_conllu") + 1] == str(tmp_path / "newstest2015.de.conllu.gz")
