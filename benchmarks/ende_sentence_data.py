@@ -361,7 +361,7 @@ def build_german(data: str | Path = DATA, cache: str | Path = DEFAULT_CACHE, par
 
     Multi30k's part takes multi30k-parsed's German trees (checked line by line, as its English ones); every other
     line is parsed by ``parser`` (default: multi30k-parsed's German parser rebuilt by `german_parser.ensure`, trained
-    once, about 18 CPU minutes), identical lines once. ``manifest.de.json`` records the parser's signature and the
+    once, 13-18 CPU minutes), identical lines once. ``manifest.de.json`` records the parser's signature and the
     sha256 of its inputs; a rebuild is skipped when they and the outputs are unchanged. ``english_parser`` is
     `build`'s ``parser``.
 

@@ -185,7 +185,7 @@ def long_files(args, build: bool = True, target_trees: bool = False) -> dict[str
     """The shared en-de sentence-level data (`ende_sentence_data`, issue 27's step 1 trains on it too): split -> the
     keys of `round_one.files`; ``build`` builds or checks the cache first (a few minutes once); ``target_trees`` adds
     the German parses of the training and validation sets (`build_german`: the German parser is trained first if
-    missing, about 18 CPU minutes once, then the German lines parsed, a few minutes)."""
+    missing, 13-18 CPU minutes once, then the German lines parsed, a few minutes)."""
     import ende_sentence_data as ende
 
     cache = Path(args.ende_cache)
