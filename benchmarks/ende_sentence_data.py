@@ -372,12 +372,15 @@ def build_german(data: str | Path = DATA, cache: str | Path = DEFAULT_CACHE, par
 
     data, cache = Path(data), Path(cache)
     english = build(data, cache, parser=english_parser, progress=progress)
+    inputs = {f"{name}.de": english["outputs"][f"{name}.de"]["sha256"] for name in GERMAN_SETS}
     if parser is None:
         import german_parser
 
-        parser = SpacyParser(str(german_parser.ensure(data, progress=progress)), exclude=[])
+        model = german_parser.ensure(data, progress=progress)
+        parser = SpacyParser(str(model), exclude=[])
+        # spaCy's signature names the pipeline ("de_pipeline-0.0.0" for any model trained this way): add its weights
+        inputs["german_parser_weights"] = german_parser.weight_hashes(model)
     signature = parser.signature()
-    inputs = {f"{name}.de": english["outputs"][f"{name}.de"]["sha256"] for name in GERMAN_SETS}
     for part in TRAIN_PARTS:
         if part.target_parses:
             inputs[part.target_parses] = sha256_file(data / part.target_parses)
