@@ -9,6 +9,7 @@ fast.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 import shutil
@@ -33,6 +34,15 @@ def read_lines(path: Path) -> list[str]:
     from hf_syntax_mt.data.readers import read_lines as read
 
     return read(path)
+
+
+def sha256_file(path: str | Path) -> str:
+    """The sha256 of a file's bytes, read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def write_json(path: str | Path, data: dict, indent: int = 2, newline: bool = False, **dumps) -> Path:

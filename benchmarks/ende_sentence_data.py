@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import json
 import os
 import sys
@@ -48,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py
-from common import DATA, ROOT
+from common import DATA, ROOT, sha256_file
 
 #: bump when the output changes for the same inputs (the manifest records it; a different version rebuilds)
 BUILDER_VERSION = 1
@@ -98,14 +97,6 @@ GERMAN_VERSION = 1
 # ------------------------------------------------------------------------------------------------------------------
 # Reading and checking
 # ------------------------------------------------------------------------------------------------------------------
-def sha256_file(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _lines(path: Path) -> list[str]:
     from hf_syntax_mt.data.readers import read_lines
 

@@ -29,7 +29,6 @@ parses Multi30k's 1,014 German validation captions exactly as multi30k-parsed do
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -39,7 +38,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, RESULTS, ROOT, write_json  # noqa: E402
+from common import DATA, RESULTS, ROOT, sha256_file, write_json  # noqa: E402
 
 DEFAULT_OUTPUT = ROOT / "runs" / "de_parser"
 #: treebank file -> (role, sha256 in multi30k-parsed's PROVENANCE and ud's PROVENANCE)
@@ -59,14 +58,6 @@ PROVENANCE_DEV = {"uas": 74.53, "las": 66.39, "pos": 89.42}
 #: `spacy train` is stopped (SIGINT, spaCy then saves model-last) after this many seconds; multi30k-parsed's run had
 #: 1,200 and stopped by itself (patience) after 1,074
 TRAIN_TIMEOUT = 1200
-
-
-def sha256_file(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def check_treebanks(data: Path, verify: bool = True) -> dict[str, str]:
