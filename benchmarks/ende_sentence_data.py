@@ -407,7 +407,7 @@ def build_german(data: str | Path = DATA, cache: str | Path = DEFAULT_CACHE, par
         print(f"parsing {len(texts):,} German lines with {signature}", flush=True)
     parse_start = time.perf_counter()
     parsed, split = parse_lines(parser, texts, progress=progress)
-    for i, parse in zip(todo, parsed, strict=False):
+    for i, parse in zip(todo, parsed[: len(todo)], strict=True):  # the rest of `parsed` is the validation set
         parses[i] = parse
     outputs = {
         "train.de.conllu.gz": _write(cache / "train.de.conllu.gz", _conllu(parses, ids)),
