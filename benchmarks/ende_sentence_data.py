@@ -351,8 +351,9 @@ def build_german(data: str | Path = DATA, cache: str | Path = DEFAULT_CACHE, par
     ``newstest2015.de.conllu.gz``, one block per line of ``train.de`` / ``newstest2015.de``.
 
     Multi30k's part takes multi30k-parsed's German trees (checked line by line, as its English ones); every other
-    line is parsed by ``parser`` (default: multi30k-parsed's German parser rebuilt by `german_parser.ensure`, trained
-    once, 13-18 CPU minutes), identical lines once. ``manifest.de.json`` records the parser's signature and the
+    line is parsed by ``parser`` (default: multi30k-parsed's German parser rebuilt by `german_parser.ensure` into
+    ``de_parser`` beside ``cache``, trained once, 13-18 CPU minutes, so a worktree sharing the cache shares the
+    parser too), identical lines once. ``manifest.de.json`` records the parser's signature and the
     sha256 of its inputs; a rebuild is skipped when they and the outputs are unchanged. ``english_parser`` is
     `build`'s ``parser``.
 
@@ -367,7 +368,7 @@ def build_german(data: str | Path = DATA, cache: str | Path = DEFAULT_CACHE, par
     if parser is None:
         import german_parser
 
-        model = german_parser.ensure(data, progress=progress)
+        model = german_parser.ensure(data, cache.parent / "de_parser", progress=progress)
         parser = SpacyParser(str(model), exclude=[])
         # spaCy's signature names the pipeline ("de_pipeline-0.0.0" for any model trained this way): add its weights
         inputs["german_parser_weights"] = german_parser.weight_hashes(model)

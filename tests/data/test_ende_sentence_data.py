@@ -228,3 +228,21 @@ def test_german_trees_of_another_file_and_a_stale_cache_are_refused(data, tmp_pa
     with pytest.raises(ValueError, match=r"sentence 2 of .*train\.de\.conllu\.gz has the text 'Zwei Männer sitzen \.' "
                                          r"but line 2 of .*train\.de is 'Zwei Frauen sitzen \.'"):  # fmt: skip
         builder.build_german(data, cache, parser=StubParser("de"), english_parser=StubParser())
+
+
+def test_the_default_german_parser_is_kept_beside_the_cache(data, tmp_path, monkeypatch):
+    import german_parser
+
+    _german_parses(data)
+    asked = []
+
+    def ensure(data_dir, output, progress=True):
+        asked.append(Path(output))
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(german_parser, "ensure", ensure)
+    with pytest.raises(RuntimeError, match="stop here"):
+        builder.build_german(data, tmp_path / "shared" / "ende", english_parser=StubParser())
+    assert asked == [tmp_path / "shared" / "de_parser"]
+    # the default cache keeps german_parser's own default
+    assert builder.DEFAULT_CACHE.parent / "de_parser" == german_parser.DEFAULT_OUTPUT
