@@ -43,6 +43,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import multi30k_study as round_one  # noqa: E402
@@ -387,12 +388,21 @@ def precision_by_seed(units: list[dict]) -> str:
     return "; ".join(f"{s}: {'/'.join(sorted({u['precision'] for u in units if u['seed'] == s}))}" for s in seeds)
 
 
-def bucket_deltas(pairs: list[tuple[list[str], list[str], list[str], list[int]]], samples: int) -> list[dict]:
+class FairPair(NamedTuple):
+    """One seed's vanilla and method translations of one test set, trained in the same precision on the same device."""
+
+    test_set: str
+    base: list[str]  # vanilla's hypotheses
+    system: list[str]  # the method's
+    refs: list[str]
+    lengths: list[int]  # source words
+
+
+def bucket_deltas(pairs: list[FairPair], samples: int) -> list[dict]:
     """ΔBLEU of a method against vanilla per source-length bucket, every same-seed pair and test set pooled.
 
     Args:
-        pairs: `(vanilla hypotheses, method hypotheses, references, source word lengths)`, one per seed and test set
-            (same length each).
+        pairs: one per seed and test set.
         samples: bootstrap samples.
 
     Returns:
@@ -402,8 +412,8 @@ def bucket_deltas(pairs: list[tuple[list[str], list[str], list[str], list[int]]]
     from hf_syntax_mt.evaluation import bucket_labels, length_buckets, paired_bootstrap
 
     pooled = {label: ([], [], []) for label in bucket_labels()}  # bucket -> (baseline, system, references)
-    for base, system, refs, lengths in pairs:
-        for label, b, h, r in zip(length_buckets(lengths), base, system, refs, strict=True):
+    for pair in pairs:
+        for label, b, h, r in zip(length_buckets(pair.lengths), pair.base, pair.system, pair.refs, strict=True):
             for column, value in zip(pooled[label], (b, h, r), strict=True):
                 column.append(value)
     out = []
@@ -415,15 +425,13 @@ def bucket_deltas(pairs: list[tuple[list[str], list[str], list[str], list[int]]]
     return out
 
 
-def length_gap(
-    pairs: list[tuple[list[str], list[str], list[str], list[int]]], test_sets: list[str], samples: int
-) -> str:
-    """`length_gain_gap` over the concatenated pairs of `bucket_deltas` (`test_sets`: each pair's test set), as one line
-    of the results; a source sentence is one cluster however many seeds translated it."""
+def length_gap(pairs: list[FairPair], samples: int) -> str:
+    """`length_gain_gap` over the concatenated pairs of `bucket_deltas`, as one line of the results; a source sentence
+    (test set, line) is one cluster however many seeds translated it."""
     from hf_syntax_mt.evaluation import length_gain_gap
 
-    base, system, refs, lengths = ([x for pair in pairs for x in pair[k]] for k in range(4))
-    clusters = [(name, i) for pair, name in zip(pairs, test_sets, strict=True) for i in range(len(pair[2]))]
+    base, system, refs, lengths = ([x for pair in pairs for x in getattr(pair, k)] for k in FairPair._fields[1:])
+    clusters = [(pair.test_set, i) for pair in pairs for i in range(len(pair.refs))]
     try:
         g = length_gain_gap(
             base, system, refs, lengths, short_max=10, long_min=31, clusters=clusters, n_samples=samples
@@ -471,8 +479,8 @@ def aggregate(args) -> str | None:
                   f"steps {first['steps']}" + (f"; subset {first['subset']}" if first.get("subset") else "") + ".", "",
                   "| method | test set | seeds | BLEU | chrF | ΔBLEU vs vanilla per seed (p) | pooled ΔBLEU (p) |",
                   "|---|---|---|---|---|---|---|"]  # fmt: skip
-        signs, seed_deltas, fair = {}, {}, {}  # seed_deltas: method -> seed -> ΔBLEU per test set; fair: bucket pairs
-        fair_sets: dict[str, list[str]] = {}  # method -> the test set of each of its fair pairs
+        signs, seed_deltas = {}, {}  # seed_deltas: method -> seed -> ΔBLEU per test set
+        fair: dict[str, list[FairPair]] = {}
         for method in METHODS:
             mu = sorted((u for u in su if u["method"] == method), key=lambda u: u["seed"])
             if not mu:
@@ -497,9 +505,8 @@ def aggregate(args) -> str | None:
                     signs[method] = (pos + (delta > 0), neg + (delta < 0))
                     seed_deltas.setdefault(method, {}).setdefault(u["seed"], []).append(delta)
                     fair.setdefault(method, []).append(
-                        (base["hypotheses"][t], u["hypotheses"][t], refs[t][:n], lengths[t][:n])
+                        FairPair(t, base["hypotheses"][t], u["hypotheses"][t], refs[t][:n], lengths[t][:n])
                     )
-                    fair_sets.setdefault(method, []).append(t)
                     pooled_sys += u["hypotheses"][t]
                     pooled_base += base["hypotheses"][t]
                     pooled_refs += refs[t][:n]
@@ -554,7 +561,7 @@ def aggregate(args) -> str | None:
                       "same pairs pooled (stratified paired bootstrap over source sentences, a sentence's copies from "
                       "every seed drawn together; 95% interval; the PASCAL paper's released outputs give about +2.3 "
                       "and -0.8, a gap of about 3):", ""]  # fmt: skip
-            lines += [f"- {method}: {length_gap(pairs, fair_sets[method], args.bootstrap_samples)}"
+            lines += [f"- {method}: {length_gap(pairs, args.bootstrap_samples)}"
                       for method, pairs in fair.items()]  # fmt: skip
         lines.append("")
     lines += ["Units:", ""] + [

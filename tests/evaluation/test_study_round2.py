@@ -192,14 +192,15 @@ def test_bucket_deltas_pool_seeds_and_test_sets_per_source_length():
     lengths = [6, 6, 35, 33]
     base = short_refs + long_wrong
     system = short_refs + long_refs
-    out = r2.bucket_deltas([(base, system, refs, lengths), (base, system, refs, lengths)], samples=20)
+    pairs = [r2.FairPair("t", base, system, refs, lengths)] * 2
+    out = r2.bucket_deltas(pairs, samples=20)
     assert [b["bucket"] for b in out] == ["1-10", "31-40"]
     assert out[0]["count"] == 4 and out[0]["delta"] == 0 and out[0]["p"] == 1.0
     expected = (sacrebleu.corpus_bleu(long_refs * 2, [long_refs * 2]).score
                 - sacrebleu.corpus_bleu(long_wrong * 2, [long_refs * 2]).score)  # fmt: skip
     assert out[1]["count"] == 4 and out[1]["delta"] == pytest.approx(expected)
     # the gain-grows-with-length line: long minus short over the same pooled pairs (short: Δ 0)
-    line = r2.length_gap([(base, system, refs, lengths), (base, system, refs, lengths)], ["t", "t"], samples=20)
+    line = r2.length_gap(pairs, samples=20)
     assert line.startswith(f"{expected:+.2f} [")
     assert f"31+: {expected:+.2f}, 2 sentences, n=4; 1-10: +0.00, 2 sentences, n=4" in line
 
