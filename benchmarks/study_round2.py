@@ -19,8 +19,8 @@ in every decoder layer), ``dbsa_sync_full`` (DBSA + synchronous loss, decoder fu
 test sets (full and low: **all four** Multi30k test sets (test_2016_flickr, test_2017_flickr, test_2017_mscoco, test_2018_flickr; beam 4, the sources'
 spaCy trees from `multi30k-parsed`) with the saved model's pipeline, and writes
 ``RESULTS/runs/<unit>.json`` and ``RESULTS/runs/<unit>.<test set>.txt``. Units already written are skipped; an
-interrupted unit resumes from its last checkpoint. ``--aggregate`` rebuilds ``RESULTS/results.md`` from the unit
-files: per setting and test set, mean +- std over seeds, the per-seed paired bootstrap against vanilla of the same
+interrupted unit resumes from its last checkpoint. ``--aggregate`` rebuilds ``RESULTS/results.md`` (and the plot
+``RESULTS/deltas.png``) from the unit files: per setting and test set, mean +- std over seeds, the per-seed paired bootstrap against vanilla of the same
 seed, a pooled bootstrap over the concatenated hypotheses of every seed the method and vanilla share, a sign test
 over seeds x test sets, and BLEU by source length pooled over the four test sets.
 
@@ -444,6 +444,59 @@ def length_gap(pairs: list[FairPair], samples: int) -> str:
             f"sentences, n={short['count']})")  # fmt: skip
 
 
+def plot(summary: dict, path: Path) -> None:
+    """``deltas.png``: per setting (a column), ΔBLEU against vanilla of the same seed for each seed and test set (top:
+    one point per run and test set, the mean per run as a bar) and by source length, every fair pair pooled
+    (bottom).
+
+    Args:
+        summary: setting -> ``{"runs": {method: [(seed, test set, ΔBLEU)]}, "buckets": {method: `bucket_deltas`}}``.
+        path: the PNG to write.
+    """
+    from hf_syntax_mt.evaluation import _pyplot
+
+    plt = _pyplot()
+    settings = [s for s in SETTINGS if summary.get(s, {}).get("runs")]
+    fig, axes = plt.subplots(2, len(settings), figsize=(5.5 * len(settings), 8), squeeze=False)
+    for column, setting in enumerate(settings):
+        runs, buckets = summary[setting]["runs"], summary[setting]["buckets"]
+        top, bottom = axes[0][column], axes[1][column]
+        methods = list(runs)
+        markers = {t: "osD^v"[k % 5] for k, t in enumerate(TEST_SETS[setting])}
+        for x, method in enumerate(methods):
+            seeds = sorted({seed for seed, _, _ in runs[method]})
+            for k, seed in enumerate(seeds):
+                mine = [(t, d) for s, t, d in runs[method] if s == seed]
+                offset = x + (k - (len(seeds) - 1) / 2) * 0.22
+                top.bar(offset, sum(d for _, d in mine) / len(mine), width=0.2, color=f"C{seed}", alpha=0.35,
+                        label=f"seed {seed} (bar: mean over test sets)" if x == 0 else None)  # fmt: skip
+                for t, d in mine:
+                    top.scatter(offset, d, color=f"C{seed}", marker=markers[t], s=22,
+                                label=t if x == 0 and k == 0 else None)  # fmt: skip
+        top.axhline(0, color="k", lw=0.8)
+        top.set_xticks(range(len(methods)), methods)
+        top.set_title(f"{setting}: ΔBLEU vs vanilla, per seed and test set")
+        top.set_ylabel("ΔBLEU (same seed)")
+        top.legend(fontsize=7)
+        for k, (method, rows) in enumerate(buckets.items()):
+            xs = range(len(rows))
+            bottom.plot(xs, [b["delta"] for b in rows], marker="o", color=f"C{k + 3}", label=method)
+            for x, b in zip(xs, rows, strict=True):
+                bottom.annotate(f"n={b['count']}", (x, b["delta"]), fontsize=6, textcoords="offset points",
+                                xytext=(0, 4), ha="center")  # fmt: skip
+            bottom.set_xticks(list(xs), [b["bucket"] for b in rows])
+        bottom.axhline(0, color="k", lw=0.8)
+        bottom.set_xlabel("source length (words)")
+        bottom.set_ylabel("ΔBLEU, seeds and test sets pooled")
+        bottom.legend(fontsize=7)
+        for ax in (top, bottom):
+            ax.grid(alpha=0.3)
+    fig.suptitle("Study round two: ΔBLEU against vanilla of the same seed (same precision and device)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def trainer_agreement(unit: dict) -> str:
     agrees = unit.get("trainer_test_agrees", unit.get("trainer_test_2016_agrees"))
     if agrees is None:
@@ -467,8 +520,9 @@ def aggregate(args) -> str | None:
             refs[t] = f["tgt"].read_text(encoding="utf-8").split("\n")[:-1]
             lengths[t] = [len(s.split()) for s in f["src"].read_text(encoding="utf-8").split("\n")[:-1]]
     by_key = {(u["setting"], u["method"], u["seed"]): u for u in units}
+    summary = {}  # setting -> what `plot` draws
     lines = ["# Study round two: results", "", "Built by `python benchmarks/study_round2.py --aggregate` from "
-             f"`runs/*.json` ({len(units)} units).", ""]  # fmt: skip
+             f"`runs/*.json` ({len(units)} units). The ΔBLEU columns drawn: [deltas.png](deltas.png).", ""]  # fmt: skip
     for setting in SETTINGS:
         su = [u for u in units if u["setting"] == setting]
         if not su:
@@ -481,6 +535,7 @@ def aggregate(args) -> str | None:
                   "|---|---|---|---|---|---|---|"]  # fmt: skip
         signs, seed_deltas = {}, {}  # seed_deltas: method -> seed -> ΔBLEU per test set
         fair: dict[str, list[FairPair]] = {}
+        summary[setting] = {"runs": {}, "buckets": {}}
         for method in METHODS:
             mu = sorted((u for u in su if u["method"] == method), key=lambda u: u["seed"])
             if not mu:
@@ -504,6 +559,7 @@ def aggregate(args) -> str | None:
                     pos, neg = signs.get(method, (0, 0))
                     signs[method] = (pos + (delta > 0), neg + (delta < 0))
                     seed_deltas.setdefault(method, {}).setdefault(u["seed"], []).append(delta)
+                    summary[setting]["runs"].setdefault(method, []).append((u["seed"], t, delta))
                     fair.setdefault(method, []).append(
                         FairPair(t, base["hypotheses"][t], u["hypotheses"][t], refs[t][:n], lengths[t][:n])
                     )
@@ -554,8 +610,9 @@ def aggregate(args) -> str | None:
                       "device, every test set pooled; paired bootstrap p:", "",
                       "| method | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]  # fmt: skip
             for method, pairs in fair.items():
+                summary[setting]["buckets"][method] = bucket_deltas(pairs, args.bootstrap_samples)
                 cells = {b["bucket"]: f"{b['delta']:+.2f} ({b['p']:.3f}, n={b['count']})"
-                         for b in bucket_deltas(pairs, args.bootstrap_samples)}  # fmt: skip
+                         for b in summary[setting]["buckets"][method]}  # fmt: skip
                 lines.append(f"| {method} | " + " | ".join(cells.get(label, "-") for label in labels) + " |")
             lines += ["", "Does the gain grow with length? ΔBLEU on sources of 31+ words minus ΔBLEU on 1-10 words, the "
                       "same pairs pooled (stratified paired bootstrap over source sentences, a sentence's copies from "
@@ -571,6 +628,8 @@ def aggregate(args) -> str | None:
     ]
     text = "\n".join(lines) + "\n"
     (Path(args.results) / "results.md").write_text(text, encoding="utf-8")
+    if any(s["runs"] for s in summary.values()):
+        plot(summary, Path(args.results) / "deltas.png")
     print(text)
     return text
 

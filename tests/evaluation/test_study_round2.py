@@ -152,6 +152,9 @@ def test_the_aggregate_tests_each_seed_against_vanilla_and_pools_the_seeds(tmp_p
         (results / "runs" / f"{name}.json").write_text(json.dumps(record))
         for t in r2.MULTI30K_TESTS:
             (results / "runs" / f"{name}.{t}.txt").write_text("".join(h + "\n" for h in hyps))
+    drawn = []
+    real_plot = r2.plot
+    monkeypatch.setattr(r2, "plot", lambda summary, path: (drawn.append(summary), real_plot(summary, path)))
     text = r2.aggregate(SimpleNamespace(results=str(results), data=str(data), bootstrap_samples=20))
 
     def bleu(h):
@@ -176,6 +179,15 @@ def test_the_aggregate_tests_each_seed_against_vanilla_and_pools_the_seeds(tmp_p
     bucket_row = text.split("ΔBLEU against vanilla by source length")[1].split("| pascal | ")[1].splitlines()[0]
     assert bucket_row.startswith(f"{by_length:+.2f} (") and "n=32)" in bucket_row
     assert "- pascal: not measurable (no long sources (>= 31 words) among the 32 sentences)" in text
+    # the plot draws the same per-seed deltas (seed 2's unfair pair left out) and the by-length row, as a PNG
+    (summary,) = drawn
+    assert set(summary) == {"full"} and list(summary["full"]["runs"]) == ["pascal"]
+    points = summary["full"]["runs"]["pascal"]
+    assert sorted((seed, t) for seed, t, _ in points) == sorted((s, t) for s in (0, 1) for t in r2.MULTI30K_TESTS)
+    assert [d for _, _, d in points] == pytest.approx([d0 if seed == 0 else d1 for seed, _, _ in points])
+    assert [(b["bucket"], b["count"]) for b in summary["full"]["buckets"]["pascal"]] == [("1-10", 32)]
+    assert summary["full"]["buckets"]["pascal"][0]["delta"] == pytest.approx(by_length)
+    assert (results / "deltas.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "(deltas.png)" in text
     # a truncated unit file stops the aggregate with its name
     (results / "runs" / "full-pascal-seed1.json").write_text('{"unit": "full-pascal-seed1", "tests"')
     with pytest.raises(SystemExit, match="full-pascal-seed1.json"):
