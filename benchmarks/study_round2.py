@@ -522,7 +522,7 @@ def aggregate(args) -> str | None:
     by_key = {(u["setting"], u["method"], u["seed"]): u for u in units}
     summary = {}  # setting -> what `plot` draws
     lines = ["# Study round two: results", "", "Built by `python benchmarks/study_round2.py --aggregate` from "
-             f"`runs/*.json` ({len(units)} units). The ΔBLEU columns drawn: [deltas.png](deltas.png).", ""]  # fmt: skip
+             f"`runs/*.json` ({len(units)} units). The ΔBLEU columns are drawn in `deltas.png` beside this file.", ""]  # fmt: skip
     for setting in SETTINGS:
         su = [u for u in units if u["setting"] == setting]
         if not su:
