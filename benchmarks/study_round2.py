@@ -478,9 +478,10 @@ def plot(summary: dict, path: Path) -> None:
         top.set_title(f"{setting}: ΔBLEU vs vanilla, per seed and test set")
         top.set_ylabel("ΔBLEU (same seed)")
         top.legend(fontsize=7)
-        for k, (method, rows) in enumerate(buckets.items()):
+        for method, rows in buckets.items():
             xs = range(len(rows))
-            bottom.plot(xs, [b["delta"] for b in rows], marker="o", color=f"C{k + 3}", label=method)
+            color = f"C{list(METHODS).index(method) + 2}"  # a method's colour is the same in every setting
+            bottom.plot(xs, [b["delta"] for b in rows], marker="o", color=color, label=method)
             for x, b in zip(xs, rows, strict=True):
                 bottom.annotate(f"n={b['count']}", (x, b["delta"]), fontsize=6, textcoords="offset points",
                                 xytext=(0, 4), ha="center")  # fmt: skip
