@@ -154,7 +154,9 @@ def test_the_aggregate_tests_each_seed_against_vanilla_and_pools_the_seeds(tmp_p
             (results / "runs" / f"{name}.{t}.txt").write_text("".join(h + "\n" for h in hyps))
     drawn = []
     real_plot = r2.plot
-    monkeypatch.setattr(r2, "plot", lambda summary, path: (drawn.append(summary), real_plot(summary, path)))
+    monkeypatch.setattr(
+        r2, "plot", lambda summary, path, *rest: (drawn.append(summary), real_plot(summary, path, *rest))
+    )
     text = r2.aggregate(SimpleNamespace(results=str(results), data=str(data), bootstrap_samples=20))
 
     def bleu(h):
