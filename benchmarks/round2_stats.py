@@ -107,9 +107,9 @@ def plot(summary: dict, path: Path, test_sets: dict[str, tuple[str, ...]], metho
     for column, setting in enumerate(settings):
         runs, buckets = summary[setting]["runs"], summary[setting]["buckets"]
         top, bottom = axes[0][column], axes[1][column]
-        methods = list(runs)
+        shown = list(runs)  # this setting's methods, left to right
         markers = {t: "osD^v"[k % 5] for k, t in enumerate(test_sets[setting])}
-        for x, method in enumerate(methods):
+        for x, method in enumerate(shown):
             seeds = sorted({seed for seed, _, _ in runs[method]})
             for k, seed in enumerate(seeds):
                 mine = [(t, d) for s, t, d in runs[method] if s == seed]
@@ -120,7 +120,7 @@ def plot(summary: dict, path: Path, test_sets: dict[str, tuple[str, ...]], metho
                     top.scatter(offset, d, color=f"C{seed}", marker=markers[t], s=22,
                                 label=t if x == 0 and k == 0 else None)  # fmt: skip
         top.axhline(0, color="k", lw=0.8)
-        top.set_xticks(range(len(methods)), methods)
+        top.set_xticks(range(len(shown)), shown)
         top.set_title(f"{setting}: ΔBLEU vs vanilla, per seed and test set")
         top.set_ylabel("ΔBLEU (same seed)")
         top.legend(fontsize=7)

@@ -254,3 +254,39 @@ def test_the_long_setting_gives_dbsa_the_german_trees_of_training_and_validation
                                 split_files=splits, predict=False)  # fmt: skip
     assert argv[argv.index("--train_target_conllu") + 1] == str(tmp_path / "train.de.conllu.gz")
     assert argv[argv.index("--validation_target_conllu") + 1] == str(tmp_path / "newstest2015.de.conllu.gz")
+
+
+def test_the_plot_gives_a_method_one_colour_in_every_setting(tmp_path, monkeypatch):
+    """The long setting has no `alignment`: DBSA + sync must keep the colour it has where alignment is drawn."""
+    import matplotlib.figure
+
+    figures = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, path, **kw: figures.append(fig))
+    rows = [
+        {"bucket": "1-10", "count": 3, "delta": 0.5, "p": 0.1},
+        {"bucket": "11-20", "count": 2, "delta": -0.2, "p": 0.3},
+    ]
+    summary = {
+        setting: {
+            "runs": {m: [(0, tests[0], 0.3), (1, tests[-1], -0.1)] for m in methods},
+            "buckets": {m: rows for m in methods},
+        }  # fmt: skip
+        for setting, tests, methods in (
+            ("full", r2.MULTI30K_TESTS, ["pascal", "alignment", "dbsa_sync_full"]),
+            ("long", r2.TEST_SETS["long"], ["pascal", "dbsa_sync_full"]),
+        )  # fmt: skip
+    }
+    r2.plot(summary, tmp_path / "deltas.png", r2.TEST_SETS, list(r2.METHODS))
+    (fig,) = figures
+    bottom_full, bottom_long = fig.axes[2], fig.axes[3]  # row-major: top full, top long, bottom full, bottom long
+    colours = [{line.get_label(): line.get_color() for line in ax.get_lines() if not line.get_label().startswith("_")}
+               for ax in (bottom_full, bottom_long)]  # fmt: skip
+    assert set(colours[0]) == {"pascal", "alignment", "dbsa_sync_full"} and set(colours[1]) == {
+        "pascal",
+        "dbsa_sync_full",
+    }
+    assert colours[0]["dbsa_sync_full"] == colours[1]["dbsa_sync_full"] != colours[0]["alignment"]
+    assert [t.get_text() for t in fig.axes[1].get_xticklabels()] == ["pascal", "dbsa_sync_full"]
+    assert [line.get_ydata().tolist() for line in bottom_long.get_lines() if line.get_label() == "pascal"] == [
+        [0.5, -0.2]
+    ]
