@@ -401,15 +401,15 @@ def aggregate(args) -> str | None:
                   f"steps {first['steps']}" + (f"; subset {first['subset']}" if first.get("subset") else "") + ".", "",
                   "| method | test set | seeds | BLEU | chrF | ΔBLEU vs vanilla per seed (p) | pooled ΔBLEU (p) |",
                   "|---|---|---|---|---|---|---|"]  # fmt: skip
-        signs, seed_deltas = {}, {}  # seed_deltas: method -> seed -> ΔBLEU per test set
-        fair: dict[str, list[FairPair]] = {}
+        fair: dict[str, list[FairPair]] = {}  # method -> its same-seed pairs with vanilla, every test set
         summary[setting] = {"runs": {}, "buckets": {}}
+        runs = summary[setting]["runs"]  # method -> [(seed, test set, ΔBLEU)]
         for method in METHODS:
             mu = sorted((u for u in su if u["method"] == method), key=lambda u: u["seed"])
             if not mu:
                 continue
             for t in TEST_SETS[setting]:
-                per_seed, pooled_sys, pooled_base, pooled_refs, compared = [], [], [], [], 0
+                per_seed = []
                 for u in mu:
                     base = by_key.get((setting, "vanilla", u["seed"]))
                     if method == "vanilla" or base is None:
@@ -424,39 +424,37 @@ def aggregate(args) -> str | None:
                     )
                     delta = b["bleu"]["system"] - b["bleu"]["baseline"]
                     per_seed.append(f"{delta:+.2f} ({b['bleu']['p_value']:.3f})")
-                    pos, neg = signs.get(method, (0, 0))
-                    signs[method] = (pos + (delta > 0), neg + (delta < 0))
-                    seed_deltas.setdefault(method, {}).setdefault(u["seed"], []).append(delta)
-                    summary[setting]["runs"].setdefault(method, []).append((u["seed"], t, delta))
+                    runs.setdefault(method, []).append((u["seed"], t, delta))
                     fair.setdefault(method, []).append(
                         FairPair(t, base["hypotheses"][t], u["hypotheses"][t], refs[t][:n], lengths[t][:n])
                     )
-                    pooled_sys += u["hypotheses"][t]
-                    pooled_base += base["hypotheses"][t]
-                    pooled_refs += refs[t][:n]
-                    compared += 1
-                pooled = "-"
-                if compared > 1:
-                    b = paired_bootstrap(pooled_base, pooled_sys, pooled_refs, args.bootstrap_samples)
+                pooled, pairs = "-", [p for p in fair.get(method, []) if p.test_set == t]
+                if len(pairs) > 1:  # the concatenated hypotheses of every seed the method and vanilla share
+                    b = paired_bootstrap(*([x for p in pairs for x in getattr(p, k)] for k in ("base", "system", "refs")),
+                                         args.bootstrap_samples)  # fmt: skip
                     pooled = f"{b['bleu']['system'] - b['bleu']['baseline']:+.2f} ({b['bleu']['p_value']:.3f})"
                 lines.append(f"| {method} | {t} | {','.join(str(u['seed']) for u in mu)} "
                              f"| {mean_std([u['tests'][t]['bleu'] for u in mu])} "
                              f"| {mean_std([u['tests'][t]['chrf'] for u in mu])} | {', '.join(per_seed) or '-'} "
                              f"| {pooled} |")  # fmt: skip
-        if signs:
+        if runs:
             lines += [
                 "",
                 "Sign test over seeds x test sets (ΔBLEU against vanilla of the same seed; ties left out):",
                 "",
             ]
-            lines += [
-                f"- {m}: {p} better, {n} worse, two-sided p = {format_p(sign_test(p, n))}"
-                for m, (p, n) in signs.items()
-            ]
+            for m, points in runs.items():
+                better, worse = sum(d > 0 for _, _, d in points), sum(d < 0 for _, _, d in points)
+                lines.append(
+                    f"- {m}: {better} better, {worse} worse, two-sided p = {format_p(sign_test(better, worse))}"
+                )
             lines += ["", "Each training run as one observation: mean ΔBLEU over the test sets, by seed (a sign test over "
                       "3 seeds cannot go below p = 0.25):", ""]  # fmt: skip
-            for m, by_seed in seed_deltas.items():
-                means = {seed: statistics.mean(d) for seed, d in sorted(by_seed.items())}
+            for m, points in runs.items():
+                means = {
+                    seed: statistics.mean(d for s, _, d in points if s == seed)
+                    for seed in sorted({s for s, _, _ in points})
+                }
                 lines.append(f"- {m}: " + ", ".join(f"seed {seed} {d:+.2f}" for seed, d in means.items())
                              + f" ({sum(d > 0 for d in means.values())} of {len(means)} seeds ahead)")  # fmt: skip
         lines += ["", "BLEU by source length (words), every test set and seed pooled:", ""]
