@@ -16,13 +16,13 @@ the precision of its first unit, see `unit_precision`), and three settings:
 Methods: ``vanilla`` (no syntax), ``pascal`` (2 PASCAL heads, encoder layer 1), ``alignment`` (Cohn et al.'s biases
 in every decoder layer), ``dbsa_sync_full`` (DBSA + synchronous loss, decoder full context); seeds 0-2. A unit is
 ``<setting>-<method>-seed<k>``: it trains with `scripts/train.py`'s `run`, then translates and scores its setting's
-test sets (full and low: **all four** Multi30k test sets (test_2016_flickr, test_2017_flickr, test_2017_mscoco, test_2018_flickr; beam 4, the sources'
-spaCy trees from `multi30k-parsed`) with the saved model's pipeline, and writes
-``RESULTS/runs/<unit>.json`` and ``RESULTS/runs/<unit>.<test set>.txt``. Units already written are skipped; an
+test sets (full and low: **all four** Multi30k test sets, test_2016_flickr, test_2017_flickr, test_2017_mscoco,
+test_2018_flickr; beam 4, the sources' spaCy trees from `multi30k-parsed`) with the saved model's pipeline, and
+writes ``RESULTS/runs/<unit>.json`` and ``RESULTS/runs/<unit>.<test set>.txt``. Units already written are skipped; an
 interrupted unit resumes from its last checkpoint. ``--aggregate`` rebuilds ``RESULTS/results.md`` (and the plot
-``RESULTS/deltas.png``) from the unit files: per setting and test set, mean +- std over seeds, the per-seed paired bootstrap against vanilla of the same
-seed, a pooled bootstrap over the concatenated hypotheses of every seed the method and vanilla share, a sign test
-over seeds x test sets, and BLEU by source length pooled over the four test sets.
+``RESULTS/deltas.png``, `round2_stats.plot`) from the unit files: per setting and test set, mean +- std over seeds,
+the per-seed paired bootstrap against vanilla of the same seed, a pooled bootstrap over the concatenated hypotheses
+of every seed the method and vanilla share, a sign test over seeds x test sets, and ΔBLEU by source length.
 
     python benchmarks/study_round2.py --list
     python benchmarks/study_round2.py --units full-vanilla-seed0 --threads 1 --no-aggregate
