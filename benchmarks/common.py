@@ -36,6 +36,15 @@ def read_lines(path: Path) -> list[str]:
     return read(path)
 
 
+def mean_std(values: list[float]) -> str:
+    """A table cell: "-" for no value, the value for one, "mean ± sample std" (two decimals) for more."""
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.2f}"
+    return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
+
+
 def sha256_file(path: str | Path) -> str:
     """The sha256 of a file's bytes, read in 1 MiB chunks."""
     h = hashlib.sha256()

@@ -40,7 +40,6 @@ import hashlib
 import json
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -57,6 +56,7 @@ from common import (
     cpu_name,
     git_commit,
     load_unit,
+    mean_std,
     parse_unit,
     refuse_quick_evidence,  # noqa: E402
     relative_path,
@@ -254,9 +254,6 @@ def aggregate(args) -> str | None:
     if not units:
         print(f"no unit files under {results / 'runs'} yet")
         return None
-
-    def mean_std(values):
-        return f"{values[0]:.2f}" if len(values) == 1 else f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"  # fmt: skip
 
     lines = [f"Quality per CPU-hour on Multi30k en->de, {TEST_SET}, beam 5, the average of the last 10 checkpoints "
              f"(anchor: {ANCHOR['bleu']} on its scale, {ANCHOR['source']}). Models: "

@@ -55,7 +55,6 @@ import json
 import math
 import os
 import shutil
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -68,6 +67,7 @@ from common import (
     choose_precision,
     cpu_name,
     git_commit,
+    mean_std,
     refuse_quick_evidence,
     relative_path,
     resume_or_clear,
@@ -520,14 +520,6 @@ def load_units(results: Path, folder: str = "runs") -> list[dict]:
                     unit["hypotheses"][key] = file.read_text(encoding="utf-8").split("\n")[:-1]
         units.append(unit)
     return sorted(units, key=lambda u: (list(KINDS).index(u["kind"]), u["seed"]))
-
-
-def mean_std(values: list[float]) -> str:
-    if not values:
-        return "-"
-    if len(values) == 1:
-        return f"{values[0]:.2f}"
-    return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
 
 
 def comparisons(units: list[dict], references: dict[str, list[str]], samples: int, compared: str = "document") -> dict:

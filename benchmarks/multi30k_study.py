@@ -55,6 +55,7 @@ from common import (
     git_commit,
     list_units,
     load_unit,
+    mean_std,
     relative_path,
     resume_or_clear,
     run_plan,
@@ -378,14 +379,6 @@ def load_units(results: Path) -> list[dict]:
         units.append(unit)
     order = list(METHODS)
     return sorted(units, key=lambda u: (order.index(u["method"]) if u["method"] in order else 99, u["seed"]))
-
-
-def mean_std(values: list[float]) -> str:
-    if not values:
-        return "-"
-    if len(values) == 1:
-        return f"{values[0]:.2f}"
-    return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
 
 
 def best_heads(units: list[dict], key: str) -> str:

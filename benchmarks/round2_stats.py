@@ -4,7 +4,6 @@ vanilla by source-length bucket over pooled same-seed pairs, the long-minus-shor
 from __future__ import annotations
 
 import math
-import statistics
 from pathlib import Path
 from typing import NamedTuple
 
@@ -21,14 +20,6 @@ def sign_test(positive: int, negative: int) -> float:
 def format_p(p: float) -> str:
     """Three decimals, or two significant digits below 0.001 (12 of 12 gains is p = 0.00049, not 0.000)."""
     return f"{p:.3f}" if p >= 0.001 else f"{p:.2g}"
-
-
-def mean_std(values: list[float]) -> str:
-    if not values:
-        return "-"
-    return (
-        f"{values[0]:.2f}" if len(values) == 1 else f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
-    )
 
 
 class FairPair(NamedTuple):

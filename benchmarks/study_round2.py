@@ -54,6 +54,7 @@ from common import (  # noqa: E402
     cpu_has_native_bf16,
     git_commit,
     load_unit,
+    mean_std,
     refuse_quick_evidence,
     relative_path,
     resume_or_clear,
@@ -61,7 +62,7 @@ from common import (  # noqa: E402
     software,
     write_json,
 )
-from round2_stats import FairPair, bucket_deltas, format_p, length_gap, mean_std, plot, sign_test  # noqa: E402
+from round2_stats import FairPair, bucket_deltas, format_p, length_gap, plot, sign_test  # noqa: E402
 
 RESULTS = ALL_RESULTS / "round2"
 MULTI30K_TESTS = ("test_2016_flickr", "test_2017_flickr", "test_2017_mscoco", "test_2018_flickr")

@@ -102,3 +102,13 @@ def test_write_json_is_what_the_scripts_wrote(tmp_path):
     data = {"ratios": {"train_ratio": 1.0}, "path": Path("x")}
     path = common.write_json(tmp_path / "deep" / "r.json", data, default=str)
     assert path.read_text(encoding="utf-8") == json.dumps(data, indent=2, default=str)  # no final newline, as before
+
+
+def test_mean_std_is_one_table_cell_for_every_study():
+    """The one `mean_std` the study scripts share: the sample standard deviation, by hand."""
+    assert common.mean_std([]) == "-"
+    assert common.mean_std([37.361]) == "37.36"
+    values = [37.0, 37.5, 38.5]  # mean 37.666.., squared deviations 0.444.., 0.0277.., 0.694.. over n - 1 = 2
+    assert (
+        common.mean_std(values) == f"37.67 ± {((0.4444444 + 0.0277778 + 0.6944444) / 2) ** 0.5:.2f}" == "37.67 ± 0.76"
+    )
