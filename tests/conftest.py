@@ -67,3 +67,19 @@ def data_fast_tokenizer():
     tok.train_from_iterator(DATA_CORPUS * 5, trainer=trainer)
     tok.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 0)])
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="</s>", unk_token="<unk>", pad_token="<pad>")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``gpu`` need a CUDA device: where torch sees none they are skipped, with the reason."""
+    gpu_items = [item for item in items if item.get_closest_marker("gpu") is not None]
+    if not gpu_items:
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(
+        reason="needs a CUDA device (torch.cuda.is_available() is False); run scripts/gpu_check.sh on one"
+    )
+    for item in gpu_items:
+        item.add_marker(skip)
