@@ -1,0 +1,50 @@
+"""mkdocs hook: equations become MathML at build time, so that they render without a network and without JavaScript.
+
+`pymdownx.arithmatex` (generic mode, mkdocs.yml) marks ``$...$`` and ``$$...$$`` as ``<span class="arithmatex">``
+and ``<div class="arithmatex">`` holding the TeX; this hook replaces each by the MathML that `latex2mathml` writes,
+which every current browser renders natively (no KaTeX or MathJax script, no font download). TeX that
+`latex2mathml` cannot convert fails the build, naming the page and the formula.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+from mkdocs.exceptions import PluginError
+
+INLINE = re.compile(r'<span class="arithmatex">\\\((.*?)\\\)</span>', re.DOTALL)
+BLOCK = re.compile(r'<div class="arithmatex">\\\[(.*?)\\\]</div>', re.DOTALL)
+
+
+def _converter():
+    try:
+        from latex2mathml.converter import convert
+    except ImportError as error:  # the dev extra installs it
+        raise PluginError(
+            "the docs render equations with latex2mathml, which is not installed: pip install -e '.[dev]' "
+            "(or pip install latex2mathml)"
+        ) from error
+    return convert
+
+
+def to_mathml(content: str, page_path: str = "<page>") -> str:
+    """Replace every arithmatex span (inline) and div (display) of the HTML `content` by MathML."""
+    if "arithmatex" not in content:
+        return content
+    convert = _converter()
+
+    def replace(match: re.Match, display: str) -> str:
+        tex = html.unescape(match.group(1)).strip()
+        try:
+            mathml = convert(tex, display=display)
+        except Exception as error:  # latex2mathml raises its own exception types for unknown commands
+            raise PluginError(f"{page_path}: cannot render the equation {tex!r} as MathML: {error}") from error
+        return mathml if display == "inline" else f'<div class="arithmatex">{mathml}</div>'
+
+    content = BLOCK.sub(lambda m: replace(m, "block"), content)
+    return INLINE.sub(lambda m: replace(m, "inline"), content)
+
+
+def on_page_content(html_content, page, config, files):
+    return to_mathml(html_content, page.file.src_uri)
