@@ -83,19 +83,15 @@ def _reference(match: re.Match) -> str:
 
 
 def _args_section(text: str) -> str:
-    """Put argument lines that stand at the left margin, outside any section (as in transformers' `forward`
-    docstrings), under an ``Args:`` header, indented, so that they are parsed as parameters."""
-    lines, out, in_block, in_section = text.split("\n"), [], False, False
-    for line in lines:
-        at_margin = bool(line) and not line[0].isspace()
-        if at_margin and SECTION.match(line):
-            in_section, in_block = True, False
-        elif at_margin and not in_section and ARGUMENT.match("    " + line):
-            if not in_block:
+    """Put argument lines that stand at the left margin (as in transformers' `forward` docstrings) under an
+    ``Args:`` header, indented with their descriptions, so that they are parsed as parameters."""
+    out, in_block = [], False
+    for line in text.split("\n"):
+        if line and not line[0].isspace():  # a line at the margin starts, continues or ends a block
+            is_argument = not SECTION.match(line) and ARGUMENT.match("    " + line)
+            if is_argument and not in_block:
                 out.append("Args:")
-                in_block = True
-        elif at_margin:
-            in_block = in_section = False
+            in_block = bool(is_argument)
         out.append("    " + line if in_block and line else line)
     return "\n".join(out)
 

@@ -3,7 +3,7 @@
 `pymdownx.arithmatex` (generic mode, mkdocs.yml) marks ``$...$`` and ``$$...$$`` as ``<span class="arithmatex">``
 and ``<div class="arithmatex">`` holding the TeX; this hook replaces each by the MathML that `latex2mathml` writes,
 which every current browser renders natively (no KaTeX or MathJax script, no font download). TeX that
-`latex2mathml` cannot convert fails the build, naming the page and the formula.
+`latex2mathml` cannot convert, or whose command it does not know, fails the build, naming the page and the formula.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from mkdocs.exceptions import PluginError
 
 INLINE = re.compile(r'<span class="arithmatex">\\\((.*?)\\\)</span>', re.DOTALL)
 BLOCK = re.compile(r'<div class="arithmatex">\\\[(.*?)\\\]</div>', re.DOTALL)
+UNKNOWN = re.compile(r">(\\[A-Za-z]+)<")
 
 
 def _converter():
@@ -40,6 +41,9 @@ def to_mathml(content: str, page_path: str = "<page>") -> str:
             mathml = convert(tex, display=display)
         except Exception as error:  # latex2mathml raises its own exception types for unknown commands
             raise PluginError(f"{page_path}: cannot render the equation {tex!r} as MathML: {error}") from error
+        unknown = UNKNOWN.findall(mathml)  # latex2mathml keeps a command it does not know as text
+        if unknown:
+            raise PluginError(f"{page_path}: cannot render the equation {tex!r} as MathML: unknown {unknown[0]}")
         return mathml if display == "inline" else f'<div class="arithmatex">{mathml}</div>'
 
     content = BLOCK.sub(lambda m: replace(m, "block"), content)
