@@ -15,7 +15,7 @@ from mkdocs.exceptions import PluginError
 
 INLINE = re.compile(r'<span class="arithmatex">\\\((.*?)\\\)</span>', re.DOTALL)
 BLOCK = re.compile(r'<div class="arithmatex">\\\[(.*?)\\\]</div>', re.DOTALL)
-UNKNOWN = re.compile(r">(\\[A-Za-z]+)<")
+UNKNOWN = re.compile(r">([^<]*\\[^<]*)<")  # a backslash left in a text node: TeX it did not convert
 
 
 def _converter():
@@ -41,9 +41,11 @@ def to_mathml(content: str, page_path: str = "<page>") -> str:
             mathml = convert(tex, display=display)
         except Exception as error:  # latex2mathml raises its own exception types for unknown commands
             raise PluginError(f"{page_path}: cannot render the equation {tex!r} as MathML: {error}") from error
-        unknown = UNKNOWN.findall(mathml)  # latex2mathml keeps a command it does not know as text
+        unknown = UNKNOWN.findall(mathml)  # latex2mathml keeps a command it does not know as text (`\foo`, `\_`)
         if unknown:
-            raise PluginError(f"{page_path}: cannot render the equation {tex!r} as MathML: unknown {unknown[0]}")
+            raise PluginError(
+                f"{page_path}: cannot render the equation {tex!r} as MathML: TeX left unconverted: {unknown[0]}"
+            )
         return mathml if display == "inline" else f'<div class="arithmatex">{mathml}</div>'
 
     content = BLOCK.sub(lambda m: replace(m, "block"), content)
