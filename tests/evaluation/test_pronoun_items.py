@@ -465,3 +465,25 @@ def test_the_builder_refuses_string_links_short_relation_lists_and_a_returning_d
     with pytest.raises(ValueError, match=r"toy: document 'd1' starts at row 0 and appears again at row 5, after "
                                          "another document: documents must be contiguous"):  # fmt: skip
         _build(pairs)
+
+
+def test_german_rules_for_clefts_infinitives_and_plural_sie():
+    from hf_syntax_mt.evaluation.pronoun_kinds import item_kind, plural_sie
+
+    words, heads = ["it", "is", "an", "instrument"], [2, 0, 4, 2]
+    deps, upos = ["nsubj", "ROOT", "det", "attr"], ["PRON", "AUX", "DET", "NOUN"]
+    assert item_kind(words, heads, deps, upos, 0, ["es", "ist", "ein", "instrument"], 0) == (
+        "cleft", "english:it is + predicate noun")  # fmt: skip
+    # the translator chose a gender ("sie ist kein Instrument": die Konvention): the item is not a cleft
+    assert item_kind(words, heads, deps, upos, 0, ["sie", "ist", "kein", "instrument"], 0) == (None, "")
+    # an extraposed zu-infinitive after the comma, but not a purpose clause "um ... zu"
+    words, heads, deps = ["it", "works"], [2, 0], ["nsubj", "ROOT"]
+    upos = ["PRON", "VERB"]
+    tokens = "es müsste möglich sein , die leute zu finden".split()
+    assert item_kind(words, heads, deps, upos, 0, tokens, 0) == ("clausal", "german:es ..., ... zu")
+    tokens = "es wurde gebaut , um sie zu schützen".split()
+    assert item_kind(words, heads, deps, upos, 0, tokens, 0) == (None, "")
+    assert plural_sie(["sie", "zeugen", "von"], 0, nominative=True) == "zeugen"
+    assert plural_sie(["sie", "zeugen", "von"], 0) is None  # an object sie before an infinitive may be singular
+    assert plural_sie(["weil", "sie", "den", "tisch"], 1, nominative=True) is None
+    assert plural_sie(["dann", "können", "sie"], 2) == "können"

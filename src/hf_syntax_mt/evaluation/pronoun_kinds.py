@@ -8,22 +8,25 @@ The rules read the English parse (words, 1-based heads, relations, UPOS), the Ge
 parser. In order:
 
 - **expletive**: the English ``it`` is ``expl``; or German ``es gibt`` / ``gibt es`` (existential).
-- **impersonal**: German ``es geht ... um``, ``es handelt sich``, ``es regnet`` / ``schneit``.
+- **impersonal**: German ``es geht ... um``, ``es handelt sich``, ``es liegt / kommt ... an``, ``es regnet`` /
+  ``schneit``.
 - **cleft**: German ``es`` next to a plural finite verb (``Es sind die Vorwürfe``: ``es`` is no plural subject); or the
-  English ``it`` is the subject of a form of *be* with a predicate noun (``attr``): "it's a tool (that ...)", where
-  German says ``es``/``das ist ein ...`` whatever the antecedent's gender.
+  English ``it`` is the subject of a form of *be* with a predicate noun (``attr``) and German ``es`` next to a form of
+  *sein*: "it's a tool (that ...)" -> ``Es ist ein Werkzeug``, where German says ``es`` whatever the antecedent's
+  gender (a German ``er``/``sie`` there is the translator's choice of gender, and the item stays).
 - **clausal**: an extraposed clause: the English ``it`` is the subject of a copula or raising verb (*be*, *seem*,
   *appear*, ...) or of an adjective, or the object of a verb whose adjective complement, with a ``ccomp`` / ``xcomp``
   / ``csubj`` after the pronoun ("it is important to note that", "makes it possible to"); or German ``es``, then at
-  the next comma ``dass`` / ``ob``.
+  the next comma ``dass`` / ``ob`` / ``wie``, or a clause with ``zu`` (an infinitive; not ``um``/``ohne``/``statt``
+  ... ``zu``, which are adverbial).
 - **referential**: none of these, and an antecedent: an English noun (``NOUN``/``PROPN``) before the pronoun in its
   sentence (distance 0) or in one of the previous ``k`` sentences of the document (distance 1..k), aligned to a
   German noun whose gender (:class:`~hf_syntax_mt.evaluation.pronouns.NounGenders`) is the pronoun's; the nearest
   one is recorded. **no_antecedent** otherwise (a clause or event referred to, an antecedent further back, a noun
   the lexicon does not know, or an alignment that missed it).
 
-Dropped (:func:`plural_sie`, :func:`german_case`): ``sie`` next to a plural finite verb (plural: no gender to
-contrast), and ``es``/``sie`` whose case from the English relation contradicts the German word order (after ``ich``,
+Dropped (:func:`plural_sie`, :func:`german_case`): ``sie`` next to a plural finite verb (a subject ``sie`` next to
+any lower-case word in ``-en``; plural: no gender to contrast), and ``es``/``sie`` whose case from the English relation contradicts the German word order (after ``ich``,
 ``du``, ``wir``, ``man`` in the same clause: accusative; first word of the sentence: nominative).
 """
 
@@ -46,6 +49,11 @@ PREDICATE_DEPS = {"acomp", "attr", "oprd"}
 PLURAL_FINITE = {"sind", "waren", "seien", "wären", "haben", "hatten", "hätten", "werden", "wurden", "würden",
                  "können", "konnten", "könnten", "müssen", "mussten", "müssten", "sollen", "sollten", "wollen",
                  "wollten", "dürfen", "durften", "dürften", "mögen", "möchten"}  # fmt: skip
+COPULA = {"ist", "war", "wäre", "sei", "sind", "waren"}
+#: words in -en next to ``sie`` that are no plural verb
+NOT_VERBS = {"den", "denen", "einen", "keinen", "ihren", "seinen", "diesen", "jenen", "meinen", "unseren", "eben",
+             "oben", "unten", "neben", "gegen", "zwischen", "wegen", "trotzdem", "seien", "allen", "vielen", "wenigen",
+             "beiden", "anderen", "selben", "gleichen", "morgen", "gestern", "dennoch"}  # fmt: skip
 NOMINATIVE_ONLY = {"ich", "du", "wir", "man"}
 CLAUSE_BREAK = {",", ";", ":", ".", "!", "?", "und", "aber", "oder", "denn", "dass", "weil", "wenn", "ob"}
 QUOTES = {'"', "'", "„", "“", "”", "»", "«", "(", "-", "–"}
@@ -96,10 +104,16 @@ def _german_kind(tokens: Sequence[str], j: int) -> tuple[str | None, str]:
         return "impersonal", "german:weather"
     if near & {"sind", "waren", "seien", "wären"}:
         return "cleft", "german:es + plural verb"
+    if near & {"liegt", "lag", "kommt", "kam"} and "an" in rest:
+        return "impersonal", "german:es liegt/kommt ... an"
     if "," in rest:
         after = rest.index(",") + 1
-        if after < len(rest) and rest[after] in ("dass", "ob"):
+        if after < len(rest) and rest[after] in ("dass", "daß", "ob", "wie"):
             return "clausal", f"german:es ..., {rest[after]}"
+        clause = rest[after:]
+        clause = clause[: clause.index(",")] if "," in clause else clause
+        if clause and clause[0] not in ("um", "ohne", "statt", "anstatt", "damit") and "zu" in clause[1:]:
+            return "clausal", "german:es ..., ... zu"
     return None, ""
 
 
@@ -109,19 +123,29 @@ def item_kind(words, heads, deprels, upos, i: int, tokens: Sequence[str], j: int
     kind, evidence = _english_kind(words, heads, deprels, upos, i)
     if kind == "expletive":
         return kind, evidence
+    if kind == "cleft" and not (tokens[j] == "es" and {tokens[k] for k in (j - 1, j + 1) if 0 <= k < len(tokens)}
+                                & COPULA):  # fmt: skip
+        kind, evidence = None, ""  # "it is no instrument" -> "sie ist kein Instrument": the German form is chosen
     german, german_evidence = _german_kind(tokens, j)
     if german is not None:
         return german, german_evidence
     return kind, evidence
 
 
-def plural_sie(tokens: Sequence[str], j: int) -> str | None:
-    """The plural finite verb next to ``sie`` (token ``j`` of the lower-cased ``tokens``), or None."""
+def plural_sie(tokens: Sequence[str], j: int, nominative: bool = False) -> str | None:
+    """The plural finite verb next to ``sie`` (token ``j`` of the lower-cased ``tokens``), or None: an auxiliary or
+    modal (``sind``, ``können``), or, for a subject (``nominative``), any lower-case word in ``-en`` but a few
+    determiners and prepositions (``sie zeugen``, ``dann gehen sie``)."""
     if tokens[j] != "sie":
         return None
     for k in (j - 1, j + 1):
         if 0 <= k < len(tokens) and tokens[k] in PLURAL_FINITE:
             return tokens[k]
+    if nominative:
+        for k in (j + 1, j - 1):
+            word = tokens[k] if 0 <= k < len(tokens) else ""
+            if word.endswith("en") and word.isalpha() and word not in NOT_VERBS and not word[:1].isupper():
+                return word
     return None
 
 

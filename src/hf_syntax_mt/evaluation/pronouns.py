@@ -279,7 +279,8 @@ def build_pronoun_items(
             if english == "its":
                 gender, case, evidence = ("fem" if form.lower().startswith("ihr") else "masc|neut"), "poss", "form"
             else:
-                if (verb := plural_sie(lowered, j)) is not None:
+                subject = source_deps[line][i] in NOMINATIVE_DEPS
+                if (verb := plural_sie(lowered, j, nominative=subject)) is not None:
                     dropped[f"it -> sie: plural (next to {verb})"] += 1
                     continue
                 gender, case = PERSONAL[form.lower()]
