@@ -5,6 +5,13 @@ summary (`pronoun_items.summary.json`).
 
     pip install eflomal                       # optional dependency (a C extension built from the sdist)
     python benchmarks/pronoun_items.py        # a few minutes: the shared data set (cached), eflomal, the items
+    python benchmarks/pronoun_items.py --links runs/pronoun_links.json      # keep the links: a rebuild aligns no more
+    git show d1dba77:benchmarks/results/docnmt_real/pronoun_items.jsonl > runs/old_pronoun_items.jsonl
+    python benchmarks/pronoun_items.py --rescore runs/old_pronoun_items.jsonl   # the units' outcomes on the new kinds
+
+Each item carries its kind (`hf_syntax_mt.evaluation.pronoun_kinds`): referential, with the antecedent noun and its
+distance in sentences, or fixed by the construction (expletive, cleft, clausal, impersonal), or no antecedent found;
+items whose case the German word order contradicts and plural `sie` are left out (counted in the summary).
 
 Alignment: eflomal 2.0 (defaults: model 3, 3 samplers; its samplers are random, so a rebuild can differ slightly)
 on the English words of the spaCy parses and the German words and punctuation of `german_tokens`, both lower-cased,

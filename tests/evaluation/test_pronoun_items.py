@@ -358,14 +358,22 @@ def test_items_are_marked_referential_with_the_antecedent_distance_or_by_the_con
 
 def test_a_noun_of_another_gender_is_passed_over_and_flagged():
     rows = _kind_document()
-    # line 1 becomes "The rule and the house are old": "Regel" (fem) nearer to the end than "Haus"? No: the search
-    # goes right to left, so put the feminine noun last: "The house and the rule ..."
+    # line 1 becomes "The house and the rule .": the search goes right to left, so "Regel" (fem) comes first
     rows[0] = (["The", "house", "and", "the", "rule", "."], ["det", "nsubj", "cc", "det", "conj", "punct"],
                [2, 0, 2, 5, 2, 2], ["DET", "NOUN", "CCONJ", "DET", "NOUN", "PUNCT"], "Das Haus und die Regel .",
                _identity(6))  # fmt: skip
     items, _ = _build_kinds(rows)
     it = next(x for x in items if (x["line"], x["english_index"]) == (3, 6))
     assert (it["antecedent"]["german"], it["antecedent"]["other_gender_nearer"]) == ("Haus", True)
+    # for "es" (also the form for clauses and events) that is too weak: the item is not referential
+    assert (it["kind"], it["kind_evidence"]) == ("no_antecedent", "es: a noun of another gender is nearer than the "
+                                                                  "neuter one")  # fmt: skip
+    # a possessive ("sein", masc./neut.) keeps the same antecedent behind the feminine noun
+    rows[2] = (["Its", "roof", "is", "old", "."], ["poss", "nsubj", "ROOT", "acomp", "punct"], [2, 3, 0, 3, 3],
+               ["PRON", "NOUN", "AUX", "ADJ", "PUNCT"], "Sein Dach ist alt .", _identity(5))  # fmt: skip
+    items, _ = _build_kinds(rows)
+    it = next(x for x in items if x["line"] == 3)
+    assert (it["kind"], it["antecedent"]["german"], it["antecedent_distance"]) == ("referential", "Haus", 2)
 
 
 def test_english_parse_alone_marks_expletive_and_extraposed_it():
@@ -409,6 +417,8 @@ def test_scoring_reports_referential_items_by_antecedent_distance_as_computed_by
                                                   "1": {"n": 1, "correct": 1, "accuracy": 1.0},
                                                   "2": {"n": 1, "correct": 0, "accuracy": 0.0}}  # fmt: skip
     assert grouped["by_kind"]["impersonal"] == {"n": 2, "correct": 2, "accuracy": 1.0}
+    assert grouped["referential_by_pronoun"] == {"es": {"n": 1, "correct": 0, "accuracy": 0.0},
+                                                 "sein-": {"n": 2, "correct": 1, "accuracy": 0.5}}  # fmt: skip
     assert (grouped["n"], grouped["correct"]) == (8, 6)
     far = [dict(items[2], antecedent_distance=5)]
     assert list(pronouns.pronoun_breakdown(far, [True])["referential_by_distance"]) == ["3+"]

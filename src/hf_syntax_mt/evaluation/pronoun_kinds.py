@@ -22,7 +22,9 @@ parser. In order:
 - **referential**: none of these, and an antecedent: an English noun (``NOUN``/``PROPN``) before the pronoun in its
   sentence (distance 0) or in one of the previous ``k`` sentences of the document (distance 1..k), aligned to a
   German noun whose gender (:class:`~hf_syntax_mt.evaluation.pronouns.NounGenders`) is the pronoun's; the nearest
-  one is recorded. **no_antecedent** otherwise (a clause or event referred to, an antecedent further back, a noun
+  one is recorded; for ``es`` only when no aligned noun of another gender is nearer (``es`` is also the form for a
+  clause or an event, and a neuter noun behind a nearer masculine or feminine one was, read by hand, seldom the
+  antecedent). **no_antecedent** otherwise (a clause or event referred to, an antecedent further back, a noun
   the lexicon does not know, or an alignment that missed it).
 
 Dropped (:func:`plural_sie`, :func:`german_case`): ``sie`` next to a plural finite verb (a subject ``sie`` next to
