@@ -175,6 +175,9 @@ def test_links_outside_the_sentence_and_misaligned_inputs_are_refused():
     with pytest.raises(ValueError, match=r"toy line 1: link 0-9 is outside the sentence pair \(5 English words, 5 "
                                          "German tokens\\)"):  # fmt: skip
         _build(pairs)
+    with pytest.raises(ValueError, match="toy: references has 1 lines but sources has 2 lines"):
+        build_pronoun_items("toy", ["a", "b"], [["a"], ["b"]], [["x"], ["x"]], ["a"], ["d", "d"], [set(), set()],
+                            LEXICON, source_heads=[[0], [0]], source_upos=[["X"], ["X"]])  # fmt: skip
     with pytest.raises(ValueError, match="toy: doc_ids has 1 lines but sources has 2"):
         build_pronoun_items("toy", ["a", "b"], [["a"], ["b"]], [["x"], ["x"]], ["a", "b"], ["d"], [set(), set()],
                             LEXICON, source_heads=[[0], [0]], source_upos=[["X"], ["X"]])  # fmt: skip

@@ -188,10 +188,12 @@ def _case_of(form: str, previous: str | None, english_dep: str) -> tuple[str | N
     return None, f"english_dep:{english_dep}"
 
 
-def _check_build_inputs(corpus, sources, source_words, per_word, doc_ids, links) -> None:
+def _check_build_inputs(corpus, sources, source_words, per_word, references, doc_ids, links) -> None:
     """Line counts, per-word lists as long as their line, links as pairs of ints, documents contiguous."""
     n = len(sources)
-    for name, seq in (("source_words", source_words), *per_word.items(), ("doc_ids", doc_ids), ("links", links)):
+    lines = (("source_words", source_words), *per_word.items(), ("references", references), ("doc_ids", doc_ids),
+             ("links", links))  # fmt: skip
+    for name, seq in lines:
         if isinstance(seq, str) or len(seq) != n:
             got = "a string" if isinstance(seq, str) else f"{len(seq)} lines"
             raise ValueError(f"{corpus}: {name} has {got} but sources has {n} lines")
@@ -245,7 +247,7 @@ def build_pronoun_items(
     from .pronoun_kinds import find_antecedent, german_case, item_kind, plural_sie
 
     per_word = {"source_deps": source_deps, "source_heads": source_heads, "source_upos": source_upos}
-    _check_build_inputs(corpus, sources, source_words, per_word, doc_ids, links)
+    _check_build_inputs(corpus, sources, source_words, per_word, references, doc_ids, links)
     n = len(sources)
     tokens_of = [german_tokens(r) for r in references]
     aligned: list[dict[int, list[int]]] = []
