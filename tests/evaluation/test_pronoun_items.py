@@ -25,6 +25,17 @@ LEXICON = NounGenders({"tisch": Counter(masc=3), "lampe": Counter(fem=2), "haus"
                        "bank": Counter(fem=2, masc=2), "debatte": Counter(fem=1)})  # fmt: skip
 
 
+#: per line of _pairs(): the English heads (1-based, 0 = root) and UPOS of the hand-made parse
+PARSES = [
+    ([2, 3, 0, 3, 3], ["DET", "NOUN", "AUX", "ADJ", "PUNCT"]),
+    ([3, 3, 0, 5, 3, 3], ["PRON", "AUX", "VERB", "PRON", "NOUN", "PUNCT"]),
+    ([2, 5, 5, 5, 0, 5, 5], ["DET", "NOUN", "PUNCT", "PRON", "VERB", "PRON", "PUNCT"]),
+    ([2, 0, 2, 3, 2, 2, 6, 7, 2], ["PRON", "VERB", "ADP", "PRON", "CCONJ", "VERB", "ADP", "PRON", "PUNCT"]),
+    ([2, 0, 2, 3, 2, 7, 2, 7, 2], ["PRON", "VERB", "ADP", "PRON", "PUNCT", "PRON", "AUX", "ADJ", "PUNCT"]),
+    ([2, 0, 2, 2], ["PRON", "VERB", "PRON", "PUNCT"]),
+]
+
+
 def _pairs():
     """Two documents; each pair: English words, their relations, German reference, links (English i, German j)."""
     return [
@@ -85,11 +96,13 @@ def _pairs():
     ]
 
 
-def _build(pairs=None, **kwargs):
+def _build(pairs=None, parses=None, **kwargs):
     pairs = pairs or _pairs()
+    parses = parses or PARSES
     return build_pronoun_items(
         "toy", [p[1] for p in pairs], [p[2] for p in pairs], [p[3] for p in pairs], [p[4] for p in pairs],
-        [p[0] for p in pairs], [p[5] for p in pairs], LEXICON, **kwargs,
+        [p[0] for p in pairs], [p[5] for p in pairs], LEXICON, source_heads=[h for h, _ in parses],
+        source_upos=[u for _, u in parses], **kwargs,
     )  # fmt: skip
 
 
@@ -162,10 +175,12 @@ def test_links_outside_the_sentence_and_misaligned_inputs_are_refused():
     with pytest.raises(ValueError, match=r"toy line 1: link 0-9 is outside the sentence pair \(5 English words, 5 "
                                          "German tokens\\)"):  # fmt: skip
         _build(pairs)
+    with pytest.raises(ValueError, match="toy: references has 1 lines but sources has 2 lines"):
+        build_pronoun_items("toy", ["a", "b"], [["a"], ["b"]], [["x"], ["x"]], ["a"], ["d", "d"], [set(), set()],
+                            LEXICON, source_heads=[[0], [0]], source_upos=[["X"], ["X"]])  # fmt: skip
     with pytest.raises(ValueError, match="toy: doc_ids has 1 lines but sources has 2"):
-        build_pronoun_items(
-            "toy", ["a", "b"], [["a"], ["b"]], [["x"], ["x"]], ["a", "b"], ["d"], [set(), set()], LEXICON
-        )
+        build_pronoun_items("toy", ["a", "b"], [["a"], ["b"]], [["x"], ["x"]], ["a", "b"], ["d"], [set(), set()],
+                            LEXICON, source_heads=[[0], [0]], source_upos=[["X"], ["X"]])  # fmt: skip
 
 
 def test_items_file_round_trip_and_a_wrong_span_is_refused(tmp_path):
@@ -255,3 +270,233 @@ def test_random_item_contexts_come_from_another_document_with_as_many_sentences(
         contexts = pronouns._random_item_contexts(items, seed)
         for item, ctx in zip(items, contexts, strict=True):
             assert len(ctx) == len(item["context"]) and not ctx[0].startswith(item["doc_id"])
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Kinds (issue 45): referential items and the ones whose German form the construction fixes
+# ------------------------------------------------------------------------------------------------------------------
+KIND_LEXICON = NounGenders({"haus": Counter(neut=3), "dach": Counter(neut=2), "regel": Counter(fem=2)})
+
+
+def _identity(n):
+    return {(k, k) for k in range(n)}
+
+
+def _kind_document():
+    """One hand-made document: (English words, relations, 1-based heads, UPOS, German reference, links)."""
+    return [
+        # 1: no pronoun; "Haus" (neut) is the antecedent of line 3's second "it" and line 8's "its"
+        (["The", "house", "is", "old", "."], ["det", "nsubj", "ROOT", "acomp", "punct"], [2, 3, 0, 3, 3],
+         ["DET", "NOUN", "AUX", "ADJ", "PUNCT"], "Das Haus ist alt .", _identity(5)),
+        # 2: weather: German "es regnet" -> impersonal
+        (["It", "is", "raining", "."], ["nsubj", "aux", "ROOT", "punct"], [3, 3, 0, 3], ["PRON", "AUX", "VERB", "PUNCT"],
+         "Es regnet .", {(0, 0), (2, 1), (3, 2)}),
+        # 3: extraposition "It is important to know that ..." -> clausal; the second "it" -> es, antecedent "Haus"
+        #    two sentences back (lines 2 and 3 have no noun)
+        (["It", "is", "important", "to", "know", "that", "it", "is", "old", "."],
+         ["nsubj", "ROOT", "acomp", "aux", "xcomp", "mark", "nsubj", "ccomp", "acomp", "punct"],
+         [2, 0, 2, 5, 3, 8, 8, 5, 8, 2], ["PRON", "AUX", "ADJ", "PART", "VERB", "SCONJ", "PRON", "AUX", "ADJ", "PUNCT"],
+         "Es ist wichtig zu wissen , dass es alt ist .",
+         {(0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (5, 6), (6, 7), (7, 9), (8, 8), (9, 10)}),
+        # 4: cleft "It's the rules that matter" -> "Es sind die Regeln, die zählen" (es next to a plural verb)
+        (["It", "'s", "the", "rules", "that", "matter", "."], ["nsubj", "ROOT", "det", "attr", "nsubj", "relcl", "punct"],
+         [2, 0, 4, 2, 6, 4, 2], ["PRON", "AUX", "DET", "NOUN", "PRON", "VERB", "PUNCT"],
+         "Es sind die Regeln , die zählen .", {(0, 0), (1, 1), (2, 2), (3, 3), (4, 5), (5, 6), (6, 7)}),
+        # 5: "I like it" -> "Es gefällt mir": the English object is the German subject -> case conflict, dropped
+        (["I", "like", "it", "."], ["nsubj", "ROOT", "dobj", "punct"], [2, 0, 2, 2], ["PRON", "VERB", "PRON", "PUNCT"],
+         "Es gefällt mir .", {(0, 2), (1, 1), (2, 0), (3, 3)}),
+        # 6: "it" translated by a plural "Sie sind" -> dropped
+        (["It", "is", "expensive", "."], ["nsubj", "ROOT", "acomp", "punct"], [2, 0, 2, 2],
+         ["PRON", "AUX", "ADJ", "PUNCT"], "Sie sind teuer .", _identity(4)),
+        # 7: "es geht um" -> impersonal
+        (["It", "is", "about", "the", "house", "."], ["nsubj", "ROOT", "prep", "det", "pobj", "punct"],
+         [2, 0, 2, 5, 3, 2], ["PRON", "AUX", "ADP", "DET", "NOUN", "PUNCT"], "Es geht um das Haus .", _identity(6)),
+        # 8: "its" -> "Sein": antecedent "Haus" of line 7, one sentence back
+        (["Its", "roof", "is", "new", "."], ["poss", "nsubj", "ROOT", "acomp", "punct"], [2, 3, 0, 3, 3],
+         ["PRON", "NOUN", "AUX", "ADJ", "PUNCT"], "Sein Dach ist neu .", _identity(5)),
+        # 9: "There"-less existential: "It has a garden" -> "Es gibt einen Garten" -> expletive; "its" -> "sein" with
+        #    the antecedent "Haus" in its own sentence (distance 0)
+        (["It", "has", "a", "garden", "."], ["nsubj", "ROOT", "det", "dobj", "punct"], [2, 0, 4, 2, 2],
+         ["PRON", "VERB", "DET", "NOUN", "PUNCT"], "Es gibt einen Garten .", _identity(5)),
+        (["The", "house", "lost", "its", "roof", "."], ["det", "nsubj", "ROOT", "poss", "dobj", "punct"],
+         [2, 3, 0, 5, 3, 3], ["DET", "NOUN", "VERB", "PRON", "NOUN", "PUNCT"], "Das Haus verlor sein Dach .",
+         _identity(6)),
+    ]  # fmt: skip
+
+
+def _build_kinds(rows=None, **kwargs):
+    rows = rows or _kind_document()
+    return build_pronoun_items(
+        "doc", [" ".join(r[0]) for r in rows], [r[0] for r in rows], [r[1] for r in rows], [r[4] for r in rows],
+        ["d"] * len(rows), [r[5] for r in rows], KIND_LEXICON, source_heads=[r[2] for r in rows],
+        source_upos=[r[3] for r in rows], **kwargs,
+    )  # fmt: skip
+
+
+def test_items_are_marked_referential_with_the_antecedent_distance_or_by_the_construction_that_fixes_the_form():
+    items, dropped = _build_kinds()
+    got = {(it["line"], it["english_index"]): (it["pronoun"], it["kind"], it["antecedent_distance"]) for it in items}
+    assert got == {
+        (2, 0): ("Es", "impersonal", None),
+        (3, 0): ("Es", "clausal", None),
+        (3, 6): ("es", "referential", 2),
+        (4, 0): ("Es", "cleft", None),
+        (7, 0): ("Es", "impersonal", None),
+        (8, 0): ("Sein", "referential", 1),
+        (9, 0): ("Es", "expletive", None),
+        (10, 3): ("sein", "referential", 0),
+    }
+    assert dropped == Counter({"it -> sie: plural (next to sind)": 1,
+                               "it -> es: case conflict (english_dep:dobj says acc, german:first word says nom)": 1})  # fmt: skip
+    by_line = {(it["line"], it["english_index"]): it for it in items}
+    assert by_line[3, 6]["antecedent"] == {"distance": 2, "line": 1, "english": "house", "english_index": 1,
+                                           "german": "Haus", "german_span": [4, 8], "other_gender_nearer": False}  # fmt: skip
+    assert by_line[3, 0]["kind_evidence"] == "german:es ..., dass"  # the German rules are asked before the English
+    assert by_line[4, 0]["kind_evidence"] == "german:es + plural verb"
+    assert by_line[9, 0]["kind_evidence"] == "german:es gibt"
+    # the antecedent search stops k sentences back: two sentences back is out of reach with k = 1
+    near, _ = _build_kinds(antecedent_sentences=1)
+    assert {(it["line"], it["english_index"]): it["kind"] for it in near}[3, 6] == "no_antecedent"
+
+
+def test_a_noun_of_another_gender_is_passed_over_and_flagged():
+    rows = _kind_document()
+    # line 1 becomes "The house and the rule .": the search goes right to left, so "Regel" (fem) comes first
+    rows[0] = (["The", "house", "and", "the", "rule", "."], ["det", "nsubj", "cc", "det", "conj", "punct"],
+               [2, 0, 2, 5, 2, 2], ["DET", "NOUN", "CCONJ", "DET", "NOUN", "PUNCT"], "Das Haus und die Regel .",
+               _identity(6))  # fmt: skip
+    items, _ = _build_kinds(rows)
+    it = next(x for x in items if (x["line"], x["english_index"]) == (3, 6))
+    assert (it["antecedent"]["german"], it["antecedent"]["other_gender_nearer"]) == ("Haus", True)
+    # for "es" (also the form for clauses and events) that is too weak: the item is not referential
+    assert (it["kind"], it["kind_evidence"]) == ("no_antecedent", "es: a noun of another gender is nearer than the "
+                                                                  "neuter one")  # fmt: skip
+    # a possessive ("sein", masc./neut.) keeps the same antecedent behind the feminine noun
+    rows[2] = (["Its", "roof", "is", "old", "."], ["poss", "nsubj", "ROOT", "acomp", "punct"], [2, 3, 0, 3, 3],
+               ["PRON", "NOUN", "AUX", "ADJ", "PUNCT"], "Sein Dach ist alt .", _identity(5))  # fmt: skip
+    items, _ = _build_kinds(rows)
+    it = next(x for x in items if x["line"] == 3)
+    assert (it["kind"], it["antecedent"]["german"], it["antecedent_distance"]) == ("referential", "Haus", 2)
+
+
+def test_english_parse_alone_marks_expletive_and_extraposed_it():
+    from hf_syntax_mt.evaluation.pronoun_kinds import item_kind
+
+    # "it" as expl (spaCy's label for some extraposed subjects): expletive whatever the German says
+    words, heads, deps = ["it", "seems", "odd"], [2, 0, 2], ["expl", "ROOT", "acomp"]
+    assert item_kind(words, heads, deps, ["PRON", "VERB", "ADJ"], 0, ["es", "scheint"], 0)[0] == "expletive"
+    # "makes it possible to travel": the object's adjective complement has an xcomp after it -> clausal
+    words = ["This", "makes", "it", "possible", "to", "travel"]
+    heads, deps = [2, 0, 2, 2, 6, 4], ["nsubj", "ROOT", "dobj", "ccomp", "aux", "xcomp"]
+    upos = ["PRON", "VERB", "PRON", "ADJ", "PART", "VERB"]
+    german = ["das", "macht", "es", "möglich", "zu", "reisen"]
+    assert item_kind(words, heads, deps, upos, 2, german, 2) == (
+        "clausal",
+        "english:extraposition (makes it possible)",
+    )
+    # "It allows us to travel": a lexical verb with an xcomp is no extraposition
+    words, heads = ["It", "allows", "us", "to", "travel"], [2, 0, 2, 5, 2]
+    deps, upos = ["nsubj", "ROOT", "dobj", "aux", "xcomp"], ["PRON", "VERB", "PRON", "PART", "VERB"]
+    assert item_kind(words, heads, deps, upos, 0, ["es", "erlaubt", "uns", "zu", "reisen"], 0) == (None, "")
+
+
+def test_scoring_reports_referential_items_by_antecedent_distance_as_computed_by_hand(monkeypatch):
+    items, _ = _build_kinds()
+    # the stub: a variant wins where it is "ihre" (the masc./neut. possessives' only variant), so the two "sein"
+    # items fail and the six others pass
+    monkeypatch.setattr(
+        "hf_syntax_mt.evaluation.contrastive.score_contrastive",
+        lambda model, tokenizer, examples, batch_size=32: {
+            "results": [{"correct": " ihr " not in f" {ex['contrastive'].lower()} "} for ex in examples]},
+    )  # fmt: skip
+    result = pronouns.score_pronoun_items(_StubModel(), None, items, context="document")
+    assert (result["correct"], result["referential"]) == (6, {"n": 3, "correct": 1, "accuracy": 1 / 3})
+    # by hand, with other outcomes: items in order (2,0) (3,0) (3,6) (4,0) (7,0) (8,0) (9,0) (10,3)
+    outcome = [True, True, False, True, True, True, True, False]  # (3,6) and (10,3) wrong
+    grouped = pronouns.pronoun_breakdown(items, outcome)
+    # referential: (3,6) distance 2 wrong, (8,0) distance 1 right, (10,3) distance 0 wrong
+    assert grouped["referential"] == {"n": 3, "correct": 1, "accuracy": 1 / 3}
+    assert grouped["referential_by_distance"] == {"0": {"n": 1, "correct": 0, "accuracy": 0.0},
+                                                  "1": {"n": 1, "correct": 1, "accuracy": 1.0},
+                                                  "2": {"n": 1, "correct": 0, "accuracy": 0.0}}  # fmt: skip
+    assert grouped["by_kind"]["impersonal"] == {"n": 2, "correct": 2, "accuracy": 1.0}
+    assert grouped["referential_by_pronoun"] == {"es": {"n": 1, "correct": 0, "accuracy": 0.0},
+                                                 "sein-": {"n": 2, "correct": 1, "accuracy": 0.5}}  # fmt: skip
+    assert (grouped["n"], grouped["correct"]) == (8, 6)
+    far = [dict(items[2], antecedent_distance=5)]
+    assert list(pronouns.pronoun_breakdown(far, [True])["referential_by_distance"]) == ["3+"]
+    old = [{k: v for k, v in it.items() if k != "kind"} for it in items]  # items of an older file: no kind
+    assert pronouns.pronoun_breakdown(old, outcome)["by_kind"] == {"unknown": {"n": 8, "correct": 6, "accuracy": 0.75}}
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Bad input (issue 44): item files and the builder's inputs are checked, errors name file and line
+# ------------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"variants": "Es"}, "field 'variants' must be a non-empty list of strings (the contrastive pronoun forms), "
+                             "got 'Es'"),
+        ({"variants": []}, "field 'variants' must be a non-empty list"),
+        ({"context": "The table is old ."}, "field 'context' must be a list of strings (the previous source "
+                                            "sentences), got 'The table is old .'"),
+        ({"span": 5}, "field 'span' must be [start, end] (two ints, character offsets into the reference), got 5"),
+        ({"span": ["0", "2"]}, "field 'span' must be [start, end]"),
+        ({"pronoun": 3}, "field 'pronoun' must be a string, got 3"),
+        ({"kind": "anaphoric"}, "field 'kind' must be one of ['referential', "),
+        ({"kind": "referential", "antecedent_distance": "1"}, "a referential item needs 'antecedent_distance', an int "
+                                                              ">= 0, got '1'"),
+    ],
+)  # fmt: skip
+def test_an_items_file_with_a_wrong_typed_field_names_file_line_and_field(tmp_path, change, message):
+    items, _ = _build()
+    path = write_pronoun_items(tmp_path / "items.jsonl", [items[0], dict(items[1], **change)])
+    with pytest.raises(ValueError, match=re.escape(f"{path}:2: {message}")):
+        load_pronoun_items(path)
+    # items given to the scorer directly are checked the same way, before any model runs
+    with pytest.raises(ValueError, match=re.escape(f"item 1 (toy-2-3): {message}")):
+        pronouns.score_pronoun_items(_StubModel(), None, [items[0], dict(items[1], **change)], context="none")
+
+
+def test_the_builder_refuses_string_links_short_relation_lists_and_a_returning_document():
+    pairs = _pairs()
+    pairs[1] = (*pairs[1][:5], ["0-0", "1-1"])
+    with pytest.raises(ValueError, match=re.escape("toy line 2: link '0-0' is not a pair of ints (English word, "
+                                                   "German token), e.g. (3, 4); parse 'i-j' strings first")):  # fmt: skip
+        _build(pairs)
+    pairs = _pairs()
+    pairs[2] = (*pairs[2][:3], pairs[2][3][:-1], *pairs[2][4:])
+    with pytest.raises(ValueError, match=re.escape("toy line 3: source_deps has 6 entries but the line has 7 English "
+                                                   "words; give one per word")):  # fmt: skip
+        _build(pairs)
+    parses = list(PARSES)
+    parses[0] = (PARSES[0][0][:2], PARSES[0][1])
+    with pytest.raises(ValueError, match=re.escape("toy line 1: source_heads has 2 entries but the line has 5")):
+        _build(parses=parses)
+    pairs = _pairs()
+    pairs[5] = ("d1", *pairs[5][1:])  # d1, d1, d1, d2, d2, d1: d1 comes back after d2
+    with pytest.raises(ValueError, match=r"toy: document 'd1' starts at row 0 and appears again at row 5, after "
+                                         "another document: documents must be contiguous"):  # fmt: skip
+        _build(pairs)
+
+
+def test_german_rules_for_clefts_infinitives_and_plural_sie():
+    from hf_syntax_mt.evaluation.pronoun_kinds import item_kind, plural_sie
+
+    words, heads = ["it", "is", "an", "instrument"], [2, 0, 4, 2]
+    deps, upos = ["nsubj", "ROOT", "det", "attr"], ["PRON", "AUX", "DET", "NOUN"]
+    assert item_kind(words, heads, deps, upos, 0, ["es", "ist", "ein", "instrument"], 0) == (
+        "cleft", "english:it is + predicate noun")  # fmt: skip
+    # the translator chose a gender ("sie ist kein Instrument": die Konvention): the item is not a cleft
+    assert item_kind(words, heads, deps, upos, 0, ["sie", "ist", "kein", "instrument"], 0) == (None, "")
+    # an extraposed zu-infinitive after the comma, but not a purpose clause "um ... zu"
+    words, heads, deps = ["it", "works"], [2, 0], ["nsubj", "ROOT"]
+    upos = ["PRON", "VERB"]
+    tokens = "es müsste möglich sein , die leute zu finden".split()
+    assert item_kind(words, heads, deps, upos, 0, tokens, 0) == ("clausal", "german:es ..., ... zu")
+    tokens = "es wurde gebaut , um sie zu schützen".split()
+    assert item_kind(words, heads, deps, upos, 0, tokens, 0) == (None, "")
+    assert plural_sie(["sie", "zeugen", "von"], 0, nominative=True) == "zeugen"
+    assert plural_sie(["sie", "zeugen", "von"], 0) is None  # an object sie before an infinitive may be singular
+    assert plural_sie(["weil", "sie", "den", "tisch"], 1, nominative=True) is None
+    assert plural_sie(["dann", "können", "sie"], 2) == "können"

@@ -23,6 +23,13 @@ true gender occurs in the previous two *reference* sentences of the document (``
 same reference sentence (``noun_in_sentence``). Noun genders come from :class:`NounGenders`, a lexicon read from
 German CoNLL-U files (UD FEATS ``Gender``), with compounds looked up by their longest known final part.
 
+Each item also records its ``kind`` (:mod:`~hf_syntax_mt.evaluation.pronoun_kinds`): ``referential`` (an antecedent
+noun of the pronoun's gender, found through the parse and the alignment, in the same or one of the previous
+sentences: ``antecedent``, ``antecedent_distance``) or fixed by the construction (``expletive``, ``cleft``,
+``clausal``, ``impersonal``) or ``no_antecedent``; a case the German word order contradicts and a plural ``sie`` are
+dropped. :func:`score_pronoun_items` reports the referential items by antecedent distance beside the whole set, and
+:func:`load_pronoun_items` checks every field's type.
+
 Only pointers, the verbatim sentences and the variant *forms* are stored; :func:`variant_references` builds the
 variant sentences in memory (the TED part of the test data is CC BY-NC-ND: no modified text is written).
 """
@@ -36,11 +43,15 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from ..data.documents import DocumentContext
+
 __all__ = [
     "NounGenders",
     "build_pronoun_items",
     "german_tokens",
+    "check_pronoun_item",
     "load_pronoun_items",
+    "pronoun_breakdown",
     "pronoun_variants",
     "random_contexts",
     "score_pronoun_items",
@@ -177,6 +188,32 @@ def _case_of(form: str, previous: str | None, english_dep: str) -> tuple[str | N
     return None, f"english_dep:{english_dep}"
 
 
+def _check_build_inputs(corpus, sources, source_words, per_word, references, doc_ids, links) -> None:
+    """Line counts, per-word lists as long as their line, links as pairs of ints, documents contiguous."""
+    n = len(sources)
+    lines = (("source_words", source_words), *per_word.items(), ("references", references), ("doc_ids", doc_ids),
+             ("links", links))  # fmt: skip
+    for name, seq in lines:
+        if isinstance(seq, str) or len(seq) != n:
+            got = "a string" if isinstance(seq, str) else f"{len(seq)} lines"
+            raise ValueError(f"{corpus}: {name} has {got} but sources has {n} lines")
+    for line in range(n):
+        width = len(source_words[line])
+        for name, seq in per_word.items():
+            if isinstance(seq[line], str) or len(seq[line]) != width:
+                raise ValueError(f"{corpus} line {line + 1}: {name} has {len(seq[line])} entries but the line has "
+                                 f"{width} English words; give one per word")  # fmt: skip
+        for link in links[line]:
+            if (isinstance(link, str) or len(link) != 2
+                    or not all(isinstance(x, int) and not isinstance(x, bool) for x in link)):  # fmt: skip
+                raise ValueError(f"{corpus} line {line + 1}: link {link!r} is not a pair of ints (English word, "
+                                 "German token), e.g. (3, 4); parse 'i-j' strings first")  # fmt: skip
+    try:
+        DocumentContext(sources, doc_ids, k=0)  # the readers' contiguity check
+    except ValueError as e:
+        raise ValueError(f"{corpus}: {e}") from None
+
+
 def build_pronoun_items(
     corpus: str,
     sources: Sequence[str],
@@ -187,61 +224,102 @@ def build_pronoun_items(
     links: Sequence[Iterable[tuple[int, int]]],
     nouns: NounGenders,
     context_sentences: int = 2,
+    *,
+    source_heads: Sequence[Sequence[int]],
+    source_upos: Sequence[Sequence[str]],
+    antecedent_sentences: int = 3,
 ) -> tuple[list[dict], Counter]:
     """The pronoun items of one test set (see the module docstring) and a count of the candidates left out, by reason.
 
     Args:
         corpus: the test set's name (item ids are ``{corpus}-{line}-{word}``).
-        sources: the English sentences; ``source_words`` / ``source_deps``: their parse's words and relations.
+        sources: the English sentences; ``source_words`` / ``source_deps`` / ``source_heads`` (1-based, 0 = root) /
+            ``source_upos``: their parse, one entry per word.
         references: the German reference sentences (tokenised with :func:`german_tokens`).
         doc_ids: one document id per line (documents contiguous).
         links: per line, the alignment links ``(English word index, German token index)``, both 0-based.
         nouns: the noun-gender lexicon.
         context_sentences: how many previous sentences of the document are the context (source) and are searched
             for nouns (reference).
+        antecedent_sentences: how many previous sentences are searched for an antecedent (the item's ``kind``,
+            :mod:`~hf_syntax_mt.evaluation.pronoun_kinds`).
     """
+    from .pronoun_kinds import find_antecedent, german_case, item_kind, plural_sie
+
+    per_word = {"source_deps": source_deps, "source_heads": source_heads, "source_upos": source_upos}
+    _check_build_inputs(corpus, sources, source_words, per_word, references, doc_ids, links)
     n = len(sources)
-    for name, seq in (("source_words", source_words), ("source_deps", source_deps), ("references", references),
-                      ("doc_ids", doc_ids), ("links", links)):  # fmt: skip
-        if len(seq) != n:
-            raise ValueError(f"{corpus}: {name} has {len(seq)} lines but sources has {n}")
+    tokens_of = [german_tokens(r) for r in references]
+    aligned: list[dict[int, list[int]]] = []
+    for line in range(n):
+        words, tokens = source_words[line], tokens_of[line]
+        table: dict[int, list[int]] = defaultdict(list)
+        for i, j in links[line]:
+            if not (0 <= i < len(words) and 0 <= j < len(tokens)):
+                raise ValueError(f"{corpus} line {line + 1}: link {i}-{j} is outside the sentence pair "
+                                 f"({len(words)} English words, {len(tokens)} German tokens)")  # fmt: skip
+            table[i].append(j)
+        aligned.append(table)
+
+    def noun_gender(token: str) -> str | None:
+        return None if token.lower() in NOT_NOUNS or len(token) < 2 else nouns.gender(token)
+
     items, dropped = [], Counter()
     start = 0  # first line of the current document
     for line in range(n):
         if line and doc_ids[line] != doc_ids[line - 1]:
             start = line
-        words = source_words[line]
-        tokens = german_tokens(references[line])
-        aligned: dict[int, list[int]] = defaultdict(list)
-        for i, j in links[line]:
-            if not (0 <= i < len(words) and 0 <= j < len(tokens)):
-                raise ValueError(f"{corpus} line {line + 1}: link {i}-{j} is outside the sentence pair "
-                                 f"({len(words)} English words, {len(tokens)} German tokens)")  # fmt: skip
-            aligned[i].append(j)
+        words, tokens = source_words[line], tokens_of[line]
+        lowered = [t.lower() for t, _, _ in tokens]
         for i, word in enumerate(words):
             english = word.lower()
             if english not in ("it", "its"):
                 continue
             if english == "it":
-                found = [j for j in aligned[i] if tokens[j][0].lower() in PERSONAL]
+                found = [j for j in aligned[line][i] if lowered[j] in PERSONAL]
             else:
-                found = [j for j in aligned[i] if POSSESSIVE.match(tokens[j][0].lower())]
+                found = [j for j in aligned[line][i] if POSSESSIVE.match(lowered[j])]
             if len(found) != 1:
                 dropped[f"{english}: {'no' if not found else 'several'} aligned German pronoun(s)"] += 1
                 continue
             j = found[0]
             form, s, e = tokens[j]
+            kind, kind_evidence = None, ""
             if english == "its":
                 gender, case, evidence = ("fem" if form.lower().startswith("ihr") else "masc|neut"), "poss", "form"
             else:
+                subject = source_deps[line][i] in NOMINATIVE_DEPS
+                if (verb := plural_sie(lowered, j, nominative=subject)) is not None:
+                    dropped[f"it -> sie: plural (next to {verb})"] += 1
+                    continue
                 gender, case = PERSONAL[form.lower()]
                 evidence = "form"
                 if case is None:
-                    previous = tokens[j - 1][0].lower() if j else None
+                    previous = lowered[j - 1] if j else None
                     case, evidence = _case_of(form.lower(), previous, source_deps[line][i])
                     if case is None:
                         dropped[f"it -> {form.lower()}: case unknown ({evidence.split(':')[0]})"] += 1
                         continue
+                    german, why = german_case(lowered, j)
+                    if german is not None and german != case:
+                        dropped[f"it -> {form.lower()}: case conflict ({evidence} says {case}, {why} says "
+                                f"{german})"] += 1  # fmt: skip
+                        continue
+                kind, kind_evidence = item_kind(words, source_heads[line], source_deps[line], source_upos[line], i,
+                                                lowered, j)  # fmt: skip
+            antecedent = None
+            if kind is None:
+                antecedent = find_antecedent(
+                    line, i, start, antecedent_sentences, source_words, source_upos,
+                    lambda at, w: aligned[at].get(w, []), tokens_of, noun_gender,
+                    lambda g, gender=gender: _compatible(g, gender),
+                )  # fmt: skip
+                kind = "referential" if antecedent else "no_antecedent"
+                kind_evidence = "antecedent" if antecedent else f"no noun of its gender within {antecedent_sentences}"
+                if antecedent and form.lower() == "es" and antecedent["other_gender_nearer"]:
+                    # es is also the form for a clause or an event: a neuter noun behind a nearer noun of another
+                    # gender is too weak a sign (read by hand: most such items were not referential)
+                    kind, kind_evidence = "no_antecedent", "es: a noun of another gender is nearer than the neuter one"
             context_lines = range(max(start, line - context_sentences), line)
             context_nouns = [(noun, g) for k in context_lines for noun, g in nouns.nouns(references[k])]
             sentence_nouns = nouns.nouns(references[line], before=s)
@@ -251,6 +329,8 @@ def build_pronoun_items(
                 "source": sources[line], "reference": references[line], "english": word, "english_index": i,
                 "english_dep": source_deps[line][i], "pronoun": form, "span": [s, e], "gender": gender, "case": case,
                 "case_evidence": evidence, "variants": pronoun_variants(form, gender, case),
+                "kind": kind, "kind_evidence": kind_evidence, "antecedent": antecedent,
+                "antecedent_distance": antecedent["distance"] if antecedent else None,
                 "context_nouns": [list(x) for x in context_nouns],
                 "noun_in_context": any(_compatible(g, gender) for _, g in context_nouns),
                 "noun_in_sentence": any(_compatible(g, gender) for _, g in sentence_nouns),
@@ -276,16 +356,54 @@ def write_pronoun_items(path: str | Path, items: Iterable[Mapping]) -> Path:
     return path
 
 
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def check_pronoun_item(item: Mapping, where: str) -> None:
+    """Raise ``ValueError`` naming ``where`` (``file:line``) and the field when ``item`` is not a well-formed pronoun
+    item: strings ``source`` / ``reference`` / ``pronoun``, ``span`` two ints inside the reference that hold the
+    pronoun, ``variants`` a non-empty list of strings, ``context`` a list of strings, and (when present) ``kind`` one
+    of :data:`~hf_syntax_mt.evaluation.pronoun_kinds.KINDS` with ``antecedent_distance`` an int >= 0 for a referential
+    item."""
+    from .pronoun_kinds import KINDS
+
+    missing = [f for f in ("source", "reference", "pronoun", "span", "variants", "context") if f not in item]
+    if missing:
+        raise ValueError(f"{where}: item lacks the field(s) {missing}")
+    for field in ("source", "reference", "pronoun"):
+        if not isinstance(item[field], str):
+            raise ValueError(f"{where}: field {field!r} must be a string, got {item[field]!r}")
+    span = item["span"]
+    if not isinstance(span, list) or len(span) != 2 or not all(_is_int(x) for x in span):
+        raise ValueError(f"{where}: field 'span' must be [start, end] (two ints, character offsets into the "
+                         f"reference), got {span!r}")  # fmt: skip
+    for field, allow_empty in (("variants", False), ("context", True)):
+        value = item[field]
+        if not isinstance(value, list) or not all(isinstance(x, str) for x in value) or not (value or allow_empty):
+            what = "the contrastive pronoun forms" if field == "variants" else "the previous source sentences"
+            raise ValueError(f"{where}: field {field!r} must be a {'' if allow_empty else 'non-empty '}list of "
+                             f"strings ({what}), got {value!r}")  # fmt: skip
+    if "kind" in item:
+        if item["kind"] not in KINDS:
+            raise ValueError(f"{where}: field 'kind' must be one of {list(KINDS)}, got {item['kind']!r}")
+        distance = item.get("antecedent_distance")
+        if item["kind"] == "referential" and not (_is_int(distance) and distance >= 0):
+            raise ValueError(f"{where}: a referential item needs 'antecedent_distance', an int >= 0, got {distance!r}")
+    try:
+        variant_references(item)
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
+
+
 def load_pronoun_items(path: str | Path) -> list[dict]:
-    """Items written by :func:`write_pronoun_items`; each item's span is checked against its reference."""
+    """Items written by :func:`write_pronoun_items`, each checked by :func:`check_pronoun_item` (errors name the file
+    and line)."""
     from ..data.readers import iter_json_objects
 
     items = []
     for k, item in iter_json_objects(path):
-        missing = [f for f in ("source", "reference", "pronoun", "span", "variants", "context") if f not in item]
-        if missing:
-            raise ValueError(f"{path}:{k}: item lacks the field(s) {missing}")
-        variant_references(item)
+        check_pronoun_item(item, f"{path}:{k}")
         items.append(item)
     return items
 
@@ -350,6 +468,36 @@ def pronoun_key(item: Mapping) -> str:
     return item["pronoun"].lower()
 
 
+def pronoun_breakdown(items: Sequence[Mapping], outcome: Sequence[bool]) -> dict:
+    """The accuracy of per-item outcomes overall and by group: ``by_pronoun`` (:func:`pronoun_key`),
+    ``by_noun_in_context``, ``by_corpus``, ``by_kind`` (items without a ``kind``: ``"unknown"``), and ``referential``
+    (the referential items only) with ``referential_by_distance`` (antecedent distance ``"0"``, ``"1"``, ``"2"``,
+    ``"3+"``) and ``referential_by_pronoun``. Each group maps to ``{"n", "correct", "accuracy"}``; ``results`` is ``outcome``."""
+    from .pronoun_kinds import distance_bucket
+
+    if len(items) != len(outcome):
+        raise ValueError(f"{len(items)} items but {len(outcome)} outcomes")
+    names = ("by_pronoun", "by_noun_in_context", "by_corpus", "by_kind", "referential_by_distance",
+             "referential_by_pronoun")  # fmt: skip
+    groups: dict[str, dict[str, list[bool]]] = {name: defaultdict(list) for name in names}
+    referential = []
+    for item, ok in zip(items, outcome, strict=True):
+        ok = bool(ok)
+        groups["by_pronoun"][pronoun_key(item)].append(ok)
+        groups["by_noun_in_context"][str(bool(item.get("noun_in_context"))).lower()].append(ok)
+        groups["by_corpus"][item.get("corpus", "")].append(ok)
+        groups["by_kind"][item.get("kind", "unknown")].append(ok)
+        if item.get("kind") == "referential":
+            referential.append(ok)
+            groups["referential_by_distance"][distance_bucket(item["antecedent_distance"])].append(ok)
+            groups["referential_by_pronoun"][pronoun_key(item)].append(ok)
+    return {
+        **_accuracy([bool(x) for x in outcome]), "referential": _accuracy(referential),
+        **{name: {key: _accuracy(flags) for key, flags in sorted(g.items())} for name, g in groups.items()},
+        "results": [bool(x) for x in outcome],
+    }  # fmt: skip
+
+
 def score_pronoun_items(model, tokenizer, items: Sequence[Mapping], context: str = "document", seed: int = 0,
                         batch_size: int = 32) -> dict:  # fmt: skip
     """Accuracy of ``model`` on pronoun items: an item is right when its reference scores strictly higher than every
@@ -360,14 +508,19 @@ def score_pronoun_items(model, tokenizer, items: Sequence[Mapping], context: str
             document, seeded by ``seed``) or ``"none"``. A model without document context ignores it.
 
     Returns:
-        ``{"context", "accuracy", "n", "correct", "by_pronoun", "by_noun_in_context", "by_corpus", "results"}``: the
-        groups map to ``{"n", "correct", "accuracy"}``; ``results[i]`` is item ``i``'s outcome (bool).
+        ``{"context", "accuracy", "n", "correct", ...}`` with the groups of :func:`pronoun_breakdown` (by pronoun, by
+        ``noun_in_context``, by corpus, by kind, and the referential items by antecedent distance);
+        ``results[i]`` is item ``i``'s outcome (bool).
     """
     from .contrastive import score_contrastive
 
     if context not in ("document", "random", "none"):
         raise ValueError(f"context must be 'document', 'random' or 'none', got {context!r}")
     items = list(items)
+    for idx, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise TypeError(f"item {idx} must be a dict (a line of load_pronoun_items), got {type(item).__name__}")
+        check_pronoun_item(item, f"item {idx} ({item.get('id', 'no id')})")
     if context == "document":
         contexts = [list(item["context"]) for item in items]
     elif context == "random":
@@ -384,14 +537,4 @@ def score_pronoun_items(model, tokenizer, items: Sequence[Mapping], context: str
     outcome = [True] * len(items)
     for idx, result in zip(owner, scored, strict=True):
         outcome[idx] = outcome[idx] and result["correct"]
-    groups: dict[str, dict[str, list[bool]]] = {"by_pronoun": defaultdict(list), "by_noun_in_context": defaultdict(list),
-                                                "by_corpus": defaultdict(list)}  # fmt: skip
-    for item, ok in zip(items, outcome, strict=True):
-        groups["by_pronoun"][pronoun_key(item)].append(ok)
-        groups["by_noun_in_context"][str(bool(item.get("noun_in_context"))).lower()].append(ok)
-        groups["by_corpus"][item.get("corpus", "")].append(ok)
-    return {
-        "context": context, **_accuracy(outcome),
-        **{name: {key: _accuracy(flags) for key, flags in sorted(g.items())} for name, g in groups.items()},
-        "results": outcome,
-    }  # fmt: skip
+    return {"context": context, **pronoun_breakdown(items, outcome)}
