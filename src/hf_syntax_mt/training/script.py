@@ -466,8 +466,8 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
 
 
 def _with_alignment_targets(processed, raw, tokenizer, data_args):
-    """Guided alignment: the Pharaoh links of each pair as `decoder_alignment` (`data.alignments.AlignmentTargets`)."""
-    from ..data.alignments import AlignmentTargets
+    """Guided alignment: the Pharaoh links of each pair as `decoder_alignment` (`alignment.targets.AlignmentTargets`)."""
+    from ..alignment.targets import AlignmentTargets
 
     rows = processed.add_column("source", raw["source"]).add_column("target", raw["target"])
     rows = rows.add_column("alignment", raw["alignment"])
