@@ -80,7 +80,7 @@ def build_config_and_model(model_args: ModelArguments, tokenizer, seed: int, sou
     from ..configuration_syntax_mt import SyntaxMTConfig
     from ..data.parser_config import recordable_parser_config
     from ..modeling_syntax_mt import SyntaxMTForConditionalGeneration
-    from .factory import DEFAULT_ATTENTION_INIT, build_model, model_config
+    from .factory import DEFAULT_ATTENTION_INIT, build_model, load_pretrained, model_config
 
     config_class = MarianConfig if model_args.vanilla_marian else SyntaxMTConfig
     overrides = parse_config_overrides(model_args.config_overrides, config_class)
@@ -98,7 +98,8 @@ def build_config_and_model(model_args: ModelArguments, tokenizer, seed: int, sou
                              "size comes from the checkpoint (use --config_overrides for other fields)")  # fmt: skip
         if model_args.vanilla_marian:
             config = MarianConfig.from_pretrained(model_args.model_name_or_path, **syntax)
-            model = MarianMTModel.from_pretrained(model_args.model_name_or_path, config=config)
+            base = MarianConfig.from_pretrained(model_args.model_name_or_path)
+            model = load_pretrained(MarianMTModel, model_args.model_name_or_path, config, base)
         else:
             base = SyntaxMTConfig.from_pretrained(model_args.model_name_or_path)
             values = {**base.to_dict(), **syntax}
@@ -109,7 +110,7 @@ def build_config_and_model(model_args: ModelArguments, tokenizer, seed: int, sou
             for key in ("model_type", "transformers_version", "architectures", "auto_map", "custom_pipelines"):
                 values.pop(key, None)
             config = SyntaxMTConfig(**values)
-            model = SyntaxMTForConditionalGeneration.from_pretrained(model_args.model_name_or_path, config=config)
+            model = load_pretrained(SyntaxMTForConditionalGeneration, model_args.model_name_or_path, config, base)
     else:
         size = {**SIZE_DEFAULTS, **model_args.size_options()}
         dims = dict(d_model=size["d_model"], ffn_dim=size["ffn_dim"], heads=size["attention_heads"],
