@@ -23,7 +23,7 @@ from hf_syntax_mt.demo.synthetic_corpus import write_corpus
 from hf_syntax_mt.evaluation import RUN_INFO, corpus_ribes, corpus_scores
 from hf_syntax_mt.training import train_tokenizer
 from hf_syntax_mt.training.data import load_raw_datasets
-from hf_syntax_mt.training.script import build_config_and_model
+from hf_syntax_mt.training.prepare import build_config_and_model
 from hf_syntax_mt.training.script_args import ModelArguments, parse_args, parse_config_overrides
 
 REPO = Path(__file__).resolve().parents[2]
