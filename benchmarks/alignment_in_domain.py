@@ -31,7 +31,7 @@ def main(argv=None) -> int:
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     import hf_syntax_mt  # noqa: F401
-    from hf_syntax_mt.word_alignment import align_corpus, alignment_error_rate, parse_pharaoh
+    from hf_syntax_mt.alignment import align_corpus, alignment_error_rate, parse_pharaoh
 
     args = study.parse_args(["--results", a.results, "--data", a.data, "--output-dir", a.output_dir])
     data = study.prepared_data(args)

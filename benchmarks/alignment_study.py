@@ -15,7 +15,7 @@ The data are lower-cased and punctuation-split like the gold set (the tokenisati
 Hansards words look like the training words; BLEU is computed on that tokenisation too (sacrebleu with tok:none on
 lower-cased, pre-tokenised text: not comparable with true-case BLEU). Alignments are read from decoder layer 2 of 3
 (the penultimate layer, as Garg et al. 2019 find best), heads averaged, each French word linked to its most attended
-English word (`hf_syntax_mt.word_alignment.align_corpus`); the biased methods bias that layer. Each is read twice:
+English word (`hf_syntax_mt.alignment.align_corpus`); the biased methods bias that layer. Each is read twice:
 at the step that predicts the French word (Naive-Att) and at the next step, where the word is the decoder input
 (Shift-Att, Chen et al. 2020); the forward direction is also read at every decoder layer (`aer_by_layer`).
 `--keep-models` keeps each unit's averaged model, to read its alignments again later.
@@ -153,7 +153,7 @@ def eflomal_training_links(args, data) -> list[str]:
 
         import eflomal
 
-        from hf_syntax_mt.word_alignment import format_pharaoh, read_pharaoh, symmetrize
+        from hf_syntax_mt.alignment import format_pharaoh, read_pharaoh, symmetrize
 
         src = data["train"][0] + list(data["hansards"][0])
         tgt = data["train"][1] + list(data["hansards"][1])
@@ -173,12 +173,18 @@ def run_unit(args, method: str, seed: int) -> Path:
     import torch
     from datasets import Dataset
 
-    from hf_syntax_mt.alignment import DataCollatorForSymmetricTranslation, alignment_read
+    from hf_syntax_mt.alignment import (
+        DataCollatorForSymmetricTranslation,
+        align_corpus,
+        alignment_error_rate,
+        alignment_read,
+        format_pharaoh,
+        read_pharaoh,
+    )
     from hf_syntax_mt.data import DataCollatorForSyntaxMT
     from hf_syntax_mt.data.preprocess import TokenizeOnly
     from hf_syntax_mt.training import CheckpointAverageCallback, CurveCallback, SyntaxMTTrainer, train_tokenizer
     from hf_syntax_mt.training.script_args import SyntaxMTTrainingArguments
-    from hf_syntax_mt.word_alignment import align_corpus, alignment_error_rate, format_pharaoh, read_pharaoh
 
     r, name = args.recipe, unit_name(method, seed)
     data = prepared_data(args)
@@ -193,7 +199,7 @@ def run_unit(args, method: str, seed: int) -> Path:
     train = train.map(TokenizeOnly(tokenizer, r["max_length"], r["max_length"]), batched=True,
                       remove_columns=[] if guided else ["source", "target"], desc="tokenize")  # fmt: skip
     if guided:  # eflomal's links on the training pairs (the reference aligner, same data) -> decoder_alignment
-        from hf_syntax_mt.data.alignments import AlignmentTargets
+        from hf_syntax_mt.alignment import AlignmentTargets
 
         train = train.add_column("alignment", eflomal_training_links(args, data))
         train = train.map(AlignmentTargets(tokenizer, max_source_length=r["max_length"],
@@ -282,7 +288,7 @@ def known_word_aer(links: list, gold: list, hansards: tuple[list[str], list[str]
     occur in the training data, and 'unseen', where one of them does not (22% of the English and 21% of the French
     Hansards word tokens are not in Multi30k train). Every link set (predicted, sure, possible) is cut by the same
     cells, so each part is an AER of its own."""
-    from hf_syntax_mt.word_alignment import GoldAlignment, alignment_error_rate
+    from hf_syntax_mt.alignment import GoldAlignment, alignment_error_rate
 
     parts = {"known": ([], []), "unseen": ([], [])}
     for pred, g, en, fr in zip(links, gold, *hansards, strict=True):
@@ -340,7 +346,7 @@ def aggregate(args) -> str | None:
 
 def known_word_lines(args, units: list[dict]) -> list[str]:
     """The table of `known_word_aer` for eflomal's saved links and each unit's written alignments."""
-    from hf_syntax_mt.word_alignment import read_pharaoh
+    from hf_syntax_mt.alignment import read_pharaoh
 
     results, gold_dir = Path(args.results), Path(args.data) / "alignment-gold-en-fr"
     files = [(f"eflomal (run 0, {m})", results / f"eflomal.{m}.align.txt") for m in ("forward", "grow-diag-final-and")]

@@ -39,11 +39,11 @@ def main(argv=None) -> int:
     from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoTokenizer
 
     from hf_syntax_mt import SymmetricTranslationConfig
+    from hf_syntax_mt.alignment import align_corpus, alignment_error_rate, read_pharaoh
     from hf_syntax_mt.data import DataCollatorForSyntaxMT
     from hf_syntax_mt.data.preprocess import TokenizeOnly
     from hf_syntax_mt.training import SyntaxMTTrainer
     from hf_syntax_mt.training.script_args import SyntaxMTTrainingArguments
-    from hf_syntax_mt.word_alignment import align_corpus, alignment_error_rate, read_pharaoh
 
     torch.set_num_threads(a.threads)
     args = study.parse_args(["--results", a.results, "--data", a.data, "--output-dir", a.output_dir])

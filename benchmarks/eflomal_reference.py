@@ -41,7 +41,7 @@ def main(argv=None) -> int:
         import eflomal
     except ImportError:
         raise SystemExit("eflomal is not installed: pip install eflomal") from None
-    from hf_syntax_mt.word_alignment import alignment_error_rate, format_pharaoh, read_pharaoh, symmetrize
+    from hf_syntax_mt.alignment import alignment_error_rate, format_pharaoh, read_pharaoh, symmetrize
 
     data = Path(args.data)
     gold_dir = data / "alignment-gold-en-fr"

@@ -59,7 +59,7 @@ def align(source_words: list[list[str]], target_tokens: list[list[str]]) -> tupl
     """Intersected eflomal links (English word, German token) per pair, and the seconds eflomal took."""
     import eflomal
 
-    from hf_syntax_mt.word_alignment import read_pharaoh
+    from hf_syntax_mt.alignment import read_pharaoh
 
     src = [" ".join(w.lower() for w in words) for words in source_words]
     tgt = [" ".join(tokens) for tokens in target_tokens]

@@ -201,7 +201,7 @@ def _align(args: argparse.Namespace) -> int:
     from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM, AutoTokenizer
 
     import hf_syntax_mt  # noqa: F401  (registers the Auto classes)
-    from hf_syntax_mt.word_alignment import align_corpus, format_pharaoh, read_parallel_words
+    from hf_syntax_mt.alignment.words import align_corpus, format_pharaoh, read_parallel_words
 
     if args.input and (args.src or args.tgt):
         raise SystemExit(
@@ -230,7 +230,8 @@ def _align(args: argparse.Namespace) -> int:
 
 
 def _aer(args: argparse.Namespace) -> int:
-    from hf_syntax_mt.word_alignment import alignment_error_rate, index_base_hint, read_pharaoh
+    from hf_syntax_mt.alignment.aer import alignment_error_rate, index_base_hint
+    from hf_syntax_mt.data.readers import read_pharaoh
 
     gold = read_pharaoh(args.gold, one_indexed=args.gold_one_indexed)
     hyp = read_pharaoh(args.hyp, one_indexed=args.hyp_one_indexed)

@@ -169,7 +169,7 @@ class SyntaxMTConfig(MarianConfig):
         guided_alignment_weight (`float`, *optional*, defaults to 0.0):
             Guided alignment (Garg et al. 2019): weight of the loss -sum_t log A[t, a_t] that supervises a
             cross-attention with external alignments (`decoder_alignment`, e.g. from eflomal through
-            `hf_syntax_mt.data.alignments.AlignmentTargets`); 0 (default) switches it off. Garg et al. use 0.05.
+            `hf_syntax_mt.alignment.targets.AlignmentTargets`); 0 (default) switches it off. Garg et al. use 0.05.
         guided_alignment_layer (`int`, *optional*):
             The supervised decoder layer (0-based); `None` (default): `resolved_alignment_layer`.
         guided_alignment_heads (`int`, *optional*, defaults to 1):

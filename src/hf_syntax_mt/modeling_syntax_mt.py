@@ -421,7 +421,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
 
     def align(self, input_ids, labels, **kwargs):
         """Source-target alignments from a decoder layer's cross-attention: see `hf_syntax_mt.alignment.align`."""
-        from .alignment import align
+        from .alignment.cross_attention import align
 
         return align(self, input_ids, labels, **kwargs)
 

@@ -26,7 +26,7 @@ from transformers import PreTrainedConfig, PreTrainedModel
 from transformers.configuration_utils import SubConfigSpec
 from transformers.utils import ModelOutput
 
-from .alignment import align, recording_alignment, symmetry_trace
+from .alignment.cross_attention import align, recording_alignment, symmetry_trace
 from .configuration_syntax_mt import SyntaxMTConfig
 from .modeling_syntax_mt import SyntaxMTForConditionalGeneration
 
@@ -185,7 +185,7 @@ class SymmetricTranslationModel(PreTrainedModel):
         word ids of each side are given; ``shift``: Shift-Att in both directions, ``heads``: how many first heads
         of each direction's layer are averaged (as for `alignment.align`); ``layers``: the (forward, backward)
         decoder layers read (default: `layers`, each direction's alignment layer)."""
-        from .word_alignment import symmetrize
+        from .alignment.words import symmetrize
 
         layers = self.layers if layers is None else tuple(layers)
         for side, layer, config in zip(("forward", "backward"), layers, (self.config.forward, self.config.backward),

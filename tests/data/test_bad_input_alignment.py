@@ -9,11 +9,10 @@ import pytest
 import torch
 
 import hf_syntax_mt  # noqa: F401  (registers the Auto classes and "syntax-translation")
+from hf_syntax_mt.alignment import AlignmentTargets, align_corpus, token_words
 from hf_syntax_mt.cli import main
-from hf_syntax_mt.data.alignments import AlignmentTargets, token_words
 from hf_syntax_mt.data.readers import read_lines
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
-from hf_syntax_mt.word_alignment import align_corpus
 
 torch.set_num_threads(1)
 
@@ -48,7 +47,7 @@ def write(path, lines):
 # Guided-alignment files
 # ------------------------------------------------------------------------------------------------------------------
 def test_alignment_file_errors_name_the_file_line_and_link(tmp_path, caplog):
-    from hf_syntax_mt.data.alignments import check_alignment_lines
+    from hf_syntax_mt.alignment import check_alignment_lines
 
     path = str(tmp_path / "train.align")
     ok = ["0-0 1-1 2-2", "0-0 2p1 1-2", "", "3-4 5-4"]
@@ -68,7 +67,7 @@ def test_alignment_file_errors_name_the_file_line_and_link(tmp_path, caplog):
         "0-0 1-1 2-2", "0-0 1-2 2p1", "1-2", "3-4 5-4"]  # fmt: skip
     # a 1-indexed file whose links all stay inside their sentences: read as 0-based, with a warning
     inside = ["1-1 2-1", "1-1 2-2 3-3 4-3", "1-1", "1-1 2-2 3-3 4-3"]
-    with caplog.at_level(logging.WARNING, logger="hf_syntax_mt.data.alignments"):
+    with caplog.at_level(logging.WARNING, logger="hf_syntax_mt.alignment.targets"):
         check_alignment_lines(inside, SRC, TGT, path)
     assert f"no link of {path} uses word 0 of either side: if the file counts words from 1, give " in caplog.text
 
@@ -148,6 +147,28 @@ def test_aer_refuses_possible_links_in_the_hypothesis_and_an_empty_corpus(tmp_pa
         main(["aer", "--hyp", str(empty_hyp), "--gold", str(empty_gold)])
 
 
+def test_aer_warns_in_one_line_when_the_gold_has_no_sure_link(tmp_path, capsys, caplog):
+    """A gold file of possible links only printed `AER 0.00 precision 100.00 recall 0.00` without a word (issue 44):
+    recall is 0/0 and AER only 1 - precision. One warning line now says so; one sure link silences it."""
+    gold = write(tmp_path / "gold", ["0p0 1p1", "0p1"])
+    hyp = write(tmp_path / "hyp", ["0-0 1-1", "0-1"])
+    with caplog.at_level(logging.WARNING):
+        assert main(["aer", "--hyp", str(hyp), "--gold", str(gold)]) == 0
+    # by hand: A = P = 3 links, S = 0: AER = 1 - (0 + 3) / (3 + 0) = 0, precision 3/3, recall 0/0 shown as 0
+    assert capsys.readouterr().out.startswith("AER 0.00  precision 100.00  recall 0.00")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "\n" not in warnings[0]
+    assert warnings[0].startswith("the gold alignments have 3 possible links ('ipj') but no sure link ('i-j') in 2 "
+                                  "pairs: recall is undefined")  # fmt: skip
+    caplog.clear()
+    one_sure = write(tmp_path / "gold1", ["0-0 1p1", "0p1"])
+    with caplog.at_level(logging.WARNING):
+        assert main(["aer", "--hyp", str(hyp), "--gold", str(one_sure)]) == 0
+    # by hand: S = {(0, 0)}: AER = 1 - (1 + 3) / (3 + 1) = 0, recall 1/1
+    assert capsys.readouterr().out.startswith("AER 0.00  precision 100.00  recall 100.00")
+    assert "no sure link" not in caplog.text
+
+
 def test_aer_with_the_wrong_index_base_says_which_flag(tmp_path, capsys, caplog):
     gold = write(tmp_path / "gold", ["1-1 2-2 3-3", "1-2 2-1"])  # 1-based, as the Hansards set
     perfect = write(tmp_path / "hyp", ["0-0 1-1 2-2", "0-1 1-0"])  # the same links, 0-based
@@ -224,7 +245,7 @@ def test_align_truncates_an_over_long_line_with_a_warning_and_goes_on(model_dir,
     long_source = " ".join(SRC * 2)
     src, tgt = [SRC[0].split(), long_source.split(), SRC[2].split()], [TGT[0].split(), TGT[1].split(), TGT[2].split()]
     assert len(tok(long_source)["input_ids"]) > 12
-    with caplog.at_level(logging.WARNING, logger="hf_syntax_mt.word_alignment"):
+    with caplog.at_level(logging.WARNING, logger="hf_syntax_mt.alignment.words"):
         links = align_corpus(model, tok, src, tgt, progress=False)
     assert "line 2: the source has" in caplog.text and "max_position_embeddings=12: truncated" in caplog.text
     assert "line 1:" not in caplog.text and "line 3:" not in caplog.text

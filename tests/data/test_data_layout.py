@@ -18,8 +18,8 @@ DATA = SRC / "data"
 
 # The flow: readers (+ the parse data class) -> parsers -> subwords -> document context -> preprocess -> collator.
 # A module may import only modules before it. `parser_config` (a parser from a model config) follows the parsers,
-# `multitask` (parse + translate rows for the preprocessor) and `alignments` (guided-alignment targets, on the
-# preprocessed rows) the preprocessor; the package `__init__` re-exports what comes before.
+# `multitask` (parse + translate rows for the preprocessor) the preprocessor; the package `__init__` re-exports what
+# comes before. (The guided-alignment targets built on the preprocessed rows are in `hf_syntax_mt.alignment.targets`.)
 FLOW = [
     "parsed",
     "readers",
@@ -28,7 +28,6 @@ FLOW = [
     "subwords",
     "documents",
     "preprocess",
-    "alignments",
     "multitask",
     "collator",
     "__init__",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from hf_syntax_mt.word_alignment import GoldAlignment, alignment_error_rate
+from hf_syntax_mt.alignment import GoldAlignment, alignment_error_rate
 
 ROOT = Path(__file__).resolve().parents[2]
 

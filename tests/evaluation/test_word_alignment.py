@@ -6,9 +6,7 @@ import json
 import pytest
 import torch
 
-from hf_syntax_mt.cli import main as cli_main
-from hf_syntax_mt.training import build_model, model_config, train_tokenizer
-from hf_syntax_mt.word_alignment import (
+from hf_syntax_mt.alignment import (
     GoldAlignment,
     align_corpus,
     alignment_error_rate,
@@ -17,6 +15,8 @@ from hf_syntax_mt.word_alignment import (
     read_pharaoh,
     symmetrize,
 )
+from hf_syntax_mt.cli import main as cli_main
+from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
 
 def gold(sure, possible=()):

@@ -7,7 +7,7 @@ import torch
 from tiny_config import EOS, PAD, TINY
 
 from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
-from hf_syntax_mt.data.alignments import AlignmentTargets, target_alignment, token_words
+from hf_syntax_mt.alignment import AlignmentTargets, target_alignment, token_words
 
 
 def model(**kw):

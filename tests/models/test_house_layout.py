@@ -27,7 +27,9 @@ def imports(name: str) -> set[str]:
 # The modules that only re-exported names that moved (issue 28 removed them): no path of the package imports them.
 REMOVED = ["hf_syntax_mt.batching", "hf_syntax_mt.train_data", "hf_syntax_mt.train_script", "hf_syntax_mt.model_card",
            "hf_syntax_mt.contrastive", "hf_syntax_mt.probing", "hf_syntax_mt.document_context",
-           "hf_syntax_mt.data.synthetic", "hf_syntax_mt.data.textio"]  # fmt: skip
+           "hf_syntax_mt.data.synthetic", "hf_syntax_mt.data.textio",
+           # issue 45: one alignment package (hf_syntax_mt.alignment.words, .aer and .targets)
+           "hf_syntax_mt.word_alignment", "hf_syntax_mt.data.alignments"]  # fmt: skip
 
 
 @pytest.mark.parametrize("module", REMOVED)
@@ -135,6 +137,38 @@ def test_methods_import_only_the_registry_and_each_other():
         if name.startswith("hf_syntax_mt.methods."):
             outside = {m for m in imports(name) if not m.startswith("hf_syntax_mt.methods")}
             assert outside <= {"hf_syntax_mt.vocabularies"}, (name, outside)
+
+
+# The alignment package (issue 45): alignments out of the model, alignment files, `align` and AER. It builds on the
+# model's recorded attention, the readers and the guided-alignment method, never on the train, evaluation or
+# pipeline side; and no module of the package imports its `__init__` (a saved model's remote code bundles modules,
+# and the `__init__` pulls in all of them).
+ALIGNMENT_MAY_IMPORT = {"hf_syntax_mt.data.readers", "hf_syntax_mt.methods.guided_alignment"}
+
+
+def test_the_alignment_package_is_one_concern_and_imports_only_below_it():
+    package = {n for n in MODULES if n.startswith("hf_syntax_mt.alignment.")}
+    assert package == {f"hf_syntax_mt.alignment.{m}" for m in ("aer", "cross_attention", "targets", "words")}
+    for name in package:
+        outside = imports(name) - package
+        assert outside <= ALIGNMENT_MAY_IMPORT, (name, outside - ALIGNMENT_MAY_IMPORT)
+
+
+def test_no_module_imports_the_alignment_package_init():
+    # `hf_syntax_mt.alignment` (the __init__) re-exports the public names for users; inside the package every import
+    # names the module that defines the name
+    importers = sorted(n for n in MODULES if "hf_syntax_mt.alignment" in imports(n))
+    assert importers == [], importers
+
+
+def test_the_alignment_package_exports_every_public_name_of_its_modules():
+    import hf_syntax_mt.alignment as package
+
+    for name in sorted(n for n in MODULES if n.startswith("hf_syntax_mt.alignment.")):
+        module = importlib.import_module(name)
+        for public in module.__all__:
+            assert getattr(package, public) is getattr(module, public), (name, public)
+    assert set(package.__all__) >= {"align", "align_corpus", "alignment_error_rate", "AlignmentTargets"}
 
 
 def test_method_inputs_are_not_parameters_of_the_spine():

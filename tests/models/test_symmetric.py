@@ -9,8 +9,7 @@ from tiny_config import EOS, PAD, TINY
 from transformers import AutoConfig, AutoModel, Seq2SeqTrainer, Seq2SeqTrainingArguments
 
 from hf_syntax_mt import SymmetricTranslationConfig, SymmetricTranslationModel, SyntaxMTConfig
-from hf_syntax_mt.alignment import DataCollatorForSymmetricTranslation, align
-from hf_syntax_mt.word_alignment import symmetrize
+from hf_syntax_mt.alignment import DataCollatorForSymmetricTranslation, align, symmetrize
 
 
 def config(gamma=0.5, **overrides):

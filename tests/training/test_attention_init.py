@@ -13,7 +13,7 @@ from safetensors.torch import load_file
 
 from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
 from hf_syntax_mt.training import model_config, train_tokenizer
-from hf_syntax_mt.training.script import build_config_and_model
+from hf_syntax_mt.training.prepare import build_config_and_model
 from hf_syntax_mt.training.script_args import ModelArguments
 
 FIXTURE = Path(__file__).resolve().parents[1] / "models" / "fixtures" / "pre_registry_model"

@@ -13,7 +13,8 @@ from hf_syntax_mt.cli import main as cli_main
 from hf_syntax_mt.demo.synthetic_corpus import write_corpus
 from hf_syntax_mt.evaluation import RUN_INFO
 from hf_syntax_mt.training import train_tokenizer
-from hf_syntax_mt.training.script import build_config_and_model, portable_paths
+from hf_syntax_mt.training.prepare import build_config_and_model
+from hf_syntax_mt.training.script import portable_paths
 from hf_syntax_mt.training.script_args import ModelArguments
 
 TINY = ["--d_model", "16", "--encoder_layers", "1", "--decoder_layers", "1", "--attention_heads", "2",

@@ -3,6 +3,7 @@ translates like the run's own predictions; every data format, config overrides a
 errors name the file, line and field. The slow test launches 2 CPU processes and compares the loss curve with 1."""
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from hf_syntax_mt.demo.synthetic_corpus import write_corpus
 from hf_syntax_mt.evaluation import RUN_INFO, corpus_ribes, corpus_scores
 from hf_syntax_mt.training import train_tokenizer
 from hf_syntax_mt.training.data import load_raw_datasets
-from hf_syntax_mt.training.script import build_config_and_model
+from hf_syntax_mt.training.prepare import build_config_and_model
 from hf_syntax_mt.training.script_args import ModelArguments, parse_args, parse_config_overrides
 
 REPO = Path(__file__).resolve().parents[2]
@@ -283,10 +284,12 @@ def _docids(path: Path, n_lines: int, per_doc: int) -> Path:
     return path
 
 
-def test_document_context_two_step_training(corpus, tmp_path):
+def test_document_context_two_step_training(corpus, tmp_path, caplog):
     """Zhang et al. 2018, Section 2.4: a sentence-level model, then --context_sentences 2 --freeze_sentence_level on
     documents (--{split}_docid_file): the sentence-level weights stay those of step 1, the document-level ones
-    train (non-zero gradient: the context reaches the model), and the saved config keeps k."""
+    train (non-zero gradient: the context reaches the model), and the saved config keeps k. Loading step 1 into the
+    document model says in one line how many context parameters it initialised (transformers' 40-line "MISSING"
+    report read as an error, issue 44)."""
     from hf_syntax_mt.methods.document_context import is_document_parameter
 
     data = []
@@ -300,11 +303,18 @@ def test_document_context_two_step_training(corpus, tmp_path):
     argv = ["--output_dir", str(step2), "--model_name_or_path", str(step1), *data, "--context_sentences", "2",
             "--freeze_sentence_level", *common, "--do_predict", "--max_steps", "2", "--learning_rate", "1e-2",
             "--logging_steps", "1"]  # fmt: skip
-    assert cli_main(["train", *argv]) == 0
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert cli_main(["train", *argv]) == 0
     assert json.loads((step2 / "config.json").read_text())["context_sentences"] == 2
     before, after = load_file(step1 / "model.safetensors"), load_file(step2 / "model.safetensors")
     document = [name for name in after if is_document_parameter(name)]
     assert document and all(not is_document_parameter(name) for name in before)
+    assert "LOAD REPORT" not in caplog.text and "MISSING" not in caplog.text
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("initialised ")]
+    assert len(lines) == 1 and "\n" not in lines[0], lines
+    assert lines[0].startswith(f"initialised {len(document)} new parameters of 3 module(s) that {step1} does not have")
+    assert "context_sentences=2" in lines[0] and "model.encoder.context_encoder" in lines[0]
     for name, value in before.items():
         torch.testing.assert_close(after[name], value, rtol=0, atol=0, msg=name)
     history = json.loads((step2 / "trainer_state.json").read_text())["log_history"]

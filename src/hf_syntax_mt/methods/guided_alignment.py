@@ -6,7 +6,7 @@ alignment loss, as fairseq's `label_smoothed_cross_entropy_with_alignment` compu
 token; the paper is not among ../shared/papers), added with weight `guided_alignment_weight`.
 
 Supervision: `decoder_alignment` `(B, T)`, per *label* position the source subword position it aligns to (-100:
-none), built from a Pharaoh file per training pair by `hf_syntax_mt.data.alignments.AlignmentTargets`.
+none), built from a Pharaoh file per training pair by `hf_syntax_mt.alignment.targets.AlignmentTargets`.
 """
 
 from __future__ import annotations

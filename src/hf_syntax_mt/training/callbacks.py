@@ -49,7 +49,15 @@ class CheckpointAverageCallback(TrainerCallback):
     load the average into the model when training ends, as `fairseq-scripts/average_checkpoints.py` does from disk
     (here in memory: nothing is saved). ``last_state`` keeps the final step's own weights (on the CPU) so that both can
     be scored. With a time budget the run may stop early: then the steps before it that fall on the grid are
-    averaged, or nothing when none does."""
+    averaged, or nothing when none does.
+
+    The running sum is saved with each checkpoint inside the window (``averaged_sum.safetensors``, with its steps and
+    the flags it was made under) and restored by `load_from`. When training (re)starts, the sum must hold exactly the
+    steps of this run's window up to the resumed step: a resume with other ``last``, ``every`` or ``max_steps`` has
+    another window, so the sum is rebuilt from the ``checkpoint-*`` weights of those steps in ``output_dir``, or,
+    when one of them is gone, the run is refused with the flags that made the saved sum."""
+
+    FILE = "averaged_sum.safetensors"
 
     def __init__(self, last: int = 5, every: int = 100):
         if last < 1 or every < 1:
@@ -57,7 +65,12 @@ class CheckpointAverageCallback(TrainerCallback):
         self.last, self.every = last, every
         self.sum: dict[str, torch.Tensor] | None = None
         self.steps: list[int] = []
+        self.saved_flags: dict | None = None  # the flags of a sum restored by load_from
         self.last_state: dict[str, torch.Tensor] | None = None
+
+    def window(self, max_steps: int) -> list[int]:
+        """The steps averaged by a run of ``max_steps``: the last ``last`` multiples of ``every`` back from it."""
+        return [s for s in range(max_steps - (self.last - 1) * self.every, max_steps + 1, self.every) if s >= 1]
 
     def on_step_end(self, args, state, control, model=None, **kwargs):
         due = state.max_steps - state.global_step
@@ -79,20 +92,76 @@ class CheckpointAverageCallback(TrainerCallback):
 
             directory = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             directory.mkdir(parents=True, exist_ok=True)
-            save_file(
-                self.sum, str(directory / "averaged_sum.safetensors"), metadata={"steps": json.dumps(self.steps)}
-            )
+            flags = {"last": self.last, "every": self.every, "max_steps": state.max_steps}
+            save_file(self.sum, str(directory / self.FILE),
+                      metadata={"steps": json.dumps(self.steps), "flags": json.dumps(flags)})  # fmt: skip
         return control
 
     def load_from(self, checkpoint: str | os.PathLike) -> None:
-        """Resume: the running sum saved with a checkpoint inside the averaging window (`on_save`)."""
-        path = Path(checkpoint) / "averaged_sum.safetensors"
-        if path.is_file():
-            from safetensors import safe_open
+        """Resume: the running sum saved with a checkpoint inside the averaging window (`on_save`). A file that
+        cannot be read is a `ValueError` naming it and saying what to do."""
+        path = Path(checkpoint) / self.FILE
+        if not path.is_file():
+            return
+        from safetensors import safe_open
 
+        try:
             with safe_open(str(path), "pt") as f:
-                self.steps = json.loads(f.metadata()["steps"])
-                self.sum = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118
+                metadata = f.metadata() or {}
+                steps = json.loads(metadata["steps"])
+                flags = json.loads(metadata["flags"]) if "flags" in metadata else None
+                tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118
+        except Exception as error:  # SafetensorError, a missing or broken "steps" entry: the file is damaged
+            raise ValueError(
+                f"{path}: the running sum of checkpoint averaging cannot be read ({type(error).__name__}: {error}); "
+                "the file is truncated or corrupt. Delete it and resume again: the sum is then rebuilt from the "
+                f"checkpoint-* weights in {Path(checkpoint).parent} (or the resume is refused, naming the missing "
+                "checkpoint)."
+            ) from error
+        self.steps, self.sum, self.saved_flags = [int(s) for s in steps], tensors, flags
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        # the sum must hold this run's window up to the resumed step; another window (other flags) is rebuilt
+        wanted = [s for s in self.window(state.max_steps) if s <= state.global_step]
+        if model is None or sorted(self.steps) == wanted:
+            return control
+        directory = Path(args.output_dir)
+        missing = [s for s in wanted if _weights_file(directory / f"checkpoint-{s}") is None]
+        if missing:
+            made = (f"--average_checkpoints {self.saved_flags['last']} --average_every {self.saved_flags['every']} "
+                    f"--max_steps {self.saved_flags['max_steps']}" if self.saved_flags else "other averaging flags")  # fmt: skip
+            raise ValueError(
+                f"checkpoint averaging: --average_checkpoints {self.last} --average_every {self.every} with max_steps "
+                f"{state.max_steps} averages steps {self.window(state.max_steps)}, of which {wanted} come before the "
+                f"resumed step {state.global_step}; the saved running sum holds steps {sorted(self.steps)} (made with "
+                f"{made}) and the weights of {', '.join(f'checkpoint-{s}' for s in missing)} are not in {directory} "
+                "to rebuild it. Resume with the flags the run started with, or start a new run."
+            )
+        self.sum = self._rebuild(model, [directory / f"checkpoint-{s}" for s in wanted])
+        logger.warning(f"checkpoint averaging: the saved running sum held steps {sorted(self.steps)}, this run's "
+                       f"window (--average_checkpoints {self.last} --average_every {self.every}, max_steps "
+                       f"{state.max_steps}) needs {wanted} before the resumed step {state.global_step}: rebuilt from "
+                       "those checkpoints' weights")  # fmt: skip
+        self.steps = list(wanted)
+        return control
+
+    @staticmethod
+    def _rebuild(model, checkpoints: list[Path]) -> dict[str, torch.Tensor] | None:
+        """The sum of the checkpoints' weights under the model's state-dict names (float32, on the CPU). A tied
+        weight saved once (the output projection and the embeddings) is read under its saved name; a tensor no
+        checkpoint stores (Marian's fixed sinusoidal positions) keeps the model's value, as the Trainer's resume
+        leaves it."""
+        current = {k: v for k, v in model.state_dict().items() if v.is_floating_point()}
+        total: dict[str, torch.Tensor] | None = None
+        for checkpoint in checkpoints:
+            saved = _load_weights(_weights_file(checkpoint))
+            params = {}
+            for k, v in current.items():
+                names = [k] + [n for n, w in current.items() if n != k and w.data_ptr() == v.data_ptr()]
+                name = next((n for n in names if n in saved), None)
+                params[k] = (saved[name] if name is not None else v).detach().float().cpu().clone()  # no sharing
+            total = params if total is None else {k: total[k] + v for k, v in params.items()}
+        return total
 
     def on_train_end(self, args, state, control, model=None, **kwargs):
         if model is not None and len(self.steps) < self.last and state.is_world_process_zero:
@@ -115,6 +184,23 @@ class CheckpointAverageCallback(TrainerCallback):
             for k, total in self.sum.items():
                 current[k].copy_((total / len(self.steps)).to(current[k].dtype))
         return control
+
+
+def _weights_file(checkpoint: Path) -> Path | None:
+    """The model weights a Trainer checkpoint holds (one file, or a sharded index), or None."""
+    for name in ("model.safetensors", "model.safetensors.index.json"):
+        if (checkpoint / name).is_file():
+            return checkpoint / name
+    return None
+
+
+def _load_weights(path: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    if path.name.endswith(".index.json"):
+        shards = sorted(set(json.loads(path.read_text(encoding="utf-8"))["weight_map"].values()))
+        return {k: v for shard in shards for k, v in load_file(str(path.parent / shard)).items()}
+    return load_file(str(path))
 
 
 class CurveCallback(TrainerCallback):

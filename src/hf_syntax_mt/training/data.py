@@ -44,7 +44,7 @@ def load_split(data_args: DataArguments, split: str):
         if len(lines) != len(ds):
             raise ValueError(f"--{split}_alignment_file {alignment_file} has {len(lines)} lines but the {split} split "
                              f"has {len(ds)} pairs: give one Pharaoh line per pair (empty: no link).")  # fmt: skip
-        from ..data.alignments import check_alignment_lines
+        from ..alignment.targets import check_alignment_lines
 
         lines = check_alignment_lines(lines, ds["source"], ds["target"], alignment_file,
                                       one_indexed=getattr(data_args, "alignment_one_indexed", False))  # fmt: skip

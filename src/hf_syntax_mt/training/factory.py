@@ -3,6 +3,7 @@ configs and models (`SyntaxMTForConditionalGeneration`, or `MarianMTModel` for t
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
@@ -10,6 +11,8 @@ from transformers import MarianConfig, MarianMTModel, PreTrainedTokenizerFast
 
 from ..configuration_syntax_mt import SyntaxMTConfig
 from ..modeling_syntax_mt import SyntaxMTForConditionalGeneration
+
+logger = logging.getLogger(__name__)
 
 PAD, EOS, UNK = "<pad>", "</s>", "<unk>"
 #: the attention init of models built from scratch by the train script, the demo and the recipes (a config built by
@@ -79,3 +82,73 @@ def build_model(config: SyntaxMTConfig | MarianConfig, seed: int = 0):
     torch.manual_seed(seed)
     cls = SyntaxMTForConditionalGeneration if isinstance(config, SyntaxMTConfig) else MarianMTModel
     return cls(config)
+
+
+def load_pretrained(model_class, path: str, config, base_config):
+    """``model_class.from_pretrained(path, config=config)`` for a ``config`` that may add options to the checkpoint's
+    own ``base_config`` (two-step document training: a sentence-level checkpoint loaded with
+    ``context_sentences=k``). The parameters those options add are expected to be missing: instead of transformers'
+    load report (a "MISSING" row for each of them) one line names how many were initialised, in which modules, for
+    which options. Keys missing although the checkpoint's own architecture has them, keys of the checkpoint this
+    model does not use and shape mismatches are still reported (a warning naming them)."""
+    import torch
+
+    with torch.device("meta"):  # the names alone: the parameters a model of the checkpoint's own config has
+        base_names = set(model_class(base_config).state_dict())
+    hide = _DropLoadReport()
+    transformers_logger = logging.getLogger("transformers.modeling_utils")
+    transformers_logger.addFilter(hide)
+    try:
+        model, info = model_class.from_pretrained(path, config=config, output_loading_info=True)
+    finally:
+        transformers_logger.removeFilter(hide)
+    missing = set(info["missing_keys"])
+    new = missing - base_names
+    if new:
+        changed = sorted(k for k, v in config.to_dict().items() if k not in _NOT_OPTIONS and
+                         base_config.to_dict().get(k) != v)  # fmt: skip
+        options = ", ".join(f"{k}={getattr(config, k)!r}" for k in changed[:4]) + (", ..." if len(changed) > 4 else "")
+        modules = _new_modules(new, base_names)
+        logger.warning(f"initialised {len(new)} new parameters of {len(modules)} module(s) that {path} does not have, "
+                       f"as the options added to its config ({options or 'none'}) need them: {', '.join(modules)}")  # fmt: skip
+    problems = []
+    if missing - new:
+        problems.append(f"missing from the checkpoint although its own config has them (newly initialised): "
+                        f"{_collapse(missing - new)}")  # fmt: skip
+    if info["unexpected_keys"]:
+        problems.append(f"in the checkpoint but not used by this model: {_collapse(info['unexpected_keys'])}")
+    if info["mismatched_keys"]:
+        problems.append(f"of another shape in the checkpoint (newly initialised): "
+                        f"{_collapse(k[0] for k in info['mismatched_keys'])}")  # fmt: skip
+    if problems:
+        logger.warning(f"{model_class.__name__} load report from {path}: " + "; ".join(problems))
+    return model
+
+
+_NOT_OPTIONS = {"_name_or_path", "transformers_version", "architectures", "auto_map", "custom_pipelines", "dtype"}
+
+
+class _DropLoadReport:
+    """A logging filter dropping transformers' load report (`load_pretrained` writes its own)."""
+
+    def filter(self, record) -> bool:
+        return "LOAD REPORT" not in record.getMessage()
+
+
+def _collapse(names) -> str:
+    """Parameter names with layer indices as `*`, each pattern once: `model.encoder.layers.*.fc1.weight, ...`."""
+    import re
+
+    return ", ".join(sorted({re.sub(r"\.\d+(?=\.|$)", ".*", n) for n in names}))
+
+
+def _new_modules(new: set[str], base_names: set[str]) -> list[str]:
+    """The outermost modules of the ``new`` parameters that a model of the checkpoint's config does not have at all,
+    with layer indices as `*` (`model.encoder.layers.*.context_attn`, `model.encoder.context_encoder`)."""
+    base_prefixes = {".".join(n.split(".")[:k]) for n in base_names for k in range(1, n.count(".") + 1)}
+    modules = set()
+    for name in new:
+        parts = name.split(".")
+        k = next((k for k in range(1, len(parts)) if ".".join(parts[:k]) not in base_prefixes), len(parts))
+        modules.add(".".join(parts[:k]))
+    return _collapse(modules).split(", ")

@@ -44,7 +44,7 @@ class SyntaxMTTrainer(Seq2SeqTrainer):
         self._terms: dict[str, float] = {}
         self._term_calls = 0
         if getattr(self.model, "global_fertility", None) is not None:
-            from ..alignment import AlignmentTrainingCallback
+            from ..alignment.cross_attention import AlignmentTrainingCallback
 
             if not any(isinstance(c, AlignmentTrainingCallback) for c in self.callback_handler.callbacks):
                 self.add_callback(AlignmentTrainingCallback())  # the global-fertility schedule needs the step

@@ -1,13 +1,13 @@
 """Alignments out of a model's cross-attention, and the Trainer hook of the alignment methods.
 
-The structural alignment biases (Cohn et al. 2016) live in `hf_syntax_mt.methods.alignment_bias` (the bias module
-and its decoding state) and `hf_syntax_mt.methods.fertility` (global fertility); the joint training of both
-directions with the trace bonus in `hf_syntax_mt.symmetric`. Their names still import from here.
-
 - `recording_alignment`: keep a decoder layer's cross-attention probabilities during a forward call;
 - `align` / `Alignment` / `plot_alignment`: alignments out of a chosen layer's cross-attention, and a PNG plot;
 - `symmetry_trace`: tr(alpha_{s->t} alpha_{t->s}), the bilingual-symmetry bonus;
 - `AlignmentTrainingCallback`: feeds the Trainer's step to the global-fertility schedule.
+
+The structural alignment biases (Cohn et al. 2016) live in `hf_syntax_mt.methods.alignment_bias` (the bias module
+and its decoding state) and `hf_syntax_mt.methods.fertility` (global fertility); the joint training of both
+directions with the trace bonus in `hf_syntax_mt.symmetric`.
 """
 
 from __future__ import annotations
@@ -30,11 +30,6 @@ __all__ = [
     "recording_alignment",
     "symmetry_trace",
 ]
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Local biases: position, Markov, local fertility
-# ----------------------------------------------------------------------------------------------------------------
 
 
 @contextlib.contextmanager
@@ -65,11 +60,6 @@ def recording_alignment(model: nn.Module, layer: int | None = None, enabled: boo
 @dataclass
 class _Recorded:
     probs: torch.Tensor | None = None
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Global fertility
-# ----------------------------------------------------------------------------------------------------------------
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -142,7 +132,7 @@ def _word_matrix(word_ids: Sequence[int | None], n: int) -> tuple[torch.Tensor, 
 
 def alignment_read(config, layer: int | None = None, heads: int | None = None) -> tuple[int, int]:
     """The decoder layer `align` reads and how many of its first heads it averages (see `align` for the defaults)."""
-    from .methods.guided_alignment import GuidedAlignment
+    from ..methods.guided_alignment import GuidedAlignment
 
     guided = GuidedAlignment().active(config)
     guided_layer = GuidedAlignment.layer(config)
@@ -284,20 +274,3 @@ class AlignmentTrainingCallback(TrainerCallback):
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         self.on_step_begin(args, state, control, model=model)
-
-
-_MOVED = {
-    "StructuralAlignmentBias": "methods.alignment_bias", "AlignmentStateLayer": "methods.alignment_bias",
-    "ALIGNMENT_BIASES": "methods.alignment_bias", "GlobalFertility": "methods.fertility",
-    "SymmetricTranslationModel": "symmetric", "SymmetricTranslationOutput": "symmetric",
-    "SymmetricTranslationConfig": "symmetric", "DataCollatorForSymmetricTranslation": "symmetric",
-}  # fmt: skip
-
-
-def __getattr__(name: str):
-    # names that moved to their own modules; the old import path still works
-    if name in _MOVED:
-        import importlib
-
-        return getattr(importlib.import_module(f"{__package__}.{_MOVED[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

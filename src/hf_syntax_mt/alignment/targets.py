@@ -9,7 +9,7 @@ map runs on rows that already have `input_ids` and `labels` (after `SyntaxMTPrep
 the same tokenizer and lengths, so positions match what the model sees; a row whose re-tokenisation differs is an
 error naming it.
 
-    from hf_syntax_mt.data.alignments import AlignmentTargets
+    from hf_syntax_mt.alignment import AlignmentTargets
     data = data.add_column("alignment", lines_of_the_pharaoh_file)      # one line per training pair
     data = data.map(AlignmentTargets(tokenizer), batched=True, with_indices=True)
 """
@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from .readers import parse_pharaoh
+from ..data.readers import parse_pharaoh
 
 __all__ = ["AlignmentTargets", "check_alignment_lines", "token_words", "target_alignment"]
 

@@ -1,11 +1,10 @@
-"""Word alignments you can measure: Pharaoh files, alignment error rate, symmetrisation, and word-level alignments of a
-corpus read off a model's cross-attention (`hf-syntax-mt align`, `hf-syntax-mt aer`).
+"""Word alignments of a corpus: whitespace-tokenised pairs in, Pharaoh links out (`hf-syntax-mt align`), read off a
+model's cross-attention, and symmetrisation of two directions' links.
 
 Pharaoh format (fast_align, GIZA++, eflomal, awesome-align): one line per sentence pair, space-separated links
-``i-j`` (source word i, target word j, 0-based unless said otherwise); gold files add possible links ``ipj``.
-
-AER (Och & Ney 2000): ``1 - (|A ∩ S| + |A ∩ P|) / (|A| + |S|)``, with A the predicted links, S the sure gold links
-and P the possible ones (sure links are possible too), summed over the corpus.
+``i-j`` (source word i, target word j, 0-based unless said otherwise); gold files add possible links ``ipj``. The
+readers (`read_pharaoh`, `parse_pharaoh`, `GoldAlignment`) are in `hf_syntax_mt.data.readers`; scoring (AER) is in
+`hf_syntax_mt.alignment.aer`.
 """
 
 from __future__ import annotations
@@ -14,54 +13,15 @@ import logging
 import os
 from collections.abc import Iterable, Sequence
 
-from .data.alignments import token_words
-from .data.readers import GoldAlignment, Link, parse_pharaoh, read_pharaoh  # noqa: F401  (Pharaoh reading)
+from ..data.readers import Link
+from .targets import token_words
 
 logger = logging.getLogger(__name__)
 
 
 def format_pharaoh(links: Iterable[Link]) -> str:
+    """One Pharaoh line: the links as ``"i-j i-j ..."`` (source-target), sorted."""
     return " ".join(f"{i}-{j}" for i, j in sorted(links))
-
-
-def alignment_error_rate(predicted: Sequence[Iterable[Link] | GoldAlignment], gold: Sequence[GoldAlignment]) -> dict:
-    """Corpus AER, precision (against P) and recall (against S), with the link counts. ``predicted[k]`` is a set of
-    links or a `GoldAlignment` (its sure links count)."""
-    if len(predicted) != len(gold):
-        raise ValueError(
-            f"{len(predicted)} predicted alignments but {len(gold)} gold ones: the files must be line aligned"
-        )
-    a = s = a_s = a_p = 0
-    for pred, g in zip(predicted, gold, strict=True):
-        links = set(pred.sure if isinstance(pred, GoldAlignment) else pred)
-        a, s = a + len(links), s + len(g.sure)
-        a_s, a_p = a_s + len(links & g.sure), a_p + len(links & g.possible)
-    return {
-        "aer": 1.0 - (a_s + a_p) / (a + s) if a + s else 0.0,
-        "precision": a_p / a if a else 0.0,
-        "recall": a_s / s if s else 0.0,
-        "predicted_links": a, "sure_links": s, "predicted_sure": a_s, "predicted_possible": a_p, "pairs": len(gold),
-    }  # fmt: skip
-
-
-def index_base_hint(predicted: Sequence[GoldAlignment], gold: Sequence[GoldAlignment]) -> str | None:
-    """A warning when the two files look counted from different first indices (one has a word 0 on neither side,
-    the other has it on both): a perfect hypothesis read with the wrong base scores an AER near 50. None otherwise."""
-
-    def lowest(alignments) -> tuple[int, int] | None:
-        links = [link for a in alignments for link in a.possible]
-        return (min(i for i, _ in links), min(j for _, j in links)) if links else None
-
-    low_hyp, low_gold = lowest(predicted), lowest(gold)
-    if low_hyp is None or low_gold is None:
-        return None
-    if min(low_hyp) >= 1 and max(low_gold) == 0:
-        return ("no predicted link uses word 0 while the gold links do: if --hyp counts words from 1, give "
-                "--hyp-one-indexed (or, if the gold counts from 1, --gold-one-indexed)")  # fmt: skip
-    if min(low_gold) >= 1 and max(low_hyp) == 0:
-        return ("no gold link uses word 0 while the predicted links do: if --gold counts words from 1 (e.g. the "
-                "Hansards set), give --gold-one-indexed")  # fmt: skip
-    return None
 
 
 def symmetrize(forward: set[Link], reverse: set[Link], method: str = "grow-diag-final-and") -> set[Link]:
@@ -102,7 +62,7 @@ def symmetrize(forward: set[Link], reverse: set[Link], method: str = "grow-diag-
 def read_parallel_words(source: str | os.PathLike | None, target: str | os.PathLike | None,
                         joined: str | os.PathLike | None = None) -> tuple[list[list[str]], list[list[str]]]:  # fmt: skip
     """Whitespace-tokenised pairs from two line-aligned files, or one ``src ||| tgt`` file (not both)."""
-    from .data.readers import read_lines
+    from ..data.readers import read_lines
 
     if joined is not None:
         if source is not None or target is not None:
@@ -165,7 +125,7 @@ def align_corpus(model, tokenizer, sources: Sequence[Sequence[str]], targets: Se
     import torch
     from tqdm.auto import tqdm
 
-    from .alignment import align
+    from .cross_attention import align
 
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size={batch_size!r} must be an int >= 1")
@@ -210,14 +170,4 @@ def align_corpus(model, tokenizer, sources: Sequence[Sequence[str]], targets: Se
     return out
 
 
-__all__ = [
-    "GoldAlignment",
-    "align_corpus",
-    "alignment_error_rate",
-    "format_pharaoh",
-    "index_base_hint",
-    "parse_pharaoh",
-    "read_parallel_words",
-    "read_pharaoh",
-    "symmetrize",
-]
+__all__ = ["align_corpus", "format_pharaoh", "read_parallel_words", "symmetrize"]

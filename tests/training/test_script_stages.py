@@ -1,0 +1,235 @@
+"""The train script's steps one by one (`training.script.run` is their list; issue 45), each on hand-built inputs:
+which splits are scored, which checkpoint a resume names, which preprocessor a split gets and why one is refused,
+the guided-alignment checks, document context, decoding, metrics, generation settings, signatures and the model
+card's texts. The end-to-end runs are in `test_train_script.py`, `test_resume.py` and `test_portable_run.py`."""
+
+from types import SimpleNamespace
+
+import pytest
+import sacrebleu
+from datasets import Dataset
+from transformers import MarianConfig
+
+from hf_syntax_mt import SyntaxMTConfig
+from hf_syntax_mt.data.preprocess import SyntaxMTPreprocessor, TokenizeOnly
+from hf_syntax_mt.training import train_tokenizer
+from hf_syntax_mt.training.prepare import (
+    _config_values,
+    any_do,
+    check_alignment_file,
+    choose_parser,
+    choose_preprocessor,
+    freeze_sentence_level,
+    will_train,
+    with_document_context,
+)
+from hf_syntax_mt.training.script import (
+    Results,
+    _default_limitations,
+    configure_generation,
+    make_compute_metrics,
+    make_decoder,
+    parser_text,
+    resume_checkpoint,
+    sign_run,
+    splits_to_score,
+    training_text,
+)
+from hf_syntax_mt.training.script_args import DataArguments, ModelArguments
+
+SMALL = dict(vocab_size=60, d_model=16, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+             decoder_attention_heads=4, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=64,
+             pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    texts = ["the cat sleeps", "a dog runs fast", "the bird sings", "le chat dort", "un chien court vite"]
+    return train_tokenizer(texts * 4, vocab_size=60, min_frequency=1)
+
+
+def flags(do_train=False, do_eval=False, do_predict=False, predict_with_generate=True):
+    return SimpleNamespace(do_train=do_train, do_eval=do_eval, do_predict=do_predict,
+                           predict_with_generate=predict_with_generate)  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# What runs
+# ------------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "args, trains, scored",
+    [(flags(), True, ["validation", "test"]),  # no --do_* flag: train, evaluate and predict
+     (flags(do_train=True), True, []),
+     (flags(do_eval=True), False, ["validation"]),
+     (flags(do_predict=True), False, ["test"]),
+     (flags(do_train=True, do_eval=True, do_predict=True), True, ["validation", "test"]),
+     (flags(predict_with_generate=False), True, [])],
+)  # fmt: skip
+def test_which_steps_run_follows_the_do_flags(args, trains, scored):
+    assert will_train(args) is trains
+    assert any_do(args) is (args.do_train or args.do_eval or args.do_predict)
+    assert splits_to_score({"train": 1, "validation": 1, "test": 1}, args) == scored
+    assert splits_to_score({"train": 1, "test": 1}, args) == [s for s in scored if s == "test"]  # no validation split
+
+
+def test_resume_true_names_the_last_checkpoint(tmp_path):
+    for step in (5, 10, 40):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+    args = SimpleNamespace(output_dir=str(tmp_path), resume_from_checkpoint="true")
+    assert resume_checkpoint(args) == str(tmp_path / "checkpoint-40")  # by number, not by name: 40 > 10 > 5
+    args.resume_from_checkpoint = str(tmp_path / "checkpoint-5")
+    assert resume_checkpoint(args) == str(tmp_path / "checkpoint-5")
+    args.resume_from_checkpoint = None
+    assert resume_checkpoint(args) is None
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Model and data
+# ------------------------------------------------------------------------------------------------------------------
+def test_a_config_from_a_checkpoint_takes_the_options_and_the_parser_to_record():
+    base = SyntaxMTConfig(**SMALL)
+    spacy = {"backend": "spacy", "model": "en_core_web_sm", "version": "3"}
+    values = _config_values(base, {"encoder_pascal_heads": [2, 0]}, spacy, overrides={})
+    assert values["encoder_pascal_heads"] == [2, 0] and values["source_parser"] == spacy
+    assert not {"model_type", "transformers_version", "architectures"} & set(values)
+    SyntaxMTConfig(**values)  # what build_config_and_model passes back: a valid config
+    conllu = {"backend": "conllu", "path": "train.conllu"}  # --config_overrides source_parser=... wins
+    assert _config_values(base, {}, spacy, overrides={"source_parser": conllu})["source_parser"] == conllu
+
+
+def test_the_parser_is_none_when_every_split_is_pre_parsed_with_conllu(tmp_path):
+    conllu = tmp_path / "train.conllu"
+    conllu.write_text("1\tcats\tcat\tNOUN\t_\t_\t0\troot\t_\t_\n\n", encoding="utf-8")
+    data = DataArguments(parser="conllu", parser_model=str(conllu))
+    parsed = Dataset.from_dict({"source": ["cats"], "target": ["chats"], "source_parse": [None]})
+    plain = Dataset.from_dict({"source": ["cats"], "target": ["chats"]})
+    assert choose_parser(data, {"train": parsed, "test": parsed}) == (None, None)
+    parser, recorded = choose_parser(data, {"train": parsed, "test": plain})  # one split needs the parser
+    assert parser is not None and recorded is None  # a CoNLL-U file parses only its own sentences: not recorded
+    assert choose_parser(DataArguments(parser="none"), {"train": plain}) == (None, None)
+
+
+def test_freezing_needs_a_syntax_model():
+    with pytest.raises(ValueError, match="--freeze_sentence_level needs a SyntaxMT model"):
+        freeze_sentence_level(object(), MarianConfig(**SMALL), ModelArguments(freeze_sentence_level=True))
+    freeze_sentence_level(object(), MarianConfig(**SMALL), ModelArguments())  # not asked: nothing to do
+
+
+def test_guided_alignment_and_its_file_come_together():
+    guided, plain = SyntaxMTConfig(**SMALL, guided_alignment_weight=0.05), SyntaxMTConfig(**SMALL)
+    data = DataArguments(train_alignment_file="train.align")
+    check_alignment_file(guided, data, has_alignments=True, training=True)
+    check_alignment_file(plain, DataArguments(), has_alignments=False, training=True)
+    check_alignment_file(guided, data, has_alignments=False, training=False)  # not training: nothing is read
+    with pytest.raises(ValueError, match=r"guided_alignment_weight=0\.05 trains on word alignments: give "
+                                         "--train_alignment_file"):  # fmt: skip
+        check_alignment_file(guided, data, has_alignments=False, training=True)
+    with pytest.raises(ValueError, match=r"--train_alignment_file train\.align is read only by guided alignment"):
+        check_alignment_file(plain, data, has_alignments=True, training=True)
+    with pytest.raises(ValueError, match="is read only by guided alignment"):
+        check_alignment_file(MarianConfig(**SMALL), data, has_alignments=True, training=True)
+
+
+def test_each_split_gets_the_preprocessor_its_columns_and_model_need(tokenizer):
+    data, parser = DataArguments(max_source_length=32, max_target_length=32), None
+    plain, parsed = ["source", "target"], ["source", "target", "source_parse"]
+    vanilla, bare = MarianConfig(**SMALL), SyntaxMTConfig(**SMALL)
+    pascal = SyntaxMTConfig(**SMALL, encoder_pascal_heads=[2, 0])
+    dbsa = SyntaxMTConfig(**SMALL, decoder_dbsa_heads=[0, 1])
+    fn = choose_preprocessor("train", plain, vanilla, tokenizer, parser, data)
+    assert type(fn) is TokenizeOnly and (fn.max_source_length, fn.max_target_length) == (32, 32)
+    fn = choose_preprocessor("train", parsed, vanilla, tokenizer, parser, data)  # parses given to a vanilla model
+    assert type(fn) is SyntaxMTPreprocessor and fn.source_parse_column == "source_parse"
+    assert choose_preprocessor("train", plain, bare, tokenizer, parser, data).__class__.__name__ == "TokenizeOnly"
+    fn = choose_preprocessor("test", parsed, pascal, tokenizer, parser, data)
+    assert isinstance(fn, SyntaxMTPreprocessor) and fn.source_parse_column == "source_parse"
+    with pytest.raises(ValueError, match=r"syntax heads but the test split has no parses: give CoNLL-U sources "
+                                         r"\(--test_source_conllu\)"):  # fmt: skip
+        choose_preprocessor("test", plain, pascal, tokenizer, parser, data)
+    with pytest.raises(ValueError, match=r"decoder_dbsa_heads=\[0, 1\] is trained on target trees: give "
+                                         "--validation_target_conllu"):  # fmt: skip
+        choose_preprocessor("validation", parsed, dbsa, tokenizer, parser, data)
+    fn = choose_preprocessor("validation", [*parsed, "target_parse"], dbsa, tokenizer, parser, data)
+    assert fn.target_parse_column == "target_parse"
+
+
+def test_document_context_is_the_previous_sentences_of_the_same_document():
+    ds = Dataset.from_dict({"source": ["a", "b", "c", "d", "e"], "target": list("ABCDE"),
+                            "doc_id": ["x", "x", "x", "y", "y"]})  # fmt: skip
+    assert with_document_context("train", ds, 0) is ds  # k = 0: a sentence-level model, nothing added
+    context = with_document_context("train", ds, 2)["context"]
+    assert context == [[], ["a"], ["a", "b"], [], ["d"]]  # by hand: up to 2 previous sentences, oldest first
+    with pytest.raises(ValueError, match="context_sentences=2 needs document boundaries: give --test_docid_file"):
+        with_document_context("test", ds.remove_columns("doc_id"), 2)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Generation, scoring, signatures, model card
+# ------------------------------------------------------------------------------------------------------------------
+def test_generation_settings_come_from_the_lengths_and_beams():
+    model = SimpleNamespace(generation_config=SimpleNamespace(max_length=None, num_beams=1))
+    args = SimpleNamespace(generation_num_beams=None, generation_max_length=None)
+    configure_generation(model, DataArguments(max_target_length=77), args)
+    assert (model.generation_config.max_length, model.generation_config.num_beams) == (77, 1)
+    assert args.generation_max_length == 77
+    args = SimpleNamespace(generation_num_beams=4, generation_max_length=20)
+    configure_generation(model, DataArguments(max_target_length=77), args)
+    assert model.generation_config.num_beams == 4 and args.generation_max_length == 20  # given: kept
+
+
+def test_decoding_drops_the_label_padding_and_special_tokens(tokenizer):
+    ids = tokenizer(["the cat sleeps", "a dog"])["input_ids"]
+    width = max(len(r) for r in ids)
+    padded = [r + [-100] * (width - len(r)) for r in ids]  # labels as the Trainer returns them
+    assert make_decoder(tokenizer)(padded) == [tokenizer.decode(r, skip_special_tokens=True).strip() for r in ids]
+
+
+def test_compute_metrics_scores_the_decoded_predictions_against_the_labels():
+    words = {1: "the", 2: "cat", 3: "sleeps", 4: "dog"}
+
+    def decode(rows):
+        return [" ".join(words[i] for i in row) for row in rows]
+
+    preds, labels = [[1, 2, 3], [1, 4, 3]], [[1, 2, 3], [1, 2, 3]]
+    scores = make_compute_metrics(decode)(SimpleNamespace(predictions=(preds,), label_ids=labels))
+    refs = ["the cat sleeps", "the cat sleeps"]
+    hyps = ["the cat sleeps", "the dog sleeps"]
+    assert scores["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs]).score)
+    assert scores["chrf"] == pytest.approx(sacrebleu.corpus_chrf(hyps, [refs]).score)
+    assert set(scores) == {"bleu", "chrf", "ribes"}
+
+
+def test_the_run_is_signed_with_its_parser_data_and_steps(tmp_path):
+    conllu = tmp_path / "train.conllu"
+    conllu.write_text("1\tcats\tcat\tNOUN\t_\t_\t0\troot\t_\t_\n\n", encoding="utf-8")
+    raw = {"train": [0, 1, 2], "test": [0, 1]}  # only their lengths sign the run
+    results = Results()
+    parser = SimpleNamespace(signature=lambda: "spacy|en_core_web_sm|3.7")
+    sign_run(results, SyntaxMTConfig(**SMALL), parser, DataArguments(), raw, seed=3, steps=120)
+    assert results.parser_signature == "spacy|en_core_web_sm|3.7"
+    assert results.model_signature.endswith("|parser:spacy/en_core_web_sm/3.7|seed:3|data:train:3,test:2|steps:120")
+    sign_run(results, SyntaxMTConfig(**SMALL), None, DataArguments(train_source_conllu=str(conllu)), raw, 0, 1)
+    assert "train.conllu" in results.parser_signature  # the CoNLL-U files the model was trained on
+    sign_run(results, SyntaxMTConfig(**SMALL), None, DataArguments(), raw, 0, 1)
+    assert results.parser_signature is None and "|parser:none|" in results.model_signature
+
+
+def test_the_model_card_texts():
+    args = SimpleNamespace(world_size=2, per_device_train_batch_size=16, gradient_accumulation_steps=4,
+                           learning_rate=5e-4, lr_scheduler_type=SimpleNamespace(value="inverse_sqrt"), seed=7,
+                           time_budget_seconds=3600.0)  # fmt: skip
+    assert training_text(300, args, 1234.4) == (
+        "300 optimizer steps on 2 process(es), per-device batch 16, gradient accumulation 4, learning rate 0.0005 "
+        "(inverse_sqrt), seed 7, wall-clock budget 3600 s; train runtime 1234 s."
+    )
+    args.time_budget_seconds, args.lr_scheduler_type = None, "linear"
+    assert training_text(3, args, None).endswith("(linear), seed 7; train runtime 0 s.")
+    assert parser_text(DataArguments(), None, None) == "none (the model has no syntax input)"
+    spacy = {"backend": "spacy", "model": "fr_core_news_sm"}
+    assert parser_text(DataArguments(parser_description="spaCy 3.7."), "spacy|fr", spacy) == (
+        'spaCy 3.7. Parser signature: `spacy|fr`. At inference the pipeline parses raw text with '
+        '`{"backend": "spacy", "model": "fr_core_news_sm"}`.'
+    )  # fmt: skip
+    assert parser_text(DataArguments(), "conllu|train.conllu", None).endswith("pass one to the pipeline as `parser=`.")
+    assert _default_limitations(12).startswith("Trained for 12 steps only;")
