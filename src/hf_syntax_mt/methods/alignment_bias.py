@@ -271,14 +271,31 @@ class AlignmentBias(Method):
         if isinstance(module, StructuralAlignmentBias):  # raw parameters, not nn.Linear
             module.reset_parameters()
 
+    fused = "bias"
+
     def logits(self, ctx: AttentionContext, logits, start, stop):
         """Adds bias_h(j, i) to the masked logits `(B, H, T, S)` of every head, keeping the decoding state in the
         cache during cached decoding."""
+        B, _, T, S = logits.shape
+        return logits + self._bias(ctx, logits, (B, T, S), logits.device)
+
+    def attention_bias(self, ctx: AttentionContext, query, key, start, stop):
+        """The bias of `logits` for SDPA: the masked logits are needed only for the base attention alpha0, so
+        without Markov and fertility features no `(B, H, T, S)` logits are made here."""
+        logits = None
+        if ctx.module.alignment_bias.needs_base_attention:
+            logits = torch.matmul(query, key.transpose(2, 3)) * ctx.module.scaling  # (B, H, T, S)
+            logits = logits if ctx.mask is None else logits + ctx.mask
+        return self._bias(ctx, logits, (query.shape[0], query.shape[2], key.shape[2]), query.device)
+
+    def _bias(self, ctx: AttentionContext, logits, shape: tuple[int, int, int], device) -> torch.Tensor:
+        """bias_h(j, i) `(B, H, T, S)` from the masked logits `(B, H, T, S)` (None when no feature reads alpha0);
+        `shape` = (B, T, S)."""
         module, mask, past_key_values = ctx.module, ctx.mask, ctx.past_key_values
         bias_module = module.alignment_bias
-        B, _, T, S = logits.shape
+        B, T, S = shape
         if mask is None:
-            key_valid = torch.ones(B, S, dtype=torch.bool, device=logits.device)
+            key_valid = torch.ones(B, S, dtype=torch.bool, device=device)
         else:
             key_valid = (mask[:, 0, -1] > torch.finfo(mask.dtype).min / 2).expand(B, S)  # (B, S)
         base = nn.functional.softmax(logits, dim=-1) if bias_module.needs_base_attention else None  # alpha0
@@ -292,4 +309,4 @@ class AlignmentBias(Method):
         bias, state = bias_module(base, key_valid, T, offset, previous, cumulative)  # (B, H, T, S)
         if state_layer is not None and state is not None:
             state_layer.set_state(*state, num_positions=offset + T)
-        return logits + bias
+        return bias
