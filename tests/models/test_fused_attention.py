@@ -265,3 +265,34 @@ def test_kernel_option_is_validated_and_round_trips(tmp_path):
     loaded = SyntaxMTForConditionalGeneration.from_pretrained(tmp_path)
     assert loaded.config.syntax_attention_kernel == "fused"
     assert SyntaxMTConfig(**TINY).syntax_attention_kernel == "auto"
+
+
+def test_supervised_heads_materialise_probabilities_only_for_their_loss(monkeypatch):
+    """LISA / DBSA heads and the synchronous loss: a training forward with their supervision runs the eager path for
+    the supervised heads only (and every head of l_sync's cross-attention, which the synchronous loss reads);
+    generation and a forward without labels run no eager path at all."""
+    seen = []
+    eager = SyntaxMTAttention._eager
+
+    def spy(self, ctx, query, *args, **kwargs):
+        seen.append((self.site, self.layer_idx, query.shape[1]))
+        return eager(self, ctx, query, *args, **kwargs)
+
+    monkeypatch.setattr(SyntaxMTAttention, "_eager", spy)
+    model = make_model(
+        encoder_lisa_heads=[1, 0], encoder_dbsa_heads=[1, 0], decoder_dbsa_heads=[0, 2], sync_loss_weight=0.5,
+        sync_cross_attention_layer=0,
+    )  # fmt: skip
+    inputs = {k: v for k, v in batch().items() if k != "parent_positions"}
+    inputs["lisa_parents"] = inputs["dbsa_heads"]
+    inputs["decoder_dbsa_heads"] = torch.tensor(
+        [[1, 1, 1, 2, 4, 5], [2, 2, 2, 3, -100, -100], [1, 1, -100] + [-100] * 3]
+    )
+    out = model(**inputs)
+    assert out.loss is not None and out.dbsa_loss > 0 and out.lisa_loss > 0 and out.sync_loss > 0
+    assert sorted(seen) == [("cross", 0, 4), ("decoder", 1, 2), ("encoder", 0, 2)]
+    seen.clear()
+    sources = {k: inputs[k] for k in ("input_ids", "attention_mask")}
+    model.generate(**sources, num_beams=2, max_new_tokens=4)
+    model(**sources, decoder_input_ids=torch.full((3, 2), PAD))
+    assert seen == []
