@@ -111,7 +111,10 @@ class SyntaxMTAttention(MarianAttention):
     PASCAL, syntax-directed, LISA, DBSA, ... then the plain heads).
 
     Method heads that need it run on the eager score path, where each method's hooks transform its own heads; the
-    rest run in the configured kernel (SDPA by default). With an `attention_record` (given by the model when a loss
+    rest run in the configured kernel (SDPA by default). Where `config.syntax_attention_kernel` allows (`"fused"`,
+    or `"auto"` on CUDA), a method with a fused form runs in one kernel with the plain heads instead: a FlexAttention
+    `score_mod` (PASCAL) or SDPA with its additive bias (alignment biases); see `_plan`. The eager path stays the
+    reference (tests/models/test_fused_attention.py). With an `attention_record` (given by the model when a loss
     or `align()` reads attention) supervised heads store their logits and a recorded cross-attention its
     probabilities. With no method head this is exactly `MarianAttention`, except that `output_attentions=True`
     returns the probabilities of every head whatever the kernel.
