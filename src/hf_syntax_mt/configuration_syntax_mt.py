@@ -31,6 +31,7 @@ from .vocabularies import DEPRELS, INPUT_FEATURES, SUBWORD_TAGS, UPOS_TAGS  # no
 logger = logging.getLogger(__name__)
 
 ATTENTION_INITS = ("normal", "xavier")
+ATTENTION_KERNELS = ("auto", "eager", "fused")  # syntax_attention_kernel
 
 
 _PER_LAYER = (
@@ -97,6 +98,13 @@ class SyntaxMTConfig(MarianConfig):
             whose attention scores start larger. Eqs. 2-3 multiply a PASCAL head's scores by the Gaussian, so with
             scores near 0 the head starts as uniform as a plain one and its gradient is scaled down away from the
             parent; larger scores let the Gaussian act sooner. Only the initial weights change, never Eqs. 1-3.
+        syntax_attention_kernel (`str`, *optional*, defaults to `"auto"`):
+            Where method heads that change the attention run. `"eager"`: a matmul-softmax path beside the fast kernel
+            (the reference, and the fastest for CPU training). `"fused"`: in one kernel with the plain heads wherever
+            the method has a fused form that applies: PASCAL as a FlexAttention `score_mod` (compiled on CUDA; used
+            without attention dropout, and on the CPU only without gradient), alignment biases as SDPA's additive
+            mask. `"auto"` (default): `"fused"` on CUDA, `"eager"` on the CPU. Results are equal up to float
+            rounding; `output_attentions=True` and recorded attention always take the eager path.
         encoder_tree_heads (`list[int]`, *optional*):
             Number of syntax-directed attention heads (Chen et al. 2017, thesis review) in each encoder layer: the
             attention probabilities are multiplied by exp(-d^2 / (2 (D/2)^2)) with d the distance in the dependency
@@ -204,6 +212,7 @@ class SyntaxMTConfig(MarianConfig):
     parent_ignoring: float | int = 0.0
     label_smoothing: float | int = 0.0
     attention_init: str = "normal"
+    syntax_attention_kernel: str = "auto"
     encoder_tree_heads: list[int] | None = None
     tree_window: int = 2
     encoder_lisa_heads: list[int] | None = None
@@ -415,6 +424,9 @@ class SyntaxMTConfig(MarianConfig):
         """Part of `@strict` validation: every syntax option, with an error that says what to change."""
         self._validate_marian_options()
         check_choice(self, "attention_init", ATTENTION_INITS)
+        check_choice(
+            self, "syntax_attention_kernel", ATTENTION_KERNELS, "'auto': fused kernels on CUDA, eager on the CPU"
+        )
         if self.task_token_ids is not None:
             if set(self.task_token_ids) != {"translate", "parse"} or not all(
                 isinstance(v, int) and 0 <= v < self.vocab_size for v in self.task_token_ids.values()

@@ -4,11 +4,14 @@ into the encoder, decoder and models."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import warnings
 from collections.abc import Callable
 
 import torch
 from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from transformers.cache_utils import EncoderDecoderCache
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from transformers.models.marian.modeling_marian import (
@@ -21,6 +24,11 @@ from transformers.models.marian.modeling_marian import (
 from .configuration_syntax_mt import SyntaxMTConfig
 from .methods.document_context import ContextMasks, context_sublayer
 from .methods.registry import AttentionContext, AttentionRecord, HeadRecord, Method, head_layout, registered
+
+try:
+    from torch.nn.attention.flex_attention import flex_attention
+except ImportError:  # torch < 2.5: no fused score_mod kernel, method heads stay eager
+    flex_attention = None
 
 # transformers 5.24 renamed the decoding cache from `past_key_values` to `cache` (argument and output field; the old
 # name is deprecated until 5.40). The spine passes and reads it under the installed name and accepts either.
@@ -57,20 +65,45 @@ def _additive_mask(
     return attention_mask.to(dtype)
 
 
-def _by_group(x: torch.Tensor, groups, fn) -> torch.Tensor:
-    """Apply `fn(method, x[:, start:stop], start, stop)` to each head group of `x` `(B, H, ...)`; unchanged groups
-    keep their slice, and `x` itself comes back when no group changed."""
+def _by_group(x: torch.Tensor, groups, fn, offset: int = 0) -> torch.Tensor:
+    """Apply `fn(method, x[:, start - offset:stop - offset], start, stop)` to each head group of `x` `(B, H, ...)`,
+    whose first head is head `offset` of the layer; unchanged groups keep their slice, and `x` itself comes back when
+    no group changed."""
     parts, pos, changed = [], 0, False
     for method, start, stop in groups:
-        part = x[:, start:stop]
+        a, b = start - offset, stop - offset
+        part = x[:, a:b]
         new = fn(method, part, start, stop)
         changed |= new is not part
-        parts.extend([x[:, pos:start], new])
-        pos = stop
+        parts.extend([x[:, pos:a], new])
+        pos = b
     if not changed:
         return x
     parts.append(x[:, pos:])
     return torch.cat([p for p in parts if p.shape[1]], dim=1)
+
+
+def _without(x: torch.Tensor, start: int, stop: int) -> torch.Tensor:
+    """`x` `(B, H, ...)` without heads `start..stop-1`."""
+    if start == stop:
+        return x
+    return x[:, stop:] if start == 0 else torch.cat([x[:, :start], x[:, stop:]], dim=1)
+
+
+def _flex_kernel(device: torch.device) -> Callable:
+    """FlexAttention, compiled on CUDA (transformers' compile-once wrapper); on the CPU its unfused reference path,
+    which `syntax_attention_kernel="fused"` uses to check the score_mods (compiled flex is slower than eager there)."""
+    if device.type == "cuda":
+        from transformers.integrations.flex_attention import compile_friendly_flex_attention
+
+        return compile_friendly_flex_attention
+
+    def reference(query, key, value, training=False, **kwargs):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="flex_attention called without torch.compile")
+            return flex_attention(query, key, value, **kwargs)
+
+    return reference
 
 
 class SyntaxMTAttention(MarianAttention):
@@ -78,7 +111,10 @@ class SyntaxMTAttention(MarianAttention):
     PASCAL, syntax-directed, LISA, DBSA, ... then the plain heads).
 
     Method heads that need it run on the eager score path, where each method's hooks transform its own heads; the
-    rest run in the configured kernel (SDPA by default). With an `attention_record` (given by the model when a loss
+    rest run in the configured kernel (SDPA by default). Where `config.syntax_attention_kernel` allows (`"fused"`,
+    or `"auto"` on CUDA), a method with a fused form runs in one kernel with the plain heads instead: a FlexAttention
+    `score_mod` (PASCAL) or SDPA with its additive bias (alignment biases); see `_plan`. The eager path stays the
+    reference (tests/models/test_fused_attention.py). With an `attention_record` (given by the model when a loss
     or `align()` reads attention) supervised heads store their logits and a recorded cross-attention its
     probabilities. With no method head this is exactly `MarianAttention`, except that `output_attentions=True`
     returns the probabilities of every head whatever the kernel.
@@ -155,49 +191,134 @@ class SyntaxMTAttention(MarianAttention):
             query.dtype, query.device,
         )  # (B|1, 1, T, S) or None  # fmt: skip
         ctx = AttentionContext(self, self.site, mask, past_key_values, kwargs, attention_record)
-        groups = self.head_groups
-        query = _by_group(query, groups, lambda m, q, a, b: m.query(ctx, q, a, b))  # (B, H, T, d)
-        # heads [0, n_eager) take the eager score path; the rest the configured kernel
-        if output_attentions or record_cross:
-            n_eager = self.num_heads
-        else:
-            n_eager = max((b for m, a, b in groups if m.needs_eager(ctx)), default=0)
+        query = _by_group(query, self.head_groups, lambda m, q, a, b: m.query(ctx, q, a, b))  # (B, H, T, d)
         dropout = self.dropout if self.training else 0.0
-        outputs, probs = [], None
-        if n_eager > 0:
-            out, probs = self._eager(ctx, query[:, :n_eager], key[:, :n_eager], value[:, :n_eager], dropout)
+        if output_attentions or record_cross:  # every head's probabilities are wanted
+            e0, e1, fused, kind = 0, self.num_heads, [], None
+        else:
+            e0, e1, fused, kind = self._plan(ctx, query, key, value, dropout)
+        # heads [e0, e1) take the eager score path; the rest one kernel: FlexAttention with the `fused` groups'
+        # score_mods, SDPA with their additive bias, or the configured kernel when no group is fused there
+        out_eager = probs = out_rest = None
+        if e1 > e0:
+            out_eager, probs = self._eager(ctx, query[:, e0:e1], key[:, e0:e1], value[:, e0:e1], dropout, e0)
             if record_cross:
                 attention_record.cross[self.layer_idx] = probs  # (B, H, T, S)
-            outputs.append(out)  # (B, T, n_eager, d)
-        if n_eager < self.num_heads:
-            q, k, v = query[:, n_eager:], key[:, n_eager:], value[:, n_eager:]  # (B, H-n, T|S, d)
-            interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(
-                self.config._attn_implementation, eager_attention_forward
-            )
-            out, _ = interface(self, q, k, v, attention_mask, dropout=dropout, scaling=self.scaling, **kwargs)
-            outputs.append(out)  # (B, T, H-n, d)
-        attn_output = torch.cat(outputs, dim=2) if len(outputs) > 1 else outputs[0]  # (B, T, H, d)
+        if e1 - e0 < self.num_heads:
+            q, k, v = _without(query, e0, e1), _without(key, e0, e1), _without(value, e0, e1)  # (B, H', T|S, d)
+            local = [(m, a - (e1 - e0) * (a >= e1), b - (e1 - e0) * (a >= e1), a, b) for m, a, b in fused]
+            if kind == "score_mod":
+                out_rest = self._flex(ctx, q, k, v, local)
+            elif kind == "bias":
+                out_rest = self._sdpa_bias(ctx, q, k, v, local, dropout)
+            else:
+                interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(
+                    self.config._attn_implementation, eager_attention_forward
+                )
+                out_rest, _ = interface(self, q, k, v, attention_mask, dropout=dropout, scaling=self.scaling, **kwargs)
+        if out_rest is None:
+            attn_output = out_eager  # (B, T, H, d)
+        elif out_eager is None:
+            attn_output = out_rest
+        else:  # the eager heads back in their place
+            parts = [out_rest[:, :, :e0], out_eager, out_rest[:, :, e0:]]
+            attn_output = torch.cat([p for p in parts if p.shape[2]], dim=2)  # (B, T, H, d)
         attn_output = self.out_proj(attn_output.reshape(*input_shape, -1).contiguous())  # (B, T, D)
         return attn_output, (probs if output_attentions else None)  # (B, H, T, S)
 
-    def _eager(self, ctx: AttentionContext, query, key, value, dropout):
-        """The first `n` heads by matmul-softmax with the method hooks: `query`/`key`/`value` `(B, n, T|S, d)`;
-        returns `(B, T, n, d)` and probabilities `(B, n, T, S)`."""
+    def _plan(self, ctx: AttentionContext, query, key, value, dropout) -> tuple[int, int, list, str | None]:
+        """Which heads take the eager path and which groups run fused: `(e0, e1, fused groups, kind)`, the eager heads
+        being `e0..e1-1` and `kind` `"score_mod"` (FlexAttention), `"bias"` (SDPA) or None (no group fused).
+
+        A group whose heads need the eager path (`needs_eager`) runs fused when `config.syntax_attention_kernel`
+        allows it (`"fused"`, or `"auto"` on CUDA) and its method has a fused form that applies: FlexAttention has
+        no attention dropout and no CPU backward, so a score_mod runs only without attention dropout and, on the
+        CPU, without gradient."""
+        wanted = [g for g in self.head_groups if g[0].needs_eager(ctx)]
+        if not wanted:
+            return 0, 0, [], None
+        setting = getattr(self.config, "syntax_attention_kernel", "auto")
+        kind = None
+        if setting == "fused" or (setting == "auto" and query.device.type == "cuda"):
+            kinds = {m.fused for m, _, _ in wanted}
+            needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
+            flex_applies = flex_attention is not None and dropout == 0.0
+            flex_applies &= query.device.type == "cuda" or not needs_grad
+            if "score_mod" in kinds and flex_applies:
+                kind = "score_mod"
+            elif "bias" in kinds:
+                kind = "bias"
+        eager = [g for g in wanted if g[0].fused != kind or kind is None]
+        e0 = min((a for _, a, _ in eager), default=0)
+        e1 = max((b for _, _, b in eager), default=0)
+        fused = [g for g in wanted if g not in eager and (g[2] <= e0 or g[1] >= e1)]
+        return e0, max(e1, e0), fused, (kind if fused else None)
+
+    def _eager(self, ctx: AttentionContext, query, key, value, dropout, offset: int = 0):
+        """Heads `offset..offset+n-1` by matmul-softmax with the method hooks: `query`/`key`/`value`
+        `(B, n, T|S, d)`; returns `(B, T, n, d)` and probabilities `(B, n, T, S)`."""
         n = query.shape[1]
-        groups = [g for g in self.head_groups if g[2] <= n]
+        groups = [g for g in self.head_groups if g[1] >= offset and g[2] <= offset + n]
         scores = (
             torch.matmul(query, key.transpose(2, 3)) * self.scaling
         )  # Eq. 1 (PASCAL): Q K^T / sqrt(d), (B, n, T, S)
-        scores = _by_group(scores, groups, lambda m, x, a, b: m.scores(ctx, x, a, b))
+        scores = _by_group(scores, groups, lambda m, x, a, b: m.scores(ctx, x, a, b), offset)
         logits = scores if ctx.mask is None else scores + ctx.mask  # (B, n, T, S)
-        logits = _by_group(logits, groups, lambda m, x, a, b: m.logits(ctx, x, a, b))
+        logits = _by_group(logits, groups, lambda m, x, a, b: m.logits(ctx, x, a, b), offset)
         probs = nn.functional.softmax(logits, dim=-1)  # (B, n, T, S)
-        probs = _by_group(probs, groups, lambda m, x, a, b: m.probs(ctx, x, a, b))
+        probs = _by_group(probs, groups, lambda m, x, a, b: m.probs(ctx, x, a, b), offset)
         if ctx.record is not None:
             for method, a, b in groups:
-                method.record(ctx, HeadRecord(logits[:, a:b], scores[:, a:b], probs[:, a:b]), a, b)
+                local = slice(a - offset, b - offset)
+                method.record(ctx, HeadRecord(logits[:, local], scores[:, local], probs[:, local]), a, b)
         out = torch.matmul(nn.functional.dropout(probs, p=dropout, training=self.training), value)  # (B, n, T, d)
         return out.transpose(1, 2), probs
+
+    def _flex(self, ctx: AttentionContext, query, key, value, groups) -> torch.Tensor:
+        """The heads of `query` `(B, h, T, d)` in one FlexAttention call whose score_mod applies each fused group's
+        `score_mod` to its heads (`groups`: (method, first, stop) in these heads, then in the layer) and then adds
+        the mask; returns `(B, T, h, d)`."""
+        mods = [(a, b, m.score_mod(ctx, start, stop)) for m, a, b, start, stop in groups]
+        B, _, T, _ = query.shape
+        mask = None if ctx.mask is None else ctx.mask.expand(B, 1, T, key.shape[2])  # (B, 1, T, S) additive
+
+        def score_mod(score, b, h, q_idx, kv_idx):
+            for first, stop, mod in mods:
+                inside = (h >= first) & (h < stop)
+                score = torch.where(inside, mod(score, b, h - first, q_idx, kv_idx), score)
+            return score if mask is None else score + mask[b, 0, q_idx, kv_idx]
+
+        kernel = _flex_kernel(query.device)
+        out = kernel(query, key, value, training=self.training, score_mod=score_mod, scale=self.scaling)
+        return out.transpose(1, 2)  # (B, T, h, d)
+
+    def _sdpa_bias(self, ctx: AttentionContext, query, key, value, groups, dropout) -> torch.Tensor:
+        """The heads of `query` `(B, h, T, d)` in one SDPA call whose additive mask is `mask + bias`, the bias of
+        each fused group (`attention_bias`) on its heads and 0 on the others; returns `(B, T, h, d)`."""
+        B, h, T, _ = query.shape
+        S = key.shape[2]
+        parts, pos = [], 0
+        for m, a, b, start, stop in groups:
+            if a > pos:
+                parts.append(query.new_zeros(B, a - pos, T, S))
+            parts.append(m.attention_bias(ctx, query[:, a:b], key[:, a:b], start, stop))  # (B, b-a, T, S)
+            pos = b
+        if pos < h:
+            parts.append(query.new_zeros(B, h - pos, T, S))
+        bias = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]  # (B, h, T, S)
+        attn_mask = (bias if ctx.mask is None else bias + ctx.mask).to(query.dtype)  # (B, h, T, S)
+        # cuDNN's SDPA returns no gradient for the mask and misreads some masks on H100 (pytorch #191612): a bias
+        # that needs a gradient goes to the memory-efficient kernel (or the math one)
+        backends = (
+            sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
+            if query.device.type == "cuda" and attn_mask.requires_grad
+            else contextlib.nullcontext()
+        )
+        with backends:
+            out = nn.functional.scaled_dot_product_attention(
+                query, key, value, attn_mask=attn_mask, dropout_p=dropout, scale=self.scaling
+            )  # (B, h, T, d)
+        return out.transpose(1, 2)  # (B, T, h, d)
 
 
 def _feed_forward(layer, hidden_states: torch.Tensor) -> torch.Tensor:

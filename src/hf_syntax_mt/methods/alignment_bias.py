@@ -121,19 +121,19 @@ class StructuralAlignmentBias(nn.Module):
             each `(B, 1, S)`, or None when neither Markov nor fertility features are used.
         """
         B, S = key_valid.shape
-        A, T, k = self.hidden_size, query_length, self.window
+        T, k, H = query_length, self.window, self.num_heads
         W = self.feature_weight  # (F, A)
         device, dtype = W.device, W.dtype
-        pre = self.feature_bias  # (A,)
-        f = 0
+        columns = []  # the features phi(j, i) in the rows' order of W, each (B, T, S, f)
         if self.position:
-            # Eq. 6: W^(ap) psi(j, i, I), psi = (log(1+j), log(1+i), log(1+I)); J is never used
+            # Eq. 6: psi(j, i, I) = (log(1+j), log(1+i), log(1+I)); J is never used
             log_j = torch.log1p(torch.arange(T, device=device, dtype=dtype) + query_offset)  # (T,)
             log_i = torch.log1p(torch.arange(S, device=device, dtype=dtype))  # (S,)
             log_I = torch.log1p(key_valid.sum(-1).to(dtype))  # (B,)
-            pre = pre + log_j.view(1, T, 1, 1) * W[0] + log_i.view(1, 1, S, 1) * W[1]  # (1, T, S, A)
-            pre = pre + log_I.view(B, 1, 1, 1) * W[2]  # (B, T, S, A)
-            f = 3
+            columns += [
+                log_j.view(1, T, 1, 1).expand(B, T, S, 1), log_i.view(1, 1, S, 1).expand(B, T, S, 1),
+                log_I.view(B, 1, 1, 1).expand(B, T, S, 1),
+            ]  # fmt: skip
         state = None
         if self.needs_base_attention:
             alpha0 = base.mean(dim=1)  # heads averaged: the layer's bias-free alignment, (B, T, S)
@@ -141,22 +141,19 @@ class StructuralAlignmentBias(nn.Module):
                 previous = alpha0.new_zeros(B, 1, S)
             if cumulative is None:
                 cumulative = alpha0.new_zeros(B, 1, S)
-            windows = []
             if self.markov:
                 prev_rows = torch.cat([previous, alpha0[:, :-1]], dim=1)  # alpha0_{j-1}, (B, T, S)
-                windows.append(_window(prev_rows, k))  # Eq. 7: xi1(alpha_{j-1}; i), (B, T, S, 2k+1)
+                columns.append(_window(prev_rows, k))  # Eq. 7: xi1(alpha_{j-1}; i), (B, T, S, 2k+1)
             # running[j] = sum_{j' < j} alpha0_{j'}: exclusive cumulative sum over target positions, (B, T+1, S)
             running = torch.cumsum(torch.cat([cumulative, alpha0], dim=1), dim=1)
             if self.fertility:  # local fertility xi2(alpha_{<j}; i), (B, T, S, 2k+1)
-                windows.append(_window(running[:, :-1], k))
+                columns.append(_window(running[:, :-1], k))
             state = (alpha0[:, -1:], running[:, -1:])  # (B, 1, S) each
-            feats = torch.cat(windows, dim=-1) if len(windows) > 1 else windows[0]  # (B, T, S, K')
-            pre = torch.matmul(feats, W[f : f + feats.shape[-1]]) + pre  # W^(am) xi1 + W^(af) xi2 + ..., (B, T, S, A)
-        else:
-            pre = pre.expand(B, T, S, A)
-        hidden = torch.tanh(pre)  # (B, T, S, A)
-        bias = torch.matmul(hidden, self.output_weight.t())  # v_h^T tanh(...), (B, T, S, H)
-        return bias.permute(0, 3, 1, 2), state  # (B, H, T, S)
+        feats = torch.cat([c.to(dtype) for c in columns], dim=-1)  # phi(j, i), (B, T, S, F)
+        # one matmul for W^(ap) psi + W^(am) xi1 + W^(af) xi2 + b (no (B, T, S, A) sums of broadcast parts)
+        pre = torch.addmm(self.feature_bias, feats.view(-1, self.num_features), W)  # (B*T*S, A)
+        bias = torch.mm(torch.tanh(pre), self.output_weight.t())  # v_h^T tanh(...), (B*T*S, H)
+        return bias.view(B, T, S, H).permute(0, 3, 1, 2), state  # (B, H, T, S)
 
 
 class AlignmentStateLayer(DynamicLayer):
@@ -271,14 +268,31 @@ class AlignmentBias(Method):
         if isinstance(module, StructuralAlignmentBias):  # raw parameters, not nn.Linear
             module.reset_parameters()
 
+    fused = "bias"
+
     def logits(self, ctx: AttentionContext, logits, start, stop):
         """Adds bias_h(j, i) to the masked logits `(B, H, T, S)` of every head, keeping the decoding state in the
         cache during cached decoding."""
+        B, _, T, S = logits.shape
+        return logits + self._bias(ctx, logits, (B, T, S), logits.device)
+
+    def attention_bias(self, ctx: AttentionContext, query, key, start, stop):
+        """The bias of `logits` for SDPA: the masked logits are needed only for the base attention alpha0, so
+        without Markov and fertility features no `(B, H, T, S)` logits are made here."""
+        logits = None
+        if ctx.module.alignment_bias.needs_base_attention:
+            logits = torch.matmul(query, key.transpose(2, 3)) * ctx.module.scaling  # (B, H, T, S)
+            logits = logits if ctx.mask is None else logits + ctx.mask
+        return self._bias(ctx, logits, (query.shape[0], query.shape[2], key.shape[2]), query.device)
+
+    def _bias(self, ctx: AttentionContext, logits, shape: tuple[int, int, int], device) -> torch.Tensor:
+        """bias_h(j, i) `(B, H, T, S)` from the masked logits `(B, H, T, S)` (None when no feature reads alpha0);
+        `shape` = (B, T, S)."""
         module, mask, past_key_values = ctx.module, ctx.mask, ctx.past_key_values
         bias_module = module.alignment_bias
-        B, _, T, S = logits.shape
+        B, T, S = shape
         if mask is None:
-            key_valid = torch.ones(B, S, dtype=torch.bool, device=logits.device)
+            key_valid = torch.ones(B, S, dtype=torch.bool, device=device)
         else:
             key_valid = (mask[:, 0, -1] > torch.finfo(mask.dtype).min / 2).expand(B, S)  # (B, S)
         base = nn.functional.softmax(logits, dim=-1) if bias_module.needs_base_attention else None  # alpha0
@@ -292,4 +306,4 @@ class AlignmentBias(Method):
         bias, state = bias_module(base, key_valid, T, offset, previous, cumulative)  # (B, H, T, S)
         if state_layer is not None and state is not None:
             state_layer.set_state(*state, num_positions=offset + T)
-        return logits + bias
+        return bias

@@ -113,17 +113,55 @@ class Pascal(Method):
         check_parent_positions(parent_positions, input_shape, attention_mask)
         return {"parent_positions": parent_positions}
 
-    def scores(self, ctx: AttentionContext, scores, start, stop):
+    fused = "score_mod"
+
+    @staticmethod
+    def _parents(ctx: AttentionContext, start: int, stop: int) -> torch.Tensor:
         parent_positions = ctx.inputs.get("parent_positions")
         if parent_positions is None:
             raise ValueError(
                 f"This layer has {stop - start} PASCAL heads and needs `parent_positions` (B, S): parse the source with "
                 "`hf_syntax_mt.data.SyntaxMTPreprocessor` or translate with the `syntax-translation` pipeline."
             )
+        return parent_positions
+
+    @staticmethod
+    def _ignored(ctx: AttentionContext, parent_positions: torch.Tensor) -> torch.Tensor | None:
+        """`(B, T)` bool: the rows of D_p that parent ignoring sets to 1 in this pass (training only), or None."""
         config, module = ctx.module.config, ctx.module
+        if not (module.training and config.parent_ignoring > 0):
+            return None
+        # parent ignoring: each row d_t of D_p is set to 1 with probability q, during training only
+        return torch.rand(parent_positions.shape[:2], device=parent_positions.device) < config.parent_ignoring
+
+    def scores(self, ctx: AttentionContext, scores, start, stop):
+        parent_positions = self._parents(ctx, start, stop)
+        config = ctx.module.config
         weights = pascal_weights(parent_positions, scores.shape[-1], config.pascal_sigma, config.pascal_weighting)
-        if module.training and config.parent_ignoring > 0:  # D_p, (B, T, S)
-            # parent ignoring: each row d_t of D_p is set to 1 with probability q, during training only
-            ignore = torch.rand(weights.shape[:2], device=weights.device) < config.parent_ignoring  # (B, T)
+        ignore = self._ignored(ctx, parent_positions)  # (B, T) or None
+        if ignore is not None:  # D_p, (B, T, S)
             weights = weights.masked_fill(ignore.unsqueeze(-1), 1.0)
         return scores * weights.unsqueeze(1).to(scores.dtype)  # Eq. 2: n_tj = s_tj * d^p_tj, (B, k, T, S)
+
+    def score_mod(self, ctx: AttentionContext, start, stop):
+        """Eqs. 2-3 per query/key pair, for FlexAttention: the same weights as `pascal_weights`, computed in the
+        kernel from `parent_positions` instead of a materialised `(B, T, S)` tensor."""
+        parent_positions = self._parents(ctx, start, stop)
+        config = ctx.module.config
+        parents = parent_positions.float()  # p_t, (B, T)
+        ignore = self._ignored(ctx, parent_positions)  # (B, T) or None
+        sigma, gaussian = config.pascal_sigma, config.pascal_weighting == "gaussian"
+        two_sigma2, norm = 2.0 * sigma**2, math.sqrt(2.0 * math.pi * sigma**2)
+
+        def pascal(score, b, h, q_idx, kv_idx):
+            dist = kv_idx.to(torch.float32) - parents[b, q_idx]  # j - p_t
+            if gaussian:  # Eq. 3, with the far tail set to 0 as in `pascal_weights`
+                exponent = dist * dist / two_sigma2
+                weight = torch.where(exponent > _MAX_EXPONENT, 0.0, torch.exp(-exponent) / norm)
+            else:
+                weight = (dist.abs() <= 0.5).to(torch.float32)
+            if ignore is not None:
+                weight = torch.where(ignore[b, q_idx], 1.0, weight)
+            return score * weight  # Eq. 2: n_tj = s_tj * d^p_tj
+
+        return pascal

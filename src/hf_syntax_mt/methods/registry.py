@@ -11,6 +11,9 @@ A method owns, in one place:
 - its attention hooks, applied to its own heads on the eager score path of `SyntaxMTAttention`
   (`query` -> `scores` -> `logits` -> `probs` -> `record`), and the per-forward preparation of its inputs
   (`prepare`), which reach the attention as keyword arguments, the way transformers v5 passes attention kwargs;
+- optionally, a fused form of those hooks (`fused`): a FlexAttention `score_mod` (`score_mod`) or an additive
+  logit bias that SDPA takes as its mask (`attention_bias`), used instead of the eager path where
+  `config.syntax_attention_kernel` and the device allow it (the eager path stays the reference);
 - its auxiliary loss (`loss`, with `loss_weights`), added to the cross-entropy by the model;
 - its parameters (`build_attention`, `build_encoder`, `build_model`, `init_weights`) and a one-line description
   for model cards and signatures (`describe`).
@@ -94,6 +97,10 @@ class Method:
     always_eager: bool = True
     #: its inputs are computed from the source parse (the pipeline parses new text for them)
     from_parse: bool = False
+    #: the fused form of its hooks, if any: "score_mod" (`score_mod`, run in FlexAttention) or "bias"
+    #: (`attention_bias`, run in SDPA as an additive mask); None: its heads always take the eager path when they
+    #: need it
+    fused: str | None = None
 
     def active(self, config) -> bool:
         return False
@@ -161,6 +168,20 @@ class Method:
 
     def record(self, ctx: AttentionContext, record: HeadRecord, start: int, stop: int) -> None:
         """Store what the loss needs in `ctx.record` (called only when a record is kept)."""
+
+    def score_mod(self, ctx: AttentionContext, start: int, stop: int) -> Callable:
+        """(`fused = "score_mod"`) A FlexAttention `score_mod(score, b, h, q_idx, kv_idx)` equal to this method's
+        `scores` hook on its heads: `score` is the scaled dot product of one query/key pair, `h` the head *within
+        this method's group* (0..stop-start-1). The attention adds the mask after it."""
+        raise NotImplementedError(f"Method {self.name!r} declares fused={self.fused!r} but has no score_mod.")
+
+    def attention_bias(
+        self, ctx: AttentionContext, query: torch.Tensor, key: torch.Tensor, start: int, stop: int
+    ) -> torch.Tensor:
+        """(`fused = "bias"`) The additive bias `(B, k, T, S)` that its `logits` hook adds to the masked logits of
+        its heads, from their queries `(B, k, T, d)` (after the `query` hook) and keys `(B, k, S, d)`; the
+        attention runs the heads in SDPA with `mask + bias` as the mask."""
+        raise NotImplementedError(f"Method {self.name!r} declares fused={self.fused!r} but has no attention_bias.")
 
     # --- objective ------------------------------------------------------------------------------------------
     def wants_record(self, model: nn.Module, batch: dict) -> tuple[bool, set[int]]:

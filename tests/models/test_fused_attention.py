@@ -1,0 +1,317 @@
+"""The fused kernels of the method heads (`syntax_attention_kernel`) against the eager path and the papers' equations,
+per example and per head, on the CPU: PASCAL's score_mod in FlexAttention (its unfused reference path, forward only,
+as flex has no CPU backward), the alignment biases as SDPA's additive mask (forward and gradients), and the choice of
+kernel. Batches have padding and different lengths. Tolerance: 1e-5 absolute in fp32 (the kernels only reorder
+float additions). The same comparisons on CUDA, with gradients and in bf16, are in tests/gpu/test_fused_gpu.py."""
+
+import math
+
+import pytest
+import torch
+from tiny_config import EOS, PAD, TINY
+
+from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
+from hf_syntax_mt.modeling_layers import SyntaxMTAttention
+
+ATOL = 1e-5
+PASCAL = dict(encoder_pascal_heads=[2, 1])
+
+
+def make_model(seed=0, **overrides):
+    torch.manual_seed(seed)
+    model = SyntaxMTForConditionalGeneration(SyntaxMTConfig(**{**TINY, **overrides})).eval()
+    with torch.no_grad():  # non-zero alignment biases (v starts at 0) and bi-affine U
+        for module in model.modules():
+            if hasattr(module, "output_weight"):
+                module.output_weight.normal_(0.0, 1.0)
+            if getattr(module, "biaffine_u", None) is not None:
+                module.biaffine_u.add_(0.3 * torch.randn_like(module.biaffine_u))
+    return model
+
+
+def batch():
+    """Three sources of lengths 7, 5 and 3 (padded to 7) with parent positions, and targets of lengths 6, 4, 2."""
+    input_ids = torch.tensor(
+        [[5, 6, 7, 8, 9, 10, EOS], [11, 12, 13, 14, EOS, PAD, PAD], [15, 16, EOS, PAD, PAD, PAD, PAD]]
+    )
+    return dict(
+        input_ids=input_ids,
+        attention_mask=(input_ids != PAD).long(),
+        # middle positions of the parents; padding holds anything in range
+        parent_positions=torch.tensor(
+            [
+                [2.0, 2.0, 2.0, 4.5, 2.0, 4.5, 6.0],
+                [1.5, 1.5, 1.5, 3.0, 4.0, 0.0, 6.0],
+                [1.0, 1.0, 2.0, 3.0, 0.0, 0.0, 0.0],
+            ]
+        ),
+        dbsa_heads=torch.tensor(
+            [[1, 2, 2, 4, 2, 5, 6], [1, 2, 2, 3, 4, -100, -100], [1, 1, 2, -100, -100, -100, -100]]
+        ),
+        labels=torch.tensor(
+            [[20, 21, 22, 23, 24, EOS], [30, 31, 32, EOS, -100, -100], [40, EOS, -100, -100, -100, -100]]
+        ),
+    )
+
+
+def per_head(model, inputs, kernel, site="encoder", layer=0, grad=False, **kwargs):
+    """The model's outputs and the per-head attention output `(B, T, H, d)` (the input of `out_proj`) of one
+    attention module, with `syntax_attention_kernel=kernel`."""
+    model.config.syntax_attention_kernel = kernel
+    stack = model.model.encoder.layers if site == "encoder" else model.model.decoder.layers
+    attn = stack[layer].self_attn if site != "cross" else stack[layer].encoder_attn
+    seen = {}
+    handle = attn.out_proj.register_forward_pre_hook(lambda module, args: seen.update(heads=args[0]))
+    try:
+        with torch.set_grad_enabled(grad):
+            out = model(**inputs, **kwargs)
+    finally:
+        handle.remove()
+    B, T, _ = seen["heads"].shape
+    return out, seen["heads"].view(B, T, attn.num_heads, attn.head_dim)
+
+
+def count_calls(monkeypatch):
+    """Count the fused kernels' calls."""
+    calls = {"flex": 0, "bias": 0}
+    flex, bias = SyntaxMTAttention._flex, SyntaxMTAttention._sdpa_bias
+
+    def counted_flex(self, *args, **kwargs):
+        calls["flex"] += 1
+        return flex(self, *args, **kwargs)
+
+    def counted_bias(self, *args, **kwargs):
+        calls["bias"] += 1
+        return bias(self, *args, **kwargs)
+
+    monkeypatch.setattr(SyntaxMTAttention, "_flex", counted_flex)
+    monkeypatch.setattr(SyntaxMTAttention, "_sdpa_bias", counted_bias)
+    return calls
+
+
+def direct_pascal_heads(attn, hidden, parent_positions, lengths, k, sigma):
+    """Eqs. 1-3 one example and one head at a time, over the real tokens only: softmax(Q K^T / sqrt(d) * N(j; p_t,
+    sigma^2)) V for the first k heads, softmax(Q K^T / sqrt(d)) V for the others; `(B, T, H, d)`, 0 on padding."""
+    B, T, _ = hidden.shape
+    H, d = attn.num_heads, attn.head_dim
+    q, key, v = (proj(hidden).view(B, T, H, d) for proj in (attn.q_proj, attn.k_proj, attn.v_proj))
+    out = torch.zeros(B, T, H, d)
+    for b in range(B):
+        L = lengths[b]
+        for h in range(H):
+            scores = q[b, :L, h] @ key[b, :L, h].T / math.sqrt(d)  # Eq. 1, (L, L)
+            if h < k:
+                j = torch.arange(L, dtype=torch.float32)
+                for t in range(L):  # Eq. 3: N(j; p_t, sigma^2)
+                    p = float(parent_positions[b, t])
+                    gauss = torch.exp(-((j - p) ** 2) / (2 * sigma**2)) / math.sqrt(2 * math.pi * sigma**2)
+                    scores[t] = scores[t] * gauss  # Eq. 2
+            out[b, :L, h] = torch.softmax(scores, dim=-1) @ v[b, :L, h]
+    return out
+
+
+@pytest.mark.parametrize("sigma", [1.0, 0.7])
+def test_pascal_flex_equals_eager_and_eqs_1_to_3_per_example_and_head(sigma):
+    model = make_model(**PASCAL, pascal_sigma=sigma)
+    inputs = {k: v for k, v in batch().items() if k not in ("labels", "dbsa_heads")}
+    lengths = inputs["attention_mask"].sum(-1).tolist()
+    decoder_input_ids = torch.full((3, 2), PAD)
+    for layer, k in enumerate(PASCAL["encoder_pascal_heads"]):
+        seen = {}
+        attn = model.model.encoder.layers[layer].self_attn
+        handle = attn.register_forward_pre_hook(lambda m, args, seen=seen: seen.update(x=args[0]))
+        _, eager = per_head(model, inputs, "eager", layer=layer, decoder_input_ids=decoder_input_ids)
+        handle.remove()
+        _, fused = per_head(model, inputs, "fused", layer=layer, decoder_input_ids=decoder_input_ids)
+        with torch.no_grad():
+            direct = direct_pascal_heads(attn, seen["x"], inputs["parent_positions"], lengths, k, sigma)
+        for b, L in enumerate(lengths):
+            for h in range(attn.num_heads):
+                torch.testing.assert_close(fused[b, :L, h], eager[b, :L, h], atol=ATOL, rtol=0)
+                torch.testing.assert_close(fused[b, :L, h], direct[b, :L, h], atol=ATOL, rtol=0)
+
+
+def test_pascal_flex_padding_does_not_leak():
+    """Each sentence alone (no padding) gives the rows it has in the padded batch."""
+    model = make_model(**PASCAL)
+    inputs = {k: v for k, v in batch().items() if k not in ("labels", "dbsa_heads")}
+    dec = torch.tensor([[PAD, 20, 21]] * 3)
+    full, heads = per_head(model, inputs, "fused", decoder_input_ids=dec)
+    for b, L in enumerate(inputs["attention_mask"].sum(-1).tolist()):
+        alone = {k: v[b : b + 1, :L] for k, v in inputs.items()}
+        out, alone_heads = per_head(model, alone, "fused", decoder_input_ids=dec[b : b + 1])
+        torch.testing.assert_close(alone_heads[0], heads[b, :L], atol=ATOL, rtol=0)
+        torch.testing.assert_close(out.logits[0], full.logits[b], atol=ATOL, rtol=0)
+
+
+def test_pascal_parent_only_and_parent_ignoring_in_the_score_mod():
+    """The parent-only weighting and, in training (no gradient: flex's CPU path), parent ignoring with the same random
+    rows as the eager path."""
+    model = make_model(**PASCAL, pascal_weighting="parent_only", parent_ignoring=0.5)
+    inputs = {k: v for k, v in batch().items() if k not in ("labels", "dbsa_heads")}
+    dec = torch.tensor([[PAD, 20]] * 3)
+    _, eval_eager = per_head(model, inputs, "eager", decoder_input_ids=dec)
+    _, eval_fused = per_head(model, inputs, "fused", decoder_input_ids=dec)
+    model.train()
+    torch.manual_seed(3)
+    _, train_eager = per_head(model, inputs, "eager", decoder_input_ids=dec)
+    torch.manual_seed(3)
+    _, train_fused = per_head(model, inputs, "fused", decoder_input_ids=dec)
+    valid = inputs["attention_mask"].bool()  # (B, T): real query rows
+    torch.testing.assert_close(eval_fused[valid], eval_eager[valid], atol=ATOL, rtol=0)
+    torch.testing.assert_close(train_fused[valid], train_eager[valid], atol=ATOL, rtol=0)
+    assert not torch.allclose(train_eager[valid], eval_eager[valid], atol=1e-3)  # rows were ignored
+
+
+def test_pascal_beside_recorded_dbsa_heads_and_output_attentions(monkeypatch):
+    """Layer 0 has 2 PASCAL heads, 1 DBSA head (recorded for its loss: eager) and a plain one: PASCAL and the plain
+    head run in flex around the eager DBSA head, and the loss, its DBSA term and the logits equal the eager path's.
+    `output_attentions=True` returns every head's probabilities, the same as eager."""
+    calls = count_calls(monkeypatch)
+    model = make_model(encoder_pascal_heads=[2, 0], encoder_dbsa_heads=[1, 0]).train()  # dropouts are 0
+    inputs = {k: v for k, v in batch().items()}
+    eager, eager_heads = per_head(model, inputs, "eager")
+    assert calls["flex"] == 0
+    fused, fused_heads = per_head(model, inputs, "fused")
+    assert calls["flex"] == 1  # layer 0 of the encoder
+    for name in ("loss", "dbsa_loss", "logits"):
+        torch.testing.assert_close(getattr(fused, name), getattr(eager, name), atol=ATOL, rtol=0)
+    valid = inputs["attention_mask"].bool()
+    torch.testing.assert_close(fused_heads[valid], eager_heads[valid], atol=ATOL, rtol=0)
+    model.eval()
+    plain = {k: v for k, v in inputs.items() if k != "dbsa_heads"}
+    eager = per_head(model, plain, "eager", output_attentions=True)[0]
+    fused = per_head(model, plain, "fused", output_attentions=True)[0]
+    for a, b in zip(eager.encoder_attentions, fused.encoder_attentions, strict=True):
+        assert a.shape[1] == model.config.encoder_attention_heads
+        torch.testing.assert_close(a, b, atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("biases", [None, ["position"], ["markov", "fertility"]])
+def test_alignment_bias_sdpa_equals_eager_with_gradients(biases):
+    """The biased cross-attention as SDPA with `mask + bias`: per example and per head outputs, the loss and every
+    parameter's gradient (the bias network's included) equal the eager path's."""
+    model = make_model(alignment_bias_layers=[0, 1], alignment_biases=biases).train()
+    inputs = {k: v for k, v in batch().items() if k not in ("parent_positions", "dbsa_heads")}
+    results = {}
+    for kernel in ("eager", "fused"):
+        model.zero_grad()
+        out, heads = per_head(model, inputs, kernel, site="cross", layer=1, grad=True)
+        out.loss.backward()
+        grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+        results[kernel] = (out, heads, grads)
+    (eager, eager_heads, eager_grads), (fused, fused_heads, fused_grads) = results["eager"], results["fused"]
+    valid = inputs["labels"] != -100  # (B, T): real target rows
+    for b in range(3):
+        for h in range(model.config.decoder_attention_heads):
+            rows = valid[b]
+            torch.testing.assert_close(fused_heads[b, rows, h], eager_heads[b, rows, h], atol=ATOL, rtol=0)
+    torch.testing.assert_close(fused.loss, eager.loss, atol=ATOL, rtol=0)
+    assert eager_grads.keys() == fused_grads.keys()
+    assert any("alignment_bias" in n for n in fused_grads)
+    for name, grad in eager_grads.items():
+        torch.testing.assert_close(fused_grads[name], grad, atol=ATOL, rtol=1e-4, msg=name)
+
+
+@pytest.mark.parametrize("config", [PASCAL, dict(alignment_bias_layers=[1])], ids=["pascal", "alignment_bias"])
+@pytest.mark.parametrize("num_beams", [1, 3])
+def test_fused_generation_equals_eager_generation(config, num_beams):
+    """Cached decoding with the fused kernels gives the eager path's tokens and scores (the alignment biases keep
+    their decoding state in the cache), and the same as uncached fused decoding."""
+    model = make_model(**config)
+    inputs = {k: v for k, v in batch().items() if k in ("input_ids", "attention_mask", "parent_positions")}
+    kw = dict(num_beams=num_beams, max_new_tokens=6, do_sample=False, output_scores=True, return_dict_in_generate=True)
+    runs = {}
+    for kernel, cache in (("eager", True), ("fused", True), ("fused", False)):
+        model.config.syntax_attention_kernel = kernel
+        runs[kernel, cache] = model.generate(**inputs, use_cache=cache, **kw)
+    for key in (("fused", True), ("fused", False)):
+        assert torch.equal(runs[key].sequences, runs["eager", True].sequences), key
+        for a, b in zip(runs[key].scores, runs["eager", True].scores, strict=True):
+            finite = torch.isfinite(b)
+            assert torch.equal(finite, torch.isfinite(a))
+            torch.testing.assert_close(a[finite], b[finite], atol=1e-4, rtol=0)
+
+
+def test_kernel_choice(monkeypatch):
+    """`auto` runs eager on the CPU; `fused` runs PASCAL in flex only without gradient (flex has no CPU backward) and
+    without attention dropout, the alignment biases in SDPA also with gradient."""
+    calls = count_calls(monkeypatch)
+    pascal = make_model(**PASCAL)
+    inputs = {k: v for k, v in batch().items() if k not in ("dbsa_heads",)}
+    per_head(pascal, inputs, "auto")
+    assert calls == {"flex": 0, "bias": 0}
+    per_head(pascal, inputs, "fused")
+    assert calls == {"flex": 2, "bias": 0}  # both PASCAL layers
+    pascal.train()
+    out, _ = per_head(pascal, inputs, "fused", grad=True)
+    out.loss.backward()  # no flex backward on the CPU: the eager path ran
+    assert calls == {"flex": 2, "bias": 0}
+    dropout = make_model(**PASCAL, attention_dropout=0.1).train()
+    per_head(dropout, inputs, "fused")
+    assert calls == {"flex": 2, "bias": 0}
+    align = make_model(alignment_bias_layers=[0]).train()
+    per_head(align, inputs, "auto", site="cross", grad=True)
+    assert calls == {"flex": 2, "bias": 0}
+    per_head(align, inputs, "fused", site="cross", grad=True)
+    assert calls == {"flex": 2, "bias": 1}
+
+
+def test_kernel_option_is_validated_and_round_trips(tmp_path):
+    with pytest.raises(ValueError, match=r"syntax_attention_kernel='flash'.*one of \('auto', 'eager', 'fused'\)"):
+        SyntaxMTConfig(**TINY, syntax_attention_kernel="flash")
+    model = make_model(**PASCAL, syntax_attention_kernel="fused")
+    model.save_pretrained(tmp_path)
+    loaded = SyntaxMTForConditionalGeneration.from_pretrained(tmp_path)
+    assert loaded.config.syntax_attention_kernel == "fused"
+    assert SyntaxMTConfig(**TINY).syntax_attention_kernel == "auto"
+
+
+def test_supervised_heads_materialise_probabilities_only_for_their_loss(monkeypatch):
+    """LISA / DBSA heads and the synchronous loss: a training forward with their supervision runs the eager path for
+    the supervised heads only (and every head of l_sync's cross-attention, which the synchronous loss reads);
+    generation and a forward without labels run no eager path at all."""
+    seen = []
+    eager = SyntaxMTAttention._eager
+
+    def spy(self, ctx, query, *args, **kwargs):
+        seen.append((self.site, self.layer_idx, query.shape[1]))
+        return eager(self, ctx, query, *args, **kwargs)
+
+    monkeypatch.setattr(SyntaxMTAttention, "_eager", spy)
+    model = make_model(
+        encoder_lisa_heads=[1, 0], encoder_dbsa_heads=[1, 0], decoder_dbsa_heads=[0, 2], sync_loss_weight=0.5,
+        sync_cross_attention_layer=0,
+    )  # fmt: skip
+    inputs = {k: v for k, v in batch().items() if k != "parent_positions"}
+    inputs["lisa_parents"] = inputs["dbsa_heads"]
+    inputs["decoder_dbsa_heads"] = torch.tensor(
+        [[1, 1, 1, 2, 4, 5], [2, 2, 2, 3, -100, -100], [1, 1, -100] + [-100] * 3]
+    )
+    out = model(**inputs)
+    assert out.loss is not None and out.dbsa_loss > 0 and out.lisa_loss > 0 and out.sync_loss > 0
+    assert sorted(seen) == [("cross", 0, 4), ("decoder", 1, 2), ("encoder", 0, 2)]
+    seen.clear()
+    sources = {k: inputs[k] for k in ("input_ids", "attention_mask")}
+    model.generate(**sources, num_beams=2, max_new_tokens=4)
+    model(**sources, decoder_input_ids=torch.full((3, 2), PAD))
+    assert seen == []
+
+
+@pytest.mark.parametrize("config", [PASCAL, dict(alignment_bias_layers=[0, 1])], ids=["pascal", "alignment_bias"])
+def test_fused_kernels_under_bf16_autocast(config):
+    """Under bf16 autocast (queries, keys and the mask in bf16; parent positions and the bias network in fp32) the
+    fused kernels give the eager path's loss to bf16 precision (2e-2) and finite gradients where they have them."""
+    model = make_model(**config)
+    inputs = {k: v for k, v in batch().items() if k != "dbsa_heads"}
+    losses = {}
+    for kernel in ("eager", "fused"):
+        model.config.syntax_attention_kernel = kernel
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            losses[kernel] = model(**inputs).loss.float()
+    torch.testing.assert_close(losses["fused"], losses["eager"], atol=2e-2, rtol=2e-2)
+    model.train()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = model(**inputs).loss
+    loss.backward()
+    assert torch.isfinite(loss) and all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
