@@ -380,8 +380,9 @@ def markdown(result: dict) -> str:
         lines.append("")
     if result.get("compile"):
         lines += ["## torch.compile (training step, first batch)", ""]
-        if "error" in result["compile"]:
-            lines.append(f"failed: {result['compile']['error']}")
+        for key in ("error", "skipped"):
+            if key in result["compile"]:
+                lines.append(f"{key}: {result['compile'][key]}")
         for name, row in result["compile"].items():
             if isinstance(row, dict):
                 lines.append(f"- {name}: compiled {row['speedup']:.2f}x the eager step")
@@ -417,6 +418,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--compile", nargs="*", default=None, help="models timed with torch.compile on and off "
                    "(default: none pascal on CUDA, none on the CPU; give no name to skip)")  # fmt: skip
     p.add_argument("--fp32", action="store_true", help="no bf16 autocast")
+    p.add_argument("--budget", type=float, help="seconds: the torch.compile phase starts only if under half are spent "
+                   "(the GPU check passes its time limit)")  # fmt: skip
     p.add_argument("--output", default=None, help="JSON path (default: benchmarks/results/gpu/bench_gpu[-quick].json;"
                    " a .md beside it)")  # fmt: skip
     args = p.parse_args(argv)
@@ -452,6 +455,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def main(argv=None) -> int:
+    started = time.perf_counter()
     args = parse_args(argv)
     import contextlib
 
@@ -477,7 +481,6 @@ def main(argv=None) -> int:
         "new_tokens": args.new_tokens, "methods": args.only, "missing_methods": missing,
         "batches": {}, "train": {}, "generate": {}, "compile": {}, "targets": [], "complete": False,
     }  # fmt: skip
-    started = time.perf_counter()
     for i, tokens in enumerate(args.train_tokens):
         batch = synthetic_batch(rows_for_tokens(tokens, size["max_len"]), size["vocab_size"], size["max_len"], seed=i)
         label = f"{real_tokens(batch)} tokens"
@@ -496,7 +499,10 @@ def main(argv=None) -> int:
         print(f"bench_gpu: generate {label}: " + ", ".join(f"{n} {r['ratio_to_marian']:.2f}x" for n, r in
                                                            result["generate"][label].items()), file=sys.stderr)  # fmt: skip
         write(result, args.output)
-    if args.compile:
+    if args.compile and args.budget and time.perf_counter() - started > args.budget / 2:
+        result["compile"] = {"skipped": f"over half of --budget {args.budget:.0f} s spent before it (compiling takes "
+                                        "about a minute per model)"}  # fmt: skip
+    elif args.compile:
         rows = rows_for_tokens(args.train_tokens[0], size["max_len"])
         batch = {k: v.to(args.device) for k, v in synthetic_batch(rows, size["vocab_size"], size["max_len"]).items()}
         result["compile"] = compile_phase(models, batch, args, timer, autocast)

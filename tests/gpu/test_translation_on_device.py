@@ -26,9 +26,10 @@ def sentence_model(tmp_path_factory):
     return directory
 
 
+@pytest.mark.parametrize("model", ["document_model", "sentence_model"])
 @pytest.mark.parametrize("device", devices())
-def test_the_pipeline_runs_on_the_device_it_was_given(device, document_model):
-    check_pipeline_on(device, document_model)
+def test_the_pipeline_runs_on_the_device_it_was_given(device, model, request):
+    check_pipeline_on(device, request.getfixturevalue(model))
 
 
 @pytest.mark.parametrize("device", devices())
