@@ -11,7 +11,7 @@ one process and timed interleaved (the order rotates each round), medians over r
 - `torch.compile` on against off for ours without a method and PASCAL (training step at the first batch size).
 
 The batches are synthetic, built here with every method's columns (random sentences of 8-40 tokens; a random
-projective-free tree per sentence with one subword per word, so `parent_positions`, `word_index`/`word_heads`, the
+tree per sentence (every head to the left) with one subword per word, so `parent_positions`, `word_index`/`word_heads`, the
 LISA/DBSA targets and the features follow from it; the previous sentence as document context; label t aligned to
 source t): the speed of a step depends on the shapes, not on the words. The issue's targets (ratios to
 `MarianMTModel` in the same run) are recorded with `met` true/false.
