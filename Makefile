@@ -4,9 +4,12 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+# the GPU check's Python: one that already has torch with CUDA (empty: .venv/bin/python if there, else python3)
+GPU_PYTHON ?=
+GPU_PARTS := install,fast,gpu,bench
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-slow docs bench bench-quick bench-multi30k bench-round2 bench-cpu-minute bench-bf16 bench-docnmt bench-alignment lint format clean
+.PHONY: demo test test-slow test-gpu docs bench bench-quick bench-multi30k bench-round2 bench-cpu-minute bench-bf16 bench-docnmt bench-alignment lint format clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,6 +26,13 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
+
+# the GPU check (issue 43): the fast suite with CUDA visible, the GPU-only tests, the GPU benchmark (quick), one
+# summary; runs with the Python that has torch+CUDA (PYTHON=..., default .venv or python3), never reinstalls torch.
+# WHEELS=DIR installs missing packages from a wheel folder (benchmarks/gpu/README.md), PARTS=fast,gpu,bench, OUT=DIR
+test-gpu:
+	PYTHON="$(GPU_PYTHON)" WHEELS="$(WHEELS)" PARTS="$(or $(PARTS),$(GPU_PARTS))" OUT_DIR="$(or $(OUT),runs/gpu_check)" \
+		bash scripts/gpu_check.sh
 
 # the documentation site (mkdocs.yml, docs/) into site/; --strict: a broken link, page or API name is an error
 docs: $(STAMP)

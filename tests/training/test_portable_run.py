@@ -48,7 +48,7 @@ def test_a_run_from_conllu_saves_no_local_path_and_a_plain_model_needs_no_parser
 
     # a sentence in no CoNLL-U file, translated with no parser, equals generating from the tokens by hand
     unseen = "words that nobody parsed"
-    translate = pipeline("translation", model=str(out), trust_remote_code=True)
+    translate = pipeline("translation", model=str(out), trust_remote_code=True, device="cpu")
     assert translate.parser is None
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 

@@ -84,7 +84,7 @@ def test_train_saves_a_model_that_reloads_and_translates(corpus, tmp_path):
     with pytest.raises(ValueError, match="new text needs a parser"):
         pipeline("translation", model=str(out), trust_remote_code=True)
     parser = get_parser("conllu", path=corpus["test"]["src_conllu"])
-    translate = pipeline("translation", model=str(out), trust_remote_code=True, parser=parser)
+    translate = pipeline("translation", model=str(out), trust_remote_code=True, parser=parser, device="cpu")
     sources = corpus["test"]["src"].read_text(encoding="utf-8").splitlines()
     outputs = [o["translation_text"].strip() for o in translate(sources, batch_size=4, num_beams=1, max_length=24)]
     assert outputs == hypotheses

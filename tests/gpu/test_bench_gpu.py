@@ -1,0 +1,110 @@
+"""`benchmarks/gpu/bench_gpu.py` at its tiny CPU size (plumbing; the GPU check runs it on CUDA): the JSON holds every
+phase for every model, its tokens/s and ratios follow from the recorded times (recomputed here), the targets are
+judged from those ratios; its synthetic batch carries every method's columns, consistent with one tree."""
+
+import importlib.util
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_gpu", ROOT / "benchmarks" / "gpu" / "bench_gpu.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def result(bench, tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench_gpu") / "bench.json"
+    assert (
+        bench.main(["--device", "cpu", "--quick", "--only", "none", "pascal", "synchronous", "--output", str(out)])
+        == 0
+    )
+    return json.loads(out.read_text()), out
+
+
+def test_the_json_has_every_phase_for_every_model(result):
+    data, out = result
+    models = ["marian", "none", "pascal", "synchronous"]
+    assert data["complete"] and data["environment"]["device"] == "cpu" and data["size"]["name"] == "tiny"
+    assert data["environment"]["torch"] == torch.__version__
+    assert len(data["train"]) == 2 and len(data["generate"]) == 1  # two token batches; --quick: one generation size
+    for phase, unit in ((data["train"], "tokens"), (data["generate"], "sentences")):
+        for rows in phase.values():
+            assert list(rows) == models
+            for row in rows.values():
+                assert len(row["seconds"]) == data["rounds"] and all(s > 0 for s in row["seconds"])
+                assert row["peak_memory_bytes"] is None  # not measured on the CPU
+                assert row[f"{unit}_per_second"] > 0
+    assert data["compile"] == {}  # off on the CPU by default
+    assert out.with_suffix(".md").read_text().count("| marian |") == 2
+
+
+def test_throughput_and_ratios_follow_from_the_recorded_times(result):
+    data, _ = result
+    for label, rows in data["train"].items():
+        tokens = data["batches"][label]["tokens"]
+        marian = statistics.median(rows["marian"]["seconds"])
+        for row in rows.values():
+            median = statistics.median(row["seconds"])
+            assert row["median_seconds"] == pytest.approx(median)
+            assert row["tokens_per_second"] == pytest.approx(tokens / median)
+            assert row["ratio_to_marian"] == pytest.approx(marian / median)
+    for label, rows in data["generate"].items():
+        sentences = int(label.split()[0])
+        marian = statistics.median(rows["marian"]["seconds"])
+        for row in rows.values():
+            assert row["sentences_per_second"] == pytest.approx(sentences / statistics.median(row["seconds"]))
+            assert row["ratio_to_marian"] == pytest.approx(marian / statistics.median(row["seconds"]))
+
+
+def test_targets_are_judged_from_the_ratios(result, bench):
+    data, _ = result
+    expected = {("none", "train"): 0.98, ("pascal", "train"): 0.95, ("synchronous", "train"): 0.90}
+    train = [t for t in data["targets"] if t["measure"] == "train"]
+    assert {(t["model"], t["batch"]) for t in train} == {(m, b) for m, _ in expected for b in data["train"]}
+    for t in data["targets"]:
+        phase = data["train" if t["measure"] == "train" else "generate"][t["batch"]]
+        want = expected.get((t["model"], t["measure"]), 0.95)
+        assert t["target"] == want and t["ratio"] == phase[t["model"]]["ratio_to_marian"]
+        assert t["met"] == (t["ratio"] >= want)
+    assert {t["model"] for t in data["targets"] if t["measure"] == "generate"} == {"none", "pascal", "synchronous"}
+
+
+def test_the_synthetic_batch_is_one_consistent_tree_per_sentence(bench):
+    batch = bench.synthetic_batch(6, vocab_size=50, max_len=12, seed=3)
+    mask, parents = batch["attention_mask"].bool(), batch["parent_positions"]
+    for b in range(6):
+        n = int(mask[b].sum())  # real tokens, the last is </s>
+        assert batch["input_ids"][b, n - 1] == 0 and (batch["input_ids"][b, n:] == 1).all()
+        assert parents[b, 0] == 0  # the root word points to itself
+        for t in range(n - 1):  # token t is word t + 1; its parent token is its head word's token
+            head_word = int(batch["word_heads"][b, t])
+            assert batch["word_index"][b, t] == t + 1
+            assert parents[b, t] == (t if head_word == 0 else head_word - 1)
+            assert parents[b, t] < max(t, 1)  # heads point left: a tree, no cycle
+            assert batch["lisa_parents"][b, t] == parents[b, t] == batch["dbsa_heads"][b, t]
+        assert (batch["lisa_parents"][b, n - 1 :] == -100).all() and (batch["word_index"][b, n - 1 :] == 0).all()
+        assert (parents[b, n - 1 :] == torch.arange(n - 1, parents.shape[1])).all()  # </s>, padding: themselves
+    # the context of row b is row b - 1's sentence
+    assert torch.equal(batch["context_input_ids"][1:], batch["input_ids"][:-1])
+    assert torch.equal(batch["context_attention_mask"][1:], batch["attention_mask"][:-1])
+
+
+def test_every_registered_method_has_a_setting(bench):
+    from hf_syntax_mt.methods import registered
+
+    assert {m.name for m in registered()} <= set(bench.method_configs(6, 8)), "add the method to method_configs"
+
+
+def test_tiny_results_are_refused_under_benchmarks_results(bench):
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--device", "cpu", "--output", str(ROOT / "benchmarks" / "results" / "gpu" / "x.json")])
