@@ -1,5 +1,5 @@
 """Inference helpers the model classes and the CLI delegate to, so that the model file imports nothing from the
-pipeline: `translate_document` (one document) and `translate_lines` (a whole input file, plain sentences or
+pipeline: `pipeline_for_model` (a pipeline on the model's own device), `translate_document` (one document) and `translate_lines` (a whole input file, plain sentences or
 documents, in order, with a progress bar)."""
 
 from __future__ import annotations
@@ -11,12 +11,23 @@ from collections.abc import Sequence
 PROGRESS_MIN_SENTENCES = 100
 
 
-def translate_document(model, sentences: list[str], tokenizer, parser=None, **generate_kwargs) -> list[str]:
-    """Translate one document with `SyntaxTranslationPipeline.translate_document` (see there)."""
+def pipeline_for_model(model, tokenizer, parser=None):
+    """A `SyntaxTranslationPipeline` around a model object, on the model's own device.
+
+    Given no device, transformers' `Pipeline.__init__` picks the accelerator (`cuda:0` wherever torch sees CUDA) and
+    moves the model there *in place*: a helper that translates with the caller's model must leave it where the caller
+    put it (issue 43), so the model's device is passed explicitly (a model dispatched by accelerate, with an
+    `hf_device_map`, takes no device: the pipeline then keeps the map's placement)."""
     from .pipeline_syntax_mt import SyntaxTranslationPipeline
 
-    pipe = SyntaxTranslationPipeline(model=model, tokenizer=tokenizer, parser=parser)
-    return pipe.translate_document(sentences, **generate_kwargs)
+    device = None if getattr(model, "hf_device_map", None) else model.device
+    return SyntaxTranslationPipeline(model=model, tokenizer=tokenizer, parser=parser, device=device)
+
+
+def translate_document(model, sentences: list[str], tokenizer, parser=None, **generate_kwargs) -> list[str]:
+    """Translate one document with `SyntaxTranslationPipeline.translate_document` (see there), on the model's device
+    (the model is never moved)."""
+    return pipeline_for_model(model, tokenizer, parser=parser).translate_document(sentences, **generate_kwargs)
 
 
 def translate_lines(
