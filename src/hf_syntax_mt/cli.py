@@ -80,9 +80,10 @@ def _translate(args: argparse.Namespace) -> int:
     import hf_syntax_mt  # noqa: F401  (registers the pipeline task)
     from hf_syntax_mt.data.documents import blank_line_spans, doc_id_spans
     from hf_syntax_mt.data.readers import decode_utf8, read_text, split_lines
-    from hf_syntax_mt.inference import translate_lines
+    from hf_syntax_mt.inference import bf16_autocast, check_bf16, device_line, resolve_device, translate_lines
 
     model = _model_directory(args.model)  # before reading standard input
+    device = resolve_device(args.device)  # None: transformers' pipeline picks (the accelerator, if any)
     if args.input == "-":
         stdin = getattr(sys.stdin, "buffer", None)
         text = decode_utf8(stdin.read(), "<stdin>") if stdin is not None else sys.stdin.read().removeprefix("\ufeff")
@@ -116,9 +117,13 @@ def _translate(args: argparse.Namespace) -> int:
     if args.parser:
         key = {"stanza": "lang", "spacy": "model", "conllu": "path"}[args.parser]
         parser = {"backend": args.parser, **({key: args.parser_model} if args.parser_model else {})}
-    translator = pipeline("syntax-translation", model=model, parser=parser)
-    outputs = translate_lines(translator, lines, documents, use_context=not args.no_context, contexts=contexts,
-                              batch_size=args.batch_size, num_beams=args.num_beams)  # fmt: skip
+    translator = pipeline("syntax-translation", model=model, parser=parser, device=device)
+    if args.bf16:
+        check_bf16(translator.device)
+    print(device_line(translator.device, args.bf16), file=sys.stderr)
+    with bf16_autocast(translator.device, args.bf16):
+        outputs = translate_lines(translator, lines, documents, use_context=not args.no_context, contexts=contexts,
+                                  batch_size=args.batch_size, num_beams=args.num_beams)  # fmt: skip
     # a line break inside a translation would shift every later line of the output: write it as a space
     text = "".join(" ".join(split_lines(o) or [""]) + "\n" for o in outputs)
     if args.output == "-":
@@ -180,15 +185,29 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     if args.layer_head is not None and len(args.layer_head) != 2:
         raise SystemExit("--arcs-layer-head takes two numbers: LAYER HEAD")
-    result = evaluate_files(
-        args.hyp, args.ref, sources=args.src, baseline=args.baseline, model=args.model,
-        baseline_model=args.baseline_model, names=(args.name, args.baseline_name),
-        bootstrap_samples=args.bootstrap_samples, seed=args.seed, edges=tuple(args.edges),
-        bucket_chart=args.bucket_chart, gold_conllu=args.gold_conllu, input_conllu=args.input_conllu,
-        heatmap=args.heatmap, arcs=args.arcs, arcs_sentence=args.arcs_sentence,
-        arcs_layer_head=tuple(args.layer_head) if args.layer_head else None, max_sentences=args.max_sentences,
-        docids=args.docids, no_context=args.no_context,
-    )  # fmt: skip
+    device = None
+    if args.model is not None and args.gold_conllu is not None:  # the only step that runs a model
+        from hf_syntax_mt.inference import bf16_autocast, check_bf16, default_device, device_line, resolve_device
+
+        device = resolve_device(args.device) or default_device()
+        if args.bf16:
+            check_bf16(device)
+        print(device_line(device, args.bf16), file=sys.stderr)
+        precision = bf16_autocast(device, args.bf16)
+    else:
+        import contextlib
+
+        precision = contextlib.nullcontext()
+    with precision:
+        result = evaluate_files(
+            args.hyp, args.ref, sources=args.src, baseline=args.baseline, model=args.model,
+            baseline_model=args.baseline_model, names=(args.name, args.baseline_name),
+            bootstrap_samples=args.bootstrap_samples, seed=args.seed, edges=tuple(args.edges),
+            bucket_chart=args.bucket_chart, gold_conllu=args.gold_conllu, input_conllu=args.input_conllu,
+            heatmap=args.heatmap, arcs=args.arcs, arcs_sentence=args.arcs_sentence,
+            arcs_layer_head=tuple(args.layer_head) if args.layer_head else None, max_sentences=args.max_sentences,
+            docids=args.docids, no_context=args.no_context, device=device,
+        )  # fmt: skip
     print(format_evaluation(result))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
@@ -256,6 +275,14 @@ def _aer(args: argparse.Namespace) -> int:
     return 0
 
 
+def _device_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--device`` and ``--bf16`` of `translate` and `evaluate`."""
+    parser.add_argument("--device", help=f"where to {what}: cpu, cuda, cuda:N or mps (default: as transformers' "
+                        "pipeline, the first GPU if torch sees one, else the CPU); printed on stderr")  # fmt: skip
+    parser.add_argument("--bf16", action="store_true", help="compute in bfloat16 (autocast; the weights stay float32); "
+                        "refused where the device has no bfloat16 (a CUDA GPU before Ampere)")  # fmt: skip
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hf-syntax-mt", description="Syntax-aware NMT for Hugging Face transformers.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -319,6 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--arcs-sentence", type=int, default=0)
     e.add_argument("--arcs-layer-head", dest="layer_head", type=int, nargs="+", help="LAYER HEAD (default: best)")
     e.add_argument("--json", help="write every number (with signatures) to this JSON file")
+    _device_arguments(e, "run --model for the attention scores")
     e.set_defaults(func=_evaluate)
 
     t = sub.add_parser(
@@ -345,8 +373,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "model that reads its context should score lower with it)")  # fmt: skip
     t.add_argument("--parser", choices=["stanza", "spacy", "conllu"], help="override the parser recorded in the model")
     t.add_argument("--parser-model", help="spaCy package, stanza language or CoNLL-U path for --parser")
-    t.add_argument("--batch-size", type=_positive_int, default=16)
-    t.add_argument("--num-beams", type=_positive_int, default=4)
+    t.add_argument("--batch-size", type=_positive_int, default=16, help="sentences per generate() call")
+    t.add_argument("--num-beams", type=_positive_int, default=4, help="beam size (1: greedy decoding)")
+    _device_arguments(t, "translate")
     t.set_defaults(func=_translate)
 
     c = sub.add_parser(

@@ -79,9 +79,25 @@ def test_pipeline_documents_respect_boundaries(saved_model):
     ]
     flat = translator(first + second, document=True)  # one document: the second part now has context
     assert [r["translation_text"] for r in flat] == by_hand(model, tokenizer, first + second, k=2)
-    # without document=True a list of strings is a batch of independent sentences
-    plain = translator(first + second)
+    # no_context=True: a batch of independent sentences
+    plain = translator(first + second, no_context=True)
     assert [r["translation_text"] for r in plain] == by_hand(model, tokenizer, first + second, k=0)
+
+
+@pytest.mark.parametrize("given", ["a flat list of 4 sentences", "a string"])
+def test_a_document_model_refuses_sentences_without_documents(saved_model, given):
+    """Issue 44: `pipe(sentences)` translated each sentence without its context and without a word (the CLI refuses
+    the same input); the call must say how the sentences relate: document=True, documents, contexts= or
+    no_context=True."""
+    directory, _, _ = saved_model
+    translator = pipeline("syntax-translation", model=str(directory))
+    inputs = DOCUMENT[:4] if given.startswith("a flat") else DOCUMENT[0]
+    with pytest.raises(ValueError, match=rf"context_sentences=2\), but was given {given} without documents.*"
+                       r"document=True.*list of lists.*contexts=.*no_context=True"):  # fmt: skip
+        translator(inputs)
+    with pytest.raises(ValueError, match="no_context=True contradicts document=True"):
+        translator(DOCUMENT, document=True, no_context=True)
+    assert translator([]) == []  # nothing to translate, no context to lose
 
 
 def test_translate_document_leaves_the_model_where_the_caller_put_it(saved_model, monkeypatch):

@@ -65,7 +65,9 @@ def test_docids_translate_each_document_with_its_context(context_model, tmp_path
     # the context is used: the same lines as plain sentences translate differently somewhere
     plain = translate(model_dir, tmp_path, "--input", src, "--no-context")
     assert plain != expected
-    sentence_by_sentence = pipeline("syntax-translation", model=model_dir)(DOC_A + DOC_B + DOC_C, **GENERATE)
+    sentence_by_sentence = pipeline("syntax-translation", model=model_dir)(
+        DOC_A + DOC_B + DOC_C, no_context=True, **GENERATE
+    )
     assert plain == [r["translation_text"] for r in sentence_by_sentence]
 
 
@@ -219,3 +221,57 @@ def test_sentences_are_batched_longest_first_and_come_back_in_input_order():
     lines = ["a b", "a b c d e", "", "a", "a b c d", "a b c"]
     assert translate_lines(pipe, lines, batch_size=1, chunk_sentences=2, progress=False) == [f"<{s}>" for s in lines]
     assert calls == [["a b c d e", "a b c d"], ["a b c", "a b"], ["a", ""]]
+
+
+def test_device_and_bf16_translate_as_the_pipeline_does_on_that_device_under_autocast(context_model, tmp_path, capsys):
+    """Issue 43: `--device cpu --bf16` translates as the pipeline on the CPU under bf16 autocast, and says so on
+    stderr in one `device:` line."""
+    import torch
+
+    model_dir, _, _ = context_model
+    src = write(tmp_path / "in.txt", SENTENCES)
+    capsys.readouterr()
+    got = translate(model_dir, tmp_path, "--input", src, "--no-context", "--device", "cpu", "--bf16")
+    assert [line for line in capsys.readouterr().err.splitlines() if line.startswith("device:")] == [
+        "device: cpu, dtype: bfloat16 (autocast, float32 weights)"
+    ]
+    pipe = pipeline("syntax-translation", model=model_dir, device="cpu")
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = [r["translation_text"] for r in pipe(SENTENCES, no_context=True, **GENERATE)]
+    assert got == expected
+    translate(model_dir, tmp_path, "--input", src, "--no-context", "--device", "cpu")
+    assert "device: cpu, dtype: float32\n" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "device, message",
+    [
+        ("cuda", r"--device cuda: torch sees no CUDA device \(torch .*\); use --device cpu, or leave --device out"),
+        ("cuda:1", r"--device cuda:1: torch sees no CUDA device"),
+        ("gpu", r"--device gpu: not a device; give cpu, cuda, cuda:N or mps"),
+        ("cpu:1", r"--device cpu:1: not a device"),
+    ],
+)
+def test_a_device_torch_cannot_use_is_refused_before_the_model_loads(context_model, tmp_path, monkeypatch, device,
+                                                                     message):  # fmt: skip
+    import torch
+
+    model_dir, _, _ = context_model
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # the same on a GPU machine
+    src = write(tmp_path / "in.txt", SENTENCES)
+    with pytest.raises(ValueError, match=message):
+        main(["translate", "--model", model_dir, "--input", src, "--no-context", "--device", device])
+
+
+def test_bf16_is_refused_on_a_gpu_without_it(monkeypatch):
+    import torch
+
+    from hf_syntax_mt.inference import check_bf16
+
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: including_emulation)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Tesla V100-SXM2-16GB")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (7, 0))
+    with pytest.raises(ValueError, match=r"--bf16: cuda:0 \(Tesla V100-SXM2-16GB \(compute capability 7.0\)\) has no "
+                       "bfloat16 support; leave out --bf16"):  # fmt: skip
+        check_bf16(torch.device("cuda:0"))
+    check_bf16(torch.device("cpu"))  # a CPU has bf16 (emulated where it lacks AVX512-BF16 / AMX)
