@@ -190,8 +190,9 @@ def _uas(args) -> int:
     from hf_syntax_mt import SyntaxMTForConditionalGeneration, __version__
     from hf_syntax_mt.evaluation.probing import uas_against_conllu
 
-    model = SyntaxMTForConditionalGeneration.from_pretrained(args.model)
-    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    model_dir = _model_directory(args.model)
+    model = SyntaxMTForConditionalGeneration.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
     result = uas_against_conllu(model, tokenizer, args.conllu, kind=args.kind, batch_size=args.batch_size,
                                 limit=args.limit)  # fmt: skip
     signature = f"heads:{args.kind}|gold:{Path(args.conllu).name}|sentences:{args.limit or 'all'}|read:argmax|version:{__version__}"
@@ -216,8 +217,9 @@ def _contrastive(args: argparse.Namespace) -> int:
         examples = list(contrastive_examples(generate_documents(args.synthetic, seed=args.seed)))
         data = f"synthetic-documents(docs={args.synthetic},seed={args.seed})"
     examples = examples[: args.limit] if args.limit else examples
-    model = AutoModelForSeq2SeqLM.from_pretrained(args.model)
-    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    model_dir = _model_directory(args.model)
+    model = AutoModelForSeq2SeqLM.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
     result = score_contrastive(model, tokenizer, examples, batch_size=args.batch_size)
     k = getattr(model.config, "context_sentences", 0) if result["uses_context"] else 0
     signature = (f"model:{Path(args.model).name}|context:{k or 'none'}|data:{data}|n:{result['n']}|"
@@ -362,7 +364,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="hf-syntax-mt", description="Syntax-aware NMT for Hugging Face transformers.",
         epilog=f"An error you can fix prints one 'error:' line; --debug (or {DEBUG_ENV}=1) shows its traceback.",
     )  # fmt: skip
-    p.add_argument("--debug", action="store_true", help="show the traceback of an error (also after the subcommand)")
+    # read (and removed) by main() before parsing; SUPPRESS keeps it out of the subcommands' namespace
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                   help="show the traceback of an error (also after the subcommand)")  # fmt: skip
     sub = p.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser(
@@ -518,13 +522,12 @@ _PACKAGE_DIR = Path(__file__).resolve().parent
 
 def _is_user_error(error: BaseException) -> bool:
     """An error a user can fix (bad input, a flag, a file, a missing package), shown as one ``error:`` line, unlike a
-    bug (kept as a traceback): an `OSError` about a file, an `ImportError` of a missing package, or a `ValueError` /
-    `OSError` this package raised itself (its messages name the file, line or flag and what to do)."""
-    if isinstance(error, (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)):
+    bug (kept as a traceback): an `OSError` (a file, a directory, a model), a `ModuleNotFoundError` (a missing
+    package), or a `ValueError` this package raised itself (its messages name the file, line or flag and what to
+    do; a `ValueError` from inside torch or transformers is a bug here, or needs its own message)."""
+    if isinstance(error, (OSError, ModuleNotFoundError)):  # a file, a directory, a model id, a missing package
         return True
-    if isinstance(error, ModuleNotFoundError):
-        return True
-    if not isinstance(error, (ValueError, OSError)):
+    if not isinstance(error, ValueError):
         return False
     tb = error.__traceback__
     while tb is not None and tb.tb_next is not None:

@@ -125,3 +125,29 @@ def test_evaluate_on_a_device_in_bf16_and_docids_of_a_sentence_level_model(tmp_p
         expected = model_attachment_scores(model, AutoTokenizer.from_pretrained(model_dir), read_conllu(gold))
     scores = json.loads(out.read_text())["attention"]["scores"]
     assert np.allclose(scores, expected["scores"], atol=1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["evaluate", "--hyp", "{hyp}", "--ref", "{ref}", "--docids", "{hyp}"], r"--docids is about the attention"),
+        (["evaluate", "--hyp", "{hyp}", "--ref", "{missing}"], r"reference file not found: .*missing.txt$"),
+        (["evaluate", "--hyp", "{hyp}", "--ref", "{ref}", "--arcs-layer-head", "1"], r"--arcs-layer-head takes two"),
+        (["uas", "--model", "{missing}", "--conllu", "{hyp}"], r"--model .*missing.txt: no such directory"),
+        (["contrastive", "--model", "{tmp}", "--synthetic", "2"], r"has no config.json, so it is not a saved model"),
+        (["aer", "--hyp", "{hyp}", "--gold", "{missing}"], r"missing.txt"),
+    ],
+)  # fmt: skip
+def test_every_subcommand_gives_user_errors_in_one_line(tmp_path, monkeypatch, capsys, argv, message):
+    """Issue 44: as the console script runs them, user errors of every subcommand are one `error:` line, exit 1."""
+    import re
+    import sys
+
+    paths = {"hyp": write(tmp_path / "hyp.txt", HYPS), "ref": write(tmp_path / "ref.txt", REFS),
+             "missing": str(tmp_path / "missing.txt"), "tmp": str(tmp_path)}  # fmt: skip
+    monkeypatch.setattr(sys, "argv", ["hf-syntax-mt", *(a.format(**paths) for a in argv)])
+    capsys.readouterr()
+    assert main() == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("error:") == 1 and err.splitlines()[-1].startswith("error: ")
+    assert re.search(message, err.splitlines()[-1]), err
