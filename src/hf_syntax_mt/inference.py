@@ -163,6 +163,7 @@ def translate_lines(
         raise ValueError("contexts were given, but the model has no document context (context_sentences=0)")
     # whole documents with their own context, or sentence by sentence (given contexts, or none)
     with_context = bool(contexts is None and use_context and documents is not None and k)
+    document_model = bool(k)
     if not with_context:
         spans = [(i, i + 1) for start, end in spans for i in range(start, end)]
         # longest first, so that a batch pads to (and beam search runs for) sentences of about its own length
@@ -184,7 +185,9 @@ def translate_lines(
             texts = [r["translation_text"] for doc in results for r in doc]
         else:
             # without context said explicitly: a document-level model refuses a flat list otherwise
-            given = {"no_context": True} if contexts is None else {"contexts": [list(contexts[s]) for s, _ in chunk]}
+            given = {"contexts": [list(contexts[s]) for s, _ in chunk]} if contexts is not None else {}
+            if contexts is None and document_model:
+                given = {"no_context": True}
             results = pipe([lines[s] for s, _ in chunk], batch_size=batch_size, **given, **generate_kwargs)
             texts = [r["translation_text"] for r in results]
         positions = [i for s, e in chunk for i in range(s, e)]
