@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -28,6 +29,7 @@ def _model_directory(path: str) -> str:
         if not (p / "config.json").is_file():
             raise ValueError(f"--model {path}: the directory {p.resolve()} has no config.json, so it is not a saved "
                              "model; give the directory a training run or save_pretrained wrote.")  # fmt: skip
+        _check_saved_model(p, path)
         return str(p)
     if p.exists():
         raise ValueError(f"--model {path} is a file; give the model's directory (the one holding config.json).")
@@ -38,6 +40,41 @@ def _model_directory(path: str) -> str:
         raise ValueError(f"--model {path}: no such directory ({p.resolve()}); give the directory a training run or "
                          "save_pretrained wrote (it holds config.json).")  # fmt: skip
     return path
+
+
+def _check_saved_model(directory: Path, flag_value: str) -> None:
+    """The files a saved model needs, checked before transformers reads them (its messages give advice that does not
+    apply here): a readable config.json whose `model_type` is known, no custom pipeline code declared for the task
+    the CLI runs, and a tokenizer file."""
+    config_file = directory / "config.json"
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"--model {flag_value}: {config_file} is not valid JSON ({e}); restore it from the training "
+                         "run's output (or save_pretrained)") from None  # fmt: skip
+    if not isinstance(config, dict):
+        raise ValueError(f"--model {flag_value}: {config_file} holds no JSON object; restore it from the training run")
+    restore = ("the file was edited, or the directory holds another library's model; restore config.json from the "
+               "training run's output (or save the model again with save_pretrained)")  # fmt: skip
+    model_type = config.get("model_type")
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    import hf_syntax_mt  # noqa: F401  (registers syntax_mt and syntax_mt_symmetric)
+
+    if not isinstance(model_type, str) or model_type not in CONFIG_MAPPING:
+        raise ValueError(f"--model {flag_value}: {config_file} has model_type {model_type!r}, which neither "
+                         "hf-syntax-mt (syntax_mt, syntax_mt_symmetric) nor transformers (e.g. marian) knows: "
+                         f"{restore}")  # fmt: skip
+    pipelines = config.get("custom_pipelines")
+    if isinstance(pipelines, dict) and "syntax-translation" in pipelines:
+        raise ValueError(f"--model {flag_value}: {config_file} declares its own code for the task "
+                         "'syntax-translation' (custom_pipelines), which hf-syntax-mt never writes and does not run: "
+                         f"{restore}")  # fmt: skip
+    tokenizer_files = ("tokenizer.json", "*.spm", "*.model", "vocab.json", "vocab.txt")  # fast, or sentencepiece
+    if not any(f.is_file() for pattern in tokenizer_files for f in directory.glob(pattern)):
+        raise ValueError(f"--model {flag_value}: {directory} has no tokenizer (no tokenizer.json): copy tokenizer.json "
+                         "and tokenizer_config.json from the training run's output directory, where "
+                         "save_pretrained wrote them beside the model")  # fmt: skip
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -57,13 +94,13 @@ def _random_contexts(args: argparse.Namespace, lines: list[str], documents, k: i
         why = ("it needs documents (--docids FILE or --documents blank-lines)" if documents is None else
                "it contradicts --no-context" if args.no_context else
                f"{args.model} has no document context (context_sentences=0) to replace")  # fmt: skip
-        raise SystemExit(f"error: --random-context: {why}")
+        raise ValueError(f"--random-context: {why}")
     positions = [i for start, end in documents for i in range(start, end)]
     ids = [str(d) for d, (start, end) in enumerate(documents) for _ in range(start, end)]
     try:
         given = random_contexts(ids, [lines[i] for i in positions], k, seed=args.random_context)
     except ValueError as e:  # a single document has no other document to borrow from
-        raise SystemExit(f"error: --random-context: {e}") from None
+        raise ValueError(f"--random-context: {e}") from None
     contexts: list[list[str]] = [[] for _ in lines]
     for i, context in zip(positions, given, strict=True):
         contexts[i] = context
@@ -80,9 +117,10 @@ def _translate(args: argparse.Namespace) -> int:
     import hf_syntax_mt  # noqa: F401  (registers the pipeline task)
     from hf_syntax_mt.data.documents import blank_line_spans, doc_id_spans
     from hf_syntax_mt.data.readers import decode_utf8, read_text, split_lines
-    from hf_syntax_mt.inference import translate_lines
+    from hf_syntax_mt.inference import bf16_autocast, check_bf16, device_line, resolve_device, translate_lines
 
     model = _model_directory(args.model)  # before reading standard input
+    device = resolve_device(args.device)  # None: transformers' pipeline picks (the accelerator, if any)
     if args.input == "-":
         stdin = getattr(sys.stdin, "buffer", None)
         text = decode_utf8(stdin.read(), "<stdin>") if stdin is not None else sys.stdin.read().removeprefix("\ufeff")
@@ -99,8 +137,8 @@ def _translate(args: argparse.Namespace) -> int:
     k = getattr(AutoConfig.from_pretrained(model), "context_sentences", 0) or 0
     contexts = None if args.random_context is None else _random_contexts(args, lines, documents, k)
     if k and documents is None and not args.no_context:
-        raise SystemExit(
-            f"error: {args.model} is a document-level model (context_sentences={k}: it reads the previous {k} source "
+        raise ValueError(
+            f"{args.model} is a document-level model (context_sentences={k}: it reads the previous {k} source "
             f"sentences of the document), but {name} was given as plain sentences. Give the documents: --docids FILE "
             "(one document id per input line) or --documents blank-lines (documents separated by a blank line); or "
             "pass --no-context to translate every sentence without context (the model then works as the "
@@ -116,9 +154,26 @@ def _translate(args: argparse.Namespace) -> int:
     if args.parser:
         key = {"stanza": "lang", "spacy": "model", "conllu": "path"}[args.parser]
         parser = {"backend": args.parser, **({key: args.parser_model} if args.parser_model else {})}
-    translator = pipeline("syntax-translation", model=model, parser=parser)
-    outputs = translate_lines(translator, lines, documents, use_context=not args.no_context, contexts=contexts,
-                              batch_size=args.batch_size, num_beams=args.num_beams)  # fmt: skip
+    translator = pipeline("syntax-translation", model=model, parser=parser, device=device)
+    if args.bf16:
+        check_bf16(translator.device)
+    print(device_line(translator.device, args.bf16), file=sys.stderr)
+    try:
+        with bf16_autocast(translator.device, args.bf16):
+            outputs = translate_lines(translator, lines, documents, use_context=not args.no_context,
+                                      contexts=contexts, batch_size=args.batch_size, num_beams=args.num_beams)  # fmt: skip
+    except ValueError as e:
+        from hf_syntax_mt.data.parsers import MissingParseError
+
+        if not isinstance(e.__cause__, MissingParseError):
+            raise
+        given = f"--parser conllu --parser-model {args.parser_model}" if args.parser else "The model's parser"
+        raise ValueError(
+            f"{e}. {given} is a CoNLL-U file, which holds the parses of its own sentences only; to translate other "
+            f"text give its parse, one tree per line of {name} (with '# text = ...' lines): --parser conllu "
+            "--parser-model FILE.conllu, or parse the text as it comes: --parser spacy --parser-model MODEL "
+            "(e.g. fr_core_news_sm) or --parser stanza --parser-model LANG"
+        ) from e
     # a line break inside a translation would shift every later line of the output: write it as a space
     text = "".join(" ".join(split_lines(o) or [""]) + "\n" for o in outputs)
     if args.output == "-":
@@ -135,8 +190,9 @@ def _uas(args) -> int:
     from hf_syntax_mt import SyntaxMTForConditionalGeneration, __version__
     from hf_syntax_mt.evaluation.probing import uas_against_conllu
 
-    model = SyntaxMTForConditionalGeneration.from_pretrained(args.model)
-    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    model_dir = _model_directory(args.model)
+    model = SyntaxMTForConditionalGeneration.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
     result = uas_against_conllu(model, tokenizer, args.conllu, kind=args.kind, batch_size=args.batch_size,
                                 limit=args.limit)  # fmt: skip
     signature = f"heads:{args.kind}|gold:{Path(args.conllu).name}|sentences:{args.limit or 'all'}|read:argmax|version:{__version__}"
@@ -161,8 +217,9 @@ def _contrastive(args: argparse.Namespace) -> int:
         examples = list(contrastive_examples(generate_documents(args.synthetic, seed=args.seed)))
         data = f"synthetic-documents(docs={args.synthetic},seed={args.seed})"
     examples = examples[: args.limit] if args.limit else examples
-    model = AutoModelForSeq2SeqLM.from_pretrained(args.model)
-    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    model_dir = _model_directory(args.model)
+    model = AutoModelForSeq2SeqLM.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
     result = score_contrastive(model, tokenizer, examples, batch_size=args.batch_size)
     k = getattr(model.config, "context_sentences", 0) if result["uses_context"] else 0
     signature = (f"model:{Path(args.model).name}|context:{k or 'none'}|data:{data}|n:{result['n']}|"
@@ -179,16 +236,43 @@ def _evaluate(args: argparse.Namespace) -> int:
     from hf_syntax_mt.evaluation import evaluate_files, format_evaluation
 
     if args.layer_head is not None and len(args.layer_head) != 2:
-        raise SystemExit("--arcs-layer-head takes two numbers: LAYER HEAD")
-    result = evaluate_files(
-        args.hyp, args.ref, sources=args.src, baseline=args.baseline, model=args.model,
-        baseline_model=args.baseline_model, names=(args.name, args.baseline_name),
-        bootstrap_samples=args.bootstrap_samples, seed=args.seed, edges=tuple(args.edges),
-        bucket_chart=args.bucket_chart, gold_conllu=args.gold_conllu, input_conllu=args.input_conllu,
-        heatmap=args.heatmap, arcs=args.arcs, arcs_sentence=args.arcs_sentence,
-        arcs_layer_head=tuple(args.layer_head) if args.layer_head else None, max_sentences=args.max_sentences,
-        docids=args.docids, no_context=args.no_context,
-    )  # fmt: skip
+        raise ValueError("--arcs-layer-head takes two numbers: LAYER HEAD")
+    if (args.docids or args.no_context) and (args.gold_conllu is None or args.model is None):
+        flag = "--docids" if args.docids else "--no-context"
+        raise ValueError(f"{flag} is about the attention scores of a document-level --model on the sentences of "
+                         "--gold-conllu, and this call scores none: add --model DIR and --gold-conllu FILE, or leave out "
+                         f"{flag} (BLEU, chrF and RIBES read no documents)")  # fmt: skip
+    if args.docids:
+        from transformers import AutoConfig
+
+        import hf_syntax_mt  # noqa: F401  (registers the config class)
+
+        if not getattr(AutoConfig.from_pretrained(_model_directory(args.model)), "context_sentences", 0):
+            print(f"note: {args.model} has no document context (context_sentences=0): --docids is not used; every "
+                  "sentence is scored on its own", file=sys.stderr)  # fmt: skip
+    device = None
+    if args.model is not None and args.gold_conllu is not None:  # the only step that runs a model
+        from hf_syntax_mt.inference import bf16_autocast, check_bf16, default_device, device_line, resolve_device
+
+        device = resolve_device(args.device) or default_device()
+        if args.bf16:
+            check_bf16(device)
+        print(device_line(device, args.bf16), file=sys.stderr)
+        precision = bf16_autocast(device, args.bf16)
+    else:
+        import contextlib
+
+        precision = contextlib.nullcontext()
+    with precision:
+        result = evaluate_files(
+            args.hyp, args.ref, sources=args.src, baseline=args.baseline, model=args.model,
+            baseline_model=args.baseline_model, names=(args.name, args.baseline_name),
+            bootstrap_samples=args.bootstrap_samples, seed=args.seed, edges=tuple(args.edges),
+            bucket_chart=args.bucket_chart, gold_conllu=args.gold_conllu, input_conllu=args.input_conllu,
+            heatmap=args.heatmap, arcs=args.arcs, arcs_sentence=args.arcs_sentence,
+            arcs_layer_head=tuple(args.layer_head) if args.layer_head else None, max_sentences=args.max_sentences,
+            docids=args.docids, no_context=args.no_context, device=device,
+        )  # fmt: skip
     print(format_evaluation(result))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
@@ -257,8 +341,33 @@ def _aer(args: argparse.Namespace) -> int:
     return 0
 
 
+def _device_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--device`` and ``--bf16`` of `translate` and `evaluate`."""
+    parser.add_argument("--device", help=f"where to {what}: cpu, cuda, cuda:N or mps (default: as transformers' "
+                        "pipeline, the first GPU if torch sees one, else the CPU); printed on stderr")  # fmt: skip
+    parser.add_argument("--bf16", action="store_true", help="compute in bfloat16 (autocast; the weights stay float32); "
+                        "refused where the device has no bfloat16 (a CUDA GPU before Ampere)")  # fmt: skip
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Help that shows each option's default (as `argparse.ArgumentDefaultsHelpFormatter`), except where there is
+    none to show (`None`, a flag's `False`) or the help text already says it."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.option_strings and action.default not in (None, False, argparse.SUPPRESS) and "default" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="hf-syntax-mt", description="Syntax-aware NMT for Hugging Face transformers.")
+    p = argparse.ArgumentParser(
+        prog="hf-syntax-mt", description="Syntax-aware NMT for Hugging Face transformers.",
+        epilog=f"An error you can fix prints one 'error:' line; --debug (or {DEBUG_ENV}=1) shows its traceback.",
+    )  # fmt: skip
+    # read (and removed) by main() before parsing; SUPPRESS keeps it out of the subcommands' namespace
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                   help="show the traceback of an error (also after the subcommand)")  # fmt: skip
     sub = p.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser(
@@ -320,6 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--arcs-sentence", type=int, default=0)
     e.add_argument("--arcs-layer-head", dest="layer_head", type=int, nargs="+", help="LAYER HEAD (default: best)")
     e.add_argument("--json", help="write every number (with signatures) to this JSON file")
+    _device_arguments(e, "run --model for the attention scores")
     e.set_defaults(func=_evaluate)
 
     t = sub.add_parser(
@@ -334,11 +444,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--input", default="-", help="text file, one sentence a line (default: standard input)")
     t.add_argument("--output", default="-", help="one translation a line, aligned with --input (default: stdout)")
     docs = t.add_mutually_exclusive_group()
-    docs.add_argument("--docids", metavar="FILE", help="one document id per input line (as "
-                      "../shared/data/docnmt-en-de/*.docid): a run of equal ids is one document; an id may not come "
-                      "back after another document; blank lines inside a document are empty sentences")  # fmt: skip
+    docs.add_argument("--docids", metavar="FILE", help="one document id per input line (a corpus's .docid file): a "
+                      "run of equal ids is one document; an id may not come back after another document; blank lines "
+                      "inside a document are empty sentences")  # fmt: skip
     docs.add_argument("--documents", choices=["blank-lines"], help="blank-lines: documents separated by one blank "
-                      "line; the output keeps the blank lines where the input has them")  # fmt: skip
+                      "line (one more may end the file); the output keeps the blank lines where the input has them")  # fmt: skip
     t.add_argument("--no-context", action="store_true", help="translate every sentence without document context, "
                    "even with a document-level model (which otherwise refuses plain sentences)")  # fmt: skip
     t.add_argument("--random-context", type=int, metavar="SEED", help="translate each document with another "
@@ -346,8 +456,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "model that reads its context should score lower with it)")  # fmt: skip
     t.add_argument("--parser", choices=["stanza", "spacy", "conllu"], help="override the parser recorded in the model")
     t.add_argument("--parser-model", help="spaCy package, stanza language or CoNLL-U path for --parser")
-    t.add_argument("--batch-size", type=_positive_int, default=16)
-    t.add_argument("--num-beams", type=_positive_int, default=4)
+    t.add_argument("--batch-size", type=_positive_int, default=16, help="sentences per generate() call")
+    t.add_argument("--num-beams", type=_positive_int, default=4, help="beam size (1: greedy decoding)")
+    _device_arguments(t, "translate")
     t.set_defaults(func=_translate)
 
     c = sub.add_parser(
@@ -359,7 +470,7 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument("--synthetic", type=int, metavar="N_DOCS", help="N synthetic documents (pronoun agreement)")
     c.add_argument("--subset", choices=["anaphora", "lexical_choice"], default="anaphora", help="DiscEvalMT subset")
     c.add_argument("--seed", type=int, default=12345, help="seed of --synthetic")
-    c.add_argument("--batch-size", type=int, default=32)
+    c.add_argument("--batch-size", type=int, default=32, help="examples per forward pass")
     c.add_argument("--limit", type=int, help="score the first N examples only")
     c.add_argument("--json", help="also write the accuracy, per-example scores and signature to this JSON file")
     c.set_defaults(func=_contrastive)
@@ -396,15 +507,47 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--model", required=True)
     u.add_argument("--conllu", required=True, help="gold trees, e.g. a UD treebank's test file")
     u.add_argument("--kind", choices=["dbsa", "lisa"], default="dbsa")
-    u.add_argument("--batch-size", type=int, default=32)
+    u.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass")
     u.add_argument("--limit", type=int, help="score the first N sentences only")
     u.add_argument("--json", help="also write the result to this JSON file")
     u.set_defaults(func=_uas)
+    for parser in sub.choices.values():
+        parser.formatter_class = _HelpFormatter
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+#: set to 1 to see the traceback of an error a user can fix (as ``--debug`` does)
+DEBUG_ENV = "HF_SYNTAX_MT_DEBUG"
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def _is_user_error(error: BaseException) -> bool:
+    """An error a user can fix (bad input, a flag, a file, a missing package), shown as one ``error:`` line, unlike a
+    bug (kept as a traceback): an `OSError` (a file, a directory, a model), a `ModuleNotFoundError` (a missing
+    package), or a `ValueError` this package raised itself (its messages name the file, line or flag and what to
+    do; a `ValueError` from inside torch or transformers is a bug here, or needs its own message)."""
+    if isinstance(error, (OSError, ModuleNotFoundError)):  # a file, a directory, a model id, a missing package
+        return True
+    if not isinstance(error, ValueError):
+        return False
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and Path(tb.tb_frame.f_code.co_filename).resolve().is_relative_to(_PACKAGE_DIR)
+
+
+def _one_line(error: BaseException) -> str:
+    """``error: ...`` on one line: the message's lines joined, a missing file named as the file."""
+    if isinstance(error, OSError) and error.filename is not None and error.strerror:
+        text = f"{error.filename}: {error.strerror.lower()}"
+    elif isinstance(error, ModuleNotFoundError) and error.name:
+        text = f"{error}: install the package that provides {error.name!r} (pip install ...)"
+    else:
+        text = str(error)
+    return "error: " + " ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def _run(argv: list[str]) -> int:
     if argv and argv[0] == "train":  # HfArgumentParser owns the flags of `train`
         from hf_syntax_mt.training.script import main as train_main
 
@@ -412,6 +555,31 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING)
     args = build_parser().parse_args(argv)
     return args.func(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The `hf-syntax-mt` command. Run as the console script (no ``argv``), an error a user can fix prints one
+    ``error: ...`` line on stderr and exits with status 1; ``--debug`` (before or after the subcommand) or
+    ``HF_SYNTAX_MT_DEBUG=1`` shows the traceback instead. Bugs keep their traceback. Called from Python with ``argv``
+    (``main(["translate", ...])``), errors are raised as they are."""
+    console, argv = argv is None, sys.argv[1:] if argv is None else list(argv)
+    debug = os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    if argv and argv[0] == "--debug":
+        argv, debug = argv[1:], True
+    elif argv and argv[0] != "train" and "--debug" in argv:  # `train --debug` is a TrainingArguments flag
+        argv, debug = [a for a in argv if a != "--debug"], True
+    if not console:
+        return _run(argv)
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:
+        if debug or not _is_user_error(e):
+            raise
+        print(_one_line(e), file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

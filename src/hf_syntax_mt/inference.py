@@ -1,6 +1,7 @@
 """Inference helpers the model classes and the CLI delegate to, so that the model file imports nothing from the
-pipeline: `translate_document` (one document) and `translate_lines` (a whole input file, plain sentences or
-documents, in order, with a progress bar)."""
+pipeline: `pipeline_for_model` (a pipeline on the model's own device), `translate_document` (one document),
+`translate_lines` (a whole input file, plain sentences or documents, in order, with a progress bar), and the
+`--device` / `--bf16` handling of `translate` and `evaluate` (`resolve_device`, `check_bf16`, `bf16_autocast`)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,108 @@ from collections.abc import Sequence
 PROGRESS_MIN_SENTENCES = 100
 
 
-def translate_document(model, sentences: list[str], tokenizer, parser=None, **generate_kwargs) -> list[str]:
-    """Translate one document with `SyntaxTranslationPipeline.translate_document` (see there)."""
+#: the devices `--device` of `translate` / `evaluate` takes
+DEVICE_CHOICES = "cpu, cuda, cuda:N or mps"
+
+
+def resolve_device(name: str | None):
+    """``--device NAME`` as a `torch.device` that torch can use here, or `None` for no choice (transformers'
+    pipeline then picks the accelerator if there is one, else the CPU).
+
+    Raises:
+        ValueError: naming the device and what to do: not one of `DEVICE_CHOICES`, or not available here (no CUDA
+            device, a CUDA index past the last device, no MPS).
+    """
+    import torch
+
+    if name is None:
+        return None
+    try:
+        device = torch.device(name)
+    except (RuntimeError, ValueError):
+        device = None
+    if device is None or device.type not in ("cpu", "cuda", "mps") or (device.type != "cuda" and device.index):
+        raise ValueError(f"--device {name}: not a device; give {DEVICE_CHOICES}")
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if not count:
+            build = "built without CUDA" if torch.version.cuda is None else f"built with CUDA {torch.version.cuda}"
+            raise ValueError(f"--device {name}: torch sees no CUDA device (torch {torch.__version__}, {build}); use "
+                             "--device cpu, or leave --device out to use what this machine has")  # fmt: skip
+        if device.index is not None and device.index >= count:
+            raise ValueError(f"--device {name}: torch sees {count} CUDA device(s), cuda:0 to cuda:{count - 1}")
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"--device {name}: MPS (Apple GPU) is not available here; use --device cpu")
+    return device
+
+
+def default_device():
+    """The device transformers' pipeline picks when given none (the first CUDA device, else MPS, else the CPU)."""
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.device("cuda:0")
+    if torch.backends.mps.is_available():
+        return torch.device("mps:0")
+    return torch.device("cpu")
+
+
+def check_bf16(device) -> None:
+    """`ValueError` unless ``device`` computes in bfloat16 (``--bf16``): a CUDA device needs native bf16 (compute
+    capability 8.0, Ampere, or newer); an MPS device a macOS that has it; a CPU always has it (without AVX512-BF16 or
+    AMX it is emulated, and slower than float32)."""
+    import torch
+
+    if device.type == "cuda":
+        supported = torch.cuda.is_bf16_supported(including_emulation=False)
+        what = f"{torch.cuda.get_device_name(device)} (compute capability {'.'.join(map(str, torch.cuda.get_device_capability(device)))})"
+    elif device.type == "mps":
+        try:
+            supported = bool(torch.ones(1, dtype=torch.bfloat16, device=device).sum().item() == 1)
+        except (RuntimeError, TypeError):
+            supported = False
+        what = "this MPS device"
+    else:
+        supported, what = True, str(device)
+    if not supported:
+        raise ValueError(f"--bf16: {device} ({what}) has no bfloat16 support; leave out --bf16 to compute in float32")
+
+
+def bf16_autocast(device, enabled: bool):
+    """bfloat16 autocast on ``device`` (the weights stay float32; matmuls and attention run in bf16), or a no-op."""
+    import contextlib
+
+    import torch
+
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16) if enabled else contextlib.nullcontext()
+
+
+def device_line(device, bf16: bool) -> str:
+    """The one line `translate` / `evaluate` print on stderr: ``device: cuda:0 (NVIDIA H100 ...), dtype: ...``."""
+    import torch
+
+    name = f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""
+    dtype = "bfloat16 (autocast, float32 weights)" if bf16 else "float32"
+    return f"device: {device}{name}, dtype: {dtype}"
+
+
+def pipeline_for_model(model, tokenizer, parser=None):
+    """A `SyntaxTranslationPipeline` around a model object, on the model's own device.
+
+    Given no device, transformers' `Pipeline.__init__` picks the accelerator (`cuda:0` wherever torch sees CUDA) and
+    moves the model there *in place*: a helper that translates with the caller's model must leave it where the caller
+    put it (issue 43), so the model's device is passed explicitly (a model dispatched by accelerate, with an
+    `hf_device_map`, takes no device: the pipeline then keeps the map's placement)."""
     from .pipeline_syntax_mt import SyntaxTranslationPipeline
 
-    pipe = SyntaxTranslationPipeline(model=model, tokenizer=tokenizer, parser=parser)
-    return pipe.translate_document(sentences, **generate_kwargs)
+    device = None if getattr(model, "hf_device_map", None) else model.device
+    return SyntaxTranslationPipeline(model=model, tokenizer=tokenizer, parser=parser, device=device)
+
+
+def translate_document(model, sentences: list[str], tokenizer, parser=None, **generate_kwargs) -> list[str]:
+    """Translate one document with `SyntaxTranslationPipeline.translate_document` (see there), on the model's device
+    (the model is never moved)."""
+    return pipeline_for_model(model, tokenizer, parser=parser).translate_document(sentences, **generate_kwargs)
 
 
 def translate_lines(
@@ -66,6 +163,7 @@ def translate_lines(
         raise ValueError("contexts were given, but the model has no document context (context_sentences=0)")
     # whole documents with their own context, or sentence by sentence (given contexts, or none)
     with_context = bool(contexts is None and use_context and documents is not None and k)
+    document_model = bool(k)
     if not with_context:
         spans = [(i, i + 1) for start, end in spans for i in range(start, end)]
         # longest first, so that a batch pads to (and beam search runs for) sentences of about its own length
@@ -86,7 +184,10 @@ def translate_lines(
             results = pipe([list(lines[s:e]) for s, e in chunk], batch_size=batch_size, **generate_kwargs)
             texts = [r["translation_text"] for doc in results for r in doc]
         else:
-            given = {} if contexts is None else {"contexts": [list(contexts[s]) for s, _ in chunk]}
+            # without context said explicitly: a document-level model refuses a flat list otherwise
+            given = {"contexts": [list(contexts[s]) for s, _ in chunk]} if contexts is not None else {}
+            if contexts is None and document_model:
+                given = {"no_context": True}
             results = pipe([lines[s] for s, _ in chunk], batch_size=batch_size, **given, **generate_kwargs)
             texts = [r["translation_text"] for r in results]
         positions = [i for s, e in chunk for i in range(s, e)]

@@ -38,6 +38,9 @@ class SyntaxTranslationPipeline(Pipeline):
     the list as one document, each sentence with the previous k source sentences as its context (the first has
     none); a list of lists of strings is a list of documents. `pipe.translate_document(sentences)` returns the
     translations as strings. Sentences of a document are translated in parallel: the context is source-side only.
+    `pipe(sentences, contexts=[[...], ...])` gives each sentence its own context. Such a model given a string or a
+    flat list of sentences without one of these refuses (it would lose its context without a word, issue 44) unless
+    the call says `no_context=True` (every sentence without context, as `hf-syntax-mt translate --no-context`).
 
     Returns:
         For one string, `[{"translation_text": str}]`; for a list of strings, one such dict per string; for a list of
@@ -91,7 +94,7 @@ class SyntaxTranslationPipeline(Pipeline):
 
     def __call__(
         self, inputs: str | list[str] | list[list[str]], document: bool = False, parser: Parser | dict | None = None,
-        contexts: list[list[str]] | None = None, **kwargs,
+        contexts: list[list[str]] | None = None, no_context: bool = False, **kwargs,
     ):  # fmt: skip
         expected = (
             "SyntaxTranslationPipeline takes a string, a list of strings (sentences, or one document with "
@@ -119,7 +122,23 @@ class SyntaxTranslationPipeline(Pipeline):
                     "it is not valid Unicode text. It usually comes from bytes decoded with errors='surrogateescape'; "
                     "decode the source as UTF-8 (or with errors='replace') first."
                 ) from None
-        if contexts is not None:  # given contexts: e.g. another document's sentences (a random-context check)
+        k = getattr(self.model.config, "context_sentences", 0) or 0
+        if no_context and (document or contexts is not None):
+            raise ValueError(f"no_context=True contradicts {'document=True' if document else 'contexts='}: give one "
+                             "of them (no_context=True translates every sentence without context)")  # fmt: skip
+        if k and texts and documents is None and contexts is None and not no_context:
+            given = "a string" if single else f"a flat list of {len(texts)} sentences"
+            raise ValueError(
+                f"This model reads the previous {k} source sentences of each sentence's document "
+                f"(context_sentences={k}), but was given {given} without documents, so it would translate without "
+                "its context. Pass one document as pipe(sentences, document=True) (or pipe.translate_document("
+                "sentences)), several documents as a list of lists of sentences, each sentence's own context as "
+                "contexts=[[previous sentences], ...], or no_context=True to translate every sentence without context "
+                "(as hf-syntax-mt translate --no-context)."
+            )
+        if no_context:
+            contexts = [None] * len(texts)
+        elif contexts is not None:  # given contexts: e.g. another document's sentences (a random-context check)
             contexts = self._given_contexts(contexts, texts, documents)
         else:
             contexts = [None] * len(texts) if documents is None else self._document_contexts(documents)

@@ -1,6 +1,8 @@
 """The model card written beside a saved model: Hub metadata, the method actually configured, scores with their
 sacrebleu signatures."""
 
+import pytest
+
 from hf_syntax_mt.evaluation import corpus_scores
 from hf_syntax_mt.evaluation.model_card import write_model_card
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
@@ -21,7 +23,7 @@ def test_model_card_reflects_config_and_scores(tmp_path):
     assert 'pipeline("translation", model="' + tmp_path.name + '", trust_remote_code=True)' in card
     assert str(tmp_path) not in card  # the directory's name, never its local path
     # MarianMTModel.from_pretrained would drop the syntax options: the card says which, and what to load with
-    assert "drops the syntax options (`encoder_pascal_heads`, `parent_ignoring`, `pascal_sigma`)" in card
+    assert "drops the method options (`encoder_pascal_heads`, `parent_ignoring`, `pascal_sigma`)" in card
     assert "AutoModelForSeq2SeqLM.from_pretrained(..., trust_remote_code=True)" in card
 
 
@@ -58,3 +60,53 @@ def test_model_card_describes_document_context(tmp_path):
         "and decoder layers [1], residual connections (no gating)"
     ) in card
     assert "context_sentences=2" in card  # the model signature names the option
+
+
+def test_a_document_model_card_describes_what_the_model_has_and_shows_the_document_call(tmp_path):
+    """Issue 44: the card of a document model called it "syntax-aware", listed PASCAL options it does not have, and
+    showed `translate(["..."])`, the flat-list call that loses the context. The card shows the document call, and
+    that call (run on the saved model) translates each sentence with its context, as the card says."""
+    import re
+
+    import torch
+    from transformers import pipeline
+
+    sentences = ["a b c d", "b c d e", "c d e a"]
+    tokenizer = train_tokenizer(sentences * 5, vocab_size=40, min_frequency=1)
+    config = model_config(tokenizer, d_model=16, layers=2, heads=4, ffn_dim=32, context_sentences=1)
+    model = build_model(config, seed=0).eval()
+    model.generation_config.max_new_tokens = 4
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    card = write_model_card(tmp_path, model=model, title="T", data="D", parser="none").read_text()
+    assert "A document-level Marian translation model trained with" in card
+    assert "syntax-aware" not in card and "pascal" not in card.lower() and "parser recorded" not in card
+    assert "- document-level-nmt\n" in card and "- syntax-aware-nmt\n" not in card
+    assert 'Configuration (options that differ from the defaults): `{"context_sentences": 1}`' in card
+    use = re.search(r"## Use\n```python\n(.*?)```", card, re.S).group(1)
+    assert "translate(document, document=True)" in use and 'translate(["' not in use
+    # the card's call, run: the document's sentences with the previous sentence as context (by hand)
+    translate = pipeline("translation", model=str(tmp_path), trust_remote_code=True)
+    got = [r["translation_text"] for r in translate(sentences, document=True)]
+    expected = []
+    for i, text in enumerate(sentences):
+        kwargs = {}
+        if i:
+            context = tokenizer(sentences[i - 1])["input_ids"]
+            kwargs = dict(
+                context_input_ids=torch.tensor([context]), context_attention_mask=torch.ones(1, len(context))
+            )
+        ids = model.generate(input_ids=torch.tensor([tokenizer(text)["input_ids"]]), **kwargs)
+        expected.append(tokenizer.decode(ids[0], skip_special_tokens=True))
+    assert got == expected
+    with pytest.raises(ValueError, match="without documents"):  # the flat call the old card showed
+        translate(sentences)
+
+
+def test_a_syntax_model_card_keeps_the_parser_note_and_the_sentence_call(tmp_path):
+    tokenizer = train_tokenizer(["a b c d", "b c d e"] * 5, vocab_size=40, min_frequency=1)
+    config = model_config(tokenizer, d_model=16, layers=2, heads=4, ffn_dim=32, encoder_pascal_heads=[2, 0])
+    card = write_model_card(tmp_path, model=build_model(config), title="T", data="D", parser="P").read_text()
+    assert "A syntax-aware Marian translation model trained with" in card and "document-level" not in card
+    assert "- syntax-aware-nmt\n" in card and "parses raw input itself with the parser recorded" in card
+    assert 'translate(["A first sentence.", "Another sentence."])' in card

@@ -79,9 +79,44 @@ def test_pipeline_documents_respect_boundaries(saved_model):
     ]
     flat = translator(first + second, document=True)  # one document: the second part now has context
     assert [r["translation_text"] for r in flat] == by_hand(model, tokenizer, first + second, k=2)
-    # without document=True a list of strings is a batch of independent sentences
-    plain = translator(first + second)
+    # no_context=True: a batch of independent sentences
+    plain = translator(first + second, no_context=True)
     assert [r["translation_text"] for r in plain] == by_hand(model, tokenizer, first + second, k=0)
+
+
+@pytest.mark.parametrize("given", ["a flat list of 4 sentences", "a string"])
+def test_a_document_model_refuses_sentences_without_documents(saved_model, given):
+    """Issue 44: `pipe(sentences)` translated each sentence without its context and without a word (the CLI refuses
+    the same input); the call must say how the sentences relate: document=True, documents, contexts= or
+    no_context=True."""
+    directory, _, _ = saved_model
+    translator = pipeline("syntax-translation", model=str(directory))
+    inputs = DOCUMENT[:4] if given.startswith("a flat") else DOCUMENT[0]
+    with pytest.raises(ValueError, match=rf"context_sentences=2\), but was given {given} without documents.*"
+                       r"document=True.*list of lists.*contexts=.*no_context=True"):  # fmt: skip
+        translator(inputs)
+    with pytest.raises(ValueError, match="no_context=True contradicts document=True"):
+        translator(DOCUMENT, document=True, no_context=True)
+    assert translator([]) == []  # nothing to translate, no context to lose
+
+
+def test_translate_document_leaves_the_model_where_the_caller_put_it(saved_model, monkeypatch):
+    """Issue 43: given no device, transformers' `Pipeline.__init__` picks the accelerator (`cuda:0` where torch sees
+    CUDA) and moves the model there in place; `model.translate_document` builds a pipeline, so on a GPU machine it
+    moved the caller's CPU model, and the caller's CPU tensors then failed. Pretend CUDA is there: the model must
+    stay on its device, and the pipeline must run on it."""
+    import transformers.pipelines.base as pipeline_base
+    from transformers import AutoModelForSeq2SeqLM
+
+    directory, _, tokenizer = saved_model
+    model = AutoModelForSeq2SeqLM.from_pretrained(directory).eval()  # a fresh copy: the fixture's model stays put
+    expected = by_hand(model, tokenizer, DOCUMENT, k=2)
+    monkeypatch.setattr(pipeline_base, "is_torch_cuda_available", lambda: True)  # what Pipeline picks a device with
+    assert model.translate_document(DOCUMENT, tokenizer) == expected
+    assert {p.device for p in model.parameters()} == {torch.device("cpu")}
+    from hf_syntax_mt.inference import pipeline_for_model  # what every helper that translates with a model uses
+
+    assert pipeline_for_model(model, tokenizer).device == model.device
 
 
 def test_translate_document_rejects_a_string(saved_model):

@@ -3,6 +3,11 @@ document by document with the model's own context, each sentence exactly as `tra
 its document; a document-level model refuses plain sentences unless `--no-context`; a sentence-level model given
 documents translates sentence by sentence; bad document input names the file and line."""
 
+import json
+import re
+import shutil
+import sys
+
 import pytest
 from transformers import pipeline
 
@@ -65,7 +70,9 @@ def test_docids_translate_each_document_with_its_context(context_model, tmp_path
     # the context is used: the same lines as plain sentences translate differently somewhere
     plain = translate(model_dir, tmp_path, "--input", src, "--no-context")
     assert plain != expected
-    sentence_by_sentence = pipeline("syntax-translation", model=model_dir)(DOC_A + DOC_B + DOC_C, **GENERATE)
+    sentence_by_sentence = pipeline("syntax-translation", model=model_dir)(
+        DOC_A + DOC_B + DOC_C, no_context=True, **GENERATE
+    )
     assert plain == [r["translation_text"] for r in sentence_by_sentence]
 
 
@@ -100,7 +107,7 @@ def test_progress_bar_on_stderr(context_model, capsys):
 def test_context_model_refuses_plain_sentences(context_model, tmp_path):
     model_dir, _, _ = context_model
     src = write(tmp_path / "in.txt", SENTENCES)
-    with pytest.raises(SystemExit, match=r"document-level model \(context_sentences=2.*--docids FILE.*--no-context"):
+    with pytest.raises(ValueError, match=r"document-level model \(context_sentences=2.*--docids FILE.*--no-context"):
         main(["translate", "--model", model_dir, "--input", src])
 
 
@@ -143,7 +150,7 @@ def test_bad_docids_name_file_and_line(context_model, tmp_path, lines, ids, mess
     [
         (["", "a", "b"], r"in.txt:1: empty document: a blank first line"),
         (["a", "", "", "b"], r"in.txt:3: empty document: a second blank line in a row \(lines 2 and 3\)"),
-        (["a", "b", " "], r"in.txt:3: empty document: a blank last line"),
+        (["a", "b", " ", ""], r"in.txt:4: empty document: a second blank line in a row \(lines 3 and 4\)"),
     ],
 )  # fmt: skip
 def test_bad_blank_line_documents_name_file_and_line(context_model, tmp_path, lines, message):
@@ -199,9 +206,9 @@ def test_random_context_refuses_what_it_cannot_do(context_model, sentence_model,
     write(tmp_path / "in.docid", ["b"] * len(DOC_B) + ["c"] * len(DOC_C))
     write(tmp_path / "one.docid", ["b"] * (len(DOC_B) + len(DOC_C)))
     flags = [str(tmp_path / f) if f.endswith(".docid") else f for f in flags]
-    with pytest.raises(SystemExit, match=message):
+    with pytest.raises(ValueError, match=message):
         translate(model_dir, tmp_path, "--input", src, "--random-context", "0", *flags)
-    with pytest.raises(SystemExit, match="no document context"):
+    with pytest.raises(ValueError, match="no document context"):
         translate(sentence_model, tmp_path, "--input", src, "--docids", str(tmp_path / "in.docid"),
                   "--random-context", "0")  # fmt: skip
 
@@ -219,3 +226,218 @@ def test_sentences_are_batched_longest_first_and_come_back_in_input_order():
     lines = ["a b", "a b c d e", "", "a", "a b c d", "a b c"]
     assert translate_lines(pipe, lines, batch_size=1, chunk_sentences=2, progress=False) == [f"<{s}>" for s in lines]
     assert calls == [["a b c d e", "a b c d"], ["a b c", "a b"], ["a", ""]]
+
+
+def test_device_and_bf16_translate_as_the_pipeline_does_on_that_device_under_autocast(context_model, tmp_path, capsys):
+    """Issue 43: `--device cpu --bf16` translates as the pipeline on the CPU under bf16 autocast, and says so on
+    stderr in one `device:` line."""
+    import torch
+
+    model_dir, _, _ = context_model
+    src = write(tmp_path / "in.txt", SENTENCES)
+    capsys.readouterr()
+    got = translate(model_dir, tmp_path, "--input", src, "--no-context", "--device", "cpu", "--bf16")
+    assert [line for line in capsys.readouterr().err.splitlines() if line.startswith("device:")] == [
+        "device: cpu, dtype: bfloat16 (autocast, float32 weights)"
+    ]
+    pipe = pipeline("syntax-translation", model=model_dir, device="cpu")
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = [r["translation_text"] for r in pipe(SENTENCES, no_context=True, **GENERATE)]
+    assert got == expected
+    translate(model_dir, tmp_path, "--input", src, "--no-context", "--device", "cpu")
+    assert "device: cpu, dtype: float32\n" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "device, message",
+    [
+        ("cuda", r"--device cuda: torch sees no CUDA device \(torch .*\); use --device cpu, or leave --device out"),
+        ("cuda:1", r"--device cuda:1: torch sees no CUDA device"),
+        ("gpu", r"--device gpu: not a device; give cpu, cuda, cuda:N or mps"),
+        ("cpu:1", r"--device cpu:1: not a device"),
+    ],
+)
+def test_a_device_torch_cannot_use_is_refused_before_the_model_loads(context_model, tmp_path, monkeypatch, device,
+                                                                     message):  # fmt: skip
+    import torch
+
+    model_dir, _, _ = context_model
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # the same on a GPU machine
+    src = write(tmp_path / "in.txt", SENTENCES)
+    with pytest.raises(ValueError, match=message):
+        main(["translate", "--model", model_dir, "--input", src, "--no-context", "--device", device])
+
+
+def test_bf16_is_refused_on_a_gpu_without_it(monkeypatch):
+    import torch
+
+    from hf_syntax_mt.inference import check_bf16
+
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: including_emulation)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Tesla V100-SXM2-16GB")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (7, 0))
+    with pytest.raises(ValueError, match=r"--bf16: cuda:0 \(Tesla V100-SXM2-16GB \(compute capability 7.0\)\) has no "
+                       "bfloat16 support; leave out --bf16"):  # fmt: skip
+        check_bf16(torch.device("cuda:0"))
+    check_bf16(torch.device("cpu"))  # a CPU has bf16 (emulated where it lacks AVX512-BF16 / AMX)
+
+
+def test_one_blank_line_after_the_last_document_is_a_separator(context_model, tmp_path):
+    """Issue 44: a file ending in one blank line (as after every other document) was refused by `--documents
+    blank-lines` as "a blank last line"; it is a separator, and the output keeps it."""
+    model_dir, model, tokenizer = context_model
+    src = write(tmp_path / "in.txt", DOC_B + [""] + DOC_C + [""])
+    got = translate(model_dir, tmp_path, "--input", src, "--documents", "blank-lines")
+    expected = [model.translate_document(d, tokenizer, **GENERATE) for d in (DOC_B, DOC_C)]
+    assert got == expected[0] + [""] + expected[1] + [""]
+
+
+def console(monkeypatch, capsys, *argv):
+    """`hf-syntax-mt ARGV` as the console script runs it (main() reads sys.argv): (exit status, stderr)."""
+    monkeypatch.setattr(sys, "argv", ["hf-syntax-mt", *argv])
+    capsys.readouterr()
+    status = main()
+    return status, capsys.readouterr().err
+
+
+def tampered(model_dir, tmp_path, name, edit):
+    """A copy of the model directory with `edit(directory, config)` applied (config.json rewritten after)."""
+    directory = tmp_path / name
+    shutil.copytree(model_dir, directory)
+    config = json.loads((directory / "config.json").read_text())
+    edit(directory, config)
+    (directory / "config.json").write_text(json.dumps(config))
+    return str(directory)
+
+
+def conllu_model(tmp_path):
+    """A PASCAL model whose recorded parser is a CoNLL-U file of its training sentences (inside its directory)."""
+    tokenizer = train_tokenizer(SENTENCES * 20, vocab_size=120, min_frequency=1)
+    config = model_config(tokenizer, d_model=16, layers=2, heads=4, ffn_dim=32, encoder_pascal_heads=[1, 0],
+                          source_parser={"backend": "conllu", "path": "parses.conllu"})  # fmt: skip
+    model = build_model(config, seed=0).eval()
+    model.generation_config.max_new_tokens = 4
+    directory = tmp_path / "conllu-model"
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    text = SENTENCES[0]
+    words = text.split()
+    rows = "".join(f"{i + 1}\t{w}\t_\t_\t_\t_\t{0 if i == 0 else 1}\t_\t_\t_\n" for i, w in enumerate(words))
+    (directory / "parses.conllu").write_text(f"# text = {text}\n{rows}\n", encoding="utf-8")
+    return str(directory)
+
+
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("short docids", r"in.docid:3: document id file and text have different line counts"),
+        ("reused docids", r"in.docid:3: document id 'a' reappears after another document"),
+        ("empty document", r"in.docid:2: document 'b' \(lines 2-2 of .*in.txt\) is empty"),
+        ("two blank lines", r"in.txt:3: empty document: a second blank line in a row"),
+        ("missing docids", r"missing.docid: no such document id file for .*in.txt \(one document id per line"),
+        ("missing input", r"missing.txt: no such file or directory$"),
+        ("plain sentences", r"document-level model \(context_sentences=2.*--no-context"),
+        ("no tokenizer", r"--model .*notok has no tokenizer \(no tokenizer.json\): copy tokenizer.json and "
+                         r"tokenizer_config.json from the training run's output directory"),
+        ("unknown model_type", r"config.json has model_type 'not_a_model', which neither hf-syntax-mt .* knows: the "
+                               r"file was edited.*restore config.json from the training run"),
+        ("custom pipeline", r"config.json declares its own code for the task 'syntax-translation' \(custom_pipelines\)"),
+        ("conllu parser", r"no parse for text .*The model's parser is a CoNLL-U file, which holds the parses of its own "
+                          r"sentences only; .*--parser conllu --parser-model FILE.conllu, or .*--parser spacy"),
+        ("no cuda", r"--device cuda: torch sees no CUDA device"),
+    ],
+)  # fmt: skip
+def test_user_errors_are_one_line_without_a_traceback(context_model, tmp_path, monkeypatch, capsys, case, message):
+    """Issue 44: every error a user can fix is one `error:` line and exit status 1 from the console script (these
+    came inside a 16-line traceback, as a raw FileNotFoundError, with "install sentencepiece or tiktoken" or with
+    transformers' advice to pass trust_remote_code=True, which the CLI does not have)."""
+    import torch
+
+    model_dir = context_model[0]
+    lines = {"empty document": ["x", " ", "y", "z"], "two blank lines": ["x", "", "", "y"]}.get(case, SENTENCES[:4])
+    ids = {"short docids": ["a", "a"], "reused docids": ["a", "b", "a", "a"]}.get(case, ["a", "b", "c", "c"])
+    src, docids = write(tmp_path / "in.txt", lines), write(tmp_path / "in.docid", ids)
+    flags = ["--input", src]
+    if case in ("short docids", "reused docids", "empty document"):
+        flags += ["--docids", docids]
+    elif case == "two blank lines":
+        flags += ["--documents", "blank-lines"]
+    elif case == "missing docids":
+        flags += ["--docids", str(tmp_path / "missing.docid")]
+    elif case == "missing input":
+        flags = ["--input", str(tmp_path / "missing.txt")]
+    elif case == "no tokenizer":
+        model_dir = tampered(model_dir, tmp_path, "notok", lambda d, c: (d / "tokenizer.json").unlink())
+    elif case == "unknown model_type":
+        model_dir = tampered(model_dir, tmp_path, "badtype", lambda d, c: c.update(model_type="not_a_model"))
+    elif case == "custom pipeline":
+        edit = lambda d, c: c.update(custom_pipelines={"syntax-translation": c["custom_pipelines"]["translation"]})  # noqa: E731
+        model_dir = tampered(model_dir, tmp_path, "custompipe", edit)
+    elif case == "conllu parser":
+        model_dir = conllu_model(tmp_path)
+        flags = ["--input", write(tmp_path / "new.txt", ["Un texte que le fichier ne contient pas."])]
+    elif case == "no cuda":
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+        flags += ["--no-context", "--device", "cuda"]
+    status, err = console(monkeypatch, capsys, "translate", "--model", model_dir, *flags)
+    assert status == 1 and "Traceback" not in err
+    last = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(last) == 1 and last[0] == err.splitlines()[-1]
+    assert re.search(message, last[0]), last[0]
+    assert "trust_remote_code" not in err and "sentencepiece or tiktoken" not in err
+
+
+def test_debug_shows_the_traceback_and_bugs_keep_theirs(context_model, tmp_path, monkeypatch, capsys):
+    model_dir = context_model[0]
+    src = write(tmp_path / "in.txt", SENTENCES[:2])
+    missing = str(tmp_path / "missing.docid")
+    for argv, env in ((["translate", "--debug"], None), (["--debug", "translate"], None), (["translate"], "1")):
+        if env:
+            monkeypatch.setenv("HF_SYNTAX_MT_DEBUG", env)
+        monkeypatch.setattr(sys, "argv", ["hf-syntax-mt", *argv, "--model", model_dir, "--input", src, "--docids",
+                                          missing])  # fmt: skip
+        with pytest.raises(FileNotFoundError, match="no such document id file"):
+            main()
+    monkeypatch.delenv("HF_SYNTAX_MT_DEBUG")
+
+    def bug(*args, **kwargs):
+        raise ValueError("an internal inconsistency")  # raised outside the package's own code: a bug
+
+    monkeypatch.setattr("hf_syntax_mt.inference.translate_lines", lambda *a, **k: bug())
+    monkeypatch.setattr(
+        sys, "argv", ["hf-syntax-mt", "translate", "--model", model_dir, "--input", src, "--no-context"]
+    )
+    with pytest.raises(ValueError, match="an internal inconsistency"):
+        main()
+
+
+def test_help_shows_defaults_and_no_repository_paths():
+    """Issue 44: `--batch-size` and `--num-beams` had no help or default shown; help texts cited ../shared/data."""
+    from hf_syntax_mt.cli import build_parser
+
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices
+    translate_help = " ".join(commands["translate"].format_help().split())
+    assert "--batch-size BATCH_SIZE sentences per generate() call (default: 16)" in translate_help
+    assert "--num-beams NUM_BEAMS beam size (1: greedy decoding) (default: 4)" in translate_help
+    assert "(default: None)" not in translate_help and "(default: False)" not in translate_help
+    for name, command in commands.items():
+        assert "shared/data" not in command.format_help() and "../" not in command.format_help(), name
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["translate", "--help"], ["evaluate", "-h"], ["align", "--help"]])
+def test_help_imports_neither_torch_nor_transformers(argv):
+    """Issue 44: `translate --help` took 7-19 s because `import hf_syntax_mt` imports torch and transformers; the
+    console script (`hf_syntax_mt_cli:main`) answers --help from the parser alone, with the same text."""
+    import subprocess
+
+    from hf_syntax_mt.cli import build_parser
+
+    code = ("import sys, hf_syntax_mt_cli\nsys.argv = ['hf-syntax-mt', *sys.argv[1:]]\ntry:\n    hf_syntax_mt_cli.main()\n"
+            "except SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+            "print('IMPORTED', sorted(m for m in ('torch', 'transformers', 'hf_syntax_mt') if m in sys.modules))")  # fmt: skip
+    run = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True)
+    assert run.stdout.rstrip().endswith("IMPORTED []"), run.stdout[-300:] + run.stderr[-2000:]
+    parser = build_parser()
+    command = parser._subparsers._group_actions[0].choices[argv[0]] if len(argv) > 1 else parser
+    assert run.stdout.startswith(command.format_help())

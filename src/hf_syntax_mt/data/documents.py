@@ -110,16 +110,19 @@ def doc_id_spans(lines: Sequence[str], docid_file, text_file="the input") -> lis
 
 def blank_line_spans(lines: Sequence[str], text_file="the input") -> list[tuple[int, int]]:
     """The documents of ``lines`` separated by single blank (whitespace-only) lines: ``[(start, end), ...]``,
-    0-based half-open line ranges of the documents' sentences, in order; the blank lines belong to none.
+    0-based half-open line ranges of the documents' sentences, in order; the blank lines belong to none. One blank
+    line after the last document is a separator like the others (kept as a blank line by ``translate``).
 
     Raises:
-        ValueError: naming the file and line of an empty document: a blank first or last line, or two blank lines
-            in a row (there is no empty sentence in this format: use ``--docids`` to keep empty lines).
+        ValueError: naming the file and line of an empty document: a blank first line, or two blank lines in a row
+            (also at the end; there is no empty sentence in this format: use ``--docids`` to keep empty lines).
     """
     spans: list[tuple[int, int]] = []
     if not lines:
         return spans  # an empty input: no document
     start = 0
+    if len(lines) > 1 and not lines[-1].strip() and lines[-2].strip():
+        lines = lines[:-1]  # one blank line closing the last document, as after every other document
     for i, line in enumerate([*lines, ""]):  # a virtual blank line closes the last document
         if line.strip():
             continue

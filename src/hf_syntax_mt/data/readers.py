@@ -225,8 +225,14 @@ def read_doc_ids(
         n_lines: the number of lines of the text it goes with (checked when given); ``text_file`` names it.
 
     Raises:
+        FileNotFoundError: naming the doc-id file (and the text it goes with) when there is no such file.
         ValueError: naming the file and line of an empty or reappearing id, or both files and counts.
     """
+    if not os.path.isfile(docid_file):
+        for_text = f" for {text_file}" if text_file is not None else ""
+        raise FileNotFoundError(
+            2, f"no such document id file{for_text} (one document id per line of the text)", str(docid_file)
+        )
     ids = read_lines(docid_file)
     if n_lines is not None and len(ids) != n_lines:
         text = text_file or "the text"

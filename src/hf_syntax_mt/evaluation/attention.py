@@ -154,7 +154,7 @@ def model_attachment_scores(
     attentions, examples = [], []
     for start in tqdm(range(0, len(rows), batch_size), desc="Encoder attentions", unit="batch"):
         chunk = rows[start : start + batch_size]
-        inputs = collate([{k: r[k] for k in keep} for r in chunk])
+        inputs = {k: v.to(model.device) for k, v in collate([{k: r[k] for k in keep} for r in chunk]).items()}
         with torch.no_grad():
             out = encoder(**inputs, output_attentions=True, return_dict=True)
         if not out.attentions or out.attentions[0] is None:
@@ -162,7 +162,7 @@ def model_attachment_scores(
                 "the encoder returned no attentions: load the model with attn_implementation='eager' "
                 "(AutoModelForSeq2SeqLM.from_pretrained(dir, attn_implementation='eager'))"
             )
-        stacked = torch.stack(out.attentions, dim=1).float().numpy()  # (B, L, H, S, S)
+        stacked = torch.stack(out.attentions, dim=1).float().cpu().numpy()  # (B, L, H, S, S)
         for b, row in enumerate(chunk):
             n = len(row["input_ids"])
             attentions.append(stacked[b, :, :, :n, :n])
@@ -182,14 +182,15 @@ def model_attachment_scores(
 
 
 def attention_report(model_dir, gold_conllu, input_conllu, heatmap, arcs, arcs_sentence, arcs_layer_head,
-                     max_sentences, model_sig, docids=None, no_context: bool = False) -> dict:  # fmt: skip
+                     max_sentences, model_sig, docids=None, no_context: bool = False,
+                     device=None) -> dict:  # fmt: skip
     """Attachment scores of the model in ``model_dir`` on the trees of ``gold_conllu`` (first ``max_sentences``),
     with the heatmap and arc figures written when their paths are given; every number comes with a signature (model
     signature + scoring method + gold file hash + number of words). JSON-ready.
 
     A document-level model (``context_sentences = k > 0``) reads each sentence with the previous k sentences of its
     document: ``docids`` is a doc-id file with one id per gold sentence. Without it such a model is refused unless
-    ``no_context`` (every sentence then without context)."""
+    ``no_context`` (every sentence then without context). ``device``: where the model runs (default: the CPU)."""
     import numpy as np
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
@@ -203,6 +204,8 @@ def attention_report(model_dir, gold_conllu, input_conllu, heatmap, arcs, arcs_s
         gold = gold[:max_sentences]
         parses = None if parses is None else parses[:max_sentences]
     model = AutoModelForSeq2SeqLM.from_pretrained(model_dir, attn_implementation="eager")
+    if device is not None:
+        model.to(device)  # the model this function loaded, not a caller's
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     contexts, k = None, getattr(model.config, "context_sentences", 0) or 0
     if k and not no_context:

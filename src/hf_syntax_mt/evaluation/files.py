@@ -78,6 +78,7 @@ def evaluate_files(
     max_sentences: int | None = None,
     docids: str | os.PathLike | None = None,
     no_context: bool = False,
+    device=None,
 ) -> dict:
     """Every evaluation of ``hf-syntax-mt evaluate`` on files; returns a JSON-ready dict.
 
@@ -88,6 +89,7 @@ def evaluate_files(
       of sentence ``arcs_sentence`` under the best head, or ``arcs_layer_head``, at ``arcs``). ``input_conllu``
       gives the parses fed to the syntax heads (default: the gold trees). A document-level model needs ``docids``
       (one document id per gold sentence: each sentence is read with its context) or ``no_context``.
+      ``device``: where the model runs (default: the CPU).
     """
     hyp_lines = read_lines(hypotheses, "hypothesis file", blank_ok=True)
     ref_lines = read_lines(references, "reference file")
@@ -130,7 +132,7 @@ def evaluate_files(
             raise ValueError("attention attachment scores need --model (the model directory) with --gold-conllu")
         result["attention"] = attention_report(
             model, gold_conllu, input_conllu, heatmap, arcs, arcs_sentence, arcs_layer_head, max_sentences,
-            result["systems"][system_name]["model_signature"], docids=docids, no_context=no_context,
+            result["systems"][system_name]["model_signature"], docids=docids, no_context=no_context, device=device,
         )  # fmt: skip
     return result
 

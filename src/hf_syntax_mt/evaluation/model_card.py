@@ -13,18 +13,17 @@ library_name: transformers
 pipeline_tag: translation
 tags:
 - hf-syntax-mt
-- syntax-aware-nmt
 {tags}license: apache-2.0
 ---
 
 # {title}
 
-A syntax-aware Marian translation model trained with [hf-syntax-mt](https://pypi.org/project/hf-syntax-mt/).
+{summary} trained with [hf-syntax-mt](https://pypi.org/project/hf-syntax-mt/).
 
 ## Method and options
 {method}
 
-Configuration (syntax options): `{options}`
+Configuration (options that differ from the defaults): {options}
 Model size: d_model={d_model}, {encoder_layers}+{decoder_layers} layers, {heads} heads, {parameters:,} parameters.
 
 ## Data
@@ -40,10 +39,9 @@ Model size: d_model={d_model}, {encoder_layers}+{decoder_layers} layers, {heads}
 ```python
 from transformers import pipeline
 translate = pipeline("translation", model="{path}", trust_remote_code=True)  # the code is in this repository
-translate(["..."])
+{use}
 ```
-The pipeline parses raw input itself with the parser recorded in the config (`source_parser`), or with the one you
-pass as `parser=`.{loading}
+{use_notes}{loading}
 
 ## Scores
 {scores}
@@ -53,6 +51,42 @@ Model signature: `{model_signature}`
 ## Limitations
 {limitations}
 """
+
+
+def _use(config) -> tuple[str, str, str, list[str]]:
+    """What the card says the model is, the call that uses its methods, the notes under it, and the extra tags: a
+    document-level model is shown translating a document (a flat list of sentences is refused, issue 44); the parser
+    note only for a model whose methods read a parse."""
+    from ..methods.registry import active_methods
+
+    names = {m.name for m in active_methods(config)}
+    k = getattr(config, "context_sentences", 0) or 0
+    # every other registered method (and the multi-task spine) reads or predicts syntax or alignments
+    syntax = bool(names - {"document_context"}) or bool(getattr(config, "task_token_ids", None))
+    kinds = [w for w, on in (("syntax-aware", syntax), ("document-level", bool(k))) if on]
+    summary = f"A {', '.join(kinds) + ' ' if kinds else ''}Marian translation model"
+    tags = [t for t, on in (("syntax-aware-nmt", syntax), ("document-level-nmt", bool(k))) if on]
+    notes = []
+    if k:
+        use = (
+            'document = ["First sentence of the document.", "Second sentence.", "Third sentence."]\n'
+            "translate(document, document=True)  # each sentence with the previous "
+            f"{k} source sentence{'s' if k > 1 else ''} of its document as context\n"
+            'translate([document, ["Another document.", "Its second sentence."]])  # a list of documents'
+        )
+        notes.append(
+            f"The model reads the previous {k} source sentence{'s' if k > 1 else ''} of the document "
+            f"(`context_sentences={k}`): a string or a flat list of sentences is refused unless the call gives the "
+            "documents (`document=True`, a list of lists), each sentence's context (`contexts=`), or says "
+            "`no_context=True`. On the command line: `hf-syntax-mt translate --model DIR --input FILE --docids IDS` "
+            "(or `--documents blank-lines`)."
+        )
+    else:
+        use = 'translate(["A first sentence.", "Another sentence."])'
+    if getattr(config, "needs_source_parse", False):
+        notes.append("The pipeline parses raw input itself with the parser recorded in the config (`source_parser`), "
+                     "or with the one you pass as `parser=`.")  # fmt: skip
+    return summary, use, "\n".join(notes), tags
 
 
 def render_model_card(
@@ -71,17 +105,16 @@ def render_model_card(
     `ribes`/`ribes_signature` pair from `evaluation.corpus_ribes` is printed too). `model_signature` defaults to
     `evaluation.model_signature(model.config)`."""
     config = model.config
-    options = {
-        k: getattr(config, k)
-        for k in ("encoder_pascal_heads", "pascal_sigma", "pascal_weighting", "parent_ignoring", "label_smoothing")
-        if hasattr(config, k)
-    }
     described = describe_config(config)
+    # only what the config switches on (a document model has no PASCAL option); `attention_init` only chose the
+    # starting weights, which the checkpoint holds
+    options = {k: v for k, v in described.options.items() if k != "attention_init"}
+    summary, use, use_notes, method_tags = _use(config)
     # options that change the computation; `attention_init` only chose the starting weights, which the checkpoint holds
     dropped = sorted(k for k in described.options if k != "attention_init")
     loading = (
         "\nLoad the model with `AutoModelForSeq2SeqLM.from_pretrained(..., trust_remote_code=True)`. "
-        "`MarianMTModel.from_pretrained` also loads the weights, but drops the syntax options "
+        "`MarianMTModel.from_pretrained` also loads the weights, but drops the method options "
         f"({', '.join(f'`{k}`' for k in dropped)}) with only a generic warning, and then computes a different model."
         if dropped
         else ""
@@ -93,10 +126,13 @@ def render_model_card(
             line += f", RIBES {s['ribes']:.4f} (`{s['ribes_signature']}`)"
         score_lines.append(line)
     return TEMPLATE.format(
-        tags="".join(f"- {t}\n" for t in tags),
+        tags="".join(f"- {t}\n" for t in dict.fromkeys([*method_tags, *tags])),
         title=title,
+        summary=summary,
+        use=use,
+        use_notes=use_notes,
         method=describe_method(config),
-        options=json.dumps(options),
+        options=f"`{json.dumps(options)}`" if options else "none",
         d_model=config.d_model,
         encoder_layers=config.encoder_layers,
         decoder_layers=config.decoder_layers,
