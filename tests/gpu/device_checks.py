@@ -186,13 +186,6 @@ def check_translate_document_leaves_the_model(model_device: str, directory: Path
     assert got == by_hand(model, tokenizer, DOCUMENT, k=model.config.context_sentences)
 
 
-def cli_has_device_option() -> bool:
-    from hf_syntax_mt.cli import build_parser
-
-    translate = build_parser()._subparsers._group_actions[0].choices["translate"]
-    return any("--device" in action.option_strings for action in translate._actions)
-
-
 def check_cli_translate(device: str, bf16: bool, directory: Path, tmp_path: Path, capsys) -> None:
     """`hf-syntax-mt translate --device D [--bf16]` says on stderr which device it used (a line `device: ...`)
     and writes one translation per input line; in fp32 they are the pipeline's on that device."""
@@ -200,8 +193,6 @@ def check_cli_translate(device: str, bf16: bool, directory: Path, tmp_path: Path
 
     from hf_syntax_mt.cli import main
 
-    if not cli_has_device_option():
-        pytest.skip("hf-syntax-mt translate has no --device option yet (issue 43, helper cli-docs)")
     source, output = tmp_path / "in.txt", tmp_path / "out.txt"
     source.write_text("".join(s + "\n" for s in DOCUMENT), encoding="utf-8")
     capsys.readouterr()

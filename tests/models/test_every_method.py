@@ -155,7 +155,7 @@ def test_the_pipeline_translates_raw_text_like_generate_on_the_parsed_inputs(nam
     model.generation_config.max_new_tokens = 8
     model.save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
-    pipe = pipeline("syntax-translation", model=str(tmp_path))
+    pipe = pipeline("syntax-translation", model=str(tmp_path), device="cpu")
     # sentence by sentence: a document-level model says so explicitly (it refuses a flat list otherwise)
     got = [r["translation_text"] for r in pipe(texts, num_beams=1, no_context=True)]
     columns = config.parse_columns()

@@ -114,7 +114,7 @@ def test_translate_command_line(saved_model, tmp_path):
     source.write_text("\n".join(FRENCH[:2]) + "\n", encoding="utf-8")
     output = tmp_path / "hyp.en"
     assert main(["translate", "--model", str(directory), "--input", str(source), "--output", str(output),
-                 "--num-beams", "1", "--batch-size", "2"]) == 0  # fmt: skip
+                 "--num-beams", "1", "--batch-size", "2", "--device", "cpu"]) == 0  # fmt: skip
     assert output.read_text(encoding="utf-8").splitlines() == reference_translations(model, tokenizer, FRENCH[:2])
 
 
