@@ -3,7 +3,7 @@ same data as our models (Multi30k en-fr train, lower-cased, punctuation split as
 Hansards sentence pairs, and scored with AER on the Hansards gold (forward, reverse, and symmetrised).
 
     pip install eflomal            # an optional dependency: a C extension built from the sdist
-    python benchmarks/eflomal_reference.py   # about a minute; writes benchmarks/results/alignment/eflomal.json
+    python benchmarks/data/eflomal_reference.py   # about a minute; writes benchmarks/results/alignment/eflomal.json
 
 Tokenisation follows the gold files: lower case, punctuation split off, English clitics split to the right
 ("man 's"), French elisions kept on the left ("l' homme", "aujourd' hui").
@@ -18,8 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py
-from common import DATA, RESULTS, ROOT, write_json
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.common import DATA, RESULTS, ROOT, write_json
 
 sys.path.insert(0, str(ROOT / "src"))
 

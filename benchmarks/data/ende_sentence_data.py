@@ -30,9 +30,9 @@ Output, in `--cache` (default `runs/ende_sentence_data`, outside git): `train.{e
 time taken). A rebuild is skipped when the manifest's inputs, parser and builder version match and every output is
 intact; files are written under a temporary name and the manifest last, so an interrupted build is redone.
 
-    python benchmarks/ende_sentence_data.py                  # build (or check) runs/ende_sentence_data
-    python benchmarks/ende_sentence_data.py --cache DIR --force
-    from ende_sentence_data import build; files = build()["files"]   # other benchmark scripts
+    python benchmarks/data/ende_sentence_data.py                  # build (or check) runs/ende_sentence_data
+    python benchmarks/data/ende_sentence_data.py --cache DIR --force
+    from benchmarks.data.ende_sentence_data import build; files = build()["files"]   # other benchmark scripts
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py
-from common import DATA, ROOT, sha256_file
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.common import DATA, ROOT, sha256_file
 
 #: bump when the output changes for the same inputs (the manifest records it; a different version rebuilds)
 BUILDER_VERSION = 1
@@ -366,7 +366,7 @@ def build_german(data: str | Path = DATA, cache: str | Path = DEFAULT_CACHE, par
     english = build(data, cache, parser=english_parser, progress=progress)
     inputs = {f"{name}.de": english["outputs"][f"{name}.de"]["sha256"] for name in GERMAN_SETS}
     if parser is None:
-        import german_parser
+        from benchmarks.data import german_parser
 
         model = german_parser.ensure(data, cache.parent / "de_parser", progress=progress)
         parser = SpacyParser(str(model), exclude=[])
@@ -400,7 +400,7 @@ def build_german(data: str | Path = DATA, cache: str | Path = DEFAULT_CACHE, par
     built = _lines(files["train"]["de"])
     if built != lines:
         raise ValueError(f"{files['train']['de']} is not the German side of the training parts in {data}: rebuild it "
-                         "with python benchmarks/ende_sentence_data.py --force")  # fmt: skip
+                         "with python benchmarks/data/ende_sentence_data.py --force")  # fmt: skip
     validation = _lines(files[VALIDATION_SET]["de"])
     todo = [i for i, p in enumerate(parses) if p is None]
     texts = [lines[i] for i in todo] + validation

@@ -21,9 +21,9 @@ Measured here (2026-11-26): training stopped by itself after 3,200 steps (776 s 
 best checkpoint (step 1,600) has the weight sha256 PROVENANCE lists, the same dev scores (UAS 74.53, LAS 66.39), and
 parses Multi30k's 1,014 German validation captions exactly as multi30k-parsed does: the same parser, bit for bit.
 
-    python benchmarks/german_parser.py                      # train (about 13-18 CPU minutes) or reuse, then compare
-    python benchmarks/german_parser.py --output DIR --force
-    from german_parser import ensure; path = ensure()       # the model's path (trained first if missing)
+    python benchmarks/data/german_parser.py                      # train (about 13-18 CPU minutes) or reuse, then compare
+    python benchmarks/data/german_parser.py --output DIR --force
+    from benchmarks.data.german_parser import ensure; path = ensure()       # the model's path (trained first if missing)
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, RESULTS, ROOT, sha256_file, write_json  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.common import DATA, RESULTS, ROOT, sha256_file, write_json  # noqa: E402
 
 DEFAULT_OUTPUT = ROOT / "runs" / "de_parser"
 #: treebank file -> (role, sha256 in multi30k-parsed's PROVENANCE and ud's PROVENANCE)

@@ -4,7 +4,7 @@
 summary (`pronoun_items.summary.json`).
 
     pip install eflomal                       # optional dependency (a C extension built from the sdist)
-    python benchmarks/pronoun_items.py        # a few minutes: the shared data set (cached), eflomal, the items
+    python benchmarks/data/pronoun_items.py        # a few minutes: the shared data set (cached), eflomal, the items
 
 Alignment: eflomal 2.0 (defaults: model 3, 3 samplers; its samplers are random, so a rebuild can differ slightly)
 on the English words of the spaCy parses and the German words and punctuation of `german_tokens`, both lower-cased,
@@ -24,9 +24,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py, ende_sentence_data.py
-from common import DATA, RESULTS, relative_path, write_json
-from ende_sentence_data import DEFAULT_CACHE, TEST_SETS, build
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.common import DATA, RESULTS, relative_path, write_json
+from benchmarks.data.ende_sentence_data import DEFAULT_CACHE, TEST_SETS, build
 
 OUT = RESULTS / "docnmt_real"
 UD_GERMAN = ("UD_German-GSD/de_gsd-ud-dev.conllu", "UD_German-GSD/de_gsd-ud-test.conllu",

@@ -8,7 +8,7 @@ translations; what the lost model would still have had to compute is listed unde
 the model directory held (its signature, its curve) is marked as not recorded. The aggregate reads these files like
 any other unit's.
 
-    python benchmarks/device/docnmt_from_caches.py /work/gpu8 --commit 430e81d... --device "cuda (NVIDIA H200)" \\
+    python benchmarks/gpu/docnmt_from_caches.py /work/gpu8 --commit 430e81d... --device "cuda (NVIDIA H200)" \\
         --translate-batch-size 128 --precision bf16 --software torch=2.11.0+cu130 transformers=5.24.0 datasets=5.2.0 --cache DIR
 """
 
@@ -19,9 +19,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT / "src"), str(ROOT / "benchmarks")]
-import docnmt_real as d  # noqa: E402
-from common import write_json  # noqa: E402
+sys.path[:0] = [str(ROOT / "src"), str(ROOT)]  # the package, and `import benchmarks.*`
+from benchmarks.common import write_json  # noqa: E402
+from benchmarks.studies import docnmt_real as d  # noqa: E402
 
 PRONOUN_CONTEXTS = ("document", "random", "none")
 
@@ -98,7 +98,7 @@ def unit_record(args, name: str, returned: Path, step1: dict) -> tuple[dict, dic
         "device": args.device, "precision": args.precision, "step1": step1, "threads": 2, **args.software,
         "package": d.software()["package"], "commit": args.commit,
         "partial": {"source": "evaluation caches and training log returned from the device machine "
-                              "(benchmarks/device/docnmt_from_caches.py)", "missing": missing},
+                              "(benchmarks/gpu/docnmt_from_caches.py)", "missing": missing},
     }  # fmt: skip
     return record, hypotheses
 

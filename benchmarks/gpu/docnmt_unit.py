@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT / "src"), str(ROOT / "benchmarks")]
-import docnmt_real as d  # noqa: E402
-import ende_sentence_data as e  # noqa: E402
+sys.path[:0] = [str(ROOT / "src"), str(ROOT)]  # the package, and `import benchmarks.*`
+from benchmarks.data import ende_sentence_data as e  # noqa: E402
+from benchmarks.studies import docnmt_real as d  # noqa: E402
 
 cache = ROOT / "runs" / "ende_sentence_data"
 manifest = json.loads((cache / "manifest.json").read_text())

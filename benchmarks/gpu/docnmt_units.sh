@@ -1,4 +1,4 @@
-# usage: bash benchmarks/device/docnmt_units.sh UNIT... (a process per unit; resumes what a previous call on this machine left)
+# usage: bash benchmarks/gpu/docnmt_units.sh UNIT... (a process per unit; resumes what a previous call on this machine left)
 # env: DEVICE (default cuda), EXTRA (more arguments), NOPIP=1 (skip the wheels), TRANSLATE_BATCH_SIZE (default 32)
 [ -n "${NOPIP:-}" ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .dev/whl/*.whl 2>&1 | tail -2
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false OMP_NUM_THREADS=2
@@ -10,7 +10,7 @@ python3 -c "import torch, transformers, datasets, pyarrow, regex; print(torch.__
 pids=""
 for u in "$@"; do
   [ -f $RES/runs/$u.json ] && { echo "$u done"; continue; }
-  python3 benchmarks/device/docnmt_unit.py --units $u --threads 2 --no-aggregate --device ${DEVICE:-cuda} ${EXTRA:-} >> logs/$u.log 2>&1 &
+  python3 benchmarks/gpu/docnmt_unit.py --units $u --threads 2 --no-aggregate --device ${DEVICE:-cuda} ${EXTRA:-} >> logs/$u.log 2>&1 &
   pids="$pids $!"
 done
 save() { tar -czf $OUT/units.tar.gz -C $RES runs; tar -czf $OUT/logs.tar.gz logs runs/docnmt_real/*/model/evaluation 2>/dev/null; }

@@ -2,9 +2,9 @@
 (PASCAL adds no parameter, so the weights are identical) are run on 32 Multi30k val pairs with their spaCy parses;
 prints the largest logit difference and how far the PASCAL heads' attention is from uniform, for Marian's normal init
 (std 0.02) and fairseq's Xavier init (`attention_init="xavier"`). Needs the study's tokenizer
-(`python benchmarks/multi30k_study.py` trains it first under runs/multi30k_study/).
+(`python benchmarks/studies/multi30k_study.py` trains it first under runs/multi30k_study/).
 
-    python benchmarks/pascal_init_probe.py
+    python benchmarks/probes/pascal_init_probe.py
 """
 
 import sys
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py
-from common import DATA, ROOT
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
 from transformers import AutoTokenizer
 
+from benchmarks.common import DATA, ROOT
 from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
 from hf_syntax_mt.data import DataCollatorForSyntaxMT
 from hf_syntax_mt.data.preprocess import SyntaxMTPreprocessor, read_parallel_conllu

@@ -9,7 +9,7 @@ hypotheses against the fp32 ones, the share of identical output lines; then one 
 hypotheses concatenated. The seed-to-seed spread of the fp32 units is the yardstick: a precision effect that is
 smaller than it changes nothing a study could measure.
 
-    python benchmarks/precision_quality.py        # -> benchmarks/results/bf16/quality.{json,md}
+    python benchmarks/probes/precision_quality.py        # -> benchmarks/results/bf16/quality.{json,md}
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import multi30k_study as round_one  # noqa: E402
-from common import DATA, RESULTS, write_json  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.common import DATA, RESULTS, write_json  # noqa: E402
+from benchmarks.studies import multi30k_study as round_one  # noqa: E402
 
 #: recipe keys that may differ between the two units of a pair (the precision itself)
 PRECISION_KEYS = {"bf16"}
@@ -72,7 +72,7 @@ def compare(args) -> dict:
         pooled_r += refs[:n]
     if not rows:
         raise SystemExit(f"no bf16 unit under {args.system} has an fp32 unit under {args.base}: run e.g. "
-                         "`python benchmarks/multi30k_study.py --units vanilla_xavier-seed0 --bf16` first")  # fmt: skip
+                         "`python benchmarks/studies/multi30k_study.py --units vanilla_xavier-seed0 --bf16` first")  # fmt: skip
     result = {"pairs": rows, "pooled": None}
     if len(rows) > 1:
         test = paired_bootstrap(pooled_b, pooled_s, pooled_r, args.bootstrap_samples)
@@ -106,7 +106,7 @@ def markdown(result: dict) -> str:
                      f"{result['fp32_seed_std']:.2f}.")  # fmt: skip
     lines += ["", "test_2016_flickr, beam 4, the average of the last 5 checkpoints; bf16 minus fp32; paired bootstrap "
               f"of the bf16 hypotheses against the fp32 ones ({result['pairs'][0]['signature']}). Built by "
-              "`python benchmarks/precision_quality.py` from the unit files."]  # fmt: skip
+              "`python benchmarks/probes/precision_quality.py` from the unit files."]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

@@ -8,7 +8,7 @@ of rows whose pick is reciprocal (the backward direction's row for the picked so
 back), the pattern that maximises the trace bonus (Cohn et al. 2016, section Bilingual Symmetry: B = -tr(alpha_s->t
 alpha_t->s)). It also records the first pair's token-level picks at every layer.
 
-    python benchmarks/symmetric_layer_probe.py --units symmetric-seed0 all_biases-seed0
+    python benchmarks/probes/symmetric_layer_probe.py --units symmetric-seed0 all_biases-seed0
     # -> benchmarks/results/alignment/layer_probe.json
 """
 
@@ -18,9 +18,9 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import alignment_study as study  # noqa: E402
-from common import write_json  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.common import write_json  # noqa: E402
+from benchmarks.studies import alignment_study as study  # noqa: E402
 
 
 def cross_attention(model, tokenizer, sources: list[str], targets: list[str]):

@@ -6,9 +6,9 @@ with a fixed thread count; the report gives medians and aligned/vanilla throughp
 all three local biases (position, Markov, local fertility) in the chosen decoder layers and the global-fertility
 loss switched on (weight 0.1, from step 0) in training. Its biases get random weights, so that no term is zero.
 
-    python benchmarks/bench_alignment.py                       # bias in the last decoder layer
-    python benchmarks/bench_alignment.py --bias-layers all     # bias in every decoder layer
-    python benchmarks/bench_alignment.py --device cuda --d-model 512 --layers 6 --heads 8
+    python benchmarks/speed/bench_alignment.py                       # bias in the last decoder layer
+    python benchmarks/speed/bench_alignment.py --bias-layers all     # bias in every decoder layer
+    python benchmarks/speed/bench_alignment.py --device cuda --d-model 512 --layers 6 --heads 8
 
 Writes benchmarks/results/alignment.json. Targets (issue 4): generation >= 0.90x, training >= 0.85x vanilla.
 """
@@ -18,14 +18,18 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
+from pathlib import Path
 
 import torch
-from common import add_common_arguments, medians, result_header, time_generation, time_training, write_json
 from transformers import MarianMTModel
 
 from hf_syntax_mt.alignment import StructuralAlignmentBias
 from hf_syntax_mt.demo.synthetic_grammar import generate_corpus
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.common import add_common_arguments, medians, result_header, time_generation, time_training, write_json  # noqa: E402
 
 TARGETS = {"train_ratio": 0.85, "generate_ratio": 0.90}
 

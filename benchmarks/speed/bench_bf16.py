@@ -10,9 +10,9 @@ label t aligned to source t for guided alignment), timed in one process with the
 - greedy generation of 32 new tokens for the batch's sources, in fp32 and under bf16 autocast;
 - the loss of the same batch in both precisions (same weights) and whether the greedy outputs agree.
 
-    python benchmarks/bench_bf16.py                  # -> benchmarks/results/bf16/bf16-{native,emulated}.{json,md}
-    python benchmarks/bench_bf16.py --quick          # d_model 128, fewer rounds (plumbing)
-    python benchmarks/bench_bf16.py --only vanilla pascal
+    python benchmarks/speed/bench_bf16.py                  # -> benchmarks/results/bf16/bf16-{native,emulated}.{json,md}
+    python benchmarks/speed/bench_bf16.py --quick          # d_model 128, fewer rounds (plumbing)
+    python benchmarks/speed/bench_bf16.py --only vanilla pascal
 
 Run on cores nobody else uses for clean tokens/s; under load the *ratio* stays meaningful (the two precisions are
 interleaved round by round), and the load average is recorded.
@@ -27,8 +27,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, RESULTS, cpu_has_native_bf16, cpu_name, git_commit, software, write_json  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.common import DATA, RESULTS, cpu_has_native_bf16, cpu_name, git_commit, software, write_json  # noqa: E402
 
 #: the registered methods at the study's size (3 layers): the study's settings where it has one
 METHODS = {

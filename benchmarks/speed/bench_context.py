@@ -11,8 +11,8 @@ Training is timed twice for the context model: with every parameter trainable, a
 training (Section 2.4: sentence-level parameters frozen, the way the paper trains its document-level parameters).
 Generation is greedy (and beam search with `--num-beams`).
 
-    python benchmarks/bench_context.py                  # writes benchmarks/results/context.json
-    python benchmarks/bench_context.py --quick
+    python benchmarks/speed/bench_context.py                  # writes benchmarks/results/context.json
+    python benchmarks/speed/bench_context.py --quick
 
 Targets (issue 5): training >= 0.85x and decoding >= 0.85x the throughput of the model without context. Issue 27
 judges the ratios against what the method's arithmetic allows: the JSON has `flop_bound` (the throughput ratio if
@@ -26,10 +26,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 
 import torch
-from common import (
+from transformers import MarianMTModel
+
+from hf_syntax_mt.data import DataCollatorForSyntaxMT
+from hf_syntax_mt.data.documents import encode_context
+from hf_syntax_mt.demo.synthetic_grammar import generate_corpus
+from hf_syntax_mt.methods.context_cost import context_flops
+from hf_syntax_mt.training import build_model, model_config, train_tokenizer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.common import (  # noqa: E402
     add_common_arguments,
     generate,
     medians,
@@ -41,13 +51,6 @@ from common import (
     timing_fields,
     write_json,
 )
-from transformers import MarianMTModel
-
-from hf_syntax_mt.data import DataCollatorForSyntaxMT
-from hf_syntax_mt.data.documents import encode_context
-from hf_syntax_mt.demo.synthetic_grammar import generate_corpus
-from hf_syntax_mt.methods.context_cost import context_flops
-from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
 TARGETS = {"train_ratio": 0.85, "generate_ratio": 0.85}
 

@@ -3,7 +3,7 @@ Eqs. 16, 21-22) for one new token per sentence, timed whole and kernel by kernel
 cross-attention over the source, at `bench_context.py`'s shapes (32 sentences, d_model 256, 8 heads, M = 128 padded
 context keys, S = 66 source keys).
 
-    python benchmarks/bench_context_sublayer.py --threads 1    # writes benchmarks/results/context/sublayer.json
+    python benchmarks/speed/bench_context_sublayer.py --threads 1    # writes benchmarks/results/context/sublayer.json
 
 Each figure is the median of 7 timings of `--calls` calls (inference mode), in microseconds per call. Use an idle
 core: the kernels are memory-bound, and a neighbour's traffic slows them.
@@ -15,15 +15,18 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
 import torch
-from common import cpu_name, software, write_json
 from torch.nn import functional as F  # noqa: N812
 
 from hf_syntax_mt import SyntaxMTConfig
 from hf_syntax_mt.methods.document_context import ContextAttention, ContextMasks
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.common import cpu_name, software, write_json  # noqa: E402
 
 
 def timed(fn, calls: int) -> float:

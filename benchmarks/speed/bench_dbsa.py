@@ -5,8 +5,8 @@ Training includes everything the method adds: bi-affine heads on the eager path,
 losses (L_dep) and the synchronous loss (Eqs. 7-9) with the eager cross-attention of layer l_sync. Generation
 needs no parse: the bi-affine heads run in the SDPA kernel with Q U.
 
-    python benchmarks/bench_dbsa.py                      # writes benchmarks/results/dbsa.json
-    python benchmarks/bench_dbsa.py --quick
+    python benchmarks/speed/bench_dbsa.py                      # writes benchmarks/results/dbsa.json
+    python benchmarks/speed/bench_dbsa.py --quick
 
 Targets (issue 3): training >= 0.90x, generation >= 0.95x vanilla.
 """
@@ -15,9 +15,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
-from common import (
+from transformers import MarianMTModel
+
+from hf_syntax_mt.data import DataCollatorForSyntaxMT
+from hf_syntax_mt.data.subwords import align_parse
+from hf_syntax_mt.demo.synthetic_grammar import generate_corpus
+from hf_syntax_mt.training import build_model, model_config, train_tokenizer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.common import (  # noqa: E402
     add_common_arguments,
     medians,
     parse_quick,
@@ -27,12 +36,6 @@ from common import (
     timing_fields,
     write_json,
 )
-from transformers import MarianMTModel
-
-from hf_syntax_mt.data import DataCollatorForSyntaxMT
-from hf_syntax_mt.data.subwords import align_parse
-from hf_syntax_mt.demo.synthetic_grammar import generate_corpus
-from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
 TARGETS = {"train_ratio": 0.90, "generate_ratio": 0.95}
 

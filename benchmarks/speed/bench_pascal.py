@@ -4,9 +4,9 @@ Both models are built from the same weights and timed interleaved in one process
 with a fixed thread count; the report gives medians and PASCAL/vanilla ratios. Peak memory of a training step is
 measured in a fresh child process per model (CPU: peak RSS above the pre-step baseline; CUDA: max allocated).
 
-    python benchmarks/bench_pascal.py                    # writes benchmarks/results/pascal.json
-    python benchmarks/bench_pascal.py --quick            # a short run (what `make bench-quick` runs)
-    python benchmarks/bench_pascal.py --device cuda --d-model 512 --layers 6 --heads 8
+    python benchmarks/speed/bench_pascal.py                    # writes benchmarks/results/pascal.json
+    python benchmarks/speed/bench_pascal.py --quick            # a short run (what `make bench-quick` runs)
+    python benchmarks/speed/bench_pascal.py --device cuda --d-model 512 --layers 6 --heads 8
 
 Targets (issue 2): training >= 0.95x, generation >= 0.97x, peak memory <= 1.05x vanilla.
 """
@@ -17,9 +17,18 @@ import argparse
 import json
 import multiprocessing as mp
 import resource
+import sys
+from pathlib import Path
 
 import torch
-from common import (  # noqa: F401  (the throughput helpers, importable from here as before)
+from transformers import MarianMTModel
+
+from hf_syntax_mt.data.subwords import align_parse
+from hf_syntax_mt.demo.synthetic_grammar import generate_corpus
+from hf_syntax_mt.training import build_model, model_config, train_tokenizer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.common import (  # noqa: E402, F401  (the throughput helpers, importable from here as before)
     add_common_arguments,
     generate,
     medians,
@@ -33,11 +42,6 @@ from common import (  # noqa: F401  (the throughput helpers, importable from her
     train_step,
     write_json,
 )
-from transformers import MarianMTModel
-
-from hf_syntax_mt.data.subwords import align_parse
-from hf_syntax_mt.demo.synthetic_grammar import generate_corpus
-from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
 TARGETS = {"train_ratio": 0.95, "generate_ratio": 0.97, "memory_ratio": 1.05}
 

@@ -1,7 +1,7 @@
 """Run every method's throughput/memory benchmark against vanilla Marian and write one table.
 
-Every `benchmarks/bench_*.py` is a throughput benchmark unless listed in `NOT_THROUGHPUT` (real-data benchmarks, and
-timings of one component rather than a method against vanilla).
+Every `benchmarks/speed/bench_*.py` is a throughput benchmark unless listed in `NOT_THROUGHPUT` (timings of
+one component or of a precision rather than a method against vanilla).
 So `bench_alignment.py`, `bench_dbsa.py`, `bench_context.py` added later plug in by following the protocol that
 `bench_pascal.py` follows:
 
@@ -15,9 +15,9 @@ So `bench_alignment.py`, `bench_dbsa.py`, `bench_context.py` added later plug in
 Each benchmark runs in its own process (fixed thread count, nothing shared). Results go to
 `benchmarks/results/{name}.json`, then `throughput.json` and `throughput.md` (one row per method).
 
-    python benchmarks/run_all.py                # full runs (make bench)
-    python benchmarks/run_all.py --quick        # short runs (make bench-quick)
-    python benchmarks/run_all.py --only pascal  # a subset, by the name after bench_
+    python benchmarks/speed/run_all.py                # full runs (make bench)
+    python benchmarks/speed/run_all.py --quick        # short runs (make bench-quick)
+    python benchmarks/speed/run_all.py --only pascal  # a subset, by the name after bench_
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-NOT_THROUGHPUT = {"bench_multi30k.py", "bench_docnmt.py", "bench_bf16.py", "bench_context_sublayer.py"}
+HERE = Path(__file__).resolve().parent  # benchmarks/speed/
+RESULTS = HERE.parent / "results"
+NOT_THROUGHPUT = {"bench_bf16.py", "bench_context_sublayer.py"}
 
 
 def discover() -> dict[str, Path]:
@@ -86,7 +87,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="pass --quick to every benchmark")
     p.add_argument("--only", nargs="+", help="benchmark names (after bench_) to run")
-    p.add_argument("--results", default=str(HERE / "results"))
+    p.add_argument("--results", default=str(RESULTS))
     p.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="more arguments for every benchmark")
     args = p.parse_args(argv)
     scripts = discover()

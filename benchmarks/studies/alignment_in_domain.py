@@ -6,7 +6,7 @@ Multi30k en-fr training pairs and scores them against eflomal's grow-diag-final-
 guided unit's supervision, cached by the study as `eflomal-train-*.gdfa`), every link counted as sure. In-sample
 for every model: a check of how well attention matches eflomal in the domain the models know, not a held-out AER.
 
-    python benchmarks/alignment_in_domain.py --pairs 500    # -> benchmarks/results/alignment/in_domain.json
+    python benchmarks/studies/alignment_in_domain.py --pairs 500    # -> benchmarks/results/alignment/in_domain.json
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import alignment_study as study  # noqa: E402
-from common import write_json  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.common import write_json  # noqa: E402
+from benchmarks.studies import alignment_study as study  # noqa: E402
 
 
 def main(argv=None) -> int:

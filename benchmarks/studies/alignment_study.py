@@ -6,10 +6,10 @@ Like `multi30k_study.py`, each (method, seed) is a unit that writes `RESULTS/run
 Hansards alignments beside it); an invocation skips finished units, an interrupted unit resumes from its last
 checkpoint (every `save_steps`, under `--output-dir`, not committed), and `--aggregate` rebuilds `RESULTS/results.md`.
 
-    python benchmarks/alignment_study.py                 # every missing unit
-    python benchmarks/alignment_study.py --units vanilla-seed0
-    python benchmarks/alignment_study.py --aggregate
-    python benchmarks/alignment_study.py --quick --results /tmp/aq   # plumbing check
+    python benchmarks/studies/alignment_study.py                 # every missing unit
+    python benchmarks/studies/alignment_study.py --units vanilla-seed0
+    python benchmarks/studies/alignment_study.py --aggregate
+    python benchmarks/studies/alignment_study.py --quick --results /tmp/aq   # plumbing check
 
 The data are lower-cased and punctuation-split like the gold set (the tokenisation of `eflomal_reference.py`), so the
 Hansards words look like the training words; BLEU is computed on that tokenisation too (sacrebleu with tok:none on
@@ -29,8 +29,8 @@ import shutil
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py, also when loaded from elsewhere
-from common import (
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.common import (
     DATA,
     ROOT,
     done_units,
@@ -42,7 +42,7 @@ from common import (
     unit_name,
     write_json,
 )
-from common import RESULTS as ALL_RESULTS
+from benchmarks.common import RESULTS as ALL_RESULTS
 
 RESULTS = ALL_RESULTS / "alignment"
 
@@ -95,7 +95,7 @@ def parse_args(argv=None):
 
 def prepared_data(args) -> dict[str, tuple[list[str], list[str]]]:
     """Lower-cased, punctuation-split en/fr pairs per split (the gold set's tokenisation), plus the Hansards."""
-    from eflomal_reference import tokenize
+    from benchmarks.data.eflomal_reference import tokenize
 
     data, r = Path(args.data), args.recipe
     out = {}

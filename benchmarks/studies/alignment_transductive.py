@@ -8,7 +8,7 @@ the study reads them (forward, Naive-Att, `align_corpus` defaults) and scored on
 word split. The adapted models are not kept and their BLEU is not measured: they are probes of where the gap comes
 from, not systems (a model trained on 447 parliamentary pairs forgets some of its captions).
 
-    python benchmarks/alignment_transductive.py --epochs 10   # -> benchmarks/results/alignment/transductive.json
+    python benchmarks/studies/alignment_transductive.py --epochs 10   # -> benchmarks/results/alignment/transductive.json
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import alignment_study as study  # noqa: E402
-from common import write_json  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.common import write_json  # noqa: E402
+from benchmarks.studies import alignment_study as study  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -23,9 +23,9 @@ Three models, one seed, one BPE (trained in step 1 on the training sentences, th
 `--results` (`results.json`, `results.md`), and each model directory to `--output-dir`/{sentence,control,document}.
 The JSON records every train-script argv, so each model can be rebuilt with `scripts/train.py`.
 
-    python benchmarks/bench_docnmt.py                        # about 15 minutes on 2 CPU cores
-    python benchmarks/bench_docnmt.py --quick                # about 1 minute, plumbing check
-    python benchmarks/bench_docnmt.py --help                 # the docnmt flags
+    python benchmarks/studies/bench_docnmt.py                        # about 15 minutes on 2 CPU cores
+    python benchmarks/studies/bench_docnmt.py --quick                # about 1 minute, plumbing check
+    python benchmarks/studies/bench_docnmt.py --help                 # the docnmt flags
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py, also when loaded from elsewhere
-from common import DATA, cpu_name, read_lines, write_json
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.common import DATA, cpu_name, read_lines, write_json
 
 #: (name, what it is) of the three docnmt models, in training order.
 DOC_MODELS = [

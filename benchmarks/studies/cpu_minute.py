@@ -27,10 +27,10 @@ A unit is ``tiny-seed<k>`` or ``study-seed<k>``:
 It writes ``RESULTS/runs/tiny-seed<k>.json`` and the final model's test translations beside it; ``--aggregate``
 rebuilds ``RESULTS/results.md`` (and ``curve.png``) from the unit files.
 
-    python benchmarks/cpu_minute.py --units tiny-seed0 --threads 1 --no-aggregate
-    python benchmarks/cpu_minute.py --units study-seed0 --threads 2 --no-aggregate   # the hour on both cores
-    python benchmarks/cpu_minute.py --aggregate
-    python benchmarks/cpu_minute.py --quick --results /tmp/cpm --output-dir /tmp/cpmruns --units tiny-seed0
+    python benchmarks/studies/cpu_minute.py --units tiny-seed0 --threads 1 --no-aggregate
+    python benchmarks/studies/cpu_minute.py --units study-seed0 --threads 2 --no-aggregate   # the hour on both cores
+    python benchmarks/studies/cpu_minute.py --aggregate
+    python benchmarks/studies/cpu_minute.py --quick --results /tmp/cpm --output-dir /tmp/cpmruns --units tiny-seed0
 """
 
 from __future__ import annotations
@@ -45,11 +45,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import multi30k_study as round_one  # noqa: E402
-import study_round2 as round_two  # noqa: E402
-from common import RESULTS as ALL_RESULTS  # noqa: E402
-from common import (
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.common import RESULTS as ALL_RESULTS  # noqa: E402
+from benchmarks.common import (
     ROOT,
     add_study_arguments,
     choose_precision,
@@ -65,6 +63,8 @@ from common import (
     unit_name,
     write_json,
 )
+from benchmarks.studies import multi30k_study as round_one  # noqa: E402
+from benchmarks.studies import study_round2 as round_two  # noqa: E402
 
 RESULTS = ALL_RESULTS / "cpu_minute"
 TEST_SET = "test_2016_flickr"

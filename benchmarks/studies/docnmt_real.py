@@ -31,11 +31,11 @@ its hypotheses (`<unit>.<test set>.txt`, `<unit>.<test set>.random.txt`). `--agg
 bootstrap document vs control and document vs random context; a pooled bootstrap over the seeds' concatenated
 hypotheses; the pronoun accuracies.
 
-    python benchmarks/docnmt_real.py --list                  # which units are done
-    python benchmarks/docnmt_real.py --units step1-seed0     # one unit (the others need it)
-    python benchmarks/docnmt_real.py                         # every unit still missing, in PLAN order
-    python benchmarks/docnmt_real.py --aggregate
-    python benchmarks/docnmt_real.py --quick --results /tmp/quick --output-dir /tmp/quick-runs   # plumbing check
+    python benchmarks/studies/docnmt_real.py --list                  # which units are done
+    python benchmarks/studies/docnmt_real.py --units step1-seed0     # one unit (the others need it)
+    python benchmarks/studies/docnmt_real.py                         # every unit still missing, in PLAN order
+    python benchmarks/studies/docnmt_real.py --aggregate
+    python benchmarks/studies/docnmt_real.py --quick --results /tmp/quick --output-dir /tmp/quick-runs   # plumbing check
 
 The recipe is the Multi30k study's (d_model 256, 3+3 layers, 4 heads, FFN 1024, dropout 0.1, joint BPE 8,000, token
 batches of 2,500 padded tokens, Adam beta2 0.98, lr 7e-4 with 800 inverse-square-root warm-up steps, clipping 1.0,
@@ -59,15 +59,19 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py, ende_sentence_data.py
-from common import RESULTS as ALL_RESULTS
-from common import (
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.common import (
+    NUMBER,
     ROOT,
+    UnitFileError,
     add_study_arguments,
+    check_fields,
     choose_precision,
     cpu_name,
     git_commit,
+    load_unit,
     mean_std,
+    read_hypotheses,
     refuse_quick_evidence,
     relative_path,
     resume_or_clear,
@@ -76,8 +80,10 @@ from common import (
     unit_name,
     write_json,
 )
-from common import parse_unit as _parse_unit
-from ende_sentence_data import DEFAULT_CACHE, EVAL_SETS, TEST_SETS, VALIDATION_SET
+from benchmarks.common import RESULTS as ALL_RESULTS
+from benchmarks.common import parse_unit as _parse_unit
+from benchmarks.data.ende_sentence_data import DEFAULT_CACHE, EVAL_SETS, TEST_SETS, VALIDATION_SET
+from benchmarks.studies import seen_pairs
 
 RESULTS = ALL_RESULTS / "docnmt_real"
 ITEMS = RESULTS / "pronoun_items.jsonl"
@@ -143,7 +149,7 @@ def parse_unit(name: str) -> tuple[str, int]:
 def shared_data(args) -> dict:
     """The shared data set's file paths (built or checked by `ende_sentence_data.build`). With --quick the training
     set is the first `max_train` pairs of each part (so documents are in it), written beside the models."""
-    from ende_sentence_data import build
+    from benchmarks.data.ende_sentence_data import build
 
     files = build(args.data, args.cache, progress=True)["files"]
     n = args.recipe["max_train"]
@@ -222,7 +228,7 @@ def train_argv(args, kind: str, seed: int, out: Path, files: dict, tokenizer: Pa
             "--save_steps", str(r["save_steps"]), "--save_total_limit", "1", "--report_to", "none",
             "--dataloader_num_workers", "0", "--disable_tqdm", "true", "--label_smoothing", str(r["label_smoothing"]),
             "--data_description", "en->de: Multi30k train, IWSLT17 TED dev, Europarl v7 dev, BConTrasT train "
-            "(benchmarks/ende_sentence_data.py); research use, TED CC BY-NC-ND",
+            "(benchmarks/data/ende_sentence_data.py); research use, TED CC BY-NC-ND",
             "--model_card_title", f"docnmt_real {kind} (seed {seed})"]  # fmt: skip
     if kind == "step1":
         argv += ["--tokenizer_name", str(tokenizer), "--d_model", str(r["d_model"]),
@@ -465,7 +471,7 @@ def evaluate(args, kind: str, seed: int, model_dir: Path, files: dict, device: s
             scores["pronouns"][context] = result
             print(f"    pronouns, {context} context: {result['accuracy']:.3f} of {result['n']}", flush=True)
     else:
-        print(f"    no pronoun items at {args.items}: run benchmarks/pronoun_items.py", flush=True)
+        print(f"    no pronoun items at {args.items}: run benchmarks/data/pronoun_items.py", flush=True)
     return scores, hypotheses
 
 
@@ -507,17 +513,37 @@ def run_unit(args, kind: str, seed: int, device: str) -> Path:
 # ------------------------------------------------------------------------------------------------------------------
 # Aggregate: reads only the unit files
 # ------------------------------------------------------------------------------------------------------------------
+#: the fields the aggregate reads, and their types (`common.check_fields`); test scores are keyed by test set
+SCORES = {"bleu": NUMBER, "chrf": NUMBER, "sentences": int, "lines": list}
+UNIT_FIELDS = {"unit": str, "kind": str, "seed": int, "tests": {"*": SCORES}, "random_context": {"*": SCORES},
+               "pronouns": {"*": dict}, "train_minutes": NUMBER, "steps": int, "device": str, "cpu": str,
+               "model_signature": str, "commit": (str, type(None)), "weights_sha256": str,
+               "step1": (dict, type(None)), "partial": dict, "recipe": dict,
+               "hypotheses_sha256": {"*": str}}  # fmt: skip
+
+
 def load_units(results: Path, folder: str = "runs") -> list[dict]:
-    """The unit files under ``results/folder`` with their hypotheses; units of ``replicates/`` are marked so."""
+    """The unit files under ``results/folder`` with their hypotheses; units of ``replicates/`` are marked so. Each is
+    checked: the fields the aggregate reads and their types, and every hypothesis file it records against its
+    sha256 and its sentence count; anything wrong stops the aggregate with one line naming the file(s)."""
     units = []
     for path in sorted((results / folder).glob("*.json")):
-        unit = json.loads(path.read_text(encoding="utf-8"))
-        unit["hypotheses"], unit["replicate"] = {}, folder == "replicates"
-        for name in TEST_SETS:
-            for key in (name, f"{name}.random"):
-                file = path.parent / f"{unit['unit']}.{key}.txt"
-                if file.is_file():
-                    unit["hypotheses"][key] = file.read_text(encoding="utf-8").split("\n")[:-1]
+        try:
+            unit = load_unit(path, required=("unit", "kind", "seed", "tests"))
+            check_fields(path, unit, UNIT_FIELDS)
+            if unit["kind"] not in KINDS:
+                raise UnitFileError(f"{path}: field 'kind' is {unit['kind']!r}, not one of {list(KINDS)}: delete "
+                                    f"{path} to run the unit again")  # fmt: skip
+            unit["hypotheses"], unit["replicate"] = {}, folder == "replicates"
+            recorded = unit.get("hypotheses_sha256") or {}
+            for name in TEST_SETS:
+                for key, field in ((name, "tests"), (f"{name}.random", "random_context")):
+                    file = path.parent / f"{unit['unit']}.{key}.txt"
+                    if key in recorded or file.is_file():  # every file the unit records, and any other beside it
+                        lines = unit.get(field, {}).get(name, {}).get("sentences")
+                        unit["hypotheses"][key] = read_hypotheses(path, file, recorded.get(key), lines)
+        except UnitFileError as e:
+            raise SystemExit(str(e)) from None
         units.append(unit)
     return sorted(units, key=lambda u: (list(KINDS).index(u["kind"]), u["seed"]))
 
@@ -640,6 +666,9 @@ def aggregate(args) -> str | None:
         lines += [f"| {name} | {baseline} | {kind}-seed{seed} | {_delta(t)} | {_delta(t, 'chrf')} |"
                   for kind, by_test in replicate_tests.items() for name in TEST_SETS for baseline in ("control", "random")
                   for seed, t in by_test[name][baseline].items() if seed != "pooled"]  # fmt: skip
+    # test pairs that occur verbatim in the training set (BConTrasT's stock turns), and the scores without them
+    seen = seen_pairs.seen_lines(args.data, [t for t in TEST_SETS if any(t in u["hypotheses"] for u in units)])
+    lines += ["", *seen_pairs.table(units, references, seen, KINDS)]
     pronoun_rows = [(u, c) for u in units + replicates for c in u.get("pronouns", {})]
     if pronoun_rows:
         keys = sorted({k for u, c in pronoun_rows for k in u["pronouns"][c]["by_pronoun"]})

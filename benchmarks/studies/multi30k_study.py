@@ -12,13 +12,13 @@ under `--output-dir`, when that directory survived); `--aggregate` (also run aft
 one-setting control in `CONTROLS`) and the curves (`RESULTS/curves.png`) from whatever unit files exist.
 Commit the unit files: they are the evidence. Checkpoints stay under `--output-dir` (not committed).
 
-    python benchmarks/multi30k_study.py                       # every unit still missing, in PLAN order
-    python benchmarks/multi30k_study.py --units vanilla-seed0 # one unit
-    python benchmarks/multi30k_study.py --time-limit 150      # start no unit after 150 minutes
-    python benchmarks/multi30k_study.py --list                # which units are done
-    python benchmarks/multi30k_study.py --aggregate           # tables and plots only
-    python benchmarks/multi30k_study.py --quick --results /tmp/q  # plumbing check in a few minutes
-    python benchmarks/multi30k_study.py --speed 5 --threads 2 # training speed on free cores -> RESULTS/speed/
+    python benchmarks/studies/multi30k_study.py                       # every unit still missing, in PLAN order
+    python benchmarks/studies/multi30k_study.py --units vanilla-seed0 # one unit
+    python benchmarks/studies/multi30k_study.py --time-limit 150      # start no unit after 150 minutes
+    python benchmarks/studies/multi30k_study.py --list                # which units are done
+    python benchmarks/studies/multi30k_study.py --aggregate           # tables and plots only
+    python benchmarks/studies/multi30k_study.py --quick --results /tmp/q  # plumbing check in a few minutes
+    python benchmarks/studies/multi30k_study.py --speed 5 --threads 2 # training speed on free cores -> RESULTS/speed/
 
 Units run with one thread each, two at a time on the two cores, so their minutes are not those of one run that has the
 machine to itself. `--speed M` measures that: the unit's own training run (same data, batches and schedule) for M
@@ -45,17 +45,21 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py, also when loaded from elsewhere
-from common import (
-    DATA,
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.common import (
+    NUMBER,
     ROOT,
     UnitFileError,
+    add_study_arguments,
+    check_fields,
     cpu_name,
     done_units,
     git_commit,
     list_units,
     load_unit,
     mean_std,
+    read_hypotheses,
+    refuse_quick_evidence,
     relative_path,
     resume_or_clear,
     run_plan,
@@ -64,8 +68,8 @@ from common import (
     unit_name,
     write_json,
 )
-from common import RESULTS as ALL_RESULTS
-from common import parse_unit as _parse_unit
+from benchmarks.common import RESULTS as ALL_RESULTS
+from benchmarks.common import parse_unit as _parse_unit
 
 RESULTS = ALL_RESULTS / "multi30k"
 
@@ -124,23 +128,12 @@ QUICK = dict(d_model=64, ffn_dim=128, vocab_size=1000, max_tokens=600, max_steps
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--units", nargs="+", help="units to run, e.g. vanilla-seed0 pascal-seed1 (default: the PLAN)")
-    p.add_argument("--time-limit", type=float, default=None, help="start no new unit after this many minutes")
-    p.add_argument("--max-units", type=int, default=None, help="run at most N units in this invocation")
-    p.add_argument("--list", action="store_true", help="print which units are done and stop")
-    p.add_argument("--aggregate", action="store_true", help="only rebuild the tables and plots from the unit files")
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    p.add_argument("--threads", type=int, default=2, help="torch threads on the CPU")
-    p.add_argument("--data", default=str(DATA), help="the shared data directory")
-    p.add_argument("--results", default=None, help="where unit files, table and plots go (committed)")
-    p.add_argument("--output-dir", default=None, help="checkpoints (not committed; default runs/multi30k_study)")
+    add_study_arguments(p, None, None, threads=2,
+                        units_help="units to run, e.g. vanilla-seed0 pascal-seed1 (default: the PLAN)")  # fmt: skip
     p.add_argument("--bootstrap-samples", type=int, default=1000)
     p.add_argument("--attention-sentences", type=int, default=300,
                    help="sentences of each tree set (EWT gold, Multi30k test) for the attachment")  # fmt: skip
-    p.add_argument("--no-aggregate", action="store_true", help="do not rebuild the tables after each unit (parallel "
-                   "invocations into one --results; run --aggregate once at the end)")  # fmt: skip
     p.add_argument("--keep-models", action="store_true", help="keep each unit's model directory")
-    p.add_argument("--quick", action="store_true", help="tiny budget: plumbing check (write to another --results)")
     p.add_argument("--bf16", action="store_true", help="train and evaluate under bf16 autocast (Trainer --bf16); the "
                    "default --results and --output-dir become multi30k_bf16 (issue 26: the precision check)")  # fmt: skip
     p.add_argument("--speed", type=float, metavar="MINUTES", help="only measure training speed for MINUTES (of the "
@@ -150,8 +143,7 @@ def parse_args(argv=None):
     suffix = "_bf16" if args.bf16 else ""
     args.results = args.results or str(RESULTS.parent / f"multi30k{suffix}")
     args.output_dir = args.output_dir or str(ROOT / "runs" / f"multi30k_study{suffix}")
-    if args.quick and Path(args.results).resolve().is_relative_to(ALL_RESULTS.resolve()):
-        p.error("--quick results are not evidence: give --results elsewhere (e.g. /tmp/quick)")
+    refuse_quick_evidence(p, args)
     return args
 
 
@@ -366,16 +358,30 @@ def speed_check(args, method: str, seed: int, device: str) -> Path:
 # ------------------------------------------------------------------------------------------------------------------
 # Aggregate: everything below reads only the unit files
 # ------------------------------------------------------------------------------------------------------------------
+#: the fields the aggregate reads, and their types (`common.check_fields`)
+SCORES = {"bleu": NUMBER, "chrf": NUMBER, "ribes": NUMBER}
+UNIT_FIELDS = {"unit": str, "method": str, "seed": int, "test": SCORES, "test_last_step": (dict, type(None)),
+               "buckets": [{"bucket": str, "count": int, "bleu": NUMBER}], "train_minutes": NUMBER,
+               "tokens_per_second": NUMBER, "device": str, "model_signature": str, "curve": list,
+               "attention": (dict, type(None)), "attention_in_domain": (dict, type(None)),
+               "hypotheses_sha256": str}  # fmt: skip
+
+
 def load_units(results: Path) -> list[dict]:
+    """The unit files under ``results/runs`` with their test translations, each checked: the fields the aggregate
+    reads and their types, and the translations against the sha256 and the sentence count the unit records
+    (`UnitFileError` naming the file, and for translations both files)."""
     units = []
     for path in sorted((results / "runs").glob("*.json")):
         unit = load_unit(path, ("unit", "method", "seed", "test", "buckets", "train_minutes", "tokens_per_second"))
+        check_fields(path, unit, UNIT_FIELDS)
         hypotheses = path.parent / f"{unit['unit']}.test.txt"
         if not hypotheses.is_file():
             raise UnitFileError(
                 f"{path}: its test translations {hypotheses} are missing: delete {path} to run it again"
             )
-        unit["hypotheses"] = hypotheses.read_text(encoding="utf-8").split("\n")[:-1]
+        lines = sum(b["count"] for b in unit["buckets"])
+        unit["hypotheses"] = read_hypotheses(path, hypotheses, unit.get("hypotheses_sha256"), lines)
         units.append(unit)
     order = list(METHODS)
     return sorted(units, key=lambda u: (order.index(u["method"]) if u["method"] in order else 99, u["seed"]))

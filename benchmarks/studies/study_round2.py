@@ -24,10 +24,10 @@ interrupted unit resumes from its last checkpoint. ``--aggregate`` rebuilds ``RE
 the per-seed paired bootstrap against vanilla of the same seed, a pooled bootstrap over the concatenated hypotheses
 of every seed the method and vanilla share, a sign test over seeds x test sets, and ΔBLEU by source length.
 
-    python benchmarks/study_round2.py --list
-    python benchmarks/study_round2.py --units full-vanilla-seed0 --threads 1 --no-aggregate
-    python benchmarks/study_round2.py --aggregate
-    python benchmarks/study_round2.py --quick --results /tmp/r2 --output-dir /tmp/r2runs --units low-pascal-seed0
+    python benchmarks/studies/study_round2.py --list
+    python benchmarks/studies/study_round2.py --units full-vanilla-seed0 --threads 1 --no-aggregate
+    python benchmarks/studies/study_round2.py --aggregate
+    python benchmarks/studies/study_round2.py --quick --results /tmp/r2 --output-dir /tmp/r2runs --units low-pascal-seed0
 """
 
 from __future__ import annotations
@@ -43,26 +43,30 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import multi30k_study as round_one  # noqa: E402
-from common import RESULTS as ALL_RESULTS  # noqa: E402
-from common import (  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.common import (  # noqa: E402
+    NUMBER,
     ROOT,
     UnitFileError,
     add_study_arguments,
+    check_fields,
     choose_precision,
     cpu_has_native_bf16,
     git_commit,
     load_unit,
     mean_std,
+    read_hypotheses,
     refuse_quick_evidence,
     relative_path,
     resume_or_clear,
     run_study,
+    seed_number,
     software,
     write_json,
 )
-from round2_stats import FairPair, bucket_deltas, format_p, length_gap, plot, sign_test  # noqa: E402
+from benchmarks.common import RESULTS as ALL_RESULTS  # noqa: E402
+from benchmarks.studies import multi30k_study as round_one  # noqa: E402
+from benchmarks.studies.round2_stats import FairPair, bucket_deltas, format_p, length_gap, plot, sign_test  # noqa: E402
 
 RESULTS = ALL_RESULTS / "round2"
 MULTI30K_TESTS = ("test_2016_flickr", "test_2017_flickr", "test_2017_mscoco", "test_2018_flickr")
@@ -107,9 +111,9 @@ def parse_unit(name: str) -> tuple[str, str, int]:
     method, sep, seed = rest.rpartition("-seed")
     if setting == "long" and method not in LONG_METHODS:
         raise SystemExit(f"unit {name!r}: the long setting runs {list(LONG_METHODS)}")
-    if setting not in SETTINGS or method not in METHODS or not sep or not seed.isdigit():
-        raise SystemExit(f"unknown unit {name!r}: use SETTING-METHOD-seedK with SETTING in {list(SETTINGS)} and "
-                         f"METHOD in {list(METHODS)}")  # fmt: skip
+    if setting not in SETTINGS or method not in METHODS or not sep or seed_number(seed) is None:
+        raise SystemExit(f"unknown unit {name!r}: use SETTING-METHOD-seedK with SETTING in {list(SETTINGS)}, "
+                         f"METHOD in {list(METHODS)} and K a number (0-9 digits)")  # fmt: skip
     return setting, method, int(seed)
 
 
@@ -127,7 +131,7 @@ def parse_args(argv=None):
     args.recipe = {**round_one.RECIPE, **(round_one.QUICK if args.quick else {})}
     args.attention_sentences = 0
     if args.ende_cache is None:
-        import ende_sentence_data
+        from benchmarks.data import ende_sentence_data
 
         args.ende_cache = str(ende_sentence_data.DEFAULT_CACHE)
     return args
@@ -187,7 +191,7 @@ def long_files(args, build: bool = True, target_trees: bool = False) -> dict[str
     keys of `round_one.files`; ``build`` builds or checks the cache first (a few minutes once); ``target_trees`` adds
     the German parses of the training and validation sets (`build_german`: the German parser is trained first if
     missing, 13-18 CPU minutes once, then the German lines parsed, a few minutes)."""
-    import ende_sentence_data as ende
+    from benchmarks.data import ende_sentence_data as ende
 
     cache = Path(args.ende_cache)
     if build:
@@ -341,20 +345,33 @@ def run_unit(args, setting: str, method: str, seed: int, device: str) -> Path:
 # ------------------------------------------------------------------------------------------------------------------
 # Aggregate: reads only the unit files
 # ------------------------------------------------------------------------------------------------------------------
+#: the fields the aggregate reads, and their types (`common.check_fields`); ``tests`` is keyed by test set
+TEST_FIELDS = {"bleu": NUMBER, "chrf": NUMBER, "hypotheses_sha256": str,
+               "buckets": [{"bucket": str, "count": int, "bleu": NUMBER}]}  # fmt: skip
+UNIT_FIELDS = {"unit": str, "setting": str, "method": str, "seed": int, "tests": {"*": TEST_FIELDS},
+               "precision": str, "device": str, "steps": int, "train_minutes": NUMBER, "subset": (dict, type(None)),
+               "commit": (str, type(None))}  # fmt: skip
+
+
 def load_units(results: Path) -> list[dict]:
+    """The unit files under ``results/runs`` with their hypotheses, each checked: the fields the aggregate reads and
+    their types, the setting and method known, each test set's hypotheses against the sha256 and the sentence count
+    (its buckets') the unit records. Anything wrong stops the aggregate with one line naming the file(s)."""
     units = []
     for path in sorted((results / "runs").glob("*.json")):
         try:
             unit = load_unit(path, required=("unit", "setting", "method", "seed", "tests", "precision", "device"))
+            check_fields(path, unit, UNIT_FIELDS)
+            if unit["setting"] not in SETTINGS or unit["method"] not in METHODS:
+                raise UnitFileError(f"{path}: setting {unit['setting']!r} / method {unit['method']!r} is not one of "
+                                    f"{list(SETTINGS)} / {list(METHODS)}: delete {path} to run the unit again")  # fmt: skip
+            unit["hypotheses"] = {}
+            for t, scores in unit["tests"].items():
+                lines = sum(b["count"] for b in scores["buckets"]) if "buckets" in scores else None
+                hypotheses = path.parent / f"{unit['unit']}.{t}.txt"
+                unit["hypotheses"][t] = read_hypotheses(path, hypotheses, scores.get("hypotheses_sha256"), lines)
         except UnitFileError as e:
             raise SystemExit(str(e)) from None
-        unit["hypotheses"] = {}
-        for t in unit["tests"]:
-            hypotheses = path.parent / f"{unit['unit']}.{t}.txt"
-            if not hypotheses.is_file():
-                raise SystemExit(f"{path}: its hypotheses {hypotheses.name} are missing: delete {path} to run the unit "
-                                 "again")  # fmt: skip
-            unit["hypotheses"][t] = hypotheses.read_text(encoding="utf-8").split("\n")[:-1]
         units.append(unit)
     return units
 
@@ -390,7 +407,7 @@ def aggregate(args) -> str | None:
             lengths[t] = [len(s.split()) for s in f["src"].read_text(encoding="utf-8").split("\n")[:-1]]
     by_key = {(u["setting"], u["method"], u["seed"]): u for u in units}
     summary = {}  # setting -> what `plot` draws
-    lines = ["# Study round two: results", "", "Built by `python benchmarks/study_round2.py --aggregate` from "
+    lines = ["# Study round two: results", "", "Built by `python benchmarks/studies/study_round2.py --aggregate` from "
              f"`runs/*.json` ({len(units)} units). The ΔBLEU columns are drawn in `deltas.png` beside this file.", ""]  # fmt: skip
     for setting in SETTINGS:
         su = [u for u in units if u["setting"] == setting]

@@ -15,9 +15,9 @@ import pytest
 from hf_syntax_mt.data.parsed import ParsedSentence, format_conllu
 from hf_syntax_mt.data.readers import read_conllu, read_doc_ids, read_lines
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
 
-import ende_sentence_data as builder  # noqa: E402
+from benchmarks.data import ende_sentence_data as builder  # noqa: E402
 
 
 class StubParser:
@@ -231,7 +231,7 @@ def test_german_trees_of_another_file_and_a_stale_cache_are_refused(data, tmp_pa
 
 
 def test_the_default_german_parser_is_kept_beside_the_cache(data, tmp_path, monkeypatch):
-    import german_parser
+    from benchmarks.data import german_parser
 
     _german_parses(data)
     asked = []

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
+sys.path.insert(0, str(BENCHMARKS.parent))  # the repository: `import benchmarks.*`
 
-import common  # noqa: E402
+from benchmarks import common  # noqa: E402
 
 
 def test_paths():
@@ -23,6 +24,33 @@ def test_paths():
     )
     assert common.relative_path(str(common.ROOT.resolve() / "runs" / "x")) == "./runs/x"
     assert common.relative_path("--seed") == "--seed"
+    # any other absolute path: relative to the repository (a folder beside the checkout, /tmp), never absolute
+    beside = common.ROOT.resolve().parent / "study-runs" / "multi30k" / "lisa-seed0"
+    assert common.relative_path(str(beside)) == "../study-runs/multi30k/lisa-seed0"
+    far = common.relative_path("/tmp/quick/x")
+    assert not Path(far).is_absolute() and (common.ROOT.resolve() / far).resolve() == Path("/tmp/quick/x").resolve()
+    assert common.relative_path(str(common.ROOT.resolve()) + "-other/x") == f"../{common.ROOT.name}-other/x"
+
+
+#: a path of the machine that wrote a file: /work, /tmp, /home, /root, /Users, /mnt, /scratch, /data ... at the start
+#: of a JSON string, of a line or after a space, quote or "=", not inside a URL or a relative path
+ABSOLUTE = re.compile(
+    r"""(?:^|[\s"'=(])(/(?:work|tmp|home|root|Users|mnt|scratch|data|opt|var|private|srv)/[^\s"']*)"""
+)
+
+
+def test_committed_results_hold_no_absolute_path_of_the_machine_that_wrote_them():
+    results = BENCHMARKS / "results"
+    found = []
+    for path in sorted(results.rglob("*")):
+        if path.suffix not in (".json", ".md", ".jsonl", ".txt") or not path.is_file():
+            continue
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
+            found += [f"{path.relative_to(BENCHMARKS.parent)}:{lineno}: {m}" for m in ABSOLUTE.findall(line)]
+    assert sum(1 for _ in results.rglob("runs/*.json")) > 50  # the scan reads the committed unit files
+    assert not found, "absolute paths in committed results (use common.relative_path):\n" + "\n".join(found[:20])
+    assert ABSOLUTE.findall(' "--output_dir", "/work/study-runs/x",') == ["/work/study-runs/x"]
+    assert ABSOLUTE.findall('"../shared/data/x" see https://example.org/home/x and ./runs/tmp/y') == []
 
 
 def test_units_and_the_plan(tmp_path, capsys, monkeypatch):

@@ -1,4 +1,4 @@
-"""`benchmarks/docnmt_real.py` without training: the train-script arguments of each unit (parsed by the train
+"""`benchmarks/studies/docnmt_real.py` without training: the train-script arguments of each unit (parsed by the train
 script itself), translation with given contexts against `translate_document` on a tiny document model, and the
 aggregate's paired tests against sacrebleu computed directly on hand-built unit files."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import sacrebleu
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
 
-import docnmt_real as study  # noqa: E402
+from benchmarks.studies import docnmt_real as study  # noqa: E402
 
 
 def _files(tmp_path) -> dict:
@@ -267,8 +267,7 @@ def test_evaluation_cache_returns_what_was_computed_for_the_same_settings_only(t
 
 
 def _from_caches():
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "device"))
-    import docnmt_from_caches
+    from benchmarks.gpu import docnmt_from_caches
 
     return docnmt_from_caches
 
