@@ -155,10 +155,13 @@ class UnitFileError(ValueError):
     """A unit file that is not a complete unit (corrupt, truncated, or missing a field)."""
 
 
-def load_unit(path: str | Path, required: Iterable[str] = ("unit", "method", "seed")) -> dict:
+def load_unit(
+    path: str | Path, required: Iterable[str] = ("unit", "method", "seed"), fields: dict | None = None
+) -> dict:
     """The record of a unit file ``RESULTS/runs/<unit>.json``, checked: valid JSON (a truncated file is not), an
-    object with the ``required`` fields, for the unit the file is named after. Raises `UnitFileError` naming the
-    file and what is wrong; the fix is to delete the file, so that the unit runs again."""
+    object with the ``required`` fields, for the unit the file is named after, and the types of ``fields``
+    (`check_fields`). Raises `UnitFileError` naming the file and what is wrong; the fix is to delete the file, so
+    that the unit runs again."""
     path = Path(path)
     fix = f"delete {path} to run the unit again"
     try:
@@ -174,31 +177,41 @@ def load_unit(path: str | Path, required: Iterable[str] = ("unit", "method", "se
         raise UnitFileError(f"{path}: the unit file has no field {', '.join(map(repr, missing))}: {fix}")
     if "unit" in unit and unit["unit"] != path.stem:
         raise UnitFileError(f"{path}: field 'unit' is {unit['unit']!r}, not the file's unit {path.stem!r}: {fix}")
+    check_fields(path, unit, fields or {})
     return unit
 
 
-#: a unit file's number fields: an int or a float (never a bool, although bool is an int in Python)
-NUMBER = (int, float)
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", dict: "an object", list: "a list",
                bool: "true or false", type(None): "null"}  # fmt: skip
 
 
-def _expect(path: Path, field: str, value, types) -> None:
-    types = types if isinstance(types, tuple) else (types,)
-    if isinstance(value, types) and not (isinstance(value, bool) and bool not in types):
-        return
-    names = [_TYPE_NAMES.get(t, t.__name__) for t in types if not (t is int and float in types)]
+def _expect(path: Path, field: str, value, want) -> None:
+    """``value`` is of a type of ``want`` (``float``: any JSON number; never a bool for a number), or one of the values
+    of a set ``want``; else `UnitFileError` naming the file and field."""
+    if isinstance(want, (set, frozenset)):
+        if value in want:
+            return
+        expected = f"one of {sorted(want)}"
+    else:
+        types = want if isinstance(want, tuple) else (want,)
+        types = (*types, int) if float in types else types  # a JSON number may be written 30 or 30.0
+        if isinstance(value, types) and not (isinstance(value, bool) and bool not in types):
+            return
+        expected = " or ".join(
+            _TYPE_NAMES.get(t, t.__name__) for t in dict.fromkeys(types) if not (t is int and float in types)
+        )
     shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
-    raise UnitFileError(f"{path}: field {field!r} must be {' or '.join(names)}, got {shown} ({type(value).__name__}): "
-                        f"correct it, or delete {path} to run the unit again")  # fmt: skip
+    raise UnitFileError(f"{path}: field {field!r} must be {expected}, got {shown} ({type(value).__name__}): correct "
+                        f"it, or delete {path} to run the unit again")  # fmt: skip
 
 
 def check_fields(path: str | Path, record: dict, spec: dict, where: str = "") -> None:
-    """Check the types of a unit file's fields against ``spec``: field -> a type or a tuple of types (`NUMBER`); a
-    dict, for an object whose fields are checked against that spec; a one-element list ``[spec]``, for a list of
-    objects. ``"*"`` checks every field of an object (an object keyed by test set). Fields the record lacks are not
-    checked here (`load_unit`'s ``required`` names those that must be there). Raises `UnitFileError` naming the file,
-    the field (dotted: ``tests.test_2016_flickr.bleu``), the type expected and the value found."""
+    """Check a unit file's fields against ``spec``: field -> a type or a tuple of types (``float``: any number), or a
+    set of the values allowed; a dict, for an object whose fields are checked against that spec; a one-element list
+    ``[spec]``, for a list of objects. ``"*"`` checks every field of an object (an object keyed by test set). Fields
+    the record lacks are not checked here (`load_unit`'s ``required`` names those that must be there). Raises
+    `UnitFileError` naming the file, the field (dotted: ``tests.test_2016_flickr.bleu``), the type expected and the
+    value found."""
     for key, want in spec.items():
         for k in list(record) if key == "*" else [key] if key in record else []:
             name, value = f"{where}{k}", record[k]
@@ -233,6 +246,33 @@ def read_hypotheses(unit_path: str | Path, path: str | Path, sha256: str | None 
     if lines is not None and len(hypotheses) != lines:
         raise UnitFileError(f"{path}: {len(hypotheses)} lines, but {unit_path} scored {lines} sentences: {fix}")
     return hypotheses
+
+
+def save_unit(runs: str | Path, record: dict, model_dir: str | Path | None = None) -> Path:
+    """Write a finished unit's record to ``runs/<unit>.json`` (the evidence that is committed), then remove
+    ``model_dir`` (its checkpoints and model; None: keep them). Returns the unit file."""
+    path = write_json(Path(runs) / f"{record['unit']}.json", record, indent=1, newline=True)
+    if model_dir is not None:
+        shutil.rmtree(model_dir, ignore_errors=True)
+    return path
+
+
+def aggregated_units(results: str | Path, load: Callable[[Path], list[dict]]) -> list[dict]:
+    """``load(results)``: a study's checked unit files; none yet is said, and the aggregate writes nothing."""
+    units = load(Path(results))
+    if not units:
+        print(f"no unit files under {Path(results) / 'runs'} yet")
+    return units
+
+
+def write_results(results: str | Path, lines: list[str], plot: Callable[[], object] | None = None) -> str:
+    """An aggregate's table: ``lines`` written to ``results/results.md`` and printed, then ``plot()``; the text."""
+    text = "\n".join(lines) + "\n"
+    (Path(results) / "results.md").write_text(text, encoding="utf-8")
+    if plot is not None:
+        plot()
+    print(text)
+    return text
 
 
 def done_units(results: str | Path) -> set[str]:

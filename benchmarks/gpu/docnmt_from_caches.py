@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]  # the package, and `import benchmarks.*`
-from benchmarks.common import write_json  # noqa: E402
+from benchmarks.common import software, write_json  # noqa: E402
 from benchmarks.studies import docnmt_real as d  # noqa: E402
 
 PRONOUN_CONTEXTS = ("document", "random", "none")
@@ -96,7 +96,7 @@ def unit_record(args, name: str, returned: Path, step1: dict) -> tuple[dict, dic
         **scores,
         "model_signature": "not recorded: the model was lost with the device machine before its unit file was written",
         "device": args.device, "precision": args.precision, "step1": step1, "threads": 2, **args.software,
-        "package": d.software()["package"], "commit": args.commit,
+        "package": software()["package"], "commit": args.commit,
         "partial": {"source": "evaluation caches and training log returned from the device machine "
                               "(benchmarks/gpu/docnmt_from_caches.py)", "missing": missing},
     }  # fmt: skip

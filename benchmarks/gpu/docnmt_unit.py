@@ -20,5 +20,5 @@ if not e._output_intact(cache, outputs):
 d.shared_data = lambda args: e.file_paths(cache)
 if os.environ.get("TRANSLATE_BATCH_SIZE"):  # a GPU translates larger batches in fewer steps; the unit records it
     d.RECIPE["translate_batch_size"] = int(os.environ["TRANSLATE_BATCH_SIZE"])
-d.git_commit = lambda: (ROOT / ".dev" / "COMMIT").read_text().strip()
+d.common.git_commit = lambda: (ROOT / ".dev" / "COMMIT").read_text().strip()
 sys.exit(d.main(sys.argv[1:]))

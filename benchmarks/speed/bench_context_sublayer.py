@@ -44,14 +44,13 @@ def timed(fn, calls: int) -> float:
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--output", default="benchmarks/results/context/sublayer.json")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--context-length", type=int, default=128, help="M, padded context keys")
-    p.add_argument("--source-length", type=int, default=66, help="S, the cross-attention's keys")
-    p.add_argument("--d-model", type=int, default=256)
-    p.add_argument("--heads", type=int, default=8)
-    p.add_argument("--calls", type=int, default=400)
+    p.add_argument("--output", default="benchmarks/results/context/sublayer.json", help="the JSON written")
+    sizes = (("--threads", 1, "torch threads"), ("--batch-size", 32, "B, sentences decoded together"),
+             ("--context-length", 128, "M, padded context keys"), ("--source-length", 66, "S, the cross-attention's keys"),
+             ("--d-model", 256, "D, the model's width"), ("--heads", 8, "H, attention heads"),
+             ("--calls", 400, "calls per timing (the median of 7 timings is kept)"))  # fmt: skip
+    for flag, default, about in sizes:
+        p.add_argument(flag, type=int, default=default, help=about)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)

@@ -28,20 +28,7 @@ from hf_syntax_mt.demo.synthetic_grammar import generate_corpus
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
-from benchmarks.common import (  # noqa: E402, F401  (the throughput helpers, importable from here as before)
-    add_common_arguments,
-    generate,
-    medians,
-    parse_quick,
-    result_header,
-    sync,
-    time_generation,
-    time_interleaved,
-    time_training,
-    timing_fields,
-    train_step,
-    write_json,
-)
+from benchmarks import common  # noqa: E402
 
 TARGETS = {"train_ratio": 0.95, "generate_ratio": 0.97, "memory_ratio": 1.05}
 
@@ -93,15 +80,15 @@ def _memory_child(args, name, queue):
     tokenizer, batch = make_batch(args, args.device)
     model = make_models(args, tokenizer, args.device)[name].train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    train_step(model, optimizer, inputs_for(name, batch))  # optimizer state allocated
+    common.train_step(model, optimizer, inputs_for(name, batch))  # optimizer state allocated
     if args.device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
-        train_step(model, optimizer, inputs_for(name, batch))
+        common.train_step(model, optimizer, inputs_for(name, batch))
         queue.put(torch.cuda.max_memory_allocated() - base)
         return
     base = _rss_bytes()
-    train_step(model, optimizer, inputs_for(name, batch))
+    common.train_step(model, optimizer, inputs_for(name, batch))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
     queue.put(peak - base)
 
@@ -119,7 +106,7 @@ def peak_step_memory(args, name) -> int:
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default="cpu")
-    add_common_arguments(p, "benchmarks/results/pascal.json")
+    common.add_common_arguments(p, "benchmarks/results/pascal.json")
     p.add_argument("--pascal-heads", type=int, default=4, help="PASCAL heads in encoder layer 0")
     p.add_argument("--quick", action="store_true", help="a short run: d_model 128, 2 layers, batch 8, 4 rounds")
     args = p.parse_args()
@@ -134,13 +121,15 @@ def main():
     n_src, n_tgt = int(batch["attention_mask"].sum()), int((batch["labels"] != -100).sum())
 
     inputs = {name: inputs_for(name, batch) for name in models}
-    train_times = time_training(models, inputs, args, args.device)
-    gen_times = time_generation(models, inputs, args, max(2 if args.quick else 5, args.rounds // 2), args.device)
+    train_times = common.time_training(models, inputs, args, args.device)
+    gen_times = common.time_generation(
+        models, inputs, args, max(2 if args.quick else 5, args.rounds // 2), args.device
+    )
     memory = {name: peak_step_memory(args, name) for name in models}
 
-    med, gmed = medians(train_times), medians(gen_times)
+    med, gmed = common.medians(train_times), common.medians(gen_times)
     result = {
-        **result_header(args, "pascal_vs_vanilla_marian", "pascal", n_src, n_tgt),
+        **common.result_header(args, "pascal_vs_vanilla_marian", "pascal", n_src, n_tgt),
         "train_step_seconds_median": med,
         "train_tokens_per_second": {k: (n_src + n_tgt) / v for k, v in med.items()},
         "generate_seconds_median": gmed,
@@ -158,7 +147,7 @@ def main():
         "generate_ratio": result["ratios"]["generate_ratio"] >= TARGETS["generate_ratio"],
         "memory_ratio": result["ratios"]["memory_ratio"] <= TARGETS["memory_ratio"],
     }
-    out = write_json(args.output, result)
+    out = common.write_json(args.output, result)
     print(json.dumps({"ratios": result["ratios"], "meets_targets": result["meets_targets"]}, indent=2))
     print(f"wrote {out}")
 

@@ -46,23 +46,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks import common  # noqa: E402
 from benchmarks.common import RESULTS as ALL_RESULTS  # noqa: E402
-from benchmarks.common import (
-    ROOT,
-    add_study_arguments,
-    choose_precision,
-    cpu_name,
-    git_commit,
-    load_unit,
-    mean_std,
-    parse_unit,
-    refuse_quick_evidence,  # noqa: E402
-    relative_path,
-    run_study,
-    software,
-    unit_name,
-    write_json,
-)
 from benchmarks.studies import multi30k_study as round_one  # noqa: E402
 from benchmarks.studies import study_round2 as round_two  # noqa: E402
 
@@ -92,14 +77,14 @@ CURVE_POINTS = 8
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_study_arguments(p, RESULTS, ROOT / "runs" / "cpu_minute", threads=1,
+    common.add_study_arguments(p, RESULTS, common.ROOT / "runs" / "cpu_minute", threads=1,
                         units_help="units to run, e.g. tiny-seed0 (default: tiny-seed0/1, study-seed0/1)")  # fmt: skip
     p.add_argument("--budget-minutes", type=float, default=60.0, help="training minutes a run may take")
     p.add_argument("--probe-minutes", type=float, default=3.0, help="length of the speed probe that fixes max_steps")
     p.add_argument("--eval-batch-size", type=int, default=64)
     p.add_argument("--keep-models", action="store_true", help="keep each unit's checkpoints and model")
     args = p.parse_args(argv)
-    refuse_quick_evidence(p, args)
+    common.refuse_quick_evidence(p, args)
     if args.budget_minutes <= 0 or args.probe_minutes <= 0:
         p.error("--budget-minutes and --probe-minutes must be positive")
     args.recipes = {method: {**recipe, **(QUICK if args.quick else {})} for method, recipe in RECIPES.items()}
@@ -170,7 +155,7 @@ def run_unit(args, method: str, seed: int, device: str) -> Path:
     from hf_syntax_mt.training.script import parse_args as train_args
     from hf_syntax_mt.training.script import run
 
-    name = unit_name(method, seed)
+    name = common.unit_name(method, seed)
     runs = Path(args.results) / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     out = Path(args.output_dir) / "models" / name
@@ -178,7 +163,7 @@ def run_unit(args, method: str, seed: int, device: str) -> Path:
     train = round_one.files(Path(args.data), "train")
     args = argparse.Namespace(**{**vars(args), "recipe": args.recipes[method]})  # this unit's recipe
     tokenizer = round_two.tokenizer_for(args, "full", train)
-    precision = choose_precision("auto", device)
+    precision = common.choose_precision("auto", device)
     recipe = {**args.recipe, "bf16": precision == "bf16", "max_steps": 1, "eval_steps": 1, "save_steps": 1}
 
     def unit_argv() -> list[str]:
@@ -232,13 +217,11 @@ def run_unit(args, method: str, seed: int, device: str) -> Path:
                                         "hypotheses_sha256": hashlib.sha256(text.encode()).hexdigest()},
         "trainer_test": info["scores"].get("test"), "curve": curve, "trainer_curve": info["curve"],
         "model_signature": info["model_signature"], "anchor": ANCHOR,
-        "device": device if device == "cpu" else f"cuda ({torch.cuda.get_device_name()})", "cpu": cpu_name(),
-        "threads": torch.get_num_threads(), "load_average_at_end": os.getloadavg(), **software(),
-        "commit": git_commit(), "train_argv": [relative_path(a) for a in argv],
+        "device": device if device == "cpu" else f"cuda ({torch.cuda.get_device_name()})", "cpu": common.cpu_name(),
+        "threads": torch.get_num_threads(), "load_average_at_end": os.getloadavg(), **common.software(),
+        "commit": common.git_commit(), "train_argv": [common.relative_path(a) for a in argv],
     }  # fmt: skip
-    path = write_json(runs / f"{name}.json", record, indent=1, newline=True)
-    if not args.keep_models:
-        shutil.rmtree(out, ignore_errors=True)
+    path = common.save_unit(runs, record, None if args.keep_models else out)
     print(f"=== {name}: BLEU {scores['bleu']:.2f} (anchor scale {record['test']['bleu_anchor']:.2f}) after "
           f"{record['train_minutes']:.1f} training minutes -> {path}", flush=True)  # fmt: skip
     return path
@@ -249,10 +232,12 @@ def run_unit(args, method: str, seed: int, device: str) -> Path:
 # ------------------------------------------------------------------------------------------------------------------
 def aggregate(args) -> str | None:
     results = Path(args.results)
-    units = [load_unit(p, ("unit", "method", "seed", "test", "curve", "train_minutes", "threads")) for p in
-             sorted((results / "runs").glob("*.json"))]  # fmt: skip
-    if not units:
-        print(f"no unit files under {results / 'runs'} yet")
+    required = ("unit", "method", "seed", "test", "curve", "train_minutes", "threads")
+    if not (
+        units := common.aggregated_units(
+            results, lambda r: [common.load_unit(p, required) for p in sorted((r / "runs").glob("*.json"))]
+        )
+    ):
         return None
 
     lines = [f"Quality per CPU-hour on Multi30k en->de, {TEST_SET}, beam 5, the average of the last 10 checkpoints "
@@ -267,9 +252,9 @@ def aggregate(args) -> str | None:
     for method in METHODS:  # the mean over the seeds of each model
         mu = [u for u in units if u["method"] == method]
         if len(mu) > 1:
-            lines.append(f"| {method}, mean | | | | {mean_std([u['test']['bleu'] for u in mu])} "
-                         f"| {mean_std([u['test']['bleu_anchor'] for u in mu])} "
-                         f"| {mean_std([u['test']['chrf'] for u in mu])} |")  # fmt: skip
+            lines.append(f"| {method}, mean | | | | {common.mean_std([u['test']['bleu'] for u in mu])} "
+                         f"| {common.mean_std([u['test']['bleu_anchor'] for u in mu])} "
+                         f"| {common.mean_std([u['test']['chrf'] for u in mu])} |")  # fmt: skip
     lines += ["", "Time to BLEU (each checkpoint's own weights; the last row of a unit is the average):", "",
               "| unit | step | training min | validation BLEU (400 pairs) | test BLEU (cased) | test BLEU (anchor's) |",
               "|---|---|---|---|---|---|"]  # fmt: skip
@@ -282,11 +267,7 @@ def aggregate(args) -> str | None:
     lines += ["", "Units:", ""] + [f"- {u['unit']}: {u['device']} ({u.get('cpu', '?')}), {u['precision']}, "
                                    f"{u['threads']} thread(s), probe {u['probe']['steps_per_second']} steps/s, "
                                    f"commit {(u.get('commit') or '?')[:10]}" for u in units]  # fmt: skip
-    text = "\n".join(lines) + "\n"
-    (results / "results.md").write_text(text, encoding="utf-8")
-    plot(units, results / "curve.png")
-    print(text)
-    return text
+    return common.write_results(results, lines, lambda: plot(units, results / "curve.png"))
 
 
 def plot(units: list[dict], path: Path) -> None:
@@ -311,7 +292,7 @@ def plot(units: list[dict], path: Path) -> None:
 
 
 def main(argv=None) -> int:
-    return run_study(parse_args(argv), PLAN, lambda name: parse_unit(name, METHODS), run_unit, aggregate)
+    return common.run_study(parse_args(argv), PLAN, lambda name: common.parse_unit(name, METHODS), run_unit, aggregate)
 
 
 if __name__ == "__main__":

@@ -60,26 +60,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
-from benchmarks.common import (
-    NUMBER,
-    ROOT,
-    UnitFileError,
-    add_study_arguments,
-    check_fields,
-    choose_precision,
-    cpu_name,
-    git_commit,
-    load_unit,
-    mean_std,
-    read_hypotheses,
-    refuse_quick_evidence,
-    relative_path,
-    resume_or_clear,
-    run_study,
-    software,
-    unit_name,
-    write_json,
-)
+from benchmarks import common
 from benchmarks.common import RESULTS as ALL_RESULTS
 from benchmarks.common import parse_unit as _parse_unit
 from benchmarks.data.ende_sentence_data import DEFAULT_CACHE, EVAL_SETS, TEST_SETS, VALIDATION_SET
@@ -123,15 +104,15 @@ QUICK = dict(d_model=32, layers=2, ffn_dim=64, vocab_size=600, max_tokens=800, s
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_study_arguments(p, RESULTS, ROOT / "runs" / "docnmt_real", threads=2,
+    common.add_study_arguments(p, RESULTS, common.ROOT / "runs" / "docnmt_real", threads=2,
                         units_help="units to run, e.g. step1-seed0 document-seed0 (default: the PLAN)")  # fmt: skip
     p.add_argument("--cache", default=str(DEFAULT_CACHE), help="the shared en-de data set (ende_sentence_data.py)")
     p.add_argument("--items", default=str(ITEMS), help="the pronoun items (pronoun_items.py)")
     p.add_argument("--bootstrap-samples", type=int, default=1000)
     args = p.parse_args(argv)
-    refuse_quick_evidence(p, args)
+    common.refuse_quick_evidence(p, args)
     args.recipe = {**RECIPE, **(QUICK if args.quick else {})}
-    if args.quick and Path(args.output_dir).resolve() == (ROOT / "runs" / "docnmt_real").resolve():
+    if args.quick and Path(args.output_dir).resolve() == (common.ROOT / "runs" / "docnmt_real").resolve():
         args.output_dir = str(Path(args.results) / "models")
     return args
 
@@ -241,7 +222,7 @@ def train_argv(args, kind: str, seed: int, out: Path, files: dict, tokenizer: Pa
     else:
         step1 = step1_dir(args)
         if not (step1 / "config.json").is_file():
-            raise RuntimeError(f"{unit_name(kind, seed)} starts from step 1's model, which is missing ({step1}): run "
+            raise RuntimeError(f"{common.unit_name(kind, seed)} starts from step 1's model, which is missing ({step1}): run "
                                "the unit step1-seed0 first (its model is kept under --output-dir)")  # fmt: skip
         argv += ["--model_name_or_path", str(step1), "--max_steps", str(r["step2_steps"]),
                  "--learning_rate", f"{step2_learning_rate(r):.6g}", "--warmup_steps", str(r["step2_warmup_steps"]),
@@ -252,7 +233,9 @@ def train_argv(args, kind: str, seed: int, out: Path, files: dict, tokenizer: Pa
                  "--train_docid_file", str(train["docid"]), "--validation_docid_file", str(validation["docid"])]  # fmt: skip
     if kind == "document":
         argv.append("--freeze_sentence_level")  # the paper's step 2 (Section 2.4): only theta_d trains
-    if choose_precision(r["precision"], device) == "bf16":  # bf16 only where it is native (common.choose_precision)
+    if (
+        common.choose_precision(r["precision"], device) == "bf16"
+    ):  # bf16 only where it is native (common.choose_precision)
         argv.append("--bf16")
     if device == "cpu":
         argv.append("--use_cpu")
@@ -291,7 +274,7 @@ def ensure_step1(args, files: dict, device: str) -> dict:
     one (the same commit, precision and CPU kind give the same weights; another CPU kind may not). Returns
     ``{"weights_sha256", "rebuilt", "matches_committed"}`` for the unit file (``matches_committed`` None where the
     committed unit has no fingerprint)."""
-    committed_file = Path(args.results) / "runs" / f"{unit_name('step1', 0)}.json"
+    committed_file = Path(args.results) / "runs" / f"{common.unit_name('step1', 0)}.json"
     committed = json.loads(committed_file.read_text(encoding="utf-8")) if committed_file.is_file() else None
     rebuilt = False
     if not (step1_dir(args) / "hf_syntax_mt_run.json").is_file():  # written once step 1 has finished
@@ -310,7 +293,7 @@ def ensure_step1(args, files: dict, device: str) -> dict:
     sha = weights_sha256(step1_dir(args))
     expected = (committed or {}).get("weights_sha256")
     if expected is not None and sha != expected:
-        here = (choose_precision(args.recipe["precision"], device), cpu_name())
+        here = (common.choose_precision(args.recipe["precision"], device), common.cpu_name())
         print(f"    warning: step 1's weights here ({sha[:12]}, {here}) differ from the committed unit's ({expected[:12]}, "
               f"{(committed.get('precision'), committed.get('cpu'))}): the unit records it", flush=True)  # fmt: skip
     return {
@@ -327,12 +310,12 @@ def train(args, kind: str, seed: int, files: dict, device: str) -> tuple[Path, d
     from hf_syntax_mt.training.script import parse_args as train_args
     from hf_syntax_mt.training.script import run
 
-    out = Path(args.output_dir) / unit_name(kind, seed) / "model"
+    out = Path(args.output_dir) / common.unit_name(kind, seed) / "model"
     argv = train_argv(args, kind, seed, out, files, shared_tokenizer(args, files), device)
     if (out / "hf_syntax_mt_run.json").is_file() and (not out.is_dir() or get_last_checkpoint(str(out)) is None):
         print(f"    {out} is trained already: evaluating it", flush=True)
         return out, json.loads((out / "hf_syntax_mt_run.json").read_text()), argv, 0.0
-    resume_or_clear(out, argv)
+    common.resume_or_clear(out, argv)
     start = time.perf_counter()
     run(*train_args(argv))
     for old in out.glob("checkpoint-*"):  # the model is saved; a finished unit needs no checkpoint
@@ -382,7 +365,7 @@ def cached(directory: Path, key: str, settings: dict, compute):
             return saved["value"]
     value = compute()
     directory.mkdir(parents=True, exist_ok=True)
-    write_json(path, {"settings": settings, "value": value})
+    common.write_json(path, {"settings": settings, "value": value})
     return value
 
 
@@ -478,7 +461,7 @@ def evaluate(args, kind: str, seed: int, model_dir: Path, files: dict, device: s
 def run_unit(args, kind: str, seed: int, device: str) -> Path:
     import torch
 
-    name = unit_name(kind, seed)
+    name = common.unit_name(kind, seed)
     runs = Path(args.results) / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     files = shared_data(args)
@@ -496,13 +479,13 @@ def run_unit(args, kind: str, seed: int, device: str) -> Path:
         "tokens_seen": info["num_input_tokens_seen"], "curve": info["curve"], "averaged_steps": info["averaged_steps"],
         "validation": info["scores"].get("validation"), **scores, "model_signature": info["model_signature"],
         "device": device if device == "cpu" else f"cuda ({torch.cuda.get_device_name()})",
-        "precision": choose_precision(args.recipe["precision"], device), "cpu": cpu_name(),
+        "precision": common.choose_precision(args.recipe["precision"], device), "cpu": common.cpu_name(),
         **({"weights_sha256": weights_sha256(model_dir)} if kind == "step1" else {"step1": step1}),
-        "threads": torch.get_num_threads(), **software(), "commit": git_commit(),
-        "train_argv": [relative_path(a) for a in argv],
+        "threads": torch.get_num_threads(), **common.software(), "commit": common.git_commit(),
+        "train_argv": [common.relative_path(a) for a in argv],
         "hypotheses_sha256": hypotheses_sha256,
     }  # fmt: skip
-    path = write_json(runs / f"{name}.json", record, indent=1, newline=True)
+    path = common.write_json(runs / f"{name}.json", record, indent=1, newline=True)
     if kind != "step1":  # step 1's model is what step 2 starts from: keep it
         shutil.rmtree(model_dir.parent, ignore_errors=True)
     tests = ", ".join(f"{t} {s['bleu']:.2f}" for t, s in scores["tests"].items())
@@ -514,9 +497,9 @@ def run_unit(args, kind: str, seed: int, device: str) -> Path:
 # Aggregate: reads only the unit files
 # ------------------------------------------------------------------------------------------------------------------
 #: the fields the aggregate reads, and their types (`common.check_fields`); test scores are keyed by test set
-SCORES = {"bleu": NUMBER, "chrf": NUMBER, "sentences": int, "lines": list}
-UNIT_FIELDS = {"unit": str, "kind": str, "seed": int, "tests": {"*": SCORES}, "random_context": {"*": SCORES},
-               "pronouns": {"*": dict}, "train_minutes": NUMBER, "steps": int, "device": str, "cpu": str,
+SCORES = {"bleu": float, "chrf": float, "sentences": int, "lines": list}
+UNIT_FIELDS = {"unit": str, "kind": set(KINDS), "seed": int, "tests": {"*": SCORES}, "random_context": {"*": SCORES},
+               "pronouns": {"*": dict}, "train_minutes": float, "steps": int, "device": str, "cpu": str,
                "model_signature": str, "commit": (str, type(None)), "weights_sha256": str,
                "step1": (dict, type(None)), "partial": dict, "recipe": dict,
                "hypotheses_sha256": {"*": str}}  # fmt: skip
@@ -529,11 +512,7 @@ def load_units(results: Path, folder: str = "runs") -> list[dict]:
     units = []
     for path in sorted((results / folder).glob("*.json")):
         try:
-            unit = load_unit(path, required=("unit", "kind", "seed", "tests"))
-            check_fields(path, unit, UNIT_FIELDS)
-            if unit["kind"] not in KINDS:
-                raise UnitFileError(f"{path}: field 'kind' is {unit['kind']!r}, not one of {list(KINDS)}: delete "
-                                    f"{path} to run the unit again")  # fmt: skip
+            unit = common.load_unit(path, required=("unit", "kind", "seed", "tests"), fields=UNIT_FIELDS)
             unit["hypotheses"], unit["replicate"] = {}, folder == "replicates"
             recorded = unit.get("hypotheses_sha256") or {}
             for name in TEST_SETS:
@@ -541,8 +520,8 @@ def load_units(results: Path, folder: str = "runs") -> list[dict]:
                     file = path.parent / f"{unit['unit']}.{key}.txt"
                     if key in recorded or file.is_file():  # every file the unit records, and any other beside it
                         lines = unit.get(field, {}).get(name, {}).get("sentences")
-                        unit["hypotheses"][key] = read_hypotheses(path, file, recorded.get(key), lines)
-        except UnitFileError as e:
+                        unit["hypotheses"][key] = common.read_hypotheses(path, file, recorded.get(key), lines)
+        except common.UnitFileError as e:
             raise SystemExit(str(e)) from None
         units.append(unit)
     return sorted(units, key=lambda u: (list(KINDS).index(u["kind"]), u["seed"]))
@@ -610,9 +589,7 @@ def aggregate(args) -> str | None:
     from hf_syntax_mt.data.readers import read_lines
 
     results = Path(args.results)
-    units = load_units(results)
-    if not units:
-        print(f"no unit files under {results / 'runs'} yet")
+    if not (units := common.aggregated_units(results, load_units)):
         return None
     references = {name: read_lines(Path(args.data) / EVAL_SETS[name].target) for name in TEST_SETS}
     systems = [kind for kind in CONTEXT_KINDS if any(u["kind"] == kind for u in units)]
@@ -633,10 +610,10 @@ def aggregate(args) -> str | None:
             continue
         cells = []
         for t in TEST_SETS:
-            cells += [mean_std([u[key][t]["bleu"] for u in us if t in u[key]]),
-                      mean_std([u[key][t]["chrf"] for u in us if t in u[key]])]  # fmt: skip
+            cells += [common.mean_std([u[key][t]["bleu"] for u in us if t in u[key]]),
+                      common.mean_std([u[key][t]["chrf"] for u in us if t in u[key]])]  # fmt: skip
         lines.append(f"| {label} | {','.join(str(u['seed']) for u in us)} | " + " | ".join(cells)
-                     + f" | {mean_std([u['train_minutes'] for u in us])} | {us[0]['device']} |")  # fmt: skip
+                     + f" | {common.mean_std([u['train_minutes'] for u in us])} | {us[0]['device']} |")  # fmt: skip
     for u in replicates:
         for key, label in (("tests", "own context"), ("random_context", "random context")):
             cells = [
@@ -667,8 +644,9 @@ def aggregate(args) -> str | None:
                   for kind, by_test in replicate_tests.items() for name in TEST_SETS for baseline in ("control", "random")
                   for seed, t in by_test[name][baseline].items() if seed != "pooled"]  # fmt: skip
     # test pairs that occur verbatim in the training set (BConTrasT's stock turns), and the scores without them
-    seen = seen_pairs.seen_lines(args.data, [t for t in TEST_SETS if any(t in u["hypotheses"] for u in units)])
-    lines += ["", *seen_pairs.table(units, references, seen, KINDS)]
+    if seen_pairs.have_training_data(args.data):
+        seen = seen_pairs.seen_lines(args.data, [t for t in TEST_SETS if any(t in u["hypotheses"] for u in units)])
+        lines += ["", *seen_pairs.table(units, references, seen, KINDS)]
     pronoun_rows = [(u, c) for u in units + replicates for c in u.get("pronouns", {})]
     if pronoun_rows:
         keys = sorted({k for u, c in pronoun_rows for k in u["pronouns"][c]["by_pronoun"]})
@@ -693,15 +671,12 @@ def aggregate(args) -> str | None:
     lines += [f"- {u['unit']}{', replicate' if u['replicate'] else ''} ({u['device']}"
               f"{', ' + u['cpu'] if u['replicate'] else ''}, {u['steps']} steps, commit {(u.get('commit') or '?')[:10]}): "
               f"`{u['model_signature']}`{step1_note(u)}{partial_note(u)}" for u in units + replicates]  # fmt: skip
-    text = "\n".join(lines) + "\n"
-    (results / "results.md").write_text(text, encoding="utf-8")
-    print(text)
-    return text
+    return common.write_results(results, lines)
 
 
 def main(argv=None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    return run_study(parse_args(argv), PLAN, parse_unit, run_unit, aggregate)
+    return common.run_study(parse_args(argv), PLAN, parse_unit, run_unit, aggregate)
 
 
 if __name__ == "__main__":

@@ -39,35 +39,13 @@ import argparse
 import hashlib
 import json
 import os
-import shutil
 import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
-from benchmarks.common import (
-    NUMBER,
-    ROOT,
-    UnitFileError,
-    add_study_arguments,
-    check_fields,
-    cpu_name,
-    done_units,
-    git_commit,
-    list_units,
-    load_unit,
-    mean_std,
-    read_hypotheses,
-    refuse_quick_evidence,
-    relative_path,
-    resume_or_clear,
-    run_plan,
-    software,
-    study_device,
-    unit_name,
-    write_json,
-)
+from benchmarks import common
 from benchmarks.common import RESULTS as ALL_RESULTS
 from benchmarks.common import parse_unit as _parse_unit
 
@@ -128,7 +106,7 @@ QUICK = dict(d_model=64, ffn_dim=128, vocab_size=1000, max_tokens=600, max_steps
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_study_arguments(p, None, None, threads=2,
+    common.add_study_arguments(p, None, None, threads=2,
                         units_help="units to run, e.g. vanilla-seed0 pascal-seed1 (default: the PLAN)")  # fmt: skip
     p.add_argument("--bootstrap-samples", type=int, default=1000)
     p.add_argument("--attention-sentences", type=int, default=300,
@@ -142,8 +120,8 @@ def parse_args(argv=None):
     args.recipe = {**RECIPE, **(QUICK if args.quick else {}), "bf16": args.bf16}
     suffix = "_bf16" if args.bf16 else ""
     args.results = args.results or str(RESULTS.parent / f"multi30k{suffix}")
-    args.output_dir = args.output_dir or str(ROOT / "runs" / f"multi30k_study{suffix}")
-    refuse_quick_evidence(p, args)
+    args.output_dir = args.output_dir or str(common.ROOT / "runs" / f"multi30k_study{suffix}")
+    common.refuse_quick_evidence(p, args)
     return args
 
 
@@ -260,13 +238,15 @@ def run_unit(args, method: str, seed: int, device: str) -> Path:
     from hf_syntax_mt.training.script import run
     from hf_syntax_mt.training.script_args import parse_args as train_args
 
-    name = unit_name(method, seed)
+    name = common.unit_name(method, seed)
     runs = Path(args.results) / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     out = Path(args.output_dir) / name
     tokenizer = shared_tokenizer(args)
     argv = train_argv(args, method, seed, out, tokenizer, device)
-    checkpoint = resume_or_clear(out, argv)  # an interrupted unit goes on from its last checkpoint (every 200 steps)
+    checkpoint = common.resume_or_clear(
+        out, argv
+    )  # an interrupted unit goes on from its last checkpoint (every 200 steps)
     print(f"=== {name} on {device}: {METHODS[method][2]}", flush=True)
     start = time.perf_counter()
     run(*train_args(argv))
@@ -301,14 +281,12 @@ def run_unit(args, method: str, seed: int, device: str) -> Path:
         "attention_in_domain": attention_in_domain,
         "device": device if device == "cpu" else f"cuda ({torch.cuda.get_device_name()})",
         "threads": torch.get_num_threads(), "load_average_at_end": os.getloadavg(), "resumed_from": checkpoint and
-        Path(checkpoint).name, **software(), "commit": git_commit(), "train_argv": [relative_path(a) for a in argv],
+        Path(checkpoint).name, **common.software(), "commit": common.git_commit(), "train_argv": [common.relative_path(a) for a in argv],
         "hypotheses_sha256": hashlib.sha256(hypotheses.encode()).hexdigest(),
     }  # fmt: skip
     if METHODS[method][1]:
         record["target_arcs"] = supervised_target_arcs(args, tokenizer)
-    path = write_json(runs / f"{name}.json", record, indent=1, newline=True)
-    if not args.keep_models:
-        shutil.rmtree(out, ignore_errors=True)
+    path = common.save_unit(runs, record, None if args.keep_models else out)
     print(f"=== {name}: test BLEU {record['test']['bleu']:.2f} chrF {record['test']['chrf']:.2f} "
           f"({record['train_minutes']:.1f} training minutes) -> {path}", flush=True)  # fmt: skip
     return path
@@ -324,7 +302,7 @@ def speed_check(args, method: str, seed: int, device: str) -> Path:
     from hf_syntax_mt.training.script import run
     from hf_syntax_mt.training.script_args import parse_args as train_args
 
-    name, load_before = unit_name(method, seed), os.getloadavg()
+    name, load_before = common.unit_name(method, seed), os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / name
         argv = train_argv(args, method, seed, out, shared_tokenizer(args), device)
@@ -342,13 +320,13 @@ def speed_check(args, method: str, seed: int, device: str) -> Path:
         "tokens_per_second": round(tokens / seconds, 1), "seconds_per_step": round(seconds / steps, 4),
         "recipe_steps": args.recipe["max_steps"],
         "projected_train_minutes": round(args.recipe["max_steps"] * seconds / steps / 60, 1),
-        **software(), "commit": git_commit(), "cpu": cpu_name(),
+        **common.software(), "commit": common.git_commit(), "cpu": common.cpu_name(),
     }  # fmt: skip
     unit = Path(args.results) / "runs" / f"{name}.json"
     if unit.is_file():  # the finished unit's own token count at this speed
         record["unit_tokens_seen"] = json.loads(unit.read_text())["tokens_seen"]
         record["projected_unit_minutes"] = round(record["unit_tokens_seen"] / record["tokens_per_second"] / 60, 1)
-    path = write_json(Path(args.results) / "speed" / f"{name}-threads{record['threads']}.json", record, indent=1,
+    path = common.write_json(Path(args.results) / "speed" / f"{name}-threads{record['threads']}.json", record, indent=1,
                       newline=True)  # fmt: skip
     print(f"=== {name}: {record['tokens_per_second']:.0f} tokens/s, {record['seconds_per_step']:.2f} s/step -> "
           f"{record['projected_train_minutes']} min for {record['recipe_steps']} steps -> {path}", flush=True)  # fmt: skip
@@ -359,10 +337,10 @@ def speed_check(args, method: str, seed: int, device: str) -> Path:
 # Aggregate: everything below reads only the unit files
 # ------------------------------------------------------------------------------------------------------------------
 #: the fields the aggregate reads, and their types (`common.check_fields`)
-SCORES = {"bleu": NUMBER, "chrf": NUMBER, "ribes": NUMBER}
+SCORES = {"bleu": float, "chrf": float, "ribes": float}
 UNIT_FIELDS = {"unit": str, "method": str, "seed": int, "test": SCORES, "test_last_step": (dict, type(None)),
-               "buckets": [{"bucket": str, "count": int, "bleu": NUMBER}], "train_minutes": NUMBER,
-               "tokens_per_second": NUMBER, "device": str, "model_signature": str, "curve": list,
+               "buckets": [{"bucket": str, "count": int, "bleu": float}], "train_minutes": float,
+               "tokens_per_second": float, "device": str, "model_signature": str, "curve": list,
                "attention": (dict, type(None)), "attention_in_domain": (dict, type(None)),
                "hypotheses_sha256": str}  # fmt: skip
 
@@ -373,15 +351,15 @@ def load_units(results: Path) -> list[dict]:
     (`UnitFileError` naming the file, and for translations both files)."""
     units = []
     for path in sorted((results / "runs").glob("*.json")):
-        unit = load_unit(path, ("unit", "method", "seed", "test", "buckets", "train_minutes", "tokens_per_second"))
-        check_fields(path, unit, UNIT_FIELDS)
+        unit = common.load_unit(path, ("unit", "method", "seed", "test", "buckets", "train_minutes", "tokens_per_second"),
+                         UNIT_FIELDS)  # fmt: skip
         hypotheses = path.parent / f"{unit['unit']}.test.txt"
         if not hypotheses.is_file():
-            raise UnitFileError(
+            raise common.UnitFileError(
                 f"{path}: its test translations {hypotheses} are missing: delete {path} to run it again"
             )
         lines = sum(b["count"] for b in unit["buckets"])
-        unit["hypotheses"] = read_hypotheses(path, hypotheses, unit.get("hypotheses_sha256"), lines)
+        unit["hypotheses"] = common.read_hypotheses(path, hypotheses, unit.get("hypotheses_sha256"), lines)
         units.append(unit)
     order = list(METHODS)
     return sorted(units, key=lambda u: (order.index(u["method"]) if u["method"] in order else 99, u["seed"]))
@@ -410,9 +388,7 @@ def paired_tests(units: list[dict], references: list[str], samples: int) -> dict
 
 def aggregate(args) -> str | None:
     results = Path(args.results)
-    units = load_units(results)
-    if not units:
-        print(f"no unit files under {results / 'runs'} yet")
+    if not (units := common.aggregated_units(results, load_units)):
         return None
     references = files(Path(args.data), "test_2016_flickr")["tgt"].read_text(encoding="utf-8").split("\n")[:-1]
     tests = paired_tests(units, references, args.bootstrap_samples)
@@ -432,10 +408,10 @@ def aggregate(args) -> str | None:
         uas, uas_in_domain = (best_heads(us, key) for key in ("attention", "attention_in_domain"))
         last = [u["test_last_step"]["bleu"] for u in us if u.get("test_last_step")]
         lines.append(
-            f"| {m} | {','.join(str(u['seed']) for u in us)} | {mean_std([u['test']['bleu'] for u in us])} "
-            f"| {mean_std([u['test']['chrf'] for u in us])} | {mean_std([u['test']['ribes'] * 100 for u in us])} "
-            f"| {mean_std(last)} | {boot or '-'} | {uas or '-'} | {uas_in_domain or '-'} "
-            f"| {mean_std([u['train_minutes'] for u in us])} | {statistics.mean(u['tokens_per_second'] for u in us):.0f} "
+            f"| {m} | {','.join(str(u['seed']) for u in us)} | {common.mean_std([u['test']['bleu'] for u in us])} "
+            f"| {common.mean_std([u['test']['chrf'] for u in us])} | {common.mean_std([u['test']['ribes'] * 100 for u in us])} "
+            f"| {common.mean_std(last)} | {boot or '-'} | {uas or '-'} | {uas_in_domain or '-'} "
+            f"| {common.mean_std([u['train_minutes'] for u in us])} | {statistics.mean(u['tokens_per_second'] for u in us):.0f} "
             f"| {us[0]['device']} |"
         )  # fmt: skip
     units_by_name = {u["unit"]: u for u in units}
@@ -473,11 +449,7 @@ def aggregate(args) -> str | None:
         lines.append(f"Paired bootstrap: `{next(iter(tests.values()))[1]['bleu']['signature']}`")
     lines += ["", "Units (model signatures):", ""] + [f"- {u['unit']} ({u['device']}, commit "
               f"{(u.get('commit') or '?')[:10]}): `{u['model_signature']}`" for u in units]  # fmt: skip
-    text = "\n".join(lines) + "\n"
-    (results / "results.md").write_text(text, encoding="utf-8")
-    plot_curves(units, results / "curves.png")
-    print(text)
-    return text
+    return common.write_results(results, lines, lambda: plot_curves(units, results / "curves.png"))
 
 
 def plot_curves(units: list[dict], path: Path) -> None:
@@ -509,16 +481,16 @@ def plot_curves(units: list[dict], path: Path) -> None:
 def main(argv=None) -> int:
     args = parse_args(argv)
     plan = [parse_unit(u) for u in args.units] if args.units else PLAN
-    done = done_units(args.results)
+    done = common.done_units(args.results)
     if args.list:
-        list_units([unit_name(*u) for u in PLAN], done)
+        common.list_units([common.unit_name(*u) for u in PLAN], done)
         return 0
     if args.aggregate:
         aggregate(args)
         return 0
     import torch
 
-    device = study_device(args)
+    device = common.study_device(args)
     if device == "cuda":  # full fp32 matmuls, as on the CPU
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
@@ -526,7 +498,7 @@ def main(argv=None) -> int:
         speed_check(args, *(plan[0] if args.units else ("vanilla", 0)), device)
         aggregate(args)
         return 0
-    run_plan(plan, done, lambda method, seed: run_unit(args, method, seed, device), args.time_limit, args.max_units,
+    common.run_plan(plan, done, lambda method, seed: run_unit(args, method, seed, device), args.time_limit, args.max_units,
              after=None if args.no_aggregate else lambda: aggregate(args))  # fmt: skip
     return 0
 

@@ -22,6 +22,11 @@ from benchmarks.common import DATA  # noqa: E402
 from benchmarks.data.ende_sentence_data import EVAL_SETS, TEST_SETS, TRAIN_PARTS, read_part  # noqa: E402
 
 
+def have_training_data(data: str | Path) -> bool:
+    """Whether ``data`` holds every training part (an aggregate on a copy of the test sets alone has none)."""
+    return all((Path(data) / f).is_file() for part in TRAIN_PARTS for f in (part.source, part.target))
+
+
 def training_pairs(data: str | Path) -> set[tuple[str, str]]:
     """The (source, target) pairs of the shared training set (its empty pairs dropped, as `ende_sentence_data.build`
     drops them)."""

@@ -44,26 +44,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
-from benchmarks.common import (  # noqa: E402
-    NUMBER,
-    ROOT,
-    UnitFileError,
-    add_study_arguments,
-    check_fields,
-    choose_precision,
-    cpu_has_native_bf16,
-    git_commit,
-    load_unit,
-    mean_std,
-    read_hypotheses,
-    refuse_quick_evidence,
-    relative_path,
-    resume_or_clear,
-    run_study,
-    seed_number,
-    software,
-    write_json,
-)
+from benchmarks import common  # noqa: E402
 from benchmarks.common import RESULTS as ALL_RESULTS  # noqa: E402
 from benchmarks.studies import multi30k_study as round_one  # noqa: E402
 from benchmarks.studies.round2_stats import FairPair, bucket_deltas, format_p, length_gap, plot, sign_test  # noqa: E402
@@ -111,7 +92,7 @@ def parse_unit(name: str) -> tuple[str, str, int]:
     method, sep, seed = rest.rpartition("-seed")
     if setting == "long" and method not in LONG_METHODS:
         raise SystemExit(f"unit {name!r}: the long setting runs {list(LONG_METHODS)}")
-    if setting not in SETTINGS or method not in METHODS or not sep or seed_number(seed) is None:
+    if setting not in SETTINGS or method not in METHODS or not sep or common.seed_number(seed) is None:
         raise SystemExit(f"unknown unit {name!r}: use SETTING-METHOD-seedK with SETTING in {list(SETTINGS)}, "
                          f"METHOD in {list(METHODS)} and K a number (0-9 digits)")  # fmt: skip
     return setting, method, int(seed)
@@ -119,7 +100,7 @@ def parse_unit(name: str) -> tuple[str, str, int]:
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_study_arguments(p, RESULTS, ROOT / "runs" / "round2", threads=1)
+    common.add_study_arguments(p, RESULTS, common.ROOT / "runs" / "round2", threads=1)
     p.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto",
                    help="auto: bf16 where the device computes it natively (CUDA, AVX512-BF16/AMX CPUs), else fp32")  # fmt: skip
     p.add_argument("--ende-cache", default=None, help="the shared en-de sentence data of the long setting (default: "
@@ -127,7 +108,7 @@ def parse_args(argv=None):
     p.add_argument("--bootstrap-samples", type=int, default=1000)
     p.add_argument("--eval-batch-size", type=int, default=64)
     args = p.parse_args(argv)
-    refuse_quick_evidence(p, args)
+    common.refuse_quick_evidence(p, args)
     args.recipe = {**round_one.RECIPE, **(round_one.QUICK if args.quick else {})}
     args.attention_sentences = 0
     if args.ende_cache is None:
@@ -238,10 +219,10 @@ def unit_precision(args, setting: str, seed: int, device: str) -> str:
     test against vanilla stays inside one precision, else `choose_precision`'s. A seed's units may run on different
     machines over several sessions; `--precision auto` follows the seed, and a precision the user names that differs
     from the seed's, or a bf16 seed on a CPU that would emulate bf16 (10-20x slower), stops with what to do."""
-    hardware = choose_precision(args.precision, device)
+    hardware = common.choose_precision(args.precision, device)
     written = {}
     for path in sorted((Path(args.results) / "runs").glob(f"{setting}-*-seed{seed}.json")):
-        unit = load_unit(path, required=("unit", "precision"))
+        unit = common.load_unit(path, required=("unit", "precision"))
         written.setdefault(unit["precision"], []).append(unit["unit"])
     if not written:
         return hardware
@@ -255,7 +236,7 @@ def unit_precision(args, setting: str, seed: int, device: str) -> str:
         raise SystemExit(f"setting {setting}, seed {seed}: its units {units} ran in {seed_precision}, and "
                          f"--precision {args.precision} would train this one in {hardware}: pass --precision "
                          f"{seed_precision} (or auto), so that it is compared within one precision")  # fmt: skip
-    if seed_precision == "bf16" and device == "cpu" and not cpu_has_native_bf16():
+    if seed_precision == "bf16" and device == "cpu" and not common.cpu_has_native_bf16():
         raise SystemExit(f"setting {setting}, seed {seed}: its units {units} ran in bf16, which this CPU would emulate "
                          "(10-20x slower than fp32): run this seed's units on a CPU with AVX512-BF16/AMX or a GPU, or "
                          "a seed whose units run in fp32")  # fmt: skip
@@ -291,7 +272,7 @@ def run_unit(args, setting: str, method: str, seed: int, device: str) -> Path:
     argv = round_one.train_argv(args, method, seed, out, tokenizer, device, spec=METHODS[method], split_files=splits,
                                 predict="test" in splits)  # fmt: skip
     argv[argv.index("--model_card_title") + 1] = f"Multi30k en->de {method}, {setting} data (seed {seed}, round two)"
-    checkpoint = resume_or_clear(out, argv)
+    checkpoint = common.resume_or_clear(out, argv)
     print(f"=== {name} on {device} ({precision}): {METHODS[method][2]}", flush=True)
     start = time.perf_counter()
     run(*train_args(argv))
@@ -331,11 +312,11 @@ def run_unit(args, setting: str, method: str, seed: int, device: str) -> Path:
         "test_batches_sorted_by_length": True,
         "tests": tests, "model_signature": info["model_signature"],
         "device": device if device == "cpu" else f"cuda ({torch.cuda.get_device_name()})",
-        "cpu_native_bf16": cpu_has_native_bf16(), "threads": torch.get_num_threads(),
+        "cpu_native_bf16": common.cpu_has_native_bf16(), "threads": torch.get_num_threads(),
         "load_average_at_end": os.getloadavg(), "resumed_from": checkpoint and Path(checkpoint).name,
-        **software(), "commit": git_commit(), "train_argv": [relative_path(a) for a in argv],
+        **common.software(), "commit": common.git_commit(), "train_argv": [common.relative_path(a) for a in argv],
     }  # fmt: skip
-    path = write_json(runs / f"{name}.json", record, indent=1, newline=True)
+    path = common.write_json(runs / f"{name}.json", record, indent=1, newline=True)
     print(
         f"=== {name}: BLEU " + ", ".join(f"{t} {s['bleu']:.2f}" for t, s in tests.items()) + f" -> {path}", flush=True
     )
@@ -346,11 +327,11 @@ def run_unit(args, setting: str, method: str, seed: int, device: str) -> Path:
 # Aggregate: reads only the unit files
 # ------------------------------------------------------------------------------------------------------------------
 #: the fields the aggregate reads, and their types (`common.check_fields`); ``tests`` is keyed by test set
-TEST_FIELDS = {"bleu": NUMBER, "chrf": NUMBER, "hypotheses_sha256": str,
-               "buckets": [{"bucket": str, "count": int, "bleu": NUMBER}]}  # fmt: skip
-UNIT_FIELDS = {"unit": str, "setting": str, "method": str, "seed": int, "tests": {"*": TEST_FIELDS},
-               "precision": str, "device": str, "steps": int, "train_minutes": NUMBER, "subset": (dict, type(None)),
-               "commit": (str, type(None))}  # fmt: skip
+TEST_FIELDS = {"bleu": float, "chrf": float, "hypotheses_sha256": str,
+               "buckets": [{"bucket": str, "count": int, "bleu": float}]}  # fmt: skip
+UNIT_FIELDS = {"unit": str, "setting": set(SETTINGS), "method": set(METHODS), "seed": int,
+               "tests": {"*": TEST_FIELDS}, "precision": str, "device": str, "steps": int, "train_minutes": float,
+               "subset": (dict, type(None)), "commit": (str, type(None))}  # fmt: skip
 
 
 def load_units(results: Path) -> list[dict]:
@@ -360,17 +341,16 @@ def load_units(results: Path) -> list[dict]:
     units = []
     for path in sorted((results / "runs").glob("*.json")):
         try:
-            unit = load_unit(path, required=("unit", "setting", "method", "seed", "tests", "precision", "device"))
-            check_fields(path, unit, UNIT_FIELDS)
-            if unit["setting"] not in SETTINGS or unit["method"] not in METHODS:
-                raise UnitFileError(f"{path}: setting {unit['setting']!r} / method {unit['method']!r} is not one of "
-                                    f"{list(SETTINGS)} / {list(METHODS)}: delete {path} to run the unit again")  # fmt: skip
+            required = ("unit", "setting", "method", "seed", "tests", "precision", "device")
+            unit = common.load_unit(path, required, UNIT_FIELDS)
             unit["hypotheses"] = {}
             for t, scores in unit["tests"].items():
                 lines = sum(b["count"] for b in scores["buckets"]) if "buckets" in scores else None
                 hypotheses = path.parent / f"{unit['unit']}.{t}.txt"
-                unit["hypotheses"][t] = read_hypotheses(path, hypotheses, scores.get("hypotheses_sha256"), lines)
-        except UnitFileError as e:
+                unit["hypotheses"][t] = common.read_hypotheses(
+                    path, hypotheses, scores.get("hypotheses_sha256"), lines
+                )
+        except common.UnitFileError as e:
             raise SystemExit(str(e)) from None
         units.append(unit)
     return units
@@ -395,9 +375,7 @@ def trainer_agreement(unit: dict) -> str:
 def aggregate(args) -> str | None:
     from hf_syntax_mt.evaluation import bucket_scores, paired_bootstrap
 
-    units = load_units(Path(args.results))
-    if not units:
-        print(f"no unit files under {Path(args.results) / 'runs'} yet")
+    if not (units := common.aggregated_units(args.results, load_units)):
         return None
     refs, lengths = {}, {}
     for setting in {u["setting"] for u in units}:
@@ -452,8 +430,8 @@ def aggregate(args) -> str | None:
                                          args.bootstrap_samples)  # fmt: skip
                     pooled = f"{b['bleu']['system'] - b['bleu']['baseline']:+.2f} ({b['bleu']['p_value']:.3f})"
                 lines.append(f"| {method} | {t} | {','.join(str(u['seed']) for u in mu)} "
-                             f"| {mean_std([u['tests'][t]['bleu'] for u in mu])} "
-                             f"| {mean_std([u['tests'][t]['chrf'] for u in mu])} | {', '.join(per_seed) or '-'} "
+                             f"| {common.mean_std([u['tests'][t]['bleu'] for u in mu])} "
+                             f"| {common.mean_std([u['tests'][t]['chrf'] for u in mu])} | {', '.join(per_seed) or '-'} "
                              f"| {pooled} |")  # fmt: skip
         if runs:
             lines += [
@@ -510,16 +488,13 @@ def aggregate(args) -> str | None:
         f"commit {(u.get('commit') or '?')[:10]}, " + trainer_agreement(u)
         for u in units
     ]
-    text = "\n".join(lines) + "\n"
-    (Path(args.results) / "results.md").write_text(text, encoding="utf-8")
-    if any(s["runs"] for s in summary.values()):
-        plot(summary, Path(args.results) / "deltas.png", TEST_SETS, list(METHODS))
-    print(text)
-    return text
+    drawn = any(s["runs"] for s in summary.values())
+    return common.write_results(args.results, lines, drawn and (lambda: plot(summary, Path(args.results) / "deltas.png",
+                                                                      TEST_SETS, list(METHODS))))  # fmt: skip
 
 
 def main(argv=None) -> int:
-    return run_study(parse_args(argv), PLAN, parse_unit, run_unit, aggregate, name=unit_name)
+    return common.run_study(parse_args(argv), PLAN, parse_unit, run_unit, aggregate, name=unit_name)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ def test_unit_arguments_parse_and_differ_only_where_the_design_says(tmp_path):
     model, data, training = parsed["step1"]
     assert model.model_name_or_path is None and model.config_overrides == "attention_init=xavier"
     # bf16 where the hardware computes it natively (common.choose_precision), else fp32
-    assert training.bf16 == (study.choose_precision("auto", "cpu") == "bf16")
+    assert training.bf16 == (study.common.choose_precision("auto", "cpu") == "bf16")
     assert training.max_steps == study.STEP1_STEPS and training.max_tokens == 2500
     assert training.lr_scheduler_type == "inverse_sqrt" and training.learning_rate == 7e-4
     assert data.train_docid_file is None and data.max_source_length == 128

@@ -64,3 +64,8 @@ def test_scores_without_the_seen_pairs_are_sacrebleu_on_the_unseen_lines(data):
 
 def seen_pairs_scores(hyps, refs):
     return {"bleu": sacrebleu.corpus_bleu(hyps, [refs]).score, "chrf": sacrebleu.corpus_chrf(hyps, [refs]).score}
+
+
+def test_the_aggregate_finds_the_training_data_or_leaves_the_table_out(data, tmp_path_factory):
+    assert seen_pairs.have_training_data(data)
+    assert not seen_pairs.have_training_data(tmp_path_factory.mktemp("only-test-sets"))

@@ -33,6 +33,16 @@ def _buckets(lines: list[str]) -> list[dict]:
     return [{"bucket": "1-10", "count": len(lines), "bleu": 10.0}]
 
 
+def _write(results: Path, record: dict, hypotheses: dict[str, list[str]]) -> Path:
+    """``results/runs/<unit>.json`` and its hypothesis files ``<unit>.<key>.txt``, as the studies write them."""
+    (results / "runs").mkdir(parents=True, exist_ok=True)
+    for key, lines in hypotheses.items():
+        (results / "runs" / f"{record['unit']}.{key}.txt").write_text(_text(lines), encoding="utf-8")
+    path = results / "runs" / f"{record['unit']}.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    return path
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # Round two: tests[<test set>] holds each file's sha256 and buckets
 # ------------------------------------------------------------------------------------------------------------------
@@ -42,12 +52,7 @@ def _round2(results: Path, method: str, hyps: list[str], sha: bool = True) -> Pa
                                                                            else {})} for t in study_round2.MULTI30K_TESTS}  # fmt: skip
     record = {"unit": name, "setting": "full", "method": method, "seed": 0, "precision": "fp32", "device": "cpu",
               "steps": 10, "train_minutes": 1.0, "tests": tests}  # fmt: skip
-    (results / "runs").mkdir(parents=True, exist_ok=True)
-    path = results / "runs" / f"{name}.json"
-    path.write_text(json.dumps(record), encoding="utf-8")
-    for t in study_round2.MULTI30K_TESTS:
-        (results / "runs" / f"{name}.{t}.txt").write_text(_text(hyps), encoding="utf-8")
-    return path
+    return _write(results, record, dict.fromkeys(study_round2.MULTI30K_TESTS, hyps))
 
 
 def test_round2_refuses_a_hypothesis_file_swapped_with_another_units(tmp_path):
@@ -99,15 +104,10 @@ def test_round2_names_the_file_and_field_of_a_wrong_type(tmp_path, field, value,
 # Round one: one test file per unit, its sha256 and buckets at the top level
 # ------------------------------------------------------------------------------------------------------------------
 def _round1(results: Path, method: str, hyps: list[str]) -> Path:
-    name = multi30k_study.unit_name(method, 0)
-    record = {"unit": name, "method": method, "seed": 0, "test": {"bleu": 30.0, "chrf": 50.0, "ribes": 0.8},
-              "buckets": _buckets(hyps), "train_minutes": 1.0, "tokens_per_second": 10.0, "device": "cpu",
-              "hypotheses_sha256": _sha(hyps)}  # fmt: skip
-    (results / "runs").mkdir(parents=True, exist_ok=True)
-    path = results / "runs" / f"{name}.json"
-    path.write_text(json.dumps(record), encoding="utf-8")
-    (results / "runs" / f"{name}.test.txt").write_text(_text(hyps), encoding="utf-8")
-    return path
+    record = {"unit": common.unit_name(method, 0), "method": method, "seed": 0, "buckets": _buckets(hyps),
+              "test": {"bleu": 30.0, "chrf": 50.0, "ribes": 0.8}, "train_minutes": 1.0, "tokens_per_second": 10.0,
+              "device": "cpu", "hypotheses_sha256": _sha(hyps)}  # fmt: skip
+    return _write(results, record, {"test": hyps})
 
 
 def test_round1_checks_hypotheses_and_field_types(tmp_path):
@@ -132,22 +132,15 @@ def test_round1_checks_hypotheses_and_field_types(tmp_path):
 # docnmt_real: hypotheses_sha256 keyed by test set (and <test set>.random), tests[<set>].sentences
 # ------------------------------------------------------------------------------------------------------------------
 def _docnmt(results: Path, kind: str, hyps: list[str]) -> Path:
-    name = f"{kind}-seed0"
     tests = {t: {"bleu": 30.0, "chrf": 50.0, "sentences": len(hyps)} for t in docnmt_real.TEST_SETS}
-    record = {"unit": name, "kind": kind, "seed": 0, "tests": tests, "random_context": {}, "pronouns": {},
+    record = {"unit": f"{kind}-seed0", "kind": kind, "seed": 0, "tests": tests, "random_context": {}, "pronouns": {},
               "train_minutes": 1.0, "device": "cpu", "steps": 1, "model_signature": "m",
               "hypotheses_sha256": {t: _sha(hyps) for t in docnmt_real.TEST_SETS}}  # fmt: skip
-    (results / "runs").mkdir(parents=True, exist_ok=True)
-    path = results / "runs" / f"{name}.json"
-    path.write_text(json.dumps(record), encoding="utf-8")
-    for t in docnmt_real.TEST_SETS:
-        (results / "runs" / f"{name}.{t}.txt").write_text(_text(hyps), encoding="utf-8")
-    return path
+    return _write(results, record, dict.fromkeys(docnmt_real.TEST_SETS, hyps))
 
 
 def test_docnmt_checks_hypotheses_and_field_types(tmp_path):
-    _docnmt(tmp_path, "step1", HYPS["a"])
-    control = _docnmt(tmp_path, "control", HYPS["b"])
+    control = {kind: _docnmt(tmp_path, kind, HYPS[key]) for kind, key in (("step1", "a"), ("control", "b"))}["control"]
     assert [u["hypotheses"]["iwslt17.test"] for u in docnmt_real.load_units(tmp_path)] == [HYPS["a"], HYPS["b"]]
     cut = tmp_path / "runs" / "control-seed0.bcontrast.test.txt"
     cut.write_text(_text(HYPS["b"][:2]), encoding="utf-8")
