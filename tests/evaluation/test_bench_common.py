@@ -140,3 +140,21 @@ def test_mean_std_is_one_table_cell_for_every_study():
     assert (
         common.mean_std(values) == f"37.67 ± {((0.4444444 + 0.0277778 + 0.6944444) / 2) ** 0.5:.2f}" == "37.67 ± 0.76"
     )
+
+
+def test_a_finished_unit_is_saved_and_an_aggregate_writes_its_table(tmp_path, capsys):
+    model = tmp_path / "models" / "vanilla-seed0"
+    (model / "checkpoint-10").mkdir(parents=True)
+    record = {"unit": "vanilla-seed0", "seed": 0, "bleu": 30.5}
+    path = common.save_unit(tmp_path / "runs", record, model)
+    assert path == tmp_path / "runs" / "vanilla-seed0.json" and json.loads(path.read_text()) == record
+    assert not model.exists()  # a finished unit needs no checkpoint
+    kept = tmp_path / "models" / "kept"
+    kept.mkdir()
+    common.save_unit(tmp_path / "runs", {**record, "unit": "kept"}, None)
+    assert kept.is_dir()
+    assert common.aggregated_units(tmp_path / "empty", lambda r: []) == []
+    assert f"no unit files under {tmp_path / 'empty' / 'runs'} yet" in capsys.readouterr().out
+    drawn = []
+    text = common.write_results(tmp_path, ["| a |", "| b |"], lambda: drawn.append(1))
+    assert text == "| a |\n| b |\n" == (tmp_path / "results.md").read_text(encoding="utf-8") and drawn == [1]

@@ -86,6 +86,7 @@ def test_round2_refuses_a_cut_hypothesis_file_by_sha_or_by_line_count(tmp_path):
         ("bleu", "31.2", r"field 'tests.test_2016_flickr.bleu' must be a number, got '31.2' \(str\)"),
         ("bleu", True, r"field 'tests.test_2016_flickr.bleu' must be a number, got True \(bool\)"),
         ("train_minutes", None, r"field 'train_minutes' must be a number, got None \(NoneType\)"),
+        ("setting", "huge", r"field 'setting' must be one of \['full', 'long', 'low'\], got 'huge' \(str\)"),
     ],
 )
 def test_round2_names_the_file_and_field_of_a_wrong_type(tmp_path, field, value, message):
