@@ -341,7 +341,7 @@ def run_study(args, plan: list[tuple], parse: Callable[[str], tuple], run: Calla
 def add_study_arguments(p, results: str | Path | None, output_dir: str | Path | None, threads: int = 1,
                         units_help: str = "units to run (default: the PLAN)") -> None:  # fmt: skip
     """The run-control arguments every unit study shares (`multi30k_study`, `study_round2`, `docnmt_real`,
-    `cpu_minute`): which units (``--units``, ``--list``, ``--time-limit``, ``--max-units``), where (``--device``,
+    `cpu_minute`, `alignment_study`): which units (``--units``, ``--list``, ``--time-limit``, ``--max-units``), where (``--device``,
     ``--threads``, ``--data``, ``--results``, ``--output-dir``), and ``--aggregate`` / ``--no-aggregate`` /
     ``--quick``. A ``results`` or ``output_dir`` of None leaves the default to the study (set after parsing). Check
     ``--quick`` with `refuse_quick_evidence` after parsing."""

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
-from benchmarks.common import write_json  # noqa: E402
+from benchmarks.common import DATA, write_json  # noqa: E402
 from benchmarks.studies import alignment_study as study  # noqa: E402
 
 
@@ -26,7 +26,7 @@ def main(argv=None) -> int:
     p.add_argument("--pairs", type=int, default=500)
     p.add_argument("--output-dir", default=str(study.ROOT / "runs" / "alignment_study"))
     p.add_argument("--results", default=str(study.RESULTS))
-    p.add_argument("--data", default=str(study.DATA))
+    p.add_argument("--data", default=str(DATA))
     a = p.parse_args(argv)
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 

@@ -30,19 +30,17 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks import common  # noqa: E402
+from benchmarks.common import RESULTS as ALL_RESULTS
 from benchmarks.common import (
-    DATA,
     ROOT,
-    done_units,
     git_commit,
     load_unit,
     parse_unit,
-    run_plan,
     software,
     unit_name,
     write_json,
 )
-from benchmarks.common import RESULTS as ALL_RESULTS
 
 RESULTS = ALL_RESULTS / "alignment"
 
@@ -77,19 +75,14 @@ QUICK = dict(d_model=64, ffn_dim=128, vocab_size=1000, max_tokens=600, max_steps
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--units", nargs="+")
-    p.add_argument("--time-limit", type=float, default=None, help="start no new unit after this many minutes")
-    p.add_argument("--aggregate", action="store_true")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--data", default=str(DATA))
-    p.add_argument("--results", default=str(RESULTS))
-    p.add_argument("--output-dir", default=str(ROOT / "runs" / "alignment_study"))
-    p.add_argument("--quick", action="store_true")
+    common.add_study_arguments(p, RESULTS, ROOT / "runs" / "alignment_study", threads=2,
+                               units_help="units to run, e.g. symmetric-seed0 (default: the PLAN)")  # fmt: skip
     p.add_argument("--keep-models", action="store_true", help="keep each unit's averaged model under --output-dir")
     args = p.parse_args(argv)
+    common.refuse_quick_evidence(p, args)
+    if args.device == "cuda":
+        p.error("the alignment study trains on the CPU (use_cpu): leave out --device cuda")
     args.recipe = {**RECIPE, **(QUICK if args.quick else {})}
-    if args.quick and Path(args.results).resolve() == RESULTS.resolve():
-        p.error("--quick results are not evidence: give --results elsewhere")
     return args
 
 
@@ -367,17 +360,8 @@ def known_word_lines(args, units: list[dict]) -> list[str]:
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
-    if args.aggregate:
-        aggregate(args)
-        return 0
-    import torch
-
-    torch.set_num_threads(args.threads)
-    plan = [parse_unit(u, METHODS) for u in args.units] if args.units else PLAN
-    run_plan(plan, done_units(args.results), lambda method, seed: run_unit(args, method, seed), args.time_limit,
-             after=lambda: aggregate(args))  # fmt: skip
-    return 0
+    return common.run_study(parse_args(argv), PLAN, lambda name: parse_unit(name, METHODS),
+                            lambda args, method, seed, device: run_unit(args, method, seed), aggregate)  # fmt: skip
 
 
 if __name__ == "__main__":

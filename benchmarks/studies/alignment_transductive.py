@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
-from benchmarks.common import write_json  # noqa: E402
+from benchmarks.common import DATA, write_json  # noqa: E402
 from benchmarks.studies import alignment_study as study  # noqa: E402
 
 
@@ -32,7 +32,7 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--output-dir", default=str(study.ROOT / "runs" / "alignment_study"))
     p.add_argument("--results", default=str(study.RESULTS))
-    p.add_argument("--data", default=str(study.DATA))
+    p.add_argument("--data", default=str(DATA))
     a = p.parse_args(argv)
     import torch
     from datasets import Dataset

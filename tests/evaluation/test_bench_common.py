@@ -158,3 +158,25 @@ def test_a_finished_unit_is_saved_and_an_aggregate_writes_its_table(tmp_path, ca
     drawn = []
     text = common.write_results(tmp_path, ["| a |", "| b |"], lambda: drawn.append(1))
     assert text == "| a |\n| b |\n" == (tmp_path / "results.md").read_text(encoding="utf-8") and drawn == [1]
+
+
+def test_every_study_driver_takes_the_shared_run_control(tmp_path):
+    from benchmarks.studies import alignment_study, cpu_minute, docnmt_real, multi30k_study, study_round2
+
+    shared = ["--units", "u-seed0", "--time-limit", "5", "--max-units", "1", "--no-aggregate", "--threads", "3",
+              "--results", str(tmp_path / "r"), "--output-dir", str(tmp_path / "o"), "--data", str(tmp_path / "d")]  # fmt: skip
+    for study in (alignment_study, cpu_minute, docnmt_real, multi30k_study, study_round2):
+        args = study.parse_args(shared)
+        assert (args.units, args.time_limit, args.max_units, args.no_aggregate, args.threads) == (
+            ["u-seed0"],
+            5.0,
+            1,
+            True,
+            3,
+        ), study.__name__
+        assert (args.results, args.output_dir, args.data) == tuple(str(tmp_path / k) for k in "rod")
+        assert not (args.list or args.aggregate or args.quick) and args.device == "auto"
+        with pytest.raises(SystemExit):  # --quick results are not evidence: never under benchmarks/results
+            study.parse_args(["--quick", "--results", str(common.RESULTS / "x")])
+    with pytest.raises(SystemExit):
+        alignment_study.parse_args(["--device", "cuda"])  # a CPU-only study says so
