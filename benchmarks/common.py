@@ -189,7 +189,7 @@ def _expect(path: Path, field: str, value, want) -> None:
     """``value`` is of a type of ``want`` (``float``: any JSON number; never a bool for a number), or one of the values
     of a set ``want``; else `UnitFileError` naming the file and field."""
     if isinstance(want, (set, frozenset)):
-        if value in want:
+        if isinstance(value, str | int | float | type(None)) and value in want:
             return
         expected = f"one of {sorted(want)}"
     else:
@@ -242,7 +242,10 @@ def read_hypotheses(unit_path: str | Path, path: str | Path, sha256: str | None 
     if sha256 is not None and (got := hashlib.sha256(data).hexdigest()) != sha256:
         raise UnitFileError(f"{path}: sha256 {got[:12]}... is not the {sha256[:12]}... that {unit_path} records for "
                             f"it (the file was replaced or cut): {fix}")  # fmt: skip
-    hypotheses = data.decode("utf-8").split("\n")[:-1]
+    try:
+        hypotheses = data.decode("utf-8").split("\n")[:-1]
+    except UnicodeDecodeError as e:
+        raise UnitFileError(f"{path}: not UTF-8 text (byte {e.start}): {fix}") from None
     if lines is not None and len(hypotheses) != lines:
         raise UnitFileError(f"{path}: {len(hypotheses)} lines, but {unit_path} scored {lines} sentences: {fix}")
     return hypotheses

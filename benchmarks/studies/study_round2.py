@@ -488,9 +488,11 @@ def aggregate(args) -> str | None:
         f"commit {(u.get('commit') or '?')[:10]}, " + trainer_agreement(u)
         for u in units
     ]
-    drawn = any(s["runs"] for s in summary.values())
-    return common.write_results(args.results, lines, drawn and (lambda: plot(summary, Path(args.results) / "deltas.png",
-                                                                      TEST_SETS, list(METHODS))))  # fmt: skip
+
+    def draw():
+        plot(summary, Path(args.results) / "deltas.png", TEST_SETS, list(METHODS))
+
+    return common.write_results(args.results, lines, draw if any(s["runs"] for s in summary.values()) else None)
 
 
 def main(argv=None) -> int:

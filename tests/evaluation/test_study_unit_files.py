@@ -87,6 +87,7 @@ def test_round2_refuses_a_cut_hypothesis_file_by_sha_or_by_line_count(tmp_path):
         ("bleu", True, r"field 'tests.test_2016_flickr.bleu' must be a number, got True \(bool\)"),
         ("train_minutes", None, r"field 'train_minutes' must be a number, got None \(NoneType\)"),
         ("setting", "huge", r"field 'setting' must be one of \['full', 'long', 'low'\], got 'huge' \(str\)"),
+        ("setting", ["full"], r"field 'setting' must be one of \['full', 'long', 'low'\], got \['full'\] \(list\)"),
     ],
 )
 def test_round2_names_the_file_and_field_of_a_wrong_type(tmp_path, field, value, message):
@@ -176,3 +177,19 @@ def test_unit_names_take_ascii_seeds_only(seed):
         with pytest.raises(SystemExit, match="unknown unit"):
             parse(name)
     assert common.seed_number("12") == 12 and common.seed_number(seed) is None
+
+
+def test_round2_aggregate_of_vanilla_alone_writes_the_table_and_no_plot(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    (tmp_path / "data").mkdir()
+    for t in study_round2.MULTI30K_TESTS:
+        for side in ("en", "de"):
+            (tmp_path / "data" / f"{t}.{side}").write_text(_text(HYPS["a"]), encoding="utf-8")
+    monkeypatch.setattr(study_round2.round_one, "files", lambda d, name: {"src": Path(d) / f"{name}.en",
+                                                                          "tgt": Path(d) / f"{name}.de"})  # fmt: skip
+    _round2(tmp_path / "results", "vanilla", HYPS["a"])
+    args = SimpleNamespace(results=str(tmp_path / "results"), data=str(tmp_path / "data"), bootstrap_samples=10)
+    text = study_round2.aggregate(args)
+    assert (tmp_path / "results" / "results.md").read_text(encoding="utf-8") == text and "| vanilla |" in text
+    assert not (tmp_path / "results" / "deltas.png").exists()  # nothing compared with vanilla: nothing drawn
