@@ -40,36 +40,36 @@ docs: $(STAMP)
 
 # every method's throughput/memory benchmark vs vanilla Marian -> benchmarks/results/throughput.{md,json}
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python benchmarks/speed/run_all.py
 
 bench-quick: $(STAMP)
-	$(BIN)/python benchmarks/run_all.py --quick
+	$(BIN)/python benchmarks/speed/run_all.py --quick
 
 # the Multi30k en->de study: one (method, seed) unit of about 1 h on 2 CPU cores at a time, results committed under
 # benchmarks/results/multi30k/; each invocation skips finished units and starts none after 150 minutes: run it again
 bench-multi30k: $(STAMP)
-	$(BIN)/python benchmarks/multi30k_study.py --time-limit 150
+	$(BIN)/python benchmarks/studies/multi30k_study.py --time-limit 150
 
 # document-level two-step training on docnmt-en-de (sentence, control, document models; about 15 min on 2 CPU cores)
 bench-docnmt: $(STAMP)
-	$(BIN)/python benchmarks/bench_docnmt.py
+	$(BIN)/python benchmarks/studies/bench_docnmt.py
 
 # the alignment study (issue 14): Multi30k en->fr models, AER on the Hansards gold beside eflomal's; resumable units
 bench-alignment: $(STAMP)
-	$(BIN)/python benchmarks/alignment_study.py --time-limit 150 --keep-models
+	$(BIN)/python benchmarks/studies/alignment_study.py --time-limit 150 --keep-models
 
 # study round two (issue 26): full and low-resource Multi30k, 4 methods x 3 seeds, every test set; resumable units,
 # precision chosen by the hardware (bf16 only where it is native); results under benchmarks/results/round2/
 bench-round2: $(STAMP)
-	$(BIN)/python benchmarks/study_round2.py --time-limit 150
+	$(BIN)/python benchmarks/studies/study_round2.py --time-limit 150
 
 # quality per CPU-minute: Transformer-tiny fitted to an hour, two seeds -> benchmarks/results/cpu_minute/
 bench-cpu-minute: $(STAMP)
-	$(BIN)/python benchmarks/cpu_minute.py
+	$(BIN)/python benchmarks/studies/cpu_minute.py
 
 # bf16 autocast against fp32 per method at the study's size -> benchmarks/results/bf16/bf16.{json,md}
 bench-bf16: $(STAMP)
-	$(BIN)/python benchmarks/bench_bf16.py
+	$(BIN)/python benchmarks/speed/bench_bf16.py
 
 # `.ci/run` runs it before the tests: ruff's lint rules and its formatter (ruff pinned in the dev extra, so that the
 # formatter's output does not change under CI)

@@ -2,15 +2,17 @@
 result files and the environment they record, and the unit loop of the studies (units already written are skipped,
 no unit starts after a time limit).
 
-Every script runs as ``python benchmarks/<name>.py``, so this directory is on ``sys.path`` and ``import common``
-works; heavy modules (torch, hf_syntax_mt) are imported inside the functions, so that ``--help`` and ``--list`` stay
-fast.
+Every script (``python benchmarks/<folder>/<name>.py``) puts the repository on ``sys.path`` and imports
+``from benchmarks.common import ...``; this module imports nothing else of ``benchmarks/``, so it works as a plain
+``import common`` too, with this folder on ``sys.path``. Heavy modules (torch, hf_syntax_mt) are imported inside the
+functions, so that ``--help`` and ``--list`` stay fast.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import shutil
 import statistics
@@ -92,10 +94,14 @@ def git_commit() -> str | None:
 
 
 def relative_path(arg: str) -> str:
-    """No absolute path of this machine in a committed file: the shared data and the repository become relative."""
+    """No absolute path of this machine in a committed file: the shared data becomes ``../shared/data/...``, the
+    repository ``./...``, and any other absolute path is written relative to the repository (``--output-dir
+    /work/study-runs`` beside a checkout at /work/main: ``../study-runs``); other arguments are kept."""
     for base, label in ((Path(DATA).resolve(), "../shared/data"), (ROOT.resolve(), ".")):
-        if arg.startswith(str(base)):
+        if arg == str(base) or arg.startswith(str(base) + os.sep):
             return label + arg[len(str(base)) :]
+    if os.path.isabs(arg):
+        return os.path.relpath(arg, ROOT.resolve())
     return arg
 
 
@@ -104,7 +110,7 @@ def relative_path(arg: str) -> str:
 # ------------------------------------------------------------------------------------------------------------------
 def cpu_has_native_bf16() -> bool:
     """Whether the CPU multiplies bf16 natively (AVX512-BF16 or AMX). Without it (e.g. AVX2-only CPUs) bf16 autocast
-    is emulated and much slower than fp32 (`benchmarks/bench_bf16.py` measured a training step 11-20x slower on an AVX2 EPYC)."""
+    is emulated and much slower than fp32 (`benchmarks/speed/bench_bf16.py` measured a training step 11-20x slower on an AVX2 EPYC)."""
     try:
         flags = Path("/proc/cpuinfo").read_text()
     except OSError:
@@ -130,11 +136,18 @@ def unit_name(method: str, seed: int) -> str:
     return f"{method}-seed{seed}"
 
 
+def seed_number(text: str) -> int | None:
+    """The seed of a unit name's ``seedK`` part: ASCII digits only (``str.isdigit`` also accepts "²", which ``int``
+    refuses), else None."""
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
 def parse_unit(name: str, methods: Iterable[str]) -> tuple[str, int]:
     """``"pascal-seed1"`` -> ``("pascal", 1)``; an unknown method or a malformed name stops the script."""
     method, sep, seed = name.rpartition("-seed")
-    if not sep or method not in methods or not seed.isdigit():
-        raise SystemExit(f"unknown unit {name!r}: use METHOD-seedK with METHOD in {sorted(methods)}")
+    if not sep or method not in methods or seed_number(seed) is None:
+        raise SystemExit(f"unknown unit {name!r}: use METHOD-seedK with METHOD in {sorted(methods)} and K a number "
+                         "(0-9 digits)")  # fmt: skip
     return method, int(seed)
 
 
@@ -142,10 +155,13 @@ class UnitFileError(ValueError):
     """A unit file that is not a complete unit (corrupt, truncated, or missing a field)."""
 
 
-def load_unit(path: str | Path, required: Iterable[str] = ("unit", "method", "seed")) -> dict:
+def load_unit(
+    path: str | Path, required: Iterable[str] = ("unit", "method", "seed"), fields: dict | None = None
+) -> dict:
     """The record of a unit file ``RESULTS/runs/<unit>.json``, checked: valid JSON (a truncated file is not), an
-    object with the ``required`` fields, for the unit the file is named after. Raises `UnitFileError` naming the
-    file and what is wrong; the fix is to delete the file, so that the unit runs again."""
+    object with the ``required`` fields, for the unit the file is named after, and the types of ``fields``
+    (`check_fields`). Raises `UnitFileError` naming the file and what is wrong; the fix is to delete the file, so
+    that the unit runs again."""
     path = Path(path)
     fix = f"delete {path} to run the unit again"
     try:
@@ -161,7 +177,105 @@ def load_unit(path: str | Path, required: Iterable[str] = ("unit", "method", "se
         raise UnitFileError(f"{path}: the unit file has no field {', '.join(map(repr, missing))}: {fix}")
     if "unit" in unit and unit["unit"] != path.stem:
         raise UnitFileError(f"{path}: field 'unit' is {unit['unit']!r}, not the file's unit {path.stem!r}: {fix}")
+    check_fields(path, unit, fields or {})
     return unit
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", dict: "an object", list: "a list",
+               bool: "true or false", type(None): "null"}  # fmt: skip
+
+
+def _expect(path: Path, field: str, value, want) -> None:
+    """``value`` is of a type of ``want`` (``float``: any JSON number; never a bool for a number), or one of the values
+    of a set ``want``; else `UnitFileError` naming the file and field."""
+    if isinstance(want, (set, frozenset)):
+        if isinstance(value, str | int | float | type(None)) and value in want:
+            return
+        expected = f"one of {sorted(want)}"
+    else:
+        types = want if isinstance(want, tuple) else (want,)
+        types = (*types, int) if float in types else types  # a JSON number may be written 30 or 30.0
+        if isinstance(value, types) and not (isinstance(value, bool) and bool not in types):
+            return
+        expected = " or ".join(
+            _TYPE_NAMES.get(t, t.__name__) for t in dict.fromkeys(types) if not (t is int and float in types)
+        )
+    shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+    raise UnitFileError(f"{path}: field {field!r} must be {expected}, got {shown} ({type(value).__name__}): correct "
+                        f"it, or delete {path} to run the unit again")  # fmt: skip
+
+
+def check_fields(path: str | Path, record: dict, spec: dict, where: str = "") -> None:
+    """Check a unit file's fields against ``spec``: field -> a type or a tuple of types (``float``: any number), or a
+    set of the values allowed; a dict, for an object whose fields are checked against that spec; a one-element list
+    ``[spec]``, for a list of objects. ``"*"`` checks every field of an object (an object keyed by test set). Fields
+    the record lacks are not checked here (`load_unit`'s ``required`` names those that must be there). Raises
+    `UnitFileError` naming the file, the field (dotted: ``tests.test_2016_flickr.bleu``), the type expected and the
+    value found."""
+    for key, want in spec.items():
+        for k in list(record) if key == "*" else [key] if key in record else []:
+            name, value = f"{where}{k}", record[k]
+            if isinstance(want, dict):
+                _expect(Path(path), name, value, dict)
+                check_fields(path, value, want, name + ".")
+            elif isinstance(want, list):
+                _expect(Path(path), name, value, list)
+                for i, item in enumerate(value):
+                    _expect(Path(path), f"{name}[{i}]", item, dict)
+                    check_fields(path, item, want[0], f"{name}[{i}].")
+            else:
+                _expect(Path(path), name, value, want)
+
+
+def read_hypotheses(unit_path: str | Path, path: str | Path, sha256: str | None = None,
+                    lines: int | None = None) -> list[str]:  # fmt: skip
+    """The lines of a unit's hypothesis file, checked against its unit file ``unit_path``: the sha256 of the file's
+    bytes and the number of sentences it scored, where the unit records them (every unit written since the studies
+    began recording them does). A missing file, another sha256 (a file replaced by another unit's, or cut) or
+    another line count raise `UnitFileError` naming both files: the aggregate stops rather than compare the wrong
+    translations."""
+    path, unit_path = Path(path), Path(unit_path)
+    fix = f"restore it (git checkout -- {path}), or delete {unit_path} and its hypotheses to run the unit again"
+    if not path.is_file():
+        raise UnitFileError(f"{unit_path}: its hypotheses {path} are missing: {fix}")
+    data = path.read_bytes()
+    if sha256 is not None and (got := hashlib.sha256(data).hexdigest()) != sha256:
+        raise UnitFileError(f"{path}: sha256 {got[:12]}... is not the {sha256[:12]}... that {unit_path} records for "
+                            f"it (the file was replaced or cut): {fix}")  # fmt: skip
+    try:
+        hypotheses = data.decode("utf-8").split("\n")[:-1]
+    except UnicodeDecodeError as e:
+        raise UnitFileError(f"{path}: not UTF-8 text (byte {e.start}): {fix}") from None
+    if lines is not None and len(hypotheses) != lines:
+        raise UnitFileError(f"{path}: {len(hypotheses)} lines, but {unit_path} scored {lines} sentences: {fix}")
+    return hypotheses
+
+
+def save_unit(runs: str | Path, record: dict, model_dir: str | Path | None = None) -> Path:
+    """Write a finished unit's record to ``runs/<unit>.json`` (the evidence that is committed), then remove
+    ``model_dir`` (its checkpoints and model; None: keep them). Returns the unit file."""
+    path = write_json(Path(runs) / f"{record['unit']}.json", record, indent=1, newline=True)
+    if model_dir is not None:
+        shutil.rmtree(model_dir, ignore_errors=True)
+    return path
+
+
+def aggregated_units(results: str | Path, load: Callable[[Path], list[dict]]) -> list[dict]:
+    """``load(results)``: a study's checked unit files; none yet is said, and the aggregate writes nothing."""
+    units = load(Path(results))
+    if not units:
+        print(f"no unit files under {Path(results) / 'runs'} yet")
+    return units
+
+
+def write_results(results: str | Path, lines: list[str], plot: Callable[[], object] | None = None) -> str:
+    """An aggregate's table: ``lines`` written to ``results/results.md`` and printed, then ``plot()``; the text."""
+    text = "\n".join(lines) + "\n"
+    (Path(results) / "results.md").write_text(text, encoding="utf-8")
+    if plot is not None:
+        plot()
+    print(text)
+    return text
 
 
 def done_units(results: str | Path) -> set[str]:
@@ -227,11 +341,13 @@ def run_study(args, plan: list[tuple], parse: Callable[[str], tuple], run: Calla
     return 0
 
 
-def add_study_arguments(p, results: str | Path, output_dir: str | Path, threads: int = 1,
+def add_study_arguments(p, results: str | Path | None, output_dir: str | Path | None, threads: int = 1,
                         units_help: str = "units to run (default: the PLAN)") -> None:  # fmt: skip
-    """The run-control arguments every unit study shares: which units (``--units``, ``--list``, ``--time-limit``,
-    ``--max-units``), where (``--device``, ``--threads``, ``--data``, ``--results``, ``--output-dir``), and
-    ``--aggregate`` / ``--no-aggregate`` / ``--quick``. Check ``--quick`` with `refuse_quick_evidence` after parsing."""
+    """The run-control arguments every unit study shares (`multi30k_study`, `study_round2`, `docnmt_real`,
+    `cpu_minute`, `alignment_study`): which units (``--units``, ``--list``, ``--time-limit``, ``--max-units``), where (``--device``,
+    ``--threads``, ``--data``, ``--results``, ``--output-dir``), and ``--aggregate`` / ``--no-aggregate`` /
+    ``--quick``. A ``results`` or ``output_dir`` of None leaves the default to the study (set after parsing). Check
+    ``--quick`` with `refuse_quick_evidence` after parsing."""
     p.add_argument("--units", nargs="+", help=units_help)
     p.add_argument("--time-limit", type=float, default=None, help="start no new unit after this many minutes")
     p.add_argument("--max-units", type=int, default=None, help="run at most N units in this invocation")
@@ -240,8 +356,9 @@ def add_study_arguments(p, results: str | Path, output_dir: str | Path, threads:
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--threads", type=int, default=threads, help="torch threads on the CPU")
     p.add_argument("--data", default=str(DATA), help="the shared data directory")
-    p.add_argument("--results", default=str(results), help="unit files and tables (committed)")
-    p.add_argument("--output-dir", default=str(output_dir), help="data, tokenizers, models (not committed)")
+    p.add_argument("--results", default=results and str(results), help="unit files and tables (committed)")
+    p.add_argument("--output-dir", default=output_dir and str(output_dir),
+                   help="data, tokenizers, models (not committed)")  # fmt: skip
     p.add_argument("--no-aggregate", action="store_true", help="do not rebuild the tables after each unit (parallel "
                    "invocations into one --results; run --aggregate once at the end)")  # fmt: skip
     p.add_argument("--quick", action="store_true", help="tiny budget: plumbing check (write to another --results)")

@@ -106,10 +106,9 @@ def test_pipeline_takes_numpy_strings_and_names_a_lone_surrogate(translator):
 # ------------------------------------------------------------------------------------------------------------------
 @pytest.fixture()
 def studies(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    import alignment_study
-    import common
-    import multi30k_study
+    monkeypatch.syspath_prepend(str(BENCHMARKS.parent))  # the repository: `import benchmarks.*`
+    from benchmarks import common
+    from benchmarks.studies import alignment_study, multi30k_study
 
     return common, multi30k_study, alignment_study
 
@@ -118,7 +117,8 @@ def test_a_truncated_unit_file_is_named_and_not_listed_as_done(studies, tmp_path
     common, multi30k, alignment = studies
     runs = tmp_path / "runs"
     runs.mkdir()
-    good = {"unit": "vanilla-seed0", "method": "vanilla", "seed": 0, "test": {"bleu": 30.0}, "buckets": [],
+    good = {"unit": "vanilla-seed0", "method": "vanilla", "seed": 0, "test": {"bleu": 30.0},
+            "buckets": [{"bucket": "1-10", "count": 2, "bleu": 30.0}],
             "train_minutes": 1.0, "tokens_per_second": 10.0}  # fmt: skip
     (runs / "vanilla-seed0.json").write_text(json.dumps(good, indent=1), encoding="utf-8")
     (runs / "vanilla-seed0.test.txt").write_text("a\nb\n", encoding="utf-8")

@@ -1,4 +1,4 @@
-"""`benchmarks/ende_sentence_data.build` on a hand-made miniature of ../shared/data: document ids (each Multi30k line
+"""`benchmarks/data/ende_sentence_data.build` on a hand-made miniature of ../shared/data: document ids (each Multi30k line
 its own document, ids unique across parts), the Multi30k parses taken from their file and the rest parsed, the
 rebuild skipped only when inputs, parser and outputs are unchanged, and mismatched files refused with file and line.
 A stub parser stands in for spaCy (one test runs the real spaCy model when it is installed)."""
@@ -15,9 +15,9 @@ import pytest
 from hf_syntax_mt.data.parsed import ParsedSentence, format_conllu
 from hf_syntax_mt.data.readers import read_conllu, read_doc_ids, read_lines
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
 
-import ende_sentence_data as builder  # noqa: E402
+from benchmarks.data import ende_sentence_data as builder  # noqa: E402
 
 
 class StubParser:
@@ -231,7 +231,7 @@ def test_german_trees_of_another_file_and_a_stale_cache_are_refused(data, tmp_pa
 
 
 def test_the_default_german_parser_is_kept_beside_the_cache(data, tmp_path, monkeypatch):
-    import german_parser
+    from benchmarks.data import german_parser
 
     _german_parses(data)
     asked = []

@@ -1,4 +1,4 @@
-"""`benchmarks/german_parser.py`: multi30k-parsed's German parser rebuilt with spaCy's commands. The agreement measure
+"""`benchmarks/data/german_parser.py`: multi30k-parsed's German parser rebuilt with spaCy's commands. The agreement measure
 on hand-built trees, the treebank checks, the training log's steps, and one miniature training run end to end (40
 sentences, 20 steps) whose model parses one tree per line and agrees with its own trees written as CoNLL-U."""
 
@@ -12,9 +12,9 @@ import pytest
 
 from hf_syntax_mt.data.parsed import ParsedSentence, format_conllu
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
 
-import german_parser  # noqa: E402
+from benchmarks.data import german_parser  # noqa: E402
 
 UD = Path(__file__).resolve().parents[3] / "shared" / "data" / "ud"
 

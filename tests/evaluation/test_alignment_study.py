@@ -12,7 +12,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def load_study():
-    spec = importlib.util.spec_from_file_location("alignment_study", ROOT / "benchmarks" / "alignment_study.py")
+    spec = importlib.util.spec_from_file_location(
+        "alignment_study", ROOT / "benchmarks" / "studies" / "alignment_study.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
+sys.path.insert(0, str(BENCHMARKS.parent))  # the repository: `import benchmarks.*`
 
-import common  # noqa: E402
+from benchmarks import common  # noqa: E402
 
 
 def test_paths():
@@ -23,6 +24,33 @@ def test_paths():
     )
     assert common.relative_path(str(common.ROOT.resolve() / "runs" / "x")) == "./runs/x"
     assert common.relative_path("--seed") == "--seed"
+    # any other absolute path: relative to the repository (a folder beside the checkout, /tmp), never absolute
+    beside = common.ROOT.resolve().parent / "study-runs" / "multi30k" / "lisa-seed0"
+    assert common.relative_path(str(beside)) == "../study-runs/multi30k/lisa-seed0"
+    far = common.relative_path("/tmp/quick/x")
+    assert not Path(far).is_absolute() and (common.ROOT.resolve() / far).resolve() == Path("/tmp/quick/x").resolve()
+    assert common.relative_path(str(common.ROOT.resolve()) + "-other/x") == f"../{common.ROOT.name}-other/x"
+
+
+#: a path of the machine that wrote a file: /work, /tmp, /home, /root, /Users, /mnt, /scratch, /data ... at the start
+#: of a JSON string, of a line or after a space, quote or "=", not inside a URL or a relative path
+ABSOLUTE = re.compile(
+    r"""(?:^|[\s"'=(])(/(?:work|tmp|home|root|Users|mnt|scratch|data|opt|var|private|srv)/[^\s"']*)"""
+)
+
+
+def test_committed_results_hold_no_absolute_path_of_the_machine_that_wrote_them():
+    results = BENCHMARKS / "results"
+    found = []
+    for path in sorted(results.rglob("*")):
+        if path.suffix not in (".json", ".md", ".jsonl", ".txt") or not path.is_file():
+            continue
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
+            found += [f"{path.relative_to(BENCHMARKS.parent)}:{lineno}: {m}" for m in ABSOLUTE.findall(line)]
+    assert sum(1 for _ in results.rglob("runs/*.json")) > 50  # the scan reads the committed unit files
+    assert not found, "absolute paths in committed results (use common.relative_path):\n" + "\n".join(found[:20])
+    assert ABSOLUTE.findall(' "--output_dir", "/work/study-runs/x",') == ["/work/study-runs/x"]
+    assert ABSOLUTE.findall('"../shared/data/x" see https://example.org/home/x and ./runs/tmp/y') == []
 
 
 def test_units_and_the_plan(tmp_path, capsys, monkeypatch):
@@ -112,3 +140,43 @@ def test_mean_std_is_one_table_cell_for_every_study():
     assert (
         common.mean_std(values) == f"37.67 ± {((0.4444444 + 0.0277778 + 0.6944444) / 2) ** 0.5:.2f}" == "37.67 ± 0.76"
     )
+
+
+def test_a_finished_unit_is_saved_and_an_aggregate_writes_its_table(tmp_path, capsys):
+    model = tmp_path / "models" / "vanilla-seed0"
+    (model / "checkpoint-10").mkdir(parents=True)
+    record = {"unit": "vanilla-seed0", "seed": 0, "bleu": 30.5}
+    path = common.save_unit(tmp_path / "runs", record, model)
+    assert path == tmp_path / "runs" / "vanilla-seed0.json" and json.loads(path.read_text()) == record
+    assert not model.exists()  # a finished unit needs no checkpoint
+    kept = tmp_path / "models" / "kept"
+    kept.mkdir()
+    common.save_unit(tmp_path / "runs", {**record, "unit": "kept"}, None)
+    assert kept.is_dir()
+    assert common.aggregated_units(tmp_path / "empty", lambda r: []) == []
+    assert f"no unit files under {tmp_path / 'empty' / 'runs'} yet" in capsys.readouterr().out
+    drawn = []
+    text = common.write_results(tmp_path, ["| a |", "| b |"], lambda: drawn.append(1))
+    assert text == "| a |\n| b |\n" == (tmp_path / "results.md").read_text(encoding="utf-8") and drawn == [1]
+
+
+def test_every_study_driver_takes_the_shared_run_control(tmp_path):
+    from benchmarks.studies import alignment_study, cpu_minute, docnmt_real, multi30k_study, study_round2
+
+    shared = ["--units", "u-seed0", "--time-limit", "5", "--max-units", "1", "--no-aggregate", "--threads", "3",
+              "--results", str(tmp_path / "r"), "--output-dir", str(tmp_path / "o"), "--data", str(tmp_path / "d")]  # fmt: skip
+    for study in (alignment_study, cpu_minute, docnmt_real, multi30k_study, study_round2):
+        args = study.parse_args(shared)
+        assert (args.units, args.time_limit, args.max_units, args.no_aggregate, args.threads) == (
+            ["u-seed0"],
+            5.0,
+            1,
+            True,
+            3,
+        ), study.__name__
+        assert (args.results, args.output_dir, args.data) == tuple(str(tmp_path / k) for k in "rod")
+        assert not (args.list or args.aggregate or args.quick) and args.device == "auto"
+        with pytest.raises(SystemExit):  # --quick results are not evidence: never under benchmarks/results
+            study.parse_args(["--quick", "--results", str(common.RESULTS / "x")])
+    with pytest.raises(SystemExit):
+        alignment_study.parse_args(["--device", "cuda"])  # a CPU-only study says so

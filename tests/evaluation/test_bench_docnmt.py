@@ -1,4 +1,4 @@
-"""`benchmarks/bench_docnmt.py --quick` end to end on tiny slices of the real docnmt-en-de documents:
+"""`benchmarks/studies/bench_docnmt.py --quick` end to end on tiny slices of the real docnmt-en-de documents:
 step 1, the control and the document model are trained, scored and written, and step 2 leaves every step-1 tensor
 unchanged (the two-step training of Zhang et al. 2018, Section 2.4)."""
 
@@ -24,7 +24,7 @@ pytestmark = [
 
 
 def load_bench():
-    spec = importlib.util.spec_from_file_location("bench_docnmt", ROOT / "benchmarks" / "bench_docnmt.py")
+    spec = importlib.util.spec_from_file_location("bench_docnmt", ROOT / "benchmarks" / "studies" / "bench_docnmt.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

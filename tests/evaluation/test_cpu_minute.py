@@ -1,4 +1,4 @@
-"""`benchmarks/cpu_minute.py` (quality per CPU-minute): the anchor's BLEU scale against sacrebleu computed directly,
+"""`benchmarks/studies/cpu_minute.py` (quality per CPU-minute): the anchor's BLEU scale against sacrebleu computed directly,
 the step budget from the speed probe, and the aggregate on a hand-built unit file."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import pytest
 import sacrebleu
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
 
-import cpu_minute as cm  # noqa: E402
+from benchmarks.studies import cpu_minute as cm  # noqa: E402
 
 pytest.importorskip("sacremoses")
 

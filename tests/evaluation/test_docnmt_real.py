@@ -1,4 +1,4 @@
-"""`benchmarks/docnmt_real.py` without training: the train-script arguments of each unit (parsed by the train
+"""`benchmarks/studies/docnmt_real.py` without training: the train-script arguments of each unit (parsed by the train
 script itself), translation with given contexts against `translate_document` on a tiny document model, and the
 aggregate's paired tests against sacrebleu computed directly on hand-built unit files."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import sacrebleu
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
 
-import docnmt_real as study  # noqa: E402
+from benchmarks.studies import docnmt_real as study  # noqa: E402
 
 
 def _files(tmp_path) -> dict:
@@ -42,7 +42,7 @@ def test_unit_arguments_parse_and_differ_only_where_the_design_says(tmp_path):
     model, data, training = parsed["step1"]
     assert model.model_name_or_path is None and model.config_overrides == "attention_init=xavier"
     # bf16 where the hardware computes it natively (common.choose_precision), else fp32
-    assert training.bf16 == (study.choose_precision("auto", "cpu") == "bf16")
+    assert training.bf16 == (study.common.choose_precision("auto", "cpu") == "bf16")
     assert training.max_steps == study.STEP1_STEPS and training.max_tokens == 2500
     assert training.lr_scheduler_type == "inverse_sqrt" and training.learning_rate == 7e-4
     assert data.train_docid_file is None and data.max_source_length == 128
@@ -267,8 +267,7 @@ def test_evaluation_cache_returns_what_was_computed_for_the_same_settings_only(t
 
 
 def _from_caches():
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "device"))
-    import docnmt_from_caches
+    from benchmarks.gpu import docnmt_from_caches
 
     return docnmt_from_caches
 

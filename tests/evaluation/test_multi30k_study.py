@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import sacrebleu
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
 
-import multi30k_study as study  # noqa: E402
+from benchmarks.studies import multi30k_study as study  # noqa: E402
 
 
 def test_each_unit_is_tested_against_vanilla_and_its_control_of_the_same_seed():

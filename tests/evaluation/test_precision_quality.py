@@ -1,4 +1,4 @@
-"""`benchmarks/precision_quality.py`: bf16 units against the fp32 units of the same name, on hand-built unit files,
+"""`benchmarks/probes/precision_quality.py`: bf16 units against the fp32 units of the same name, on hand-built unit files,
 checked against sacrebleu computed directly; pairs that differ in more than the precision are refused."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import pytest
 import sacrebleu
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
 
-import precision_quality as pq  # noqa: E402
+from benchmarks.probes import precision_quality as pq  # noqa: E402
 
 REFS = ["a man rides a red bike", "two dogs play in the snow", "a girl reads a book", "the cat sleeps on a mat"]
 WRONG = ["a woman walks a dog", "two cats sit on a wall", "a boy eats a cake", "the dog runs"]
@@ -25,7 +25,8 @@ def write_unit(results: Path, method: str, seed: int, hyps: list[str], recipe: d
     name = f"{method}-seed{seed}"
     (results / "runs").mkdir(parents=True, exist_ok=True)
     record = {"unit": name, "method": method, "seed": seed, "recipe": recipe, "steps": 10, "tokens_seen": tokens,
-              "train_minutes": 1.0, "tokens_per_second": 5.0, "buckets": [],
+              "train_minutes": 1.0, "tokens_per_second": 5.0,
+              "buckets": [{"bucket": "1-10", "count": len(hyps), "bleu": 0.0}],
               "test": {"bleu": sacrebleu.corpus_bleu(hyps, [REFS]).score}}  # fmt: skip
     (results / "runs" / f"{name}.json").write_text(json.dumps(record))
     (results / "runs" / f"{name}.test.txt").write_text("".join(h + "\n" for h in hyps))

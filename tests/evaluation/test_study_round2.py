@@ -1,4 +1,4 @@
-"""`benchmarks/study_round2.py`: unit names, the low-resource subset (the same pairs in every file, fixed by its seed),
+"""`benchmarks/studies/study_round2.py`: unit names, the low-resource subset (the same pairs in every file, fixed by its seed),
 the sign test, the precision choice, and the aggregate's paired tests on hand-built units against sacrebleu computed
 directly."""
 
@@ -14,9 +14,9 @@ from types import SimpleNamespace
 import pytest
 import sacrebleu
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
 
-import study_round2 as r2  # noqa: E402
+from benchmarks.studies import study_round2 as r2  # noqa: E402
 
 
 def test_every_planned_unit_name_round_trips_and_bad_names_are_refused():
@@ -52,17 +52,18 @@ def test_format_p_keeps_small_p_values_nonzero():
 
 
 def test_precision_is_bf16_only_where_the_hardware_computes_it(monkeypatch):
-    assert r2.choose_precision("fp32", "cpu") == "fp32" and r2.choose_precision("bf16", "cpu") == "bf16"
-    import common
+    from benchmarks import common
+
+    assert common.choose_precision("fp32", "cpu") == "fp32" and common.choose_precision("bf16", "cpu") == "bf16"
 
     monkeypatch.setattr(common, "cpu_has_native_bf16", lambda: False)
-    assert r2.choose_precision("auto", "cpu") == "fp32"
+    assert common.choose_precision("auto", "cpu") == "fp32"
     monkeypatch.setattr(common, "cpu_has_native_bf16", lambda: True)
-    assert r2.choose_precision("auto", "cpu") == "bf16"
+    assert common.choose_precision("auto", "cpu") == "bf16"
 
 
 def test_a_seed_trains_in_the_precision_of_its_first_unit(tmp_path, monkeypatch):
-    import common
+    from benchmarks import common
 
     runs = tmp_path / "runs"
     runs.mkdir()
@@ -72,7 +73,6 @@ def test_a_seed_trains_in_the_precision_of_its_first_unit(tmp_path, monkeypatch)
 
     def precision(requested="auto", seed=1, native=True):
         monkeypatch.setattr(common, "cpu_has_native_bf16", lambda: native)
-        monkeypatch.setattr(r2, "cpu_has_native_bf16", lambda: native)
         return r2.unit_precision(SimpleNamespace(results=str(tmp_path), precision=requested), "low", seed, "cpu")
 
     assert precision(native=True) == "bf16" and precision(native=False) == "fp32"  # no unit yet: the hardware's
@@ -221,7 +221,7 @@ def test_bucket_deltas_pool_seeds_and_test_sets_per_source_length():
 
 
 def test_the_long_setting_has_no_trainer_test_pass_and_the_others_keep_it(tmp_path):
-    import multi30k_study as round_one
+    from benchmarks.studies import multi30k_study as round_one
 
     args = SimpleNamespace(recipe={**round_one.RECIPE, "bf16": False}, data=str(tmp_path))
     f = {k: tmp_path / f"{k}.txt" for k in ("src", "tgt", "src_conllu", "tgt_conllu")}
@@ -233,7 +233,7 @@ def test_the_long_setting_has_no_trainer_test_pass_and_the_others_keep_it(tmp_pa
 
 
 def test_the_long_setting_gives_dbsa_the_german_trees_of_training_and_validation(tmp_path, monkeypatch):
-    import ende_sentence_data as ende
+    from benchmarks.data import ende_sentence_data as ende
 
     calls = []
     monkeypatch.setattr(ende, "build", lambda data, cache, **k: calls.append("en"))
@@ -246,7 +246,7 @@ def test_the_long_setting_gives_dbsa_the_german_trees_of_training_and_validation
     assert trees["train"]["tgt_conllu"] == tmp_path / "train.de.conllu.gz"
     assert trees["validation"]["tgt_conllu"] == tmp_path / "newstest2015.de.conllu.gz"
     assert "tgt_conllu" not in trees["iwslt17.test"]  # test sets are translated from the source alone
-    import multi30k_study as round_one
+    from benchmarks.studies import multi30k_study as round_one
 
     recipe = SimpleNamespace(recipe={**round_one.RECIPE, "bf16": False}, data=str(tmp_path))
     splits = {k: trees[k] for k in ("train", "validation")}

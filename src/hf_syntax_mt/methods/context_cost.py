@@ -1,7 +1,7 @@
 """What the document-level context (Zhang et al. 2018) costs in arithmetic: matmul FLOPs of the sentence-level
 Marian model and of what the context adds, for a training step and for greedy decoding, as functions of the model
 dims and the source, target and context lengths; and the speed ratio those FLOPs allow (the bound that measured
-throughput ratios are judged against, `benchmarks/bench_context.py`).
+throughput ratios are judged against, `benchmarks/speed/bench_context.py`).
 
 FLOPs count every matrix product at 2 FLOPs per multiply-add, as `torch.utils.flop_counter.FlopCounterMode` counts
 them (linear layers, the batched products of attention); element-wise work (softmax, layer norm, the gate's sigmoid
