@@ -6,20 +6,15 @@ versions of these comparisons are in tests/models/test_fused_attention.py."""
 
 import pytest
 import torch
-from tiny_config import EOS, PAD
+from kernel_calls import count_calls
+from tiny_config import EOS, PAD, TINY
 
 from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
-from hf_syntax_mt.modeling_layers import SyntaxMTAttention
 
 pytestmark = pytest.mark.gpu
 
 # head_dim 16: FlexAttention's CUDA kernel needs at least 16
-SMALL = dict(
-    vocab_size=99, d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-    decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128, max_position_embeddings=256,
-    pad_token_id=PAD, eos_token_id=EOS, decoder_start_token_id=PAD, forced_eos_token_id=None,
-    dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, init_std=0.3,
-)  # fmt: skip
+SMALL = {**TINY, "d_model": 64, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128, "max_position_embeddings": 256}
 METHODS = {
     "pascal": dict(encoder_pascal_heads=[2, 1]),
     "pascal_dbsa": dict(encoder_pascal_heads=[2, 0], encoder_dbsa_heads=[1, 0]),
@@ -74,23 +69,6 @@ def step(model, inputs, kernel, bf16=False):
     out.loss.backward()
     grads = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
     return out.loss.detach(), out.logits.detach().float(), grads
-
-
-def count_calls(monkeypatch):
-    calls = {"flex": 0, "bias": 0}
-    flex, bias = SyntaxMTAttention._flex, SyntaxMTAttention._sdpa_bias
-
-    def counted_flex(self, *args, **kwargs):
-        calls["flex"] += 1
-        return flex(self, *args, **kwargs)
-
-    def counted_bias(self, *args, **kwargs):
-        calls["bias"] += 1
-        return bias(self, *args, **kwargs)
-
-    monkeypatch.setattr(SyntaxMTAttention, "_flex", counted_flex)
-    monkeypatch.setattr(SyntaxMTAttention, "_sdpa_bias", counted_bias)
-    return calls
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))

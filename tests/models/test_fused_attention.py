@@ -8,6 +8,7 @@ import math
 
 import pytest
 import torch
+from kernel_calls import count_calls
 from tiny_config import EOS, PAD, TINY
 
 from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
@@ -69,24 +70,6 @@ def per_head(model, inputs, kernel, site="encoder", layer=0, grad=False, **kwarg
         handle.remove()
     B, T, _ = seen["heads"].shape
     return out, seen["heads"].view(B, T, attn.num_heads, attn.head_dim)
-
-
-def count_calls(monkeypatch):
-    """Count the fused kernels' calls."""
-    calls = {"flex": 0, "bias": 0}
-    flex, bias = SyntaxMTAttention._flex, SyntaxMTAttention._sdpa_bias
-
-    def counted_flex(self, *args, **kwargs):
-        calls["flex"] += 1
-        return flex(self, *args, **kwargs)
-
-    def counted_bias(self, *args, **kwargs):
-        calls["bias"] += 1
-        return bias(self, *args, **kwargs)
-
-    monkeypatch.setattr(SyntaxMTAttention, "_flex", counted_flex)
-    monkeypatch.setattr(SyntaxMTAttention, "_sdpa_bias", counted_bias)
-    return calls
 
 
 def direct_pascal_heads(attn, hidden, parent_positions, lengths, k, sigma):
