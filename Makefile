@@ -6,12 +6,12 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-slow docs bench bench-quick bench-multi30k bench-round2 bench-cpu-minute bench-bf16 bench-docnmt bench-alignment lint format clean
+.PHONY: demo test test-slow test-floors docs bench bench-quick bench-multi30k bench-round2 bench-cpu-minute bench-bf16 bench-docnmt bench-alignment lint format clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# The CPU wheel of torch 2.13.0 lies on the build machines' disk; elsewhere pip takes it from PyPI.
-	$(BIN)/python -m pip install --quiet "torch==2.13.0" || $(BIN)/python -m pip install --quiet "torch>=2.4"
+	$(BIN)/python -m pip install --quiet "torch==2.13.0" || $(BIN)/python -m pip install --quiet "torch>=2.4.1"
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
@@ -23,6 +23,24 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
+
+# the declared dependency floors (pyproject's `test-floors` extra: transformers 5.4.0, datasets 4.0.0, ...) in a second
+# environment, and the fast subset on them: import and version check, every method's tiny tester, the pipeline, the
+# translate CLI, the symmetric model's composite config (a few minutes; CI runs it after `make test`)
+FLOORS       := .venv-floors
+FLOORS_STAMP := $(FLOORS)/.installed
+FLOORS_TESTS := tests/models/test_transformers_compat.py tests/models/test_every_method.py \
+                tests/models/test_pipeline.py tests/models/test_translate_cli.py tests/models/test_symmetric.py
+
+$(FLOORS_STAMP): pyproject.toml Makefile
+	test -x $(FLOORS)/bin/python || $(PYTHON) -m venv $(FLOORS)
+	$(FLOORS)/bin/python -m pip install --quiet "torch==2.13.0" || $(FLOORS)/bin/python -m pip install --quiet "torch>=2.4.1"
+	$(FLOORS)/bin/python -m pip install --quiet -e ".[test-floors]"
+	touch $(FLOORS_STAMP)
+
+test-floors: $(FLOORS_STAMP)
+	$(FLOORS)/bin/python -m pip list 2>/dev/null | grep -E "^(torch|transformers|datasets|accelerate|tokenizers) "
+	$(FLOORS)/bin/python -m pytest -q -p no:cacheprovider $(FLOORS_TESTS)
 
 # the documentation site (mkdocs.yml, docs/) into site/; --strict: a broken link, page or API name is an error
 docs: $(STAMP)
@@ -71,4 +89,4 @@ format: $(STAMP)
 	$(BIN)/ruff format src tests scripts benchmarks docs/hooks
 
 clean:
-	rm -rf $(VENV) runs build dist site src/*.egg-info
+	rm -rf $(VENV) $(FLOORS) runs build dist site src/*.egg-info

@@ -126,7 +126,9 @@ def test_a_config_from_defaults_builds_and_the_model_names_a_token_id_outside_th
     small.save_pretrained(tmp_path)  # a config that only a model cannot use still round-trips
     assert SyntaxMTConfig.from_pretrained(tmp_path).vocab_size == 99
     for cls in MODELS:
-        with pytest.raises(ValueError, match=r"pad_token_id=58100 is not a token id of the vocabulary \(vocab_size=99"):
+        with pytest.raises(
+            ValueError, match=r"pad_token_id=58100 is not a token id of the vocabulary \(vocab_size=99"
+        ):
             cls(small)
     with pytest.raises(ValueError, match="decoder_start_token_id=99 is not a token id"):
         SyntaxMTForConditionalGeneration(SyntaxMTConfig(**{**TINY, "decoder_start_token_id": 99}))
@@ -169,9 +171,9 @@ def test_too_old_transformers_or_torch_is_one_import_error_naming_the_release():
     with pytest.raises(ImportError, match=r"needs transformers 5\.4\.0 or newer, but transformers 5\.3\.0 is "
                                           r"installed: pip install 'transformers>=5\.4\.0,<6'$"):  # fmt: skip
         check_versions(installed({"transformers": "5.3.0", "torch": "2.13.0"}))
-    with pytest.raises(ImportError, match=r"needs torch 2\.4\.0 or newer, but torch 2\.3\.1\+cu121 is installed"):
-        check_versions(installed({"transformers": "5.24.0", "torch": "2.3.1+cu121"}))
-    for ok in ({"transformers": "5.4.0", "torch": "2.4.0"}, {"transformers": "5.25.0.dev0", "torch": "2.13.0+cpu"}):
+    with pytest.raises(ImportError, match=r"needs torch 2\.4\.1 or newer, but torch 2\.4\.0\+cu121 is installed"):
+        check_versions(installed({"transformers": "5.24.0", "torch": "2.4.0+cu121"}))
+    for ok in ({"transformers": "5.4.0", "torch": "2.4.1"}, {"transformers": "5.25.0.dev0", "torch": "2.13.0+cpu"}):
         check_versions(installed(ok))
     # a real `import hf_syntax_mt` where transformers reports 5.3.0: the last line is the one error
     code = (
