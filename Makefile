@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# The CPU wheel of torch 2.13.0 lies on the build machines' disk; elsewhere pip takes it from PyPI.
-	$(BIN)/python -m pip install --quiet "torch==2.13.0" || $(BIN)/python -m pip install --quiet "torch>=2.4.1"
+	$(BIN)/python -m pip install --quiet "torch==2.13.0" || $(BIN)/python -m pip install --quiet "torch>=2.6.0"
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
@@ -34,7 +34,7 @@ FLOORS_TESTS := tests/models/test_transformers_compat.py tests/models/test_every
 
 $(FLOORS_STAMP): pyproject.toml Makefile
 	test -x $(FLOORS)/bin/python || $(PYTHON) -m venv $(FLOORS)
-	$(FLOORS)/bin/python -m pip install --quiet "torch==2.13.0" || $(FLOORS)/bin/python -m pip install --quiet "torch>=2.4.1"
+	$(FLOORS)/bin/python -m pip install --quiet "torch==2.13.0" || $(FLOORS)/bin/python -m pip install --quiet "torch>=2.6.0"
 	$(FLOORS)/bin/python -m pip install --quiet -e ".[test-floors]"
 	touch $(FLOORS_STAMP)
 

@@ -171,9 +171,9 @@ def test_too_old_transformers_or_torch_is_one_import_error_naming_the_release():
     with pytest.raises(ImportError, match=r"needs transformers 5\.4\.0 or newer, but transformers 5\.3\.0 is "
                                           r"installed: pip install 'transformers>=5\.4\.0,<6'$"):  # fmt: skip
         check_versions(installed({"transformers": "5.3.0", "torch": "2.13.0"}))
-    with pytest.raises(ImportError, match=r"needs torch 2\.4\.1 or newer, but torch 2\.4\.0\+cu121 is installed"):
-        check_versions(installed({"transformers": "5.24.0", "torch": "2.4.0+cu121"}))
-    for ok in ({"transformers": "5.4.0", "torch": "2.4.1"}, {"transformers": "5.25.0.dev0", "torch": "2.13.0+cpu"}):
+    with pytest.raises(ImportError, match=r"needs torch 2\.6\.0 or newer, but torch 2\.5\.1\+cu121 is installed"):
+        check_versions(installed({"transformers": "5.24.0", "torch": "2.5.1+cu121"}))
+    for ok in ({"transformers": "5.4.0", "torch": "2.6.0"}, {"transformers": "5.25.0.dev0", "torch": "2.13.0+cpu"}):
         check_versions(installed(ok))
     # a real `import hf_syntax_mt` where transformers reports 5.3.0: the last line is the one error
     code = (
