@@ -24,13 +24,15 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
 
-# the declared dependency floors (pyproject's `test-floors` extra: transformers 5.4.0, datasets 4.0.0, ...) in a second
-# environment, and the fast subset on them: import and version check, every method's tiny tester, the pipeline, the
-# translate CLI, the symmetric model's composite config (a few minutes; CI runs it after `make test`)
+# the declared dependency floors (pyproject's `test-floors` extra: transformers 5.17.0, datasets 4.0.0, ...) in a
+# second environment, and a fast subset on them: import and version check, every method's tiny tester, the pipeline,
+# the translate CLI, the symmetric model's composite config, and what set the floors: an exact resume (transformers)
+# and token batches on two processes (accelerate). A few minutes; CI runs it after `make test`.
 FLOORS       := .venv-floors
 FLOORS_STAMP := $(FLOORS)/.installed
 FLOORS_TESTS := tests/models/test_transformers_compat.py tests/models/test_every_method.py \
-                tests/models/test_pipeline.py tests/models/test_translate_cli.py tests/models/test_symmetric.py
+                tests/models/test_pipeline.py tests/models/test_translate_cli.py tests/models/test_symmetric.py \
+                tests/training/test_resume.py tests/training/test_batching.py
 
 $(FLOORS_STAMP): pyproject.toml Makefile
 	test -x $(FLOORS)/bin/python || $(PYTHON) -m venv $(FLOORS)

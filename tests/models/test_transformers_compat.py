@@ -168,12 +168,12 @@ def test_too_old_transformers_or_torch_is_one_import_error_naming_the_release():
     def installed(versions):
         return lambda name: versions[name]
 
-    with pytest.raises(ImportError, match=r"needs transformers 5\.4\.0 or newer, but transformers 5\.3\.0 is "
-                                          r"installed: pip install 'transformers>=5\.4\.0,<6'$"):  # fmt: skip
-        check_versions(installed({"transformers": "5.3.0", "torch": "2.13.0"}))
+    with pytest.raises(ImportError, match=r"needs transformers 5\.17\.0 or newer, but transformers 5\.16\.1 is "
+                                          r"installed: pip install 'transformers>=5\.17\.0,<6'$"):  # fmt: skip
+        check_versions(installed({"transformers": "5.16.1", "torch": "2.13.0"}))
     with pytest.raises(ImportError, match=r"needs torch 2\.6\.0 or newer, but torch 2\.5\.1\+cu121 is installed"):
         check_versions(installed({"transformers": "5.24.0", "torch": "2.5.1+cu121"}))
-    for ok in ({"transformers": "5.4.0", "torch": "2.6.0"}, {"transformers": "5.25.0.dev0", "torch": "2.13.0+cpu"}):
+    for ok in ({"transformers": "5.17.0", "torch": "2.6.0"}, {"transformers": "5.25.0.dev0", "torch": "2.13.0+cpu"}):
         check_versions(installed(ok))
     # a real `import hf_syntax_mt` where transformers reports 5.3.0: the last line is the one error
     code = (
@@ -183,8 +183,8 @@ def test_too_old_transformers_or_torch_is_one_import_error_naming_the_release():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1] == (
-        "ImportError: hf-syntax-mt needs transformers 5.4.0 or newer, but transformers 5.3.0 is installed: "
-        "pip install 'transformers>=5.4.0,<6'"
+        "ImportError: hf-syntax-mt needs transformers 5.17.0 or newer, but transformers 5.3.0 is installed: "
+        "pip install 'transformers>=5.17.0,<6'"
     )
 
 
