@@ -26,13 +26,16 @@ test-slow: $(STAMP)
 
 # the declared dependency floors (pyproject's `test-floors` extra: transformers 5.17.0, datasets 4.0.0, ...) in a
 # second environment, and a fast subset on them: import and version check, every method's tiny tester, the pipeline,
-# the translate CLI, the symmetric model's composite config, and what set the floors: an exact resume (transformers)
-# and token batches on two processes (accelerate). A few minutes; CI runs it after `make test`.
+# the translate CLI, the symmetric model's composite config, and what set the floors: an exact resume (transformers),
+# token batches on two processes (accelerate), a Marian tokenizer's offsets (sentencepiece). A few minutes; CI runs
+# it after `make test`.
 FLOORS       := .venv-floors
 FLOORS_STAMP := $(FLOORS)/.installed
 FLOORS_TESTS := tests/models/test_transformers_compat.py tests/models/test_every_method.py \
                 tests/models/test_pipeline.py tests/models/test_translate_cli.py tests/models/test_symmetric.py \
-                tests/training/test_resume.py tests/training/test_batching.py
+                tests/training/test_resume.py tests/training/test_batching.py \
+                tests/data/test_subwords.py::test_marian_sentencepiece_alignment \
+                tests/data/test_subwords.py::test_ud_french_mwt_du_with_marian
 
 $(FLOORS_STAMP): pyproject.toml Makefile
 	test -x $(FLOORS)/bin/python || $(PYTHON) -m venv $(FLOORS)
