@@ -9,12 +9,12 @@ GPU_PYTHON ?=
 GPU_PARTS := install,fast,gpu,bench
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-slow test-gpu docs bench bench-quick bench-multi30k bench-round2 bench-cpu-minute bench-bf16 bench-docnmt bench-alignment lint format clean
+.PHONY: demo test test-slow test-floors test-gpu docs bench bench-quick bench-multi30k bench-round2 bench-cpu-minute bench-bf16 bench-docnmt bench-alignment lint format clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# The CPU wheel of torch 2.13.0 lies on the build machines' disk; elsewhere pip takes it from PyPI.
-	$(BIN)/python -m pip install --quiet "torch==2.13.0" || $(BIN)/python -m pip install --quiet "torch>=2.4"
+	$(BIN)/python -m pip install --quiet "torch==2.13.0" || $(BIN)/python -m pip install --quiet "torch>=2.6.0"
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
@@ -26,6 +26,29 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
+
+# the declared dependency floors (pyproject's `test-floors` extra: transformers 5.17.0, datasets 4.0.0, ...) in a
+# second environment, and a fast subset on them: import and version check, every method's tiny tester, the pipeline,
+# the translate CLI, the symmetric model's composite config, and what set the floors: an exact resume (transformers),
+# token batches on two processes (accelerate), a Marian tokenizer's offsets (sentencepiece). A few minutes; CI runs
+# it after `make test`.
+FLOORS       := .venv-floors
+FLOORS_STAMP := $(FLOORS)/.installed
+FLOORS_TESTS := tests/models/test_transformers_compat.py tests/models/test_every_method.py \
+                tests/models/test_pipeline.py tests/models/test_translate_cli.py tests/models/test_symmetric.py \
+                tests/training/test_resume.py tests/training/test_batching.py \
+                tests/data/test_subwords.py::test_marian_sentencepiece_alignment \
+                tests/data/test_subwords.py::test_ud_french_mwt_du_with_marian
+
+$(FLOORS_STAMP): pyproject.toml Makefile
+	test -x $(FLOORS)/bin/python || $(PYTHON) -m venv $(FLOORS)
+	$(FLOORS)/bin/python -m pip install --quiet "torch==2.13.0" || $(FLOORS)/bin/python -m pip install --quiet "torch>=2.6.0"
+	$(FLOORS)/bin/python -m pip install --quiet -e ".[test-floors]"
+	touch $(FLOORS_STAMP)
+
+test-floors: $(FLOORS_STAMP)
+	$(FLOORS)/bin/python -m pip list 2>/dev/null | grep -E "^(torch|transformers|datasets|accelerate|tokenizers) "
+	$(FLOORS)/bin/python -m pytest -q -p no:cacheprovider $(FLOORS_TESTS)
 
 # the GPU check (issue 43): the fast suite with CUDA visible, the GPU-only tests, the GPU benchmark (quick), one
 # summary; runs with the Python that has torch+CUDA (PYTHON=..., default .venv or python3), never reinstalls torch.
@@ -81,4 +104,4 @@ format: $(STAMP)
 	$(BIN)/ruff format src tests scripts benchmarks docs/hooks
 
 clean:
-	rm -rf $(VENV) runs build dist site src/*.egg-info
+	rm -rf $(VENV) $(FLOORS) runs build dist site src/*.egg-info

@@ -411,6 +411,11 @@ class SyntaxMTConfig(MarianConfig):
                 f"activation_function={self.activation_function!r} is not a transformers activation{hint}: use one of "
                 f"{sorted(ACT2FN)}."
             )
+
+    def check_token_ids(self):
+        """Raise where the model cannot work: a `pad_token_id` (the embeddings' padding row) or
+        `decoder_start_token_id` outside the vocabulary. Checked when a model is built, not when the config is
+        (transformers warns there), so that a config from defaults with a small vocabulary still builds."""
         vocab = self.vocab_size if self.decoder_vocab_size is None else min(self.vocab_size, self.decoder_vocab_size)
         for name in ("pad_token_id", "decoder_start_token_id"):
             value = getattr(self, name)

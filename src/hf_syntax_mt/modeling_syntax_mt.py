@@ -11,7 +11,6 @@ cross-entropy plus the weighted auxiliary losses of the active methods, read fro
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 
 import torch
@@ -28,10 +27,11 @@ from transformers.models.marian.modeling_marian import (
     MarianPreTrainedModel,
     shift_tokens_right,
 )
-from transformers.utils import logging
+from transformers.utils import can_return_tuple, logging
 from transformers.utils.generic import merge_with_config_defaults
 from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
+from .compat import legacy_cache_warning, legacy_checkpointing, show_in_signature
 from .configuration_syntax_mt import SyntaxMTConfig
 from .methods.biaffine import decoder_dbsa_arcs, dependency_nll  # noqa: F401  (public names kept here)
 from .methods.builtin import BUILTIN  # noqa: F401  (registers the built-in methods)
@@ -63,6 +63,10 @@ class SyntaxMTPreTrainedModel(MarianPreTrainedModel):
     # Every Marian weight keeps its name, so Marian checkpoints load as they are; the parameters the methods add
     # (bi-affine U, feature embeddings, alignment biases, ...) are initialised by their `init_weights`.
     _no_split_modules = ["SyntaxMTEncoderLayer", "SyntaxMTDecoderLayer"]
+
+    def __init__(self, config: SyntaxMTConfig, *args, **kwargs):
+        config.check_token_ids()  # before Marian's embeddings, whose error names no option
+        super().__init__(config, *args, **kwargs)
 
     def _init_weights(self, module):
         super()._init_weights(module)
@@ -245,10 +249,12 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
     _keys_to_ignore_on_load_missing = MarianModel._keys_to_ignore_on_load_missing
 
     def __init__(self, config: SyntaxMTConfig):
+        checkpointing = getattr(config, "gradient_checkpointing", False)  # Marian's __init__ consumes the flag
         super().__init__(config)  # MarianModel: shared embeddings and their tying
         self.encoder = SyntaxMTEncoder(config)
         self.decoder = SyntaxMTDecoder(config)
         self.post_init()
+        legacy_checkpointing(self, checkpointing)
 
     @staticmethod
     def _decoder_context(encoder_outputs) -> dict:
@@ -263,6 +269,7 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
             "context_masks": context_masks(encoder_outputs.context_attention_mask),
         }
 
+    @can_return_tuple  # `return_dict=False` (argument or config): a tuple, as Marian's
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -293,6 +300,7 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
         attention_record (`AttentionRecord`, *optional*, in `kwargs`):
             Filled with what the auxiliary losses read (the translation model passes it).
         """
+        legacy_cache_warning(type(self).__name__, past_key_values, CACHE)
         past_key_values = pop_cache(past_key_values, kwargs)
         method_inputs = {name: kwargs.pop(name) for name in (*input_names(), *supervision_names()) if name in kwargs}
         if encoder_outputs is None:
@@ -302,6 +310,7 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
                 inputs_embeds=inputs_embeds,
                 context_input_ids=context_input_ids,
                 context_attention_mask=context_attention_mask,
+                return_dict=True,  # read as a dict below; `can_return_tuple` makes the tuple
                 **method_inputs,
                 **kwargs,
             )
@@ -320,6 +329,7 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
             use_cache=use_cache,
             **{CACHE: past_key_values},
             **self._decoder_context(encoder_outputs),
+            return_dict=True,
             **kwargs,
         )
         return Seq2SeqModelOutput(
@@ -377,6 +387,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
     _keys_to_ignore_on_save = MarianMTModel._keys_to_ignore_on_save
 
     def __init__(self, config: SyntaxMTConfig):
+        checkpointing = getattr(config, "gradient_checkpointing", False)
         super().__init__(config)  # MarianMTModel: LM head, final_logits_bias and weight tying
         self.model = SyntaxMTModel(config)
         for method in registered():
@@ -384,6 +395,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         self.record_cross_layers: list[int] = []  # extra cross-attention layers to keep (`recording_alignment`)
         self.last_attention_record: AttentionRecord | None = None
         self.post_init()
+        legacy_checkpointing(self, checkpointing)
 
     def document_parameter_names(self) -> list[str]:
         """Names of theta_d, the document-level parameters (context encoder, context attentions and gates)."""
@@ -425,6 +437,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
 
         return align(self, input_ids, labels, **kwargs)
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -454,6 +467,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
             Number of target tokens in the whole (accumulated) batch; the Trainer passes it. Every loss term is then
             summed and divided by it instead of averaged over this micro-batch.
         """
+        legacy_cache_warning(type(self).__name__, past_key_values, CACHE)
         past_key_values = pop_cache(past_key_values, kwargs)
         if labels is not None:
             use_cache = False
@@ -478,13 +492,14 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
             decoder_input_ids=decoder_input_ids,
             encoder_outputs=encoder_outputs,
             decoder_attention_mask=decoder_attention_mask,
-            past_key_values=past_key_values,
+            **{CACHE: past_key_values},
             inputs_embeds=inputs_embeds,
             decoder_inputs_embeds=decoder_inputs_embeds,
             use_cache=use_cache,
             context_input_ids=context_input_ids,
             context_attention_mask=context_attention_mask,
             **({} if record is None else {"attention_record": record}),
+            return_dict=True,
             **kwargs,
         )
         if self.record_cross_layers:
@@ -563,38 +578,16 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
 
 
 __all__ = [
-    "AUXILIARY_LOSSES",
-    "SyntaxMTAttention",
-    "SyntaxMTSeq2SeqLMOutput",
-    "dependency_nll",
-    "synchronous_loss",
-    "tree_distances",
-    "tree_weights",
-    "SyntaxMTForConditionalGeneration",
-    "SyntaxMTModel",
-    "SyntaxMTPreTrainedModel",
+    "AUXILIARY_LOSSES", "SyntaxMTAttention", "SyntaxMTSeq2SeqLMOutput", "dependency_nll", "synchronous_loss",
+    "tree_distances", "tree_weights", "SyntaxMTForConditionalGeneration", "SyntaxMTModel", "SyntaxMTPreTrainedModel",
     "pascal_weights",
-]
+]  # fmt: skip
 
 
 def _refresh_forward_signatures() -> None:
-    """Show every registered method input and supervision column in the models' `forward` signatures: the Trainer
-    keeps only the dataset columns that `forward` names (`remove_unused_columns`), and `generate()` checks its keyword
-    arguments against it. Called again whenever a method is registered."""
-    names = (*input_names(), *supervision_names())
+    """The registered methods' inputs in the models' `forward` signatures (again whenever a method registers)."""
     for cls in (SyntaxMTModel, SyntaxMTForConditionalGeneration):
-        function = cls.forward
-        base = (
-            inspect.signature(function, follow_wrapped=False)
-            if not hasattr(function, "_base_signature")
-            else function._base_signature
-        )
-        function._base_signature = base
-        params = [p for p in base.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
-        present = {p.name for p in params}
-        extra = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None) for n in names if n not in present]
-        var = [p for p in base.parameters.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
-        function.__signature__ = base.replace(parameters=[*params, *extra, *var])
+        show_in_signature(cls.forward, (*input_names(), *supervision_names()), CACHE)
 
 
 on_change(_refresh_forward_signatures)

@@ -23,8 +23,12 @@ from typing import Any
 import torch
 from huggingface_hub.dataclasses import strict
 from transformers import PreTrainedConfig, PreTrainedModel
-from transformers.configuration_utils import SubConfigSpec
 from transformers.utils import ModelOutput
+
+try:  # transformers >= 5.20; before, composite configs list their parts in `sub_configs`
+    from transformers.configuration_utils import SubConfigSpec
+except ImportError:  # pragma: no cover - exercised by `make test-floors`
+    SubConfigSpec = None
 
 from .alignment.cross_attention import align, recording_alignment, symmetry_trace
 from .configuration_syntax_mt import SyntaxMTConfig
@@ -45,10 +49,13 @@ class SymmetricTranslationConfig(PreTrainedConfig):
     """
 
     model_type = "syntax_mt_symmetric"
-    sub_configs_defaults = {
-        "forward": SubConfigSpec(config_class=SyntaxMTConfig),
-        "backward": SubConfigSpec(config_class=SyntaxMTConfig),
-    }
+    if SubConfigSpec is not None:
+        sub_configs_defaults = {
+            "forward": SubConfigSpec(config_class=SyntaxMTConfig),
+            "backward": SubConfigSpec(config_class=SyntaxMTConfig),
+        }
+    else:
+        sub_configs = {"forward": SyntaxMTConfig, "backward": SyntaxMTConfig}
     forward: SyntaxMTConfig | dict | None = None
     backward: SyntaxMTConfig | dict | None = None
     symmetry_weight: float | int = 0.0
@@ -56,7 +63,11 @@ class SymmetricTranslationConfig(PreTrainedConfig):
     backward_alignment_layer: int | None = None
 
     def __post_init__(self, **kwargs):
-        super().__post_init__(**kwargs)  # dicts -> SyntaxMTConfig
+        for side in ("forward", "backward"):  # dicts -> SyntaxMTConfig (what `sub_configs_defaults` does on >= 5.20)
+            value = getattr(self, side)
+            if value is None or isinstance(value, dict):
+                setattr(self, side, SyntaxMTConfig(**(value or {})))
+        super().__post_init__(**kwargs)
         self.validate_symmetric()  # a plain ValueError at creation, not strict's wrapper
 
     def validate_symmetric(self):

@@ -353,7 +353,6 @@ def test_train_script_messages_name_the_split_flags(small_corpus, tmp_path):
         (dict(activation_function="nope"), r"activation_function='nope' is not a transformers activation: use one of"),
         (dict(activation_function="gleu"), r"did you mean gelu"),
         (dict(dropout=1.5), r"dropout=1\.5 is a probability"),
-        (dict(pad_token_id=99), "pad_token_id=99 is not a token id of the vocabulary"),
         (dict(encoder_pscal_heads=[1, 0]), "has no option 'encoder_pscal_heads'. Did you mean 'encoder_pascal_heads'"),
         (dict(pascal_sigmma=0.5), "has no option 'pascal_sigmma'. Did you mean 'pascal_sigma'"),
     ],

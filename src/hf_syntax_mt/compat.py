@@ -1,0 +1,77 @@
+"""What differs between the releases of transformers and torch the package supports, in one place: the version
+floors (checked at `import hf_syntax_mt`), and the models' `forward` signatures, which show the decoding cache under
+the installed transformers' name (`cache` from 5.24 on, `past_key_values` before) and annotate `**kwargs` as
+transformers' own models do. Keep `MIN_VERSIONS` equal to the floors of `pyproject.toml` (a test compares them)."""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from importlib import metadata
+
+# the lowest releases the suite passes on. transformers 5.0-5.3: configs are not dataclasses yet; 5.4-5.16 pass the
+# fast subset but a resumed training run no longer equals the uninterrupted one (tests/training/test_resume.py).
+# CI's floors environment (`make test-floors`) runs transformers 5.17.0 with torch 2.13.0; torch 2.6.0 was checked by
+# hand (2.4.1 cannot resume a Trainer checkpoint: transformers refuses torch.load below 2.6, CVE-2025-32434)
+MIN_VERSIONS = {"transformers": "5.17.0", "torch": "2.6.0"}
+
+
+def check_versions(installed=metadata.version) -> None:
+    """Raise one `ImportError` naming the release to install when transformers or torch is older than the floor
+    (before anything else is imported, so that no deeper error hides it). `installed(name)` gives a version."""
+    from packaging.version import Version
+
+    for name, floor in MIN_VERSIONS.items():
+        try:
+            found = installed(name)
+        except metadata.PackageNotFoundError:
+            continue  # not installed: the import that needs it says so
+        if Version(found).release < Version(floor).release:  # ignores local and dev tags (2.13.0+cpu, 5.25.0.dev0)
+            bound = f"{name}>={floor},<6" if name == "transformers" else f"{name}>={floor}"
+            raise ImportError(
+                f"hf-syntax-mt needs {name} {floor} or newer, but {name} {found} is installed: pip install '{bound}'"
+            )
+
+
+check_versions()
+
+
+def legacy_cache_warning(cls_name: str, past_key_values, cache_name: str) -> None:
+    """The models take the cache under either name; from transformers 5.24 on, `past_key_values` warns as
+    transformers' own models do (a `FutureWarning`)."""
+    if cache_name == "cache" and past_key_values is not None:
+        warnings.warn(
+            f"`past_key_values` is deprecated for `{cls_name}.forward` (transformers 5.24 renamed it). Use `cache` "
+            "instead.",
+            FutureWarning,
+            stacklevel=3,
+        )
+
+
+def legacy_checkpointing(model, flag: bool) -> None:
+    """Honour the legacy `config.gradient_checkpointing=True` that Marian's own encoder and decoder consumed (and
+    deleted from the config) before ours replaced them, as `post_init` does for Marian's models."""
+    if flag:
+        model.config.gradient_checkpointing = True
+        model._backward_compatibility_gradient_checkpointing()  # enables it and deletes the flag again
+
+
+def show_in_signature(function, names, cache_name: str) -> None:
+    """Set `function.__signature__`: the decoding cache under `cache_name`, `names` as keyword-only parameters
+    (the registered methods' inputs: the Trainer keeps only the columns that `forward` names, `generate()` checks
+    its keyword arguments against it), and `**kwargs` annotated with `Unpack[TransformersKwargs]` (transformers'
+    tests read the attention outputs' support from it). The function itself takes either cache name."""
+    from transformers.processing_utils import Unpack
+    from transformers.utils import TransformersKwargs
+
+    base = getattr(function, "_base_signature", None) or inspect.signature(inspect.unwrap(function))
+    function._base_signature = base
+    params = []
+    for p in base.parameters.values():
+        if p.kind is inspect.Parameter.VAR_KEYWORD:
+            continue
+        params.append(p.replace(name=cache_name) if p.name == "past_key_values" else p)
+    present = {p.name for p in params}
+    extra = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None) for n in names if n not in present]
+    var = inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD, annotation=Unpack[TransformersKwargs])
+    function.__signature__ = base.replace(parameters=[*params, *extra, var])
