@@ -1,6 +1,6 @@
 """`benchmarks/studies/docnmt_real.py` without training: the train-script arguments of each unit (parsed by the train
 script itself), translation with given contexts against `translate_document` on a tiny document model, and the
-aggregate's paired tests against sacrebleu computed directly on hand-built unit files."""
+aggregate's paired tests (`docnmt_stats.py`) against sacrebleu computed directly on hand-built unit files."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import sacrebleu
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
 
 from benchmarks.studies import docnmt_real as study  # noqa: E402
+from benchmarks.studies import docnmt_stats as stats  # noqa: E402
 
 
 def _files(tmp_path) -> dict:
@@ -121,7 +122,7 @@ def test_comparisons_per_seed_and_pooled_match_sacrebleu():
     units = [_unit("document", 0, REFS, random=HALF), _unit("control", 0, WRONG),
              _unit("document", 1, HALF, random=WRONG), _unit("control", 1, HALF), _unit("document", 2, REFS)]  # fmt: skip
     references = {name: REFS + ["an unused reference"] for name in study.TEST_SETS}
-    tests = study.comparisons(units, references, samples=50)
+    tests = stats.comparisons(units, references, samples=50)
     t = tests["iwslt17.test"]
     assert set(t["control"]) == {0, 1, "pooled"} and set(t["random"]) == {0, 1, "pooled"}  # seed 2: no control
 
@@ -136,7 +137,7 @@ def test_comparisons_per_seed_and_pooled_match_sacrebleu():
     assert pooled["system"] == pytest.approx(bleu(REFS + HALF, REFS + REFS))
     assert pooled["baseline"] == pytest.approx(bleu(WRONG + HALF, REFS + REFS))
     # the unfrozen document model is compared with the same controls, and only its own units count
-    unfrozen = study.comparisons(units + [_unit("unfrozen", 1, WRONG, random=REFS)], references, 50, "unfrozen")
+    unfrozen = stats.comparisons(units + [_unit("unfrozen", 1, WRONG, random=REFS)], references, 50, "unfrozen")
     u = unfrozen["iwslt17.test"]
     assert set(u["control"]) == {1} and set(u["random"]) == {1}  # one seed: nothing to pool
     assert u["control"][1]["bleu"]["system"] == pytest.approx(bleu(WRONG))
@@ -150,7 +151,7 @@ def test_aggregate_writes_the_tables_from_unit_files(tmp_path):
     runs.mkdir(parents=True)
     data = tmp_path / "data"
     for name in study.TEST_SETS:
-        path = data / study.EVAL_SETS[name].target
+        path = data / stats.EVAL_SETS[name].target
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(r + "\n" for r in REFS), encoding="utf-8")
     for unit in (_unit("step1", 0, WRONG), _unit("document", 0, REFS, random=HALF), _unit("control", 0, HALF)):
@@ -159,7 +160,7 @@ def test_aggregate_writes_the_tables_from_unit_files(tmp_path):
             (runs / f"{unit['unit']}.{key}.txt").write_text("".join(h + "\n" for h in lines), encoding="utf-8")
         (runs / f"{unit['unit']}.json").write_text(json.dumps(unit), encoding="utf-8")
     args = study.parse_args(["--results", str(results), "--data", str(data), "--bootstrap-samples", "20"])
-    text = study.aggregate(args)
+    text = stats.aggregate(args)
     assert (results / "results.md").read_text(encoding="utf-8") == text
     row = next(line for line in text.splitlines() if line.startswith("| iwslt17.test | control |"))
     half = sacrebleu.corpus_bleu(HALF, [REFS]).score
@@ -173,7 +174,7 @@ def test_aggregate_writes_the_tables_from_unit_files(tmp_path):
     for key, lines in replicate.pop("hypotheses").items():
         (results / "replicates" / f"document-seed0.{key}.txt").write_text("".join(h + "\n" for h in lines))
     (results / "replicates" / "document-seed0.json").write_text(json.dumps({**replicate, "cpu": "some CPU"}))
-    text = study.aggregate(args)
+    text = stats.aggregate(args)
     assert f"{100 - half:+.2f}" in next(
         line for line in text.splitlines() if line.startswith("| iwslt17.test | control |")
     )
@@ -246,8 +247,8 @@ def test_step2_trains_step1_again_on_a_new_machine_and_checks_its_fingerprint(do
     )
     assert study.ensure_step1(args, {}, "cpu")["matches_committed"] is False
     unit = {"step1": {"weights_sha256": sha, "rebuilt": True, "matches_committed": False}}
-    assert "NOT the committed step 1" in study.step1_note(unit) and sha[:12] in study.step1_note(unit)
-    assert study.step1_note({"weights_sha256": sha}) == f"; weights sha256 {sha[:12]}"
+    assert "NOT the committed step 1" in stats.step1_note(unit) and sha[:12] in stats.step1_note(unit)
+    assert stats.step1_note({"weights_sha256": sha}) == f"; weights sha256 {sha[:12]}"
 
 
 def test_evaluation_cache_returns_what_was_computed_for_the_same_settings_only(tmp_path):
@@ -301,5 +302,5 @@ def test_a_lost_models_cache_is_used_only_where_its_settings_are_what_this_data_
     assert m.load_cache(tmp_path, "bcontrast.test", {"num_beams": 4}) is None  # not computed: listed as missing
     with pytest.raises(SystemExit, match="other settings"):
         m.load_cache(tmp_path, "iwslt17.test", {"num_beams": 4, "sources": "abd"})
-    assert study.partial_note({"partial": {"missing": ["pronouns.none"]}}).endswith("missing: pronouns.none")
-    assert study.partial_note({}) == ""
+    assert stats.partial_note({"partial": {"missing": ["pronouns.none"]}}).endswith("missing: pronouns.none")
+    assert stats.partial_note({}) == ""
