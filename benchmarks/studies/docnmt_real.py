@@ -25,11 +25,13 @@ per document, with batches across documents; beam 4) and scores them (sacreBLEU 
 contrastive pronoun items (`results/docnmt_real/pronoun_items.jsonl`, `pronoun_items.py`); a document unit does both
 again with random context (each document given another document's sentences, `evaluation.pronouns.random_contexts`)
 and the pronouns also with no context. Each test set's translations are kept in the model directory as they finish
-(`cached`), so a unit cut off during its evaluation goes on from there. A unit writes `RESULTS/runs/<unit>.json` and
-its hypotheses (`<unit>.<test set>.txt`, `<unit>.<test set>.random.txt`). `--aggregate` (`docnmt_stats.py`)
-rebuilds `RESULTS/results.md` from the unit files: per test set, step 1 and mean ± std over seeds; per seed the paired
+(`cached`), so a unit cut off during its evaluation goes on from there. A unit writes `RESULTS/runs/<unit>.json` (with
+the pronoun item file it scored: `pronoun_items`, its path, sha256 and count) and its hypotheses
+(`<unit>.<test set>.txt`, `<unit>.<test set>.random.txt`). `--aggregate` (`docnmt_stats.py`) rebuilds
+`RESULTS/results.md` from the unit files: per test set, step 1 and mean ± std over seeds; per seed the paired
 bootstrap document vs control and document vs random context; a pooled bootstrap over the seeds' concatenated
-hypotheses; the pronoun accuracies.
+hypotheses; the pronoun accuracies, labelled with the item set they were scored on, and the referential items' by
+antecedent distance from `pronoun_items.rescored.json` where it exists.
 
     python benchmarks/studies/docnmt_real.py --list                  # which units are done
     python benchmarks/studies/docnmt_real.py --units step1-seed0     # one unit (the others need it)
@@ -457,6 +459,13 @@ def evaluate(args, kind: str, seed: int, model_dir: Path, files: dict, device: s
     return scores, hypotheses
 
 
+def item_file(path: str | Path) -> dict:
+    """The pronoun item file a unit scores: its path, sha256 and item count (non-empty lines), recorded in the unit
+    file so that the aggregate can say which item set every pronoun figure comes from."""
+    count = sum(1 for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip())
+    return {"file": common.relative_path(str(path)), "sha256": common.sha256_file(path), "items": count}
+
+
 def run_unit(args, kind: str, seed: int, device: str) -> Path:
     import torch
 
@@ -483,6 +492,7 @@ def run_unit(args, kind: str, seed: int, device: str) -> Path:
         "threads": torch.get_num_threads(), **common.software(), "commit": common.git_commit(),
         "train_argv": [common.relative_path(a) for a in argv],
         "hypotheses_sha256": hypotheses_sha256,
+        **({"pronoun_items": item_file(args.items)} if scores["pronouns"] else {}),
     }  # fmt: skip
     path = common.write_json(runs / f"{name}.json", record, indent=1, newline=True)
     if kind != "step1":  # step 1's model is what step 2 starts from: keep it

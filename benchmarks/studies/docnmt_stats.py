@@ -5,6 +5,7 @@ running units is `docnmt_real.py`'s."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -12,7 +13,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: 
 from benchmarks import common  # noqa: E402
 from benchmarks.data.ende_sentence_data import EVAL_SETS, TEST_SETS  # noqa: E402
 from benchmarks.studies import seen_pairs  # noqa: E402
-from benchmarks.studies.docnmt_real import CONTEXT_KINDS, KINDS, RECIPE  # noqa: E402
+from benchmarks.studies.docnmt_real import CONTEXT_KINDS, KINDS, RECIPE, item_file  # noqa: E402
+
+#: `benchmarks/data/pronoun_items.py --rescore`'s file, beside the unit folders: the units' per-item pronoun outcomes on
+#: the item file they were scored on, regrouped on the items of the current file that the old one holds too
+RESCORED = "pronoun_items.rescored.json"
 
 #: the fields the aggregate reads, and their types (`common.check_fields`); test scores are keyed by test set
 SCORES = {"bleu": float, "chrf": float, "sentences": int, "lines": list}
@@ -20,7 +25,7 @@ UNIT_FIELDS = {"unit": str, "kind": set(KINDS), "seed": int, "tests": {"*": SCOR
                "pronouns": {"*": dict}, "train_minutes": float, "steps": int, "device": str, "cpu": str,
                "model_signature": str, "commit": (str, type(None)), "weights_sha256": str,
                "step1": (dict, type(None)), "partial": dict, "recipe": dict,
-               "hypotheses_sha256": {"*": str}}  # fmt: skip
+               "hypotheses_sha256": {"*": str}, "pronoun_items": {"file": str, "sha256": str, "items": int}}  # fmt: skip
 
 
 def load_units(results: Path, folder: str = "runs") -> list[dict]:
@@ -103,6 +108,123 @@ def partial_note(unit: dict) -> str:
     return f"; from the evaluation caches of a lost model, missing: {', '.join(p['missing']) or 'nothing'}"
 
 
+def _unit_label(unit: dict) -> str:
+    return unit["unit"] + (", replicate" if unit["replicate"] else "")
+
+
+def _accuracy(score: dict) -> str:
+    return f"{score['accuracy']:.3f} ({score['n']})"
+
+
+def _scores_ok(score) -> bool:
+    return (
+        isinstance(score, dict) and isinstance(score.get("n"), int) and isinstance(score.get("accuracy"), int | float)
+    )
+
+
+def load_rescored(path: Path) -> dict | None:
+    """The rescore file (`RESCORED`), checked for the fields the aggregate reads; None where there is none. A file
+    that is not valid JSON or lacks a field stops the aggregate with one line naming the file and the field."""
+    if not path.is_file():
+        return None
+    fix = "make it again: python benchmarks/data/pronoun_items.py --rescore OLD_ITEMS"
+    try:
+        rescored = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise SystemExit(f"{path}: not valid JSON ({e}): {fix}") from None
+    want = {"old_items_sha256": str, "old_item_count": int, "new_item_count": int, "common_items": int, "units": dict}
+    bad = [k for k, t in want.items() if not isinstance(rescored, dict) or not isinstance(rescored.get(k), t)]
+    for unit, contexts in (rescored.get("units") or {}).items() if not bad else ():
+        for context, r in contexts.items() if isinstance(contexts, dict) else [("*", None)]:
+            by = r.get("referential_by_distance") if isinstance(r, dict) else None
+            if not (_scores_ok(r) and _scores_ok(r.get("referential")) and isinstance(by, dict)
+                    and all(_scores_ok(d) for d in by.values())):  # fmt: skip
+                bad.append(f"units.{unit}.{context}")
+    if bad:
+        raise SystemExit(f"{path}: field {bad[0]!r} missing or not what the rescore writes: {fix}")
+    return rescored
+
+
+def item_set(unit: dict, n: int, current: dict | None, rescored: dict | None, name: str) -> str:
+    """Which pronoun items a unit's ``n`` scores come from, as far as the files say: the item file's sha256 and count
+    that the unit records (`docnmt_real.item_file`); else, for an older unit, the old item file of the rescore that
+    regrouped its outcomes (``old_items_sha256``), where its count is the unit's; else only the count. Said against the
+    current item file ``current`` (`item_file`), named ``name``."""
+    key = f"{'replicates' if unit['replicate'] else 'runs'}/{unit['unit']}"
+    if recorded := unit.get("pronoun_items"):
+        sha, count, how = recorded["sha256"], recorded["items"], "recorded in the unit file"
+    elif rescored and key in rescored["units"] and n == rescored["old_item_count"]:
+        sha, count = rescored["old_items_sha256"], n
+        how = f"`{RESCORED}`'s `old_items_sha256`: the unit file records no hash of its items"
+    else:
+        sha, count, how = None, n, "the unit file records no hash of its items"
+    text = (f"{n} of " if n != count else "") + f"{count} items" + (f" of sha256 `{sha[:12]}`" if sha else "")
+    text += f" ({how})"
+    if current is None:
+        return text
+    if sha == current["sha256"]:
+        return f"{text}, the current `{name}`"
+    if sha is None and count == current["items"]:
+        return f"{text}; the current `{name}` has as many (sha256 `{current['sha256'][:12]}`)"
+    return f"{text}, not the current `{name}` ({current['items']} items, sha256 `{current['sha256'][:12]}`)"
+
+
+def pronoun_lines(units: list[dict], items: Path, rescored_path: Path) -> list[str]:
+    """The pronoun tables: each unit's accuracies on the item set it was scored on (overall, by German pronoun, by
+    whether a noun of the pronoun's gender is in the context), labelled with that item set (`item_set`); and, where
+    a rescore file exists, the referential items' accuracy by antecedent distance, read from it."""
+    rows = [(u, c) for u in units for c in u.get("pronouns", {})]
+    if not rows:
+        return []
+    current = item_file(items) if items.is_file() else None
+    rescored = load_rescored(rescored_path)
+    sets: dict[str, list[str]] = {}
+    for u, c in rows:
+        names = sets.setdefault(item_set(u, u["pronouns"][c]["n"], current, rescored, items.name), [])
+        names += [] if _unit_label(u) in names else [_unit_label(u)]
+    label = (f"Item set: every row was scored on {next(iter(sets))}." if len(sets) == 1
+             else "Item sets: " + "; ".join(f"{', '.join(us)}: {s}" for s, us in sets.items()) + ".")  # fmt: skip
+    keys = sorted({k for u, c in rows for k in u["pronouns"][c]["by_pronoun"]})
+    lines = ["", "Contrastive pronoun items: accuracy (the reference above every variant), overall, by German pronoun, "
+             "and by whether a noun of the pronoun's gender is in the previous two reference sentences.", "", label, "",
+             "| unit | context | n | accuracy | noun in context | no noun | " + " | ".join(keys) + " |",
+             "|---|---|---|---|---|---|" + "---|" * len(keys)]  # fmt: skip
+    for u, c in rows:
+        p = u["pronouns"][c]
+        noun = p["by_noun_in_context"]
+        cells = [_accuracy(p["by_pronoun"][k]) if k in p["by_pronoun"] else "-" for k in keys]
+        lines.append(f"| {_unit_label(u)} | {c} | {p['n']} | {p['accuracy']:.3f} | "
+                     f"{noun.get('true', {}).get('accuracy', float('nan')):.3f} | "
+                     f"{noun.get('false', {}).get('accuracy', float('nan')):.3f} | " + " | ".join(cells) + " |")  # fmt: skip
+    return lines + (referential_lines(rows, rescored, current, items.name) if rescored else [])
+
+
+def referential_lines(rows: list[tuple[dict, str]], rescored: dict, current: dict | None, name: str) -> list[str]:
+    """The rescore's figures for the pronoun table's rows (unit, context): accuracy (n) on the common items, on their
+    referential items and on those by antecedent distance, as `RESCORED` holds them."""
+    found = [(u, c, r) for u, c in rows
+             if (r := rescored["units"].get(f"{'replicates' if u['replicate'] else 'runs'}/{u['unit']}", {}).get(c))]  # fmt: skip
+    if not found:
+        return []
+    distances = sorted({d for *_, r in found for d in r["referential_by_distance"]}, key=lambda d: int(d.rstrip("+")))
+    new = rescored["new_item_count"]
+    stale = "" if current is None or current["items"] == new else (
+        f"; the current `{name}` has {current['items']} items: make the rescore again")  # fmt: skip
+    lines = ["", f"Referential items by antecedent distance (`{RESCORED}`{stale}): the units' per-item outcomes on the "
+             f"{rescored['old_item_count']} items of sha256 `{rescored['old_items_sha256'][:12]}`, regrouped on the "
+             f"{rescored['common_items']} items of the {new}-item file that those hold too; accuracy (n) on them, on "
+             "their referential items (the German form depends on an antecedent noun), and on those by the "
+             "antecedent's distance in sentences (0: in the pronoun's own sentence).", "",
+             "| unit | context | common items | referential | " + " | ".join(f"distance {d}" for d in distances) + " |",
+             "|---|---|---|---|" + "---|" * len(distances)]  # fmt: skip
+    for u, c, r in found:
+        by = r["referential_by_distance"]
+        cells = [_accuracy(by[d]) if d in by else "-" for d in distances]
+        lines.append(f"| {_unit_label(u)} | {c} | {_accuracy(r)} | {_accuracy(r['referential'])} | "
+                     + " | ".join(cells) + " |")  # fmt: skip
+    return lines
+
+
 def aggregate(args) -> str | None:
     from hf_syntax_mt.data.readers import read_lines
 
@@ -165,23 +287,7 @@ def aggregate(args) -> str | None:
     if seen_pairs.have_training_data(args.data):
         seen = seen_pairs.seen_lines(args.data, [t for t in TEST_SETS if any(t in u["hypotheses"] for u in units)])
         lines += ["", *seen_pairs.table(units, references, seen, KINDS)]
-    pronoun_rows = [(u, c) for u in units + replicates for c in u.get("pronouns", {})]
-    if pronoun_rows:
-        keys = sorted({k for u, c in pronoun_rows for k in u["pronouns"][c]["by_pronoun"]})
-        lines += ["", "Contrastive pronoun items (`pronoun_items.jsonl`): accuracy (the reference above every "
-                  "variant), overall, by German pronoun, and by whether a noun of the pronoun's gender is in the "
-                  "previous two reference sentences.", "",
-                  "| unit | context | n | accuracy | noun in context | no noun | " + " | ".join(keys) + " |",
-                  "|---|---|---|---|---|---|" + "---|" * len(keys)]  # fmt: skip
-        for u, c in pronoun_rows:
-            p = u["pronouns"][c]
-            noun = p["by_noun_in_context"]
-            cells = [f"{p['by_pronoun'][k]['accuracy']:.3f} ({p['by_pronoun'][k]['n']})" if k in p["by_pronoun"]
-                     else "-" for k in keys]  # fmt: skip
-            unit = u["unit"] + (", replicate" if u["replicate"] else "")
-            lines.append(f"| {unit} | {c} | {p['n']} | {p['accuracy']:.3f} | "
-                         f"{noun.get('true', {}).get('accuracy', float('nan')):.3f} | "
-                         f"{noun.get('false', {}).get('accuracy', float('nan')):.3f} | " + " | ".join(cells) + " |")  # fmt: skip
+    lines += pronoun_lines(units + replicates, Path(args.items), results / RESCORED)
     first = units[0]
     some = next(iter(first["tests"].values()))
     lines += ["", f"BLEU: `{some['bleu_signature']}`", f"chrF: `{some['chrf_signature']}`", "",
