@@ -1,9 +1,10 @@
 """`benchmarks/studies/docnmt_real.py` without training: the train-script arguments of each unit (parsed by the train
 script itself), translation with given contexts against `translate_document` on a tiny document model, and the
-aggregate's paired tests against sacrebleu computed directly on hand-built unit files."""
+aggregate's paired tests (`docnmt_stats.py`) against sacrebleu computed directly on hand-built unit files."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import sys
@@ -15,6 +16,7 @@ import sacrebleu
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
 
 from benchmarks.studies import docnmt_real as study  # noqa: E402
+from benchmarks.studies import docnmt_stats as stats  # noqa: E402
 
 
 def _files(tmp_path) -> dict:
@@ -121,7 +123,7 @@ def test_comparisons_per_seed_and_pooled_match_sacrebleu():
     units = [_unit("document", 0, REFS, random=HALF), _unit("control", 0, WRONG),
              _unit("document", 1, HALF, random=WRONG), _unit("control", 1, HALF), _unit("document", 2, REFS)]  # fmt: skip
     references = {name: REFS + ["an unused reference"] for name in study.TEST_SETS}
-    tests = study.comparisons(units, references, samples=50)
+    tests = stats.comparisons(units, references, samples=50)
     t = tests["iwslt17.test"]
     assert set(t["control"]) == {0, 1, "pooled"} and set(t["random"]) == {0, 1, "pooled"}  # seed 2: no control
 
@@ -136,7 +138,7 @@ def test_comparisons_per_seed_and_pooled_match_sacrebleu():
     assert pooled["system"] == pytest.approx(bleu(REFS + HALF, REFS + REFS))
     assert pooled["baseline"] == pytest.approx(bleu(WRONG + HALF, REFS + REFS))
     # the unfrozen document model is compared with the same controls, and only its own units count
-    unfrozen = study.comparisons(units + [_unit("unfrozen", 1, WRONG, random=REFS)], references, 50, "unfrozen")
+    unfrozen = stats.comparisons(units + [_unit("unfrozen", 1, WRONG, random=REFS)], references, 50, "unfrozen")
     u = unfrozen["iwslt17.test"]
     assert set(u["control"]) == {1} and set(u["random"]) == {1}  # one seed: nothing to pool
     assert u["control"][1]["bleu"]["system"] == pytest.approx(bleu(WRONG))
@@ -144,22 +146,29 @@ def test_comparisons_per_seed_and_pooled_match_sacrebleu():
     assert u["random"][1]["bleu"]["baseline"] == pytest.approx(100.0)
 
 
-def test_aggregate_writes_the_tables_from_unit_files(tmp_path):
+def _study_files(tmp_path, units) -> tuple[Path, Path]:
+    """(results, data): the units' files under results/runs, and references REFS for every test set under data."""
     results = tmp_path / "results"
     runs = results / "runs"
     runs.mkdir(parents=True)
     data = tmp_path / "data"
     for name in study.TEST_SETS:
-        path = data / study.EVAL_SETS[name].target
+        path = data / stats.EVAL_SETS[name].target
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(r + "\n" for r in REFS), encoding="utf-8")
-    for unit in (_unit("step1", 0, WRONG), _unit("document", 0, REFS, random=HALF), _unit("control", 0, HALF)):
+    for unit in units:
         hyps = unit.pop("hypotheses")
         for key, lines in hyps.items():
             (runs / f"{unit['unit']}.{key}.txt").write_text("".join(h + "\n" for h in lines), encoding="utf-8")
         (runs / f"{unit['unit']}.json").write_text(json.dumps(unit), encoding="utf-8")
+    return results, data
+
+
+def test_aggregate_writes_the_tables_from_unit_files(tmp_path):
+    units = (_unit("step1", 0, WRONG), _unit("document", 0, REFS, random=HALF), _unit("control", 0, HALF))
+    results, data = _study_files(tmp_path, units)
     args = study.parse_args(["--results", str(results), "--data", str(data), "--bootstrap-samples", "20"])
-    text = study.aggregate(args)
+    text = stats.aggregate(args)
     assert (results / "results.md").read_text(encoding="utf-8") == text
     row = next(line for line in text.splitlines() if line.startswith("| iwslt17.test | control |"))
     half = sacrebleu.corpus_bleu(HALF, [REFS]).score
@@ -173,7 +182,7 @@ def test_aggregate_writes_the_tables_from_unit_files(tmp_path):
     for key, lines in replicate.pop("hypotheses").items():
         (results / "replicates" / f"document-seed0.{key}.txt").write_text("".join(h + "\n" for h in lines))
     (results / "replicates" / "document-seed0.json").write_text(json.dumps({**replicate, "cpu": "some CPU"}))
-    text = study.aggregate(args)
+    text = stats.aggregate(args)
     assert f"{100 - half:+.2f}" in next(
         line for line in text.splitlines() if line.startswith("| iwslt17.test | control |")
     )
@@ -181,6 +190,65 @@ def test_aggregate_writes_the_tables_from_unit_files(tmp_path):
     wrong = sacrebleu.corpus_bleu(WRONG, [REFS]).score
     assert f"{wrong - half:+.2f}" in row  # against control-seed0 (HALF), not pooled into the seeds' rows
     assert "| document-seed0, replicate, own context | 0 |" in text
+
+
+def _pronouns(n: int, accuracy: float) -> dict:
+    score = {"n": n, "accuracy": accuracy}
+    return {**score, "by_pronoun": {"er": score}, "by_noun_in_context": {"true": score, "false": score}}
+
+
+def _rescored(old_items: Path, referential: float, new_items: int = 2) -> dict:
+    """A rescore file as `pronoun_items.py --rescore` writes it, for step1-seed0 only; figures no other file holds."""
+    by_distance = {"0": {"n": 1, "accuracy": 0.125}, "3+": {"n": 1, "accuracy": 0.375}}
+    return {"old_items_sha256": hashlib.sha256(old_items.read_bytes()).hexdigest(), "old_item_count": 3,
+            "new_item_count": new_items, "common_items": 2,
+            "units": {"runs/step1-seed0": {"none": {"n": 2, "accuracy": 0.5, "referential": {"n": 2, "accuracy": referential},
+                                                    "referential_by_distance": by_distance}}}}  # fmt: skip
+
+
+def test_pronoun_table_names_its_item_set_and_reads_the_referential_figures_from_the_rescore(tmp_path):
+    old_items, items = tmp_path / "old.jsonl", tmp_path / "items.jsonl"
+    old_items.write_text('{"id": 1}\n{"id": 2}\n{"id": 3}\n', encoding="utf-8")
+    items.write_text('{"id": 1}\n\n{"id": 3}\n', encoding="utf-8")  # 2 items: blank lines do not count
+    new_sha, old_sha = (hashlib.sha256(f.read_bytes()).hexdigest() for f in (items, old_items))
+    recorded = study.item_file(items)  # what a unit records of the items it scored
+    assert (recorded["sha256"], recorded["items"]) == (new_sha, 2)
+    step1 = {**_unit("step1", 0, WRONG), "pronouns": {"none": _pronouns(3, 0.5)}}  # scored on the old items
+    document = {**_unit("document", 0, REFS), "pronouns": {"document": _pronouns(2, 1.0)},
+                "pronoun_items": recorded}  # fmt: skip
+    results, data = _study_files(tmp_path, [step1, document])
+    rescored = results / stats.RESCORED
+    rescored.write_text(json.dumps(_rescored(old_items, 0.25)), encoding="utf-8")
+    args = study.parse_args(["--results", str(results), "--data", str(data), "--items", str(items),
+                             "--bootstrap-samples", "5"])  # fmt: skip
+    lines = stats.aggregate(args).splitlines()
+    label = next(line for line in lines if line.startswith("Item sets: "))
+    assert (f"step1-seed0: 3 items of sha256 `{old_sha[:12]}` (`pronoun_items.rescored.json`'s `old_items_sha256`: "
+            f"the unit file records no hash of its items), not the current `items.jsonl` (2 items, sha256 "
+            f"`{new_sha[:12]}`)") in label  # fmt: skip
+    assert f"document-seed0: 2 items of sha256 `{new_sha[:12]}` (recorded in the unit file), the current" in label
+    assert "| step1-seed0 | none | 3 | 0.500 |" in lines[lines.index(label) + 2 :][2]  # the whole-set table follows
+    heading = next(line for line in lines if line.startswith("Referential items by antecedent distance"))
+    assert f"on the 3 items of sha256 `{old_sha[:12]}`, regrouped on the 2 items of the 2-item file" in heading
+    table = lines[lines.index(heading) + 2 :]
+    assert table[0] == "| unit | context | common items | referential | distance 0 | distance 3+ |"
+    assert table[2] == "| step1-seed0 | none | 0.500 (2) | 0.250 (2) | 0.125 (1) | 0.375 (1) |"
+    assert not table[3].startswith("| document-seed0")  # not in the rescore: no row
+
+    # the figures and the staleness come from the file: another rescore, another table
+    rescored.write_text(json.dumps(_rescored(old_items, 0.75, new_items=5)), encoding="utf-8")
+    text = stats.aggregate(args)
+    assert "| step1-seed0 | none | 0.500 (2) | 0.750 (2) |" in text
+    assert "the current `items.jsonl` has 2 items: make the rescore again" in text
+    rescored.unlink()  # no rescore: no referential table, and only the count says which items step 1 scored
+    text = stats.aggregate(args)
+    assert "Referential items" not in text
+    assert "step1-seed0: 3 items (the unit file records no hash of its items), not the current `items.jsonl`" in text
+    bad = _rescored(old_items, 0.25)
+    del bad["units"]["runs/step1-seed0"]["none"]["referential"]
+    rescored.write_text(json.dumps(bad), encoding="utf-8")
+    with pytest.raises(SystemExit, match=rf"{rescored}: field 'units.runs/step1-seed0.none' missing"):
+        stats.aggregate(args)
 
 
 def test_quick_subset_takes_the_first_lines_of_the_first_documents(tmp_path):
@@ -246,8 +314,8 @@ def test_step2_trains_step1_again_on_a_new_machine_and_checks_its_fingerprint(do
     )
     assert study.ensure_step1(args, {}, "cpu")["matches_committed"] is False
     unit = {"step1": {"weights_sha256": sha, "rebuilt": True, "matches_committed": False}}
-    assert "NOT the committed step 1" in study.step1_note(unit) and sha[:12] in study.step1_note(unit)
-    assert study.step1_note({"weights_sha256": sha}) == f"; weights sha256 {sha[:12]}"
+    assert "NOT the committed step 1" in stats.step1_note(unit) and sha[:12] in stats.step1_note(unit)
+    assert stats.step1_note({"weights_sha256": sha}) == f"; weights sha256 {sha[:12]}"
 
 
 def test_evaluation_cache_returns_what_was_computed_for_the_same_settings_only(tmp_path):
@@ -301,5 +369,5 @@ def test_a_lost_models_cache_is_used_only_where_its_settings_are_what_this_data_
     assert m.load_cache(tmp_path, "bcontrast.test", {"num_beams": 4}) is None  # not computed: listed as missing
     with pytest.raises(SystemExit, match="other settings"):
         m.load_cache(tmp_path, "iwslt17.test", {"num_beams": 4, "sources": "abd"})
-    assert study.partial_note({"partial": {"missing": ["pronouns.none"]}}).endswith("missing: pronouns.none")
-    assert study.partial_note({}) == ""
+    assert stats.partial_note({"partial": {"missing": ["pronouns.none"]}}).endswith("missing: pronouns.none")
+    assert stats.partial_note({}) == ""

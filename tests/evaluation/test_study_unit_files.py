@@ -15,7 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
 
 from benchmarks import common  # noqa: E402
-from benchmarks.studies import cpu_minute, docnmt_real, multi30k_study, study_round2  # noqa: E402
+from benchmarks.studies import cpu_minute, docnmt_real, docnmt_stats, multi30k_study, study_round2  # noqa: E402
 
 HYPS = {"a": ["a man rides a bike", "two dogs play", "a girl reads", "the cat sleeps"],
         "b": ["a woman walks", "two cats sit", "a boy eats", "the dog runs"]}  # fmt: skip
@@ -143,25 +143,25 @@ def _docnmt(results: Path, kind: str, hyps: list[str]) -> Path:
 
 def test_docnmt_checks_hypotheses_and_field_types(tmp_path):
     control = {kind: _docnmt(tmp_path, kind, HYPS[key]) for kind, key in (("step1", "a"), ("control", "b"))}["control"]
-    assert [u["hypotheses"]["iwslt17.test"] for u in docnmt_real.load_units(tmp_path)] == [HYPS["a"], HYPS["b"]]
+    assert [u["hypotheses"]["iwslt17.test"] for u in docnmt_stats.load_units(tmp_path)] == [HYPS["a"], HYPS["b"]]
     cut = tmp_path / "runs" / "control-seed0.bcontrast.test.txt"
     cut.write_text(_text(HYPS["b"][:2]), encoding="utf-8")
     with pytest.raises(SystemExit, match=rf"{cut}: sha256 .* that {control} records"):
-        docnmt_real.load_units(tmp_path)
+        docnmt_stats.load_units(tmp_path)
     cut.unlink()
     with pytest.raises(SystemExit, match=rf"{control}: its hypotheses {cut} are missing"):
-        docnmt_real.load_units(tmp_path)
+        docnmt_stats.load_units(tmp_path)
     _docnmt(tmp_path, "control", HYPS["b"])
     record = json.loads(control.read_text(encoding="utf-8"))
     control.write_text(json.dumps({**record, "tests": "iwslt17.test"}), encoding="utf-8")
     with pytest.raises(SystemExit, match=rf"{control}: field 'tests' must be an object, got 'iwslt17.test' \(str\)"):
-        docnmt_real.load_units(tmp_path)
+        docnmt_stats.load_units(tmp_path)
     control.write_text(json.dumps({**record, "seed": "1"}), encoding="utf-8")
     with pytest.raises(SystemExit, match=rf"{control}: field 'seed' must be an integer, got '1' \(str\)"):
-        docnmt_real.load_units(tmp_path)
+        docnmt_stats.load_units(tmp_path)
     control.write_text(json.dumps({k: v for k, v in record.items() if k != "kind"}), encoding="utf-8")
     with pytest.raises(SystemExit, match=rf"{control}: the unit file has no field 'kind'"):
-        docnmt_real.load_units(tmp_path)
+        docnmt_stats.load_units(tmp_path)
 
 
 # ------------------------------------------------------------------------------------------------------------------
