@@ -30,6 +30,23 @@ try:
 except ImportError:  # torch < 2.5: no fused score_mod kernel, method heads stay eager
     flex_attention = None
 
+# set when FlexAttention failed on this machine (e.g. it cannot be compiled here): its heads then take the eager path
+_FLEX_FAILED: list[str] = []
+
+
+def _flex_failed(error: Exception) -> None:
+    """Remember that FlexAttention failed and say so once; the eager path it falls back to is exact, only slower."""
+    if not _FLEX_FAILED:
+        warnings.warn(
+            f"FlexAttention failed here ({type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}); "
+            "the PASCAL heads take the eager path from now on (the same values, slower). "
+            "syntax_attention_kernel='eager' chooses it from the start.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    _FLEX_FAILED.append(type(error).__name__)
+
+
 # transformers 5.24 renamed the decoding cache from `past_key_values` to `cache` (argument and output field; the old
 # name is deprecated until 5.40). The spine passes and reads it under the installed name and accepts either.
 CACHE = "cache" if "cache" in inspect.signature(MarianAttention.forward).parameters else "past_key_values"
@@ -208,7 +225,11 @@ class SyntaxMTAttention(MarianAttention):
             q, k, v = _without(query, e0, e1), _without(key, e0, e1), _without(value, e0, e1)  # (B, H', T|S, d)
             local = [(m, a - (e1 - e0) * (a >= e1), b - (e1 - e0) * (a >= e1), a, b) for m, a, b in fused]
             if kind == "score_mod":
-                out_rest = self._flex(ctx, q, k, v, local)
+                try:
+                    out_rest = self._flex(ctx, q, k, v, local)
+                except Exception as error:  # noqa: BLE001 - a kernel that cannot run here must not stop the run
+                    _flex_failed(error)  # every head by the eager path: the reference, exact
+                    out_eager, probs = self._eager(ctx, query, key, value, dropout)
             elif kind == "bias":
                 out_rest = self._sdpa_bias(ctx, q, k, v, local, dropout)
             else:
@@ -242,7 +263,7 @@ class SyntaxMTAttention(MarianAttention):
         if setting == "fused" or (setting == "auto" and query.device.type == "cuda"):
             kinds = {m.fused for m, _, _ in wanted}
             needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
-            flex_applies = flex_attention is not None and dropout == 0.0
+            flex_applies = flex_attention is not None and dropout == 0.0 and not _FLEX_FAILED
             flex_applies &= query.device.type == "cuda" or not needs_grad
             if "score_mod" in kinds and flex_applies:
                 kind = "score_mod"

@@ -240,6 +240,32 @@ def test_kernel_choice(monkeypatch):
     assert calls == {"flex": 2, "bias": 1}
 
 
+def test_a_flex_kernel_that_fails_falls_back_to_eager_once_with_a_warning(monkeypatch):
+    """Where FlexAttention cannot run (e.g. it fails to compile on a GPU), the PASCAL heads take the eager path: one
+    RuntimeWarning, the eager path's outputs, and no second try of the failing kernel."""
+    import hf_syntax_mt.modeling_layers as layers
+
+    monkeypatch.setattr(layers, "_FLEX_FAILED", [])
+    model = make_model(**PASCAL)
+    inputs = {k: v for k, v in batch().items() if k not in ("labels", "dbsa_heads")}
+    dec = torch.tensor([[PAD, 20, 21]] * 3)
+    eager, eager_heads = per_head(model, inputs, "eager", decoder_input_ids=dec)
+    tries = []
+
+    def broken(self, *args):
+        tries.append(1)
+        raise RuntimeError("no compiler here")
+
+    monkeypatch.setattr(SyntaxMTAttention, "_flex", broken)
+    with pytest.warns(RuntimeWarning, match="FlexAttention failed here .*no compiler here.*eager path") as caught:
+        out, heads = per_head(model, inputs, "fused", decoder_input_ids=dec)
+    assert len(caught) == 1 and tries == [1]  # layer 1's PASCAL heads did not try the kernel again
+    torch.testing.assert_close(heads, eager_heads, atol=ATOL, rtol=0)
+    torch.testing.assert_close(out.logits, eager.logits, atol=ATOL, rtol=0)
+    per_head(model, inputs, "fused", decoder_input_ids=dec)
+    assert tries == [1]
+
+
 def test_kernel_option_is_validated_and_round_trips(tmp_path):
     with pytest.raises(ValueError, match=r"syntax_attention_kernel='flash'.*one of \('auto', 'eager', 'fused'\)"):
         SyntaxMTConfig(**TINY, syntax_attention_kernel="flash")
