@@ -40,13 +40,18 @@ def pascal_weights(
         `(B, T, S)` float tensor.
     """
     j = torch.arange(key_length, device=parent_positions.device, dtype=torch.float32)  # (S,)
-    dist = j.view(1, 1, -1) - parent_positions.float().unsqueeze(-1)  # (B, T, S)
+    return parent_weight(j.view(1, 1, -1) - parent_positions.float().unsqueeze(-1), sigma, weighting)  # (B, T, S)
+
+
+def parent_weight(dist: torch.Tensor, sigma: float, weighting: str = "gaussian") -> torch.Tensor:
+    """d^p_tj elementwise from `dist` = j - p_t (float32, any shape): the one formula of `pascal_weights` and of the
+    FlexAttention `score_mod`, which computes it per query/key pair."""
     if weighting == "parent_only":
-        return (dist.abs() <= 0.5).float()
+        return (dist.abs() <= 0.5).to(torch.float32)
     # Eq. 3: dist(p_t, j) = 1 / sqrt(2 pi sigma^2) * exp(-(j - p_t)^2 / (2 sigma^2))
-    exponent = dist.square() / (2.0 * sigma**2)  # (B, T, S)
+    exponent = dist * dist / (2.0 * sigma**2)
     weights = torch.exp(-exponent) / math.sqrt(2.0 * math.pi * sigma**2)
-    return weights.masked_fill(exponent > _MAX_EXPONENT, 0.0)
+    return torch.where(exponent > _MAX_EXPONENT, 0.0, weights)  # the far tail as exactly 0 (no denormals)
 
 
 def check_parent_positions(parent_positions: torch.Tensor, input_shape: torch.Size, attention_mask=None) -> None:
@@ -150,16 +155,10 @@ class Pascal(Method):
         config = ctx.module.config
         parents = parent_positions.float()  # p_t, (B, T)
         ignore = self._ignored(ctx, parent_positions)  # (B, T) or None
-        sigma, gaussian = config.pascal_sigma, config.pascal_weighting == "gaussian"
-        two_sigma2, norm = 2.0 * sigma**2, math.sqrt(2.0 * math.pi * sigma**2)
+        sigma, weighting = config.pascal_sigma, config.pascal_weighting
 
         def pascal(score, b, h, q_idx, kv_idx):
-            dist = kv_idx.to(torch.float32) - parents[b, q_idx]  # j - p_t
-            if gaussian:  # Eq. 3, with the far tail set to 0 as in `pascal_weights`
-                exponent = dist * dist / two_sigma2
-                weight = torch.where(exponent > _MAX_EXPONENT, 0.0, torch.exp(-exponent) / norm)
-            else:
-                weight = (dist.abs() <= 0.5).to(torch.float32)
+            weight = parent_weight(kv_idx.to(torch.float32) - parents[b, q_idx], sigma, weighting)  # Eq. 3, j - p_t
             if ignore is not None:
                 weight = torch.where(ignore[b, q_idx], 1.0, weight)
             return score * weight  # Eq. 2: n_tj = s_tj * d^p_tj
