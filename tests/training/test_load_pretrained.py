@@ -12,6 +12,7 @@ from tiny_config import TINY
 from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
 from hf_syntax_mt.training import build_model
 from hf_syntax_mt.training.factory import _new_modules, load_pretrained
+from hf_syntax_mt.training.script_args import SAVED_ONLY
 
 torch.set_num_threads(1)
 
@@ -25,8 +26,7 @@ def sentence_level(tmp_path):
 
 def document_config(directory, **options):
     base = SyntaxMTConfig.from_pretrained(directory)
-    values = {k: v for k, v in base.to_dict().items() if k not in ("model_type", "transformers_version",
-                                                                   "architectures", "auto_map", "custom_pipelines")}  # fmt: skip
+    values = {k: v for k, v in base.to_dict().items() if k not in SAVED_ONLY}
     return base, SyntaxMTConfig(**{**values, **options})
 
 
@@ -83,3 +83,23 @@ def test_new_modules_are_the_outermost_modules_the_old_model_lacks():
     base = {"m.layers.0.fc.weight", "m.layers.1.fc.weight", "m.embed.weight"}
     new = {"m.layers.0.ctx.q.weight", "m.layers.1.ctx.q.bias", "m.ctx_encoder.layers.0.fc.weight", "m.gate"}
     assert _new_modules(new, base) == ["m.ctx_encoder", "m.gate", "m.layers.*.ctx"]
+
+
+def test_a_shape_mismatch_keeps_transformers_report_that_names_the_keys(sentence_level):
+    """`from_pretrained` raises on a shape mismatch, pointing at "the above report": that report is not dropped."""
+    directory, _ = sentence_level
+    base = SyntaxMTConfig.from_pretrained(directory)
+    config = SyntaxMTConfig(**{**{k: v for k, v in base.to_dict().items() if k not in SAVED_ONLY},
+                               "encoder_ffn_dim": 2 * base.encoder_ffn_dim})  # fmt: skip
+    seen = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    transformers_logger = logging.getLogger("transformers")  # the records of its children that pass their filters
+    transformers_logger.addHandler(handler)
+    try:
+        with pytest.raises(RuntimeError, match="report"):
+            load_pretrained(SyntaxMTForConditionalGeneration, str(directory), config, base)
+    finally:
+        transformers_logger.removeHandler(handler)
+    report = [m for m in seen if "LOAD REPORT" in m]
+    assert len(report) == 1 and "MISMATCH" in report[0] and "fc1.weight" in report[0], seen

@@ -11,6 +11,7 @@ from transformers import MarianConfig, MarianMTModel, PreTrainedTokenizerFast
 
 from ..configuration_syntax_mt import SyntaxMTConfig
 from ..modeling_syntax_mt import SyntaxMTForConditionalGeneration
+from .script_args import SAVED_ONLY
 
 logger = logging.getLogger(__name__)
 
@@ -89,8 +90,9 @@ def load_pretrained(model_class, path: str, config, base_config):
     own ``base_config`` (two-step document training: a sentence-level checkpoint loaded with
     ``context_sentences=k``). The parameters those options add are expected to be missing: instead of transformers'
     load report (a "MISSING" row for each of them) one line names how many were initialised, in which modules, for
-    which options. Keys missing although the checkpoint's own architecture has them, keys of the checkpoint this
-    model does not use and shape mismatches are still reported (a warning naming them)."""
+    which options. Keys missing although the checkpoint's own architecture has them and keys of the checkpoint this
+    model does not use are still reported (a warning naming them); a shape mismatch or a conversion error keeps
+    transformers' own report, which names the keys before `from_pretrained` raises."""
     import torch
 
     with torch.device("meta"):  # the names alone: the parameters a model of the checkpoint's own config has
@@ -117,22 +119,21 @@ def load_pretrained(model_class, path: str, config, base_config):
                         f"{_collapse(missing - new)}")  # fmt: skip
     if info["unexpected_keys"]:
         problems.append(f"in the checkpoint but not used by this model: {_collapse(info['unexpected_keys'])}")
-    if info["mismatched_keys"]:
-        problems.append(f"of another shape in the checkpoint (newly initialised): "
-                        f"{_collapse(k[0] for k in info['mismatched_keys'])}")  # fmt: skip
     if problems:
         logger.warning(f"{model_class.__name__} load report from {path}: " + "; ".join(problems))
     return model
 
 
-_NOT_OPTIONS = {"_name_or_path", "transformers_version", "architectures", "auto_map", "custom_pipelines", "dtype"}
+_NOT_OPTIONS = {*SAVED_ONLY, "_name_or_path", "dtype"}  # never "an option added" to the checkpoint's config
 
 
 class _DropLoadReport:
-    """A logging filter dropping transformers' load report (`load_pretrained` writes its own)."""
+    """A logging filter dropping transformers' load report (`load_pretrained` writes its own), except a report with
+    an error row (a shape mismatch, a failed conversion): `from_pretrained` raises after it, pointing at it."""
 
     def filter(self, record) -> bool:
-        return "LOAD REPORT" not in record.getMessage()
+        message = record.getMessage()
+        return "LOAD REPORT" not in message or "MISMATCH" in message or "CONVERSION" in message
 
 
 def _collapse(names) -> str:

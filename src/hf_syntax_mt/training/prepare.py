@@ -9,12 +9,9 @@ import logging
 from pathlib import Path
 
 from .data import SPLITS, build_parser
-from .script_args import SIZE_DEFAULTS, DataArguments, ModelArguments, parse_config_overrides
+from .script_args import SAVED_ONLY, SIZE_DEFAULTS, DataArguments, ModelArguments, parse_config_overrides
 
 logger = logging.getLogger(__name__)
-
-# keys of a saved config that are not options: never passed back to a config class
-_SAVED_ONLY = ("model_type", "transformers_version", "architectures", "auto_map", "custom_pipelines")
 
 
 def will_train(training_args) -> bool:
@@ -123,7 +120,7 @@ def _config_values(config, syntax: dict, source_parser, overrides: dict) -> dict
         values["source_parser"] = recordable_parser_config(overrides["source_parser"])
     elif source_parser is not None:
         values["source_parser"] = source_parser
-    for key in _SAVED_ONLY:
+    for key in SAVED_ONLY:
         values.pop(key, None)
     return values
 
@@ -170,7 +167,7 @@ def build_config_and_model(model_args: ModelArguments, tokenizer, seed: int, sou
         marian = model_config(tokenizer, marian=True, **dims)  # Marian dims, then the overrides on top
         syntax = {"decoder_layers": size["decoder_layers"], **syntax}
         if model_args.vanilla_marian:
-            values = {k: v for k, v in {**marian.to_dict(), **syntax}.items() if k not in _SAVED_ONLY}
+            values = {k: v for k, v in {**marian.to_dict(), **syntax}.items() if k not in SAVED_ONLY}
         else:
             values = _config_values(marian, syntax, source_parser, overrides)
             # the study's better start unless asked for Marian's ("normal"); --config_overrides wins over the flag

@@ -16,6 +16,9 @@ from typing import Any
 
 from transformers import HfArgumentParser, Seq2SeqTrainingArguments
 
+# keys of a saved config that are not options: never passed back to a config class
+SAVED_ONLY = ("model_type", "transformers_version", "architectures", "auto_map", "custom_pipelines")
+
 PARSER_CHOICES = ("auto", "conllu", "spacy", "stanza", "none")
 
 # Defaults of the size flags when no --model_name_or_path is given.
