@@ -4,6 +4,7 @@ all carry over; a resume with other averaging flags averages its own window (reb
 refused naming the missing checkpoint, and a broken running-sum file is named."""
 
 import json
+import logging
 import shutil
 from types import SimpleNamespace
 
@@ -176,3 +177,17 @@ def test_the_sum_rebuilt_from_checkpoints_reads_a_tied_weight_under_its_saved_na
     assert callback.steps == [5, 10] and torch.equal(
         callback.sum["out.bias"], values[5]["out.bias"] + values[10]["out.bias"]
     )
+
+
+def test_a_saved_sum_outside_the_resumed_window_is_dropped_and_said_so(tmp_path, caplog):
+    """--max_steps 30 resumed at step 15 averages [20, 25, 30]: none of the saved sum's steps [10, 15] belongs to it,
+    so the sum is dropped (not "rebuilt from" an empty list of checkpoints)."""
+    from types import SimpleNamespace
+
+    callback = training.CheckpointAverageCallback(3, 5)
+    callback.steps, callback.sum = [10, 15], {"w": torch.ones(2)}
+    state = SimpleNamespace(max_steps=30, global_step=15)
+    with caplog.at_level(logging.WARNING, logger="hf_syntax_mt"):
+        callback.on_train_begin(SimpleNamespace(output_dir=str(tmp_path)), state, None, model=torch.nn.Linear(2, 2))
+    assert callback.sum is None and callback.steps == []
+    assert "lies outside this run's window [20, 25, 30]: dropped" in caplog.text

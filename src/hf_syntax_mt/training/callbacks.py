@@ -126,6 +126,11 @@ class CheckpointAverageCallback(TrainerCallback):
         if model is None or sorted(self.steps) == wanted:
             return control
         directory = Path(args.output_dir)
+        if not wanted:  # this run's window starts after the resumed step: nothing of the saved sum belongs to it
+            logger.warning(f"checkpoint averaging: the saved running sum (steps {sorted(self.steps)}) lies outside "
+                           f"this run's window {self.window(state.max_steps)}: dropped")  # fmt: skip
+            self.sum, self.steps = None, []
+            return control
         missing = [s for s in wanted if _weights_file(directory / f"checkpoint-{s}") is None]
         if missing:
             made = (f"--average_checkpoints {self.saved_flags['last']} --average_every {self.saved_flags['every']} "
@@ -152,28 +157,30 @@ class CheckpointAverageCallback(TrainerCallback):
         checkpoint stores (Marian's fixed sinusoidal positions) keeps the model's value, as the Trainer's resume
         leaves it."""
         current = {k: v for k, v in model.state_dict().items() if v.is_floating_point()}
+        by_storage: dict[int, list[str]] = {}  # tied weights share their storage: every name of each
+        for k, v in current.items():
+            by_storage.setdefault(v.data_ptr(), []).append(k)
+        aliases = {k: [k] + [n for n in by_storage[v.data_ptr()] if n != k] for k, v in current.items()}
         total: dict[str, torch.Tensor] | None = None
         for checkpoint in checkpoints:
             saved = _load_weights(_weights_file(checkpoint))
             params = {}
             for k, v in current.items():
-                names = [k] + [n for n, w in current.items() if n != k and w.data_ptr() == v.data_ptr()]
-                name = next((n for n in names if n in saved), None)
+                name = next((n for n in aliases[k] if n in saved), None)
                 params[k] = (saved[name] if name is not None else v).detach().float().cpu().clone()  # no sharing
             total = params if total is None else {k: total[k] + v for k, v in params.items()}
         return total
 
     def on_train_end(self, args, state, control, model=None, **kwargs):
         if model is not None and len(self.steps) < self.last and state.is_world_process_zero:
-            wanted = [s for s in range(state.max_steps - (self.last - 1) * self.every, state.max_steps + 1,
-                                       self.every)]  # fmt: skip
+            wanted = self.window(state.max_steps)
             why = (f"training stopped at step {state.global_step} of max_steps={state.max_steps}"
                    if state.global_step < state.max_steps else
-                   f"max_steps={state.max_steps} has only {sum(s >= 1 for s in wanted)} step(s) on the grid")  # fmt: skip
+                   f"max_steps={state.max_steps} has only {len(wanted)} step(s) on the grid")  # fmt: skip
             kept = (f"the average of steps {self.steps}" if self.steps else "the last step's own weights (nothing is "
                     "averaged)")  # fmt: skip
             logger.warning(f"--average_checkpoints {self.last}: {len(self.steps)} checkpoint(s) averaged, not "
-                           f"{self.last} (steps {[s for s in wanted if s >= 1]} wanted, --average_every {self.every}): "
+                           f"{self.last} (steps {wanted} wanted, --average_every {self.every}): "
                            f"{why}. The saved model is {kept}; lower --average_checkpoints or --average_every, or "
                            "raise --max_steps / the time budget.")  # fmt: skip
         if model is None or not self.steps:
