@@ -37,8 +37,8 @@ check_versions()
 
 
 def legacy_cache_warning(cls_name: str, past_key_values, cache_name: str) -> None:
-    """The models take the cache under either name; from transformers 5.24 on, `past_key_values` warns as
-    transformers' own models do (a `FutureWarning`)."""
+    """The models take the cache under either name; from transformers 5.24 on, `past_key_values` gives a
+    `FutureWarning` (transformers' own models log a warning once)."""
     if cache_name == "cache" and past_key_values is not None:
         warnings.warn(
             f"`past_key_values` is deprecated for `{cls_name}.forward` (transformers 5.24 renamed it). Use `cache` "

@@ -57,17 +57,17 @@ def flags(do_train=False, do_eval=False, do_predict=False, predict_with_generate
 # What runs
 # ------------------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
-    "args, trains, scored",
-    [(flags(), True, ["validation", "test"]),  # no --do_* flag: train, evaluate and predict
-     (flags(do_train=True), True, []),
-     (flags(do_eval=True), False, ["validation"]),
-     (flags(do_predict=True), False, ["test"]),
-     (flags(do_train=True, do_eval=True, do_predict=True), True, ["validation", "test"]),
-     (flags(predict_with_generate=False), True, [])],
+    "args, trains, named, scored",
+    [(flags(), True, False, ["validation", "test"]),  # no --do_* flag: train, evaluate and predict
+     (flags(do_train=True), True, True, []),
+     (flags(do_eval=True), False, True, ["validation"]),
+     (flags(do_predict=True), False, True, ["test"]),
+     (flags(do_train=True, do_eval=True, do_predict=True), True, True, ["validation", "test"]),
+     (flags(predict_with_generate=False), True, False, [])],
 )  # fmt: skip
-def test_which_steps_run_follows_the_do_flags(args, trains, scored):
+def test_which_steps_run_follows_the_do_flags(args, trains, named, scored):
     assert will_train(args) is trains
-    assert any_do(args) is (args.do_train or args.do_eval or args.do_predict)
+    assert any_do(args) is named  # some --do_* flag was given
     assert splits_to_score({"train": 1, "validation": 1, "test": 1}, args) == scored
     assert splits_to_score({"train": 1, "test": 1}, args) == [s for s in scored if s == "test"]  # no validation split
 
