@@ -72,7 +72,7 @@ run_part() {
   rc=$?
   tail -n 5 "$OUT_DIR/$part.log"
   case $rc in 0) status=passed ;; 124|137) status=timed_out; note="stopped at its ${limit}s limit" ;;
-    5) status=passed; note="no tests selected" ;; *) status=failed; note="exit status $rc" ;; esac
+    5) status=skipped; note="no tests selected" ;; *) status=failed; note="exit status $rc" ;; esac
   local ms=$((($(date +%s%N) - start) / 1000000))
   record "$part" "$status" "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))" "$limit" "$note"
 }
@@ -84,10 +84,10 @@ if wants install; then
   else
     CONSTRAINTS="$OUT_DIR/constraints.txt"
     "$PY" -c 'import torch; print(f"torch=={torch.__version__}")' > "$CONSTRAINTS"
-    # what the package needs (pyproject.toml's dependencies and the dev extra, but torch), each pinned to the folder's
-    # version where the folder has a wheel of it; a dev package the folder lacks is left out (its tests skip), a
-    # runtime one is asked for as pyproject says. pip keeps what is installed and satisfies, takes the rest from the
-    # folder; torch, its CUDA libraries and triton are never asked for, and the constraint pins torch
+    # what the package needs (pyproject.toml's dependencies and the dev extra, but torch), as pyproject.toml says it;
+    # a dev package the folder lacks is left out (its tests skip). pip keeps what is installed and satisfies (no
+    # exact pin that would replace an installed transformers), takes the rest from the folder; torch, its CUDA
+    # libraries and triton are never asked for, and the constraint pins torch
     mapfile -t REQS < <("$PY" - "$WHEELS" pyproject.toml <<'EOF'
 import pathlib, re, sys
 
@@ -114,10 +114,8 @@ for runtime, specs in ((True, block("dependencies")), (False, block("dev") + ["p
         name = norm(re.match(r"[A-Za-z0-9_.-]+", spec).group(0))
         if skip.match(name):
             print(f"gpu_check: not asking for {name}: torch stays as installed", file=sys.stderr)
-        elif name in folder:
-            print(f"{name}=={folder[name]}")
-        elif runtime:
-            print(spec)
+        elif name in folder or runtime:
+            print(spec)  # as pyproject says it: an installed release that satisfies it is kept, not replaced
 EOF
     )
     if [ ${#REQS[@]} -eq 0 ]; then

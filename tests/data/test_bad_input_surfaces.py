@@ -138,7 +138,7 @@ def test_a_truncated_unit_file_is_named_and_not_listed_as_done(studies, tmp_path
         multi30k.load_units(tmp_path)
     (runs / "pascal-seed0.json").unlink()
     (runs / "vanilla-seed0.test.txt").unlink()
-    with pytest.raises(common.UnitFileError, match=r"vanilla-seed0.json: its test translations .* are missing"):
+    with pytest.raises(common.UnitFileError, match=r"vanilla-seed0.json: its hypotheses .* are missing: restore it"):
         multi30k.load_units(tmp_path)
     aligned = {"unit": "vanilla-seed0", "method": "vanilla", "seed": 0, "aer": {}, "bleu": 1.0, "chrf": 2.0}
     (runs / "vanilla-seed0.json").write_text(json.dumps(aligned), encoding="utf-8")
