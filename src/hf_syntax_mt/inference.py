@@ -134,7 +134,8 @@ def translate_lines(
         lines: the input lines.
         documents: `(start, end)` 0-based half-open line spans of the documents
             (`hf_syntax_mt.data.documents.doc_id_spans` / `blank_line_spans`); lines outside every span (blank-line
-            separators) get an empty translation. `None`: every line is an independent sentence.
+            separators) get an empty translation. `None`: every line is an independent sentence (a document-level
+            model then needs ``use_context=False`` or ``contexts``: it refuses to drop its context silently).
         use_context: translate each document with the model's own context (`pipe(documents)`, the previous
             `config.context_sentences` source sentences of the same document); `False`, or a model without context,
             translates the documents' sentences one by one.
@@ -161,6 +162,12 @@ def translate_lines(
     k = getattr(pipe.model.config, "context_sentences", 0)
     if contexts is not None and not k:
         raise ValueError("contexts were given, but the model has no document context (context_sentences=0)")
+    if k and use_context and contexts is None and documents is None:
+        raise ValueError(
+            f"The model translates with the previous {k} source sentences of the same document "
+            f"(context_sentences={k}), but the lines were given without documents: pass documents= (line spans), "
+            "contexts=, or use_context=False to translate every line without context."
+        )
     # whole documents with their own context, or sentence by sentence (given contexts, or none)
     with_context = bool(contexts is None and use_context and documents is not None and k)
     document_model = bool(k)
@@ -173,20 +180,22 @@ def translate_lines(
     show = total >= PROGRESS_MIN_SENTENCES if progress is None else progress
     out = [""] * len(lines)
     bar = tqdm(total=total, unit="sent", desc="Translating", file=sys.stderr, disable=not show)
-    k = 0
-    while k < len(spans):
+    next_span = 0
+    while next_span < len(spans):
         chunk, n = [], 0  # whole spans, at least one, up to chunk_sentences sentences
-        while k < len(spans) and (not chunk or n + spans[k][1] - spans[k][0] <= chunk_sentences):
-            chunk.append(spans[k])
-            n += spans[k][1] - spans[k][0]
-            k += 1
+        while next_span < len(spans) and (
+            not chunk or n + spans[next_span][1] - spans[next_span][0] <= chunk_sentences
+        ):
+            chunk.append(spans[next_span])
+            n += spans[next_span][1] - spans[next_span][0]
+            next_span += 1
         if with_context:
             results = pipe([list(lines[s:e]) for s, e in chunk], batch_size=batch_size, **generate_kwargs)
             texts = [r["translation_text"] for doc in results for r in doc]
         else:
             # without context said explicitly: a document-level model refuses a flat list otherwise
             given = {"contexts": [list(contexts[s]) for s, _ in chunk]} if contexts is not None else {}
-            if contexts is None and document_model:
+            if contexts is None and document_model:  # said by the caller: use_context=False
                 given = {"no_context": True}
             results = pipe([lines[s] for s, _ in chunk], batch_size=batch_size, **given, **generate_kwargs)
             texts = [r["translation_text"] for r in results]

@@ -90,7 +90,7 @@ def test_a_document_model_refuses_sentences_without_documents(saved_model, given
     the same input); the call must say how the sentences relate: document=True, documents, contexts= or
     no_context=True."""
     directory, _, _ = saved_model
-    translator = pipeline("syntax-translation", model=str(directory))
+    translator = pipeline("syntax-translation", model=str(directory), device="cpu")
     inputs = DOCUMENT[:4] if given.startswith("a flat") else DOCUMENT[0]
     with pytest.raises(ValueError, match=rf"context_sentences=2\), but was given {given} without documents.*"
                        r"document=True.*list of lists.*contexts=.*no_context=True"):  # fmt: skip
@@ -121,7 +121,7 @@ def test_translate_document_leaves_the_model_where_the_caller_put_it(saved_model
 
 def test_translate_document_rejects_a_string(saved_model):
     directory, _, _ = saved_model
-    translator = pipeline("syntax-translation", model=str(directory))
+    translator = pipeline("syntax-translation", model=str(directory), device="cpu")
     with pytest.raises(TypeError, match="list of strings"):
         translator.translate_document("Le chat dort.")
 

@@ -71,7 +71,7 @@ def test_docids_translate_each_document_with_its_context(context_model, tmp_path
     # the context is used: the same lines as plain sentences translate differently somewhere
     plain = translate(model_dir, tmp_path, "--input", src, "--no-context")
     assert plain != expected
-    sentence_by_sentence = pipeline("syntax-translation", model=model_dir)(
+    sentence_by_sentence = pipeline("syntax-translation", model=model_dir, device="cpu")(
         DOC_A + DOC_B + DOC_C, no_context=True, **GENERATE
     )
     assert plain == [r["translation_text"] for r in sentence_by_sentence]
@@ -91,14 +91,14 @@ def test_translate_lines_never_splits_a_document(context_model, chunk_sentences)
     model_dir, model, tokenizer = context_model
     lines = DOC_A + DOC_B + DOC_C
     spans = [(0, 4), (4, 7), (7, 9)]
-    pipe = pipeline("syntax-translation", model=model_dir)
+    pipe = pipeline("syntax-translation", model=model_dir, device="cpu")
     got = translate_lines(pipe, lines, spans, chunk_sentences=chunk_sentences, **GENERATE)
     assert got == [t for doc in (DOC_A, DOC_B, DOC_C) for t in model.translate_document(doc, tokenizer, **GENERATE)]
 
 
 def test_progress_bar_on_stderr(context_model, capsys):
     model_dir, _, _ = context_model
-    pipe = pipeline("syntax-translation", model=model_dir)
+    pipe = pipeline("syntax-translation", model=model_dir, device="cpu")
     translate_lines(pipe, DOC_B, [(0, 3)], progress=True, num_beams=1)
     assert "Translating" in capsys.readouterr().err
     translate_lines(pipe, DOC_B, [(0, 3)], num_beams=1)  # 3 < PROGRESS_MIN_SENTENCES sentences: no bar
@@ -119,12 +119,13 @@ def test_sentence_level_model_translates_documents_sentence_by_sentence(sentence
     assert "no document context (context_sentences=0): translating the 2 documents sentence by sentence" in (
         capsys.readouterr().err
     )
-    expected = pipeline("syntax-translation", model=sentence_model)(DOC_A + DOC_B, **GENERATE)
+    expected = pipeline("syntax-translation", model=sentence_model, device="cpu")(DOC_A + DOC_B, **GENERATE)
     assert got == [r["translation_text"] for r in expected]
     blank = write(tmp_path / "blank.txt", DOC_B + [""] + DOC_C)
     got = translate(sentence_model, tmp_path, "--input", blank, "--documents", "blank-lines")
     expected = [
-        r["translation_text"] for r in pipeline("syntax-translation", model=sentence_model)(DOC_B + DOC_C, **GENERATE)
+        r["translation_text"]
+        for r in pipeline("syntax-translation", model=sentence_model, device="cpu")(DOC_B + DOC_C, **GENERATE)
     ]
     assert got == expected[:3] + [""] + expected[3:]
 
@@ -163,7 +164,7 @@ def test_bad_blank_line_documents_name_file_and_line(context_model, tmp_path, li
 
 def test_given_contexts_replace_the_documents_own(context_model):
     model_dir, model, tokenizer = context_model
-    pipe = pipeline("syntax-translation", model=model_dir)
+    pipe = pipeline("syntax-translation", model=model_dir, device="cpu")
     documents = [[s for s in DOC_A if s], DOC_B]
     own = [r["translation_text"] for doc in pipe(documents, **GENERATE) for r in doc]
     sentences = [s for d in documents for s in d]
@@ -190,7 +191,7 @@ def test_random_context_translates_each_document_with_another_documents_sentence
     assert "--random-context 5" in capsys.readouterr().err
     contexts = random_contexts(ids, lines, 2, seed=5)  # computed here from the ids, as Li et al.'s control
     assert all(set(c).isdisjoint(d) for c, d in zip(contexts, [DOC_A] * 4 + [DOC_B] * 3 + [DOC_C] * 2, strict=True))
-    pipe = pipeline("syntax-translation", model=model_dir)
+    pipe = pipeline("syntax-translation", model=model_dir, device="cpu")
     expected = [pipe([line], contexts=[context], **GENERATE)[0]["translation_text"]
                 for line, context in zip(lines, contexts, strict=True)]  # fmt: skip
     assert out == expected
@@ -227,6 +228,25 @@ def test_sentences_are_batched_longest_first_and_come_back_in_input_order():
     lines = ["a b", "a b c d e", "", "a", "a b c d", "a b c"]
     assert translate_lines(pipe, lines, batch_size=1, chunk_sentences=2, progress=False) == [f"<{s}>" for s in lines]
     assert calls == [["a b c d e", "a b c d"], ["a b c", "a b"], ["a", ""]]
+
+
+def test_translate_lines_refuses_a_document_model_without_documents_or_contexts():
+    """From Python too, a document-level model's lines without documents are refused, not translated without their
+    context; use_context=False says it, and reaches the pipeline as no_context=True."""
+    from types import SimpleNamespace
+
+    calls = []
+
+    def pipe(sentences, batch_size, **kwargs):
+        calls.append(kwargs)
+        return [{"translation_text": s} for s in sentences]
+
+    pipe.model = SimpleNamespace(config=SimpleNamespace(context_sentences=2))
+    with pytest.raises(ValueError, match=r"context_sentences=2\), but the lines were given without documents"):
+        translate_lines(pipe, ["a", "b"], progress=False)
+    assert calls == []
+    assert translate_lines(pipe, ["a", "b"], use_context=False, progress=False) == ["a", "b"]
+    assert calls == [{"no_context": True}]
 
 
 def test_device_and_bf16_translate_as_the_pipeline_does_on_that_device_under_autocast(context_model, tmp_path, capsys):
