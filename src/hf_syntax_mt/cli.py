@@ -167,7 +167,11 @@ def _translate(args: argparse.Namespace) -> int:
 
         if not isinstance(e.__cause__, MissingParseError):
             raise
-        given = f"--parser conllu --parser-model {args.parser_model}" if args.parser else "The model's parser"
+        given = (
+            f"--parser conllu --parser-model {args.parser_model}"
+            if args.parser == "conllu" and args.parser_model
+            else "The model's parser"
+        )
         raise ValueError(
             f"{e}. {given} is a CoNLL-U file, which holds the parses of its own sentences only; to translate other "
             f"text give its parse, one tree per line of {name} (with '# text = ...' lines): --parser conllu "
