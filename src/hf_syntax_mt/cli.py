@@ -241,6 +241,9 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     if args.layer_head is not None and len(args.layer_head) != 2:
         raise ValueError("--arcs-layer-head takes two numbers: LAYER HEAD")
+    # checked as translate checks it (a damaged config.json named, not transformers' trust_remote_code advice)
+    args.model = args.model and _model_directory(args.model)
+    args.baseline_model = args.baseline_model and _model_directory(args.baseline_model)
     if (args.docids or args.no_context) and (args.gold_conllu is None or args.model is None):
         flag = "--docids" if args.docids else "--no-context"
         raise ValueError(f"{flag} is about the attention scores of a document-level --model on the sentences of "
@@ -251,7 +254,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
         import hf_syntax_mt  # noqa: F401  (registers the config class)
 
-        if not getattr(AutoConfig.from_pretrained(_model_directory(args.model)), "context_sentences", 0):
+        if not getattr(AutoConfig.from_pretrained(args.model), "context_sentences", 0):
             print(f"note: {args.model} has no document context (context_sentences=0): --docids is not used; every "
                   "sentence is scored on its own", file=sys.stderr)  # fmt: skip
     device = None

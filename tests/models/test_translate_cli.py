@@ -462,3 +462,13 @@ def test_help_imports_neither_torch_nor_transformers(argv):
     parser = build_parser()
     command = parser._subparsers._group_actions[0].choices[argv[0]] if len(argv) > 1 else parser
     assert run.stdout.startswith(command.format_help())
+
+
+def test_evaluate_checks_its_model_as_translate_does(context_model, tmp_path, monkeypatch, capsys):
+    """`evaluate --model` with an edited config.json (and no --docids) names the file, not transformers' advice to
+    pass trust_remote_code=True."""
+    model_dir = tampered(context_model[0], tmp_path, "badtype", lambda d, c: c.update(model_type="not_a_model"))
+    hyp = write(tmp_path / "hyp.txt", SENTENCES[:2])
+    status, err = console(monkeypatch, capsys, "evaluate", "--hyp", hyp, "--ref", hyp, "--model", model_dir)
+    assert status == 1 and "Traceback" not in err and "trust_remote_code" not in err
+    assert re.search(r"config.json has model_type 'not_a_model'", err.splitlines()[-1]), err
