@@ -500,3 +500,12 @@ def test_german_rules_for_clefts_infinitives_and_plural_sie():
     assert plural_sie(["sie", "zeugen", "von"], 0) is None  # an object sie before an infinitive may be singular
     assert plural_sie(["weil", "sie", "den", "tisch"], 1, nominative=True) is None
     assert plural_sie(["dann", "können", "sie"], 2) == "können"
+    # a noun in -en after a subject sie is no verb: the case is read from the tokens as written
+    assert (
+        plural_sie(["wenn", "sie", "daten", "sammelt"], 1, nominative=True, cased=["wenn", "sie", "Daten", "sammelt"])
+        is None
+    )
+    assert (
+        plural_sie(["wenn", "sie", "daten", "sammeln"], 1, nominative=True, cased=["wenn", "sie", "daten", "sammeln"])
+        == "daten"
+    )

@@ -134,10 +134,14 @@ def item_kind(words, heads, deprels, upos, i: int, tokens: Sequence[str], j: int
     return kind, evidence
 
 
-def plural_sie(tokens: Sequence[str], j: int, nominative: bool = False) -> str | None:
+def plural_sie(
+    tokens: Sequence[str], j: int, nominative: bool = False, cased: Sequence[str] | None = None
+) -> str | None:
     """The plural finite verb next to ``sie`` (token ``j`` of the lower-cased ``tokens``), or None: an auxiliary or
-    modal (``sind``, ``können``), or, for a subject (``nominative``), any lower-case word in ``-en`` but a few
-    determiners and prepositions (``sie zeugen``, ``dann gehen sie``)."""
+    modal (``sind``, ``können``), or, for a subject (``nominative``), any word in ``-en`` written lower-case in
+    ``cased`` (the tokens as written; a noun such as ``Daten`` is not a verb) but a few determiners and prepositions
+    (``sie zeugen``, ``dann gehen sie``)."""
+    cased = tokens if cased is None else cased
     if tokens[j] != "sie":
         return None
     for k in (j - 1, j + 1):
@@ -146,7 +150,7 @@ def plural_sie(tokens: Sequence[str], j: int, nominative: bool = False) -> str |
     if nominative:
         for k in (j + 1, j - 1):
             word = tokens[k] if 0 <= k < len(tokens) else ""
-            if word.endswith("en") and word.isalpha() and word not in NOT_VERBS and not word[:1].isupper():
+            if word.endswith("en") and word.isalpha() and word not in NOT_VERBS and not cased[k][:1].isupper():
                 return word
     return None
 

@@ -289,7 +289,7 @@ def build_pronoun_items(
                 gender, case, evidence = ("fem" if form.lower().startswith("ihr") else "masc|neut"), "poss", "form"
             else:
                 subject = source_deps[line][i] in NOMINATIVE_DEPS
-                if (verb := plural_sie(lowered, j, nominative=subject)) is not None:
+                if (verb := plural_sie(lowered, j, nominative=subject, cased=[t for t, _, _ in tokens])) is not None:
                     dropped[f"it -> sie: plural (next to {verb})"] += 1
                     continue
                 gender, case = PERSONAL[form.lower()]
