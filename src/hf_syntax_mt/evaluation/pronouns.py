@@ -188,8 +188,9 @@ def _case_of(form: str, previous: str | None, english_dep: str) -> tuple[str | N
     return None, f"english_dep:{english_dep}"
 
 
-def _check_build_inputs(corpus, sources, source_words, per_word, references, doc_ids, links) -> None:
-    """Line counts, per-word lists as long as their line, links as pairs of ints, documents contiguous."""
+def _check_build_inputs(corpus, sources, source_words, per_word, references, doc_ids, links) -> list[int]:
+    """Line counts, per-word lists as long as their line, links as pairs of ints, documents contiguous; returns the
+    first line of each line's document."""
     n = len(sources)
     lines = (("source_words", source_words), *per_word.items(), ("references", references), ("doc_ids", doc_ids),
              ("links", links))  # fmt: skip
@@ -209,7 +210,7 @@ def _check_build_inputs(corpus, sources, source_words, per_word, references, doc
                 raise ValueError(f"{corpus} line {line + 1}: link {link!r} is not a pair of ints (English word, "
                                  "German token), e.g. (3, 4); parse 'i-j' strings first")  # fmt: skip
     try:
-        DocumentContext(sources, doc_ids, k=0)  # the readers' contiguity check
+        return DocumentContext(sources, doc_ids, k=0).starts  # the readers' contiguity check
     except ValueError as e:
         raise ValueError(f"{corpus}: {e}") from None
 
@@ -247,7 +248,7 @@ def build_pronoun_items(
     from .pronoun_kinds import find_antecedent, german_case, item_kind, plural_sie
 
     per_word = {"source_deps": source_deps, "source_heads": source_heads, "source_upos": source_upos}
-    _check_build_inputs(corpus, sources, source_words, per_word, references, doc_ids, links)
+    starts = _check_build_inputs(corpus, sources, source_words, per_word, references, doc_ids, links)
     n = len(sources)
     tokens_of = [german_tokens(r) for r in references]
     aligned: list[dict[int, list[int]]] = []
@@ -265,10 +266,8 @@ def build_pronoun_items(
         return None if token.lower() in NOT_NOUNS or len(token) < 2 else nouns.gender(token)
 
     items, dropped = [], Counter()
-    start = 0  # first line of the current document
     for line in range(n):
-        if line and doc_ids[line] != doc_ids[line - 1]:
-            start = line
+        start = starts[line]  # first line of the current document
         words, tokens = source_words[line], tokens_of[line]
         lowered = [t.lower() for t, _, _ in tokens]
         for i, word in enumerate(words):
