@@ -12,6 +12,7 @@ import numbers
 from huggingface_hub.dataclasses import strict
 from transformers import GenerationConfig, MarianConfig
 
+from .errors import UserError
 from .methods.builtin import BUILTIN  # noqa: F401  (registers the built-in methods)
 from .methods.input_features import FEATURE_COMBINATIONS  # noqa: F401
 from .methods.pascal import MIN_PASCAL_SIGMA, PASCAL_WEIGHTINGS  # noqa: F401
@@ -253,9 +254,7 @@ class SyntaxMTConfig(MarianConfig):
             if getattr(self, name) is not None:
                 setattr(self, name, list(getattr(self, name)))
         if isinstance(self.input_features, str):
-            raise ValueError(
-                f"input_features={self.input_features!r} must be a list of names, e.g. ['pos', 'deprel']."
-            )
+            raise UserError(f"input_features={self.input_features!r} must be a list of names, e.g. ['pos', 'deprel'].")
         if self.input_features is not None:
             self.input_features = list(self.input_features)
         for name in ("alignment_bias_layers", "alignment_biases", "encoder_context_layers", "decoder_context_layers"):
@@ -282,7 +281,7 @@ class SyntaxMTConfig(MarianConfig):
                 continue
             close = close or difflib.get_close_matches(key, fields, n=3)
             hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-            raise ValueError(
+            raise UserError(
                 f"{cls.__name__} has no option {key!r}.{hint} (The options are the fields of SyntaxMTConfig and "
                 "MarianConfig; see help(SyntaxMTConfig).)"
             )
@@ -299,9 +298,7 @@ class SyntaxMTConfig(MarianConfig):
         fields = sorted(f.name for f in dataclasses.fields(cls))
         for key in unused:  # from_pretrained(path, encoder_pscal_heads=...) would silently drop the option
             if close := difflib.get_close_matches(key, fields, n=3, cutoff=0.8):
-                raise ValueError(
-                    f"{cls.__name__} has no option {key!r}. Did you mean {' or '.join(map(repr, close))}?"
-                )
+                raise UserError(f"{cls.__name__} has no option {key!r}. Did you mean {' or '.join(map(repr, close))}?")
         return (config, unused) if return_unused else config
 
     @classmethod
@@ -394,20 +391,20 @@ class SyntaxMTConfig(MarianConfig):
         for name in _NUMBERS:
             value = getattr(self, name)
             if not isinstance(value, numbers.Real) or isinstance(value, bool) or not math.isfinite(value):
-                raise ValueError(f"{name}={value!r} must be a finite number, not {type(value).__name__}.")
+                raise UserError(f"{name}={value!r} must be a finite number, not {type(value).__name__}.")
         for name in _PROBABILITIES:
             check_probability(self, name)
         for side in ("encoder", "decoder"):
             heads = getattr(self, f"{side}_attention_heads")
             if self.d_model % heads:
-                raise ValueError(
+                raise UserError(
                     f"d_model={self.d_model} is not divisible by {side}_attention_heads={heads}: each head gets "
                     "d_model / heads dimensions."
                 )
         if self.activation_function not in ACT2FN:
             close = difflib.get_close_matches(str(self.activation_function), sorted(ACT2FN), n=3)
             hint = f" (did you mean {' or '.join(close)}?)" if close else ""
-            raise ValueError(
+            raise UserError(
                 f"activation_function={self.activation_function!r} is not a transformers activation{hint}: use one of "
                 f"{sorted(ACT2FN)}."
             )
@@ -420,7 +417,7 @@ class SyntaxMTConfig(MarianConfig):
         for name in ("pad_token_id", "decoder_start_token_id"):
             value = getattr(self, name)
             if value is not None and not 0 <= value < vocab:
-                raise ValueError(
+                raise UserError(
                     f"{name}={value} is not a token id of the vocabulary (vocab_size={self.vocab_size}): use the "
                     f"tokenizer's id, e.g. {name}=tokenizer.pad_token_id."
                 )
@@ -436,14 +433,14 @@ class SyntaxMTConfig(MarianConfig):
             if set(self.task_token_ids) != {"translate", "parse"} or not all(
                 isinstance(v, int) and 0 <= v < self.vocab_size for v in self.task_token_ids.values()
             ):
-                raise ValueError(
+                raise UserError(
                     f"task_token_ids={self.task_token_ids!r} must map 'translate' and 'parse' to token ids in "
                     f"0..{self.vocab_size - 1}; build it with `hf_syntax_mt.data.multitask.add_task_tokens`."
                 )
         if not 0.0 <= self.label_smoothing < 1.0:
-            raise ValueError(f"label_smoothing={self.label_smoothing} must be in [0, 1).")
+            raise UserError(f"label_smoothing={self.label_smoothing} must be in [0, 1).")
         if self.source_parser is not None and "backend" not in self.source_parser:
-            raise ValueError(
+            raise UserError(
                 f"source_parser={self.source_parser!r} needs a 'backend' key ('stanza', 'spacy' or 'conllu'); "
                 "build it with `parser.to_config()`."
             )
@@ -454,10 +451,10 @@ class SyntaxMTConfig(MarianConfig):
             if not isinstance(self.method_options, dict) or any(
                 not isinstance(v, dict) for v in self.method_options.values()
             ):
-                raise ValueError(f"method_options={self.method_options!r} must map method names to dicts of options.")
+                raise UserError(f"method_options={self.method_options!r} must map method names to dicts of options.")
             unknown = sorted(set(self.method_options) - methods)
             if unknown:
-                raise ValueError(
+                raise UserError(
                     f"method_options names {unknown}, which no registered method has (registered: {sorted(methods)}): "
                     "import the module that registers it (`hf_syntax_mt.methods.register`) before building the config."
                 )

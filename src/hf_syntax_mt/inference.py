@@ -8,6 +8,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from .errors import UserError
+
 #: inputs with at least this many sentences get a progress bar (on stderr)
 PROGRESS_MIN_SENTENCES = 100
 
@@ -33,17 +35,17 @@ def resolve_device(name: str | None):
     except (RuntimeError, ValueError):
         device = None
     if device is None or device.type not in ("cpu", "cuda", "mps") or (device.type != "cuda" and device.index):
-        raise ValueError(f"--device {name}: not a device; give {DEVICE_CHOICES}")
+        raise UserError(f"--device {name}: not a device; give {DEVICE_CHOICES}")
     if device.type == "cuda":
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if not count:
             build = "built without CUDA" if torch.version.cuda is None else f"built with CUDA {torch.version.cuda}"
-            raise ValueError(f"--device {name}: torch sees no CUDA device (torch {torch.__version__}, {build}); use "
+            raise UserError(f"--device {name}: torch sees no CUDA device (torch {torch.__version__}, {build}); use "
                              "--device cpu, or leave --device out to use what this machine has")  # fmt: skip
         if device.index is not None and device.index >= count:
-            raise ValueError(f"--device {name}: torch sees {count} CUDA device(s), cuda:0 to cuda:{count - 1}")
+            raise UserError(f"--device {name}: torch sees {count} CUDA device(s), cuda:0 to cuda:{count - 1}")
     if device.type == "mps" and not torch.backends.mps.is_available():
-        raise ValueError(f"--device {name}: MPS (Apple GPU) is not available here; use --device cpu")
+        raise UserError(f"--device {name}: MPS (Apple GPU) is not available here; use --device cpu")
     return device
 
 
@@ -76,7 +78,7 @@ def check_bf16(device) -> None:
     else:
         supported, what = True, str(device)
     if not supported:
-        raise ValueError(f"--bf16: {device} ({what}) has no bfloat16 support; leave out --bf16 to compute in float32")
+        raise UserError(f"--bf16: {device} ({what}) has no bfloat16 support; leave out --bf16 to compute in float32")
 
 
 def bf16_autocast(device, enabled: bool):
@@ -158,12 +160,12 @@ def translate_lines(
 
     spans = [(i, i + 1) for i in range(len(lines))] if documents is None else list(documents)
     if contexts is not None and len(contexts) != len(lines):
-        raise ValueError(f"{len(lines)} lines but {len(contexts)} contexts")
+        raise UserError(f"{len(lines)} lines but {len(contexts)} contexts")
     k = getattr(pipe.model.config, "context_sentences", 0)
     if contexts is not None and not k:
-        raise ValueError("contexts were given, but the model has no document context (context_sentences=0)")
+        raise UserError("contexts were given, but the model has no document context (context_sentences=0)")
     if k and use_context and contexts is None and documents is None:
-        raise ValueError(
+        raise UserError(
             f"The model translates with the previous {k} source sentences of the same document "
             f"(context_sentences={k}), but the lines were given without documents: pass documents= (line spans), "
             "contexts=, or use_context=False to translate every line without context."

@@ -22,6 +22,7 @@ from transformers.models.marian.modeling_marian import (
 )
 
 from .configuration_syntax_mt import SyntaxMTConfig
+from .errors import UserError
 from .methods.document_context import ContextMasks, context_sublayer
 from .methods.registry import AttentionContext, AttentionRecord, HeadRecord, Method, head_layout, registered
 
@@ -57,7 +58,7 @@ def pop_cache(past_key_values, kwargs: dict):
     transformers 5.x."""
     cache = kwargs.pop("cache", None)
     if cache is not None and past_key_values is not None:
-        raise ValueError("Both `cache` and `past_key_values` were given: pass the decoding cache under one name only.")
+        raise UserError("Both `cache` and `past_key_values` were given: pass the decoding cache under one name only.")
     return past_key_values if cache is None else cache
 
 

@@ -33,6 +33,7 @@ from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
 from .compat import legacy_cache_warning, legacy_checkpointing, show_in_signature
 from .configuration_syntax_mt import SyntaxMTConfig
+from .errors import UserError
 from .methods.biaffine import decoder_dbsa_arcs, dependency_nll  # noqa: F401  (public names kept here)
 from .methods.builtin import BUILTIN  # noqa: F401  (registers the built-in methods)
 from .methods.document_context import (
@@ -144,12 +145,12 @@ class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
         for name in supervision_names():  # training targets: read by the losses, never by the encoder
             kwargs.pop(name, None)
         if (input_ids is None) ^ (inputs_embeds is not None):
-            raise ValueError("You must specify exactly one of input_ids or inputs_embeds")
+            raise UserError("You must specify exactly one of input_ids or inputs_embeds")
         if inputs_embeds is None:
             inputs_embeds = self.embed(input_ids, inputs)
         seq_len = inputs_embeds.shape[1]
         if seq_len > self.max_source_positions:
-            raise ValueError(
+            raise UserError(
                 f"The input has {seq_len} tokens but max_position_embeddings={self.max_source_positions}: truncate "
                 "the source (`SyntaxMTPreprocessor(max_source_length=...)` or `tokenizer(..., truncation=True)`)."
             )
@@ -203,14 +204,14 @@ class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
             )
             return None
         if context_input_ids.dim() != 2 or context_input_ids.shape[0] != batch_size:
-            raise ValueError(
+            raise UserError(
                 f"context_input_ids has shape {tuple(context_input_ids.shape)} but the batch has {batch_size} rows: "
                 "give (batch_size, context_length) ids (`hf_syntax_mt.data.documents.encode_context`)."
             )
         if context_attention_mask is None:
             context_attention_mask = torch.ones_like(context_input_ids)
         if context_attention_mask.shape != context_input_ids.shape:
-            raise ValueError(
+            raise UserError(
                 f"context_attention_mask has shape {tuple(context_attention_mask.shape)} but context_input_ids "
                 f"{tuple(context_input_ids.shape)}."
             )
@@ -218,7 +219,7 @@ class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
         if length == 0:  # no row has context: the sentence-level model
             return None
         if length > self.max_source_positions:
-            raise ValueError(
+            raise UserError(
                 f"The context has {length} tokens but max_position_embeddings={self.max_source_positions}: keep the "
                 f"most recent tokens (`encode_context(..., max_length={self.config.resolved_max_context_length})`)."
             )
@@ -412,7 +413,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
             model.freeze_sentence_level_parameters()
         """
         if not self.config.uses_context:
-            raise ValueError(
+            raise UserError(
                 "This model has no document-level parameters (context_sentences=0): load it with "
                 "`from_pretrained(..., context_sentences=2)` before freezing the sentence-level ones."
             )

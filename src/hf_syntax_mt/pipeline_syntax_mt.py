@@ -17,6 +17,7 @@ from .data.parser_config import parser_from_config
 from .data.parsers import Parser, get_parser
 from .data.preprocess import parse_texts
 from .data.subwords import align_parse, parse_flags
+from .errors import UserError, UserTypeError
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +68,9 @@ class SyntaxTranslationPipeline(Pipeline):
         files only inside the model directory). A model that needs no parse never builds one."""
         if parser is not None and not isinstance(parser, dict):
             if not callable(getattr(parser, "parse", None)):
-                raise TypeError(f"parser must be a Parser (an object with .parse(texts)) or a dict, not {parser!r}")
+                raise UserTypeError(
+                    f"parser must be a Parser (an object with .parse(texts)) or a dict, not {parser!r}"
+                )
             return parser
         if not self._needs_parse():
             return None
@@ -75,7 +78,7 @@ class SyntaxTranslationPipeline(Pipeline):
             return get_parser(**parser)
         recorded = getattr(self.model.config, "source_parser", None)
         if recorded is None:
-            raise ValueError(
+            raise UserError(
                 "This model has syntax heads but its config records no `source_parser` (a model trained on "
                 "pre-parsed CoNLL-U records none unless told which parser made it) and none was given: new text "
                 "needs a parser, e.g. pipeline(..., parser=hf_syntax_mt.data.get_parser('spacy', "
@@ -103,7 +106,7 @@ class SyntaxTranslationPipeline(Pipeline):
         if type(inputs).__module__ == "numpy" and hasattr(inputs, "tolist"):  # a numpy array of str, or numpy.str_
             inputs = inputs.tolist()
         if not isinstance(inputs, (str, list, tuple)):
-            raise TypeError(f"{expected}; got {type(inputs).__name__}: {inputs!r:.80}.")
+            raise UserTypeError(f"{expected}; got {type(inputs).__name__}: {inputs!r:.80}.")
         single = isinstance(inputs, str)
         items = [inputs] if single else list(inputs)
         nested = bool(items) and all(isinstance(d, (list, tuple)) for d in items)  # a list of documents
@@ -111,24 +114,24 @@ class SyntaxTranslationPipeline(Pipeline):
         texts = [t for d in documents for t in d] if documents is not None else items
         if not all(isinstance(t, str) for t in texts):
             bad = next(t for t in texts if not isinstance(t, str))
-            raise TypeError(f"{expected}; got an item of type {type(bad).__name__}: {bad!r:.80}.")
+            raise UserTypeError(f"{expected}; got an item of type {type(bad).__name__}: {bad!r:.80}.")
         texts = [str(t) for t in texts]  # numpy.str_ and other str subclasses as plain strings
         for k, t in enumerate(texts):
             try:
                 t.encode("utf-8")
             except UnicodeEncodeError as e:
-                raise ValueError(
+                raise UserError(
                     f"input {k} holds a lone surrogate {t[e.start]!r} at character {e.start} ({t[max(0, e.start - 20) : e.start + 20]!r}): "
                     "it is not valid Unicode text. It usually comes from bytes decoded with errors='surrogateescape'; "
                     "decode the source as UTF-8 (or with errors='replace') first."
                 ) from None
         k = getattr(self.model.config, "context_sentences", 0) or 0
         if no_context and (document or contexts is not None):
-            raise ValueError(f"no_context=True contradicts {'document=True' if document else 'contexts='}: give one "
+            raise UserError(f"no_context=True contradicts {'document=True' if document else 'contexts='}: give one "
                              "of them (no_context=True translates every sentence without context)")  # fmt: skip
         if k and texts and documents is None and contexts is None and not no_context:
             given = "a string" if single else f"a flat list of {len(texts)} sentences"
-            raise ValueError(
+            raise UserError(
                 f"This model reads the previous {k} source sentences of each sentence's document "
                 f"(context_sentences={k}), but was given {given} without documents, so it would translate without "
                 "its context. Pass one document as pipe(sentences, document=True) (or pipe.translate_document("
@@ -162,7 +165,7 @@ class SyntaxTranslationPipeline(Pipeline):
         """Translate the sentences of one document in order, each with its previous `config.context_sentences`
         source sentences as context; returns one translation per sentence (empty lines included)."""
         if isinstance(sentences, str):
-            raise TypeError("translate_document takes the document's sentences as a list of strings.")
+            raise UserTypeError("translate_document takes the document's sentences as a list of strings.")
         return [r["translation_text"] for r in self(list(sentences), document=True, **kwargs)]
 
     def _given_contexts(self, contexts, texts: list[str], documents) -> list[list[str]]:
@@ -170,18 +173,18 @@ class SyntaxTranslationPipeline(Pipeline):
         with document context (each is cut to its last k sentences, as a document's own context is)."""
         k = getattr(self.model.config, "context_sentences", 0)
         if not k:
-            raise ValueError("contexts= was given, but this model has no document context (context_sentences=0)")
+            raise UserError("contexts= was given, but this model has no document context (context_sentences=0)")
         if documents is not None:
-            raise ValueError("contexts= replaces the documents' own contexts: give a flat list of sentences with it, "
+            raise UserError("contexts= replaces the documents' own contexts: give a flat list of sentences with it, "
                              "not documents")  # fmt: skip
         if isinstance(contexts, (str, bytes)) or len(contexts) != len(texts):
             n = "a string" if isinstance(contexts, (str, bytes)) else len(contexts)
-            raise ValueError(f"contexts= needs one list of context sentences per input sentence: {len(texts)} "
+            raise UserError(f"contexts= needs one list of context sentences per input sentence: {len(texts)} "
                              f"sentences, {n} contexts")  # fmt: skip
         out = []
         for i, context in enumerate(contexts):
             if isinstance(context, str) or not all(isinstance(c, str) for c in context):
-                raise TypeError(f"contexts[{i}] must be a list of source sentences (strings), got {context!r:.80}")
+                raise UserTypeError(f"contexts[{i}] must be a list of source sentences (strings), got {context!r:.80}")
             out.append([str(c) for c in context][-k:])
         return out
 

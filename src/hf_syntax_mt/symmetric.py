@@ -32,6 +32,7 @@ except ImportError:  # pragma: no cover - exercised by `make test-floors`
 
 from .alignment.cross_attention import align, recording_alignment, symmetry_trace
 from .configuration_syntax_mt import SyntaxMTConfig
+from .errors import UserError
 from .modeling_syntax_mt import SyntaxMTForConditionalGeneration
 
 
@@ -73,11 +74,11 @@ class SymmetricTranslationConfig(PreTrainedConfig):
     def validate_symmetric(self):
         """Part of `@strict` validation."""
         if isinstance(self.symmetry_weight, bool) or not self.symmetry_weight >= 0:
-            raise ValueError(f"symmetry_weight={self.symmetry_weight!r} must be a number >= 0.")
+            raise UserError(f"symmetry_weight={self.symmetry_weight!r} must be a number >= 0.")
         for side in ("forward", "backward"):
             layer, config = getattr(self, f"{side}_alignment_layer"), getattr(self, side)
             if layer is not None and not 0 <= layer < config.decoder_layers:
-                raise ValueError(f"{side}_alignment_layer={layer} but the {side} model has "
+                raise UserError(f"{side}_alignment_layer={layer} but the {side} model has "
                                  f"decoder_layers={config.decoder_layers}.")  # fmt: skip
 
     @property
@@ -202,7 +203,7 @@ class SymmetricTranslationModel(PreTrainedModel):
         for side, layer, config in zip(("forward", "backward"), layers, (self.config.forward, self.config.backward),
                                        strict=True):  # fmt: skip
             if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < config.decoder_layers:
-                raise ValueError(f"layer {layer!r} of the {side} direction: it has decoder layers 0 to "
+                raise UserError(f"layer {layer!r} of the {side} direction: it has decoder layers 0 to "
                                  f"{config.decoder_layers - 1}")  # fmt: skip
 
         if attention_mask is None:  # the source tokens are the reverse labels
@@ -266,10 +267,10 @@ class DataCollatorForSymmetricTranslation:
 
     def __call__(self, features: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
         if not features:
-            raise ValueError("cannot collate an empty list of features")
+            raise UserError("cannot collate an empty list of features")
         for n, row in enumerate(features):
             if "input_ids" not in row or "labels" not in row:
-                raise ValueError(f"feature {n} needs 'input_ids' and 'labels'; got keys {sorted(row)}")
+                raise UserError(f"feature {n} needs 'input_ids' and 'labels'; got keys {sorted(row)}")
         source = [list(row["input_ids"]) for row in features]
         target = [[t for t in row["labels"] if t != self.label_pad_token_id] for row in features]
         reverse_pad = self.pad_token_id if self.reverse_pad_token_id is None else self.reverse_pad_token_id

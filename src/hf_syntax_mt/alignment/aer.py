@@ -12,6 +12,7 @@ import logging
 from collections.abc import Iterable, Sequence
 
 from ..data.readers import GoldAlignment, Link
+from ..errors import UserError
 
 __all__ = ["alignment_error_rate", "index_base_hint", "no_sure_link_warning"]
 
@@ -23,7 +24,7 @@ def alignment_error_rate(predicted: Sequence[Iterable[Link] | GoldAlignment], go
     links or a `GoldAlignment` (its sure links count). Logs a warning when the gold has possible links but no sure
     one (`no_sure_link_warning`): recall is then undefined and AER only 1 - precision."""
     if len(predicted) != len(gold):
-        raise ValueError(
+        raise UserError(
             f"{len(predicted)} predicted alignments but {len(gold)} gold ones: the files must be line aligned"
         )
     a = s = a_s = a_p = 0

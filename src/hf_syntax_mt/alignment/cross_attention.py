@@ -21,6 +21,8 @@ import torch
 from torch import nn
 from transformers import TrainerCallback
 
+from ..errors import UserError
+
 __all__ = [
     "Alignment",
     "AlignmentTrainingCallback",
@@ -45,7 +47,7 @@ def recording_alignment(model: nn.Module, layer: int | None = None, enabled: boo
     layer = model.config.resolved_alignment_layer if layer is None else layer
     n = len(model.model.decoder.layers)
     if not 0 <= layer < n:
-        raise ValueError(f"layer={layer} but the decoder has {n} layers: give an index in 0..{n - 1}.")
+        raise UserError(f"layer={layer} but the decoder has {n} layers: give an index in 0..{n - 1}.")
     model.record_cross_layers.append(layer)
     try:
         yield recorded
@@ -88,7 +90,7 @@ def symmetry_trace(
     st = forward_probs.mean(dim=1) * forward_target_mask.unsqueeze(-1).to(forward_probs.dtype)  # (B, J, I)
     ts = backward_probs.mean(dim=1) * backward_target_mask.unsqueeze(-1).to(backward_probs.dtype)  # (B, I, J)
     if st.shape[1:] != ts.shape[1:][::-1]:
-        raise ValueError(
+        raise UserError(
             f"alpha_s->t has shape {tuple(st.shape)} and alpha_t->s {tuple(ts.shape)}: the reverse direction must use "
             "the forward labels as inputs and the forward inputs as labels (DataCollatorForSymmetricTranslation)."
         )
@@ -142,7 +144,7 @@ def alignment_read(config, layer: int | None = None, heads: int | None = None) -
     if heads is None:
         heads = config.guided_alignment_heads if guided and layer == guided_layer else n
     if isinstance(heads, bool) or not isinstance(heads, int) or not 1 <= heads <= n:
-        raise ValueError(f"heads={heads!r}: give how many of the layer's first heads to average, 1 to {n} "
+        raise UserError(f"heads={heads!r}: give how many of the layer's first heads to average, 1 to {n} "
                          "(decoder_attention_heads), or None for the default")  # fmt: skip
     return layer, heads
 

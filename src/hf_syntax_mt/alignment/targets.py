@@ -20,6 +20,7 @@ import logging
 from collections.abc import Sequence
 
 from ..data.readers import parse_pharaoh
+from ..errors import UserError
 
 __all__ = ["AlignmentTargets", "check_alignment_lines", "token_words", "target_alignment"]
 
@@ -44,7 +45,7 @@ def check_alignment_lines(lines: Sequence[str], sources: Sequence[str], targets:
             base = 1 if one_indexed else 0
             hint = (f" No link in the file uses word 0: it looks counted from 1; give {flag}." if no_zero and not
                     one_indexed else "")  # fmt: skip
-            raise ValueError(
+            raise UserError(
                 f"{path}:{k}: link '{i}-{j}' is past the sentence pair (source {n_src} words, target {n_tgt} words; "
                 f"indices count whitespace-separated words from {base}): the file is not aligned with these pairs "
                 f"or counts from another index.{hint}"
@@ -117,7 +118,7 @@ class AlignmentTargets:
                  target_column: str = "target", max_source_length: int | None = None,
                  max_target_length: int | None = None, one_indexed: bool = False):  # fmt: skip
         if not getattr(tokenizer, "is_fast", False):
-            raise ValueError("AlignmentTargets needs a fast tokenizer (character offsets map subwords to words).")
+            raise UserError("AlignmentTargets needs a fast tokenizer (character offsets map subwords to words).")
         self.tokenizer, self.column, self.one_indexed = tokenizer, column, one_indexed
         self.source_column, self.target_column = source_column, target_column
         self.max_source_length, self.max_target_length = max_source_length, max_target_length
@@ -137,7 +138,7 @@ class AlignmentTargets:
         for k, row in enumerate(rows):
             for side, enc, ids in (("source", src, batch["input_ids"][k]), ("target", tgt, batch["labels"][k])):
                 if list(enc["input_ids"][k]) != list(ids):
-                    raise ValueError(
+                    raise UserError(
                         f"row {row}: the {side} re-tokenised for the alignment differs from its preprocessed ids; give "
                         "AlignmentTargets the tokenizer and max lengths the rows were preprocessed with."
                     )

@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterable, Sequence
 
 from ..data.readers import Link
+from ..errors import UserError
 from .targets import token_words
 
 logger = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ def symmetrize(forward: set[Link], reverse: set[Link], method: str = "grow-diag-
     if method == "union":
         return set(union)
     if method != "grow-diag-final-and":
-        raise ValueError(f"symmetrization {method!r}: use intersection, union or grow-diag-final-and")
+        raise UserError(f"symmetrization {method!r}: use intersection, union or grow-diag-final-and")
     links = set(inter)
     neighbours = [(-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1)]
 
@@ -66,21 +67,21 @@ def read_parallel_words(source: str | os.PathLike | None, target: str | os.PathL
 
     if joined is not None:
         if source is not None or target is not None:
-            raise ValueError(f"give either one 'source ||| target' file ({joined}) or a source and a target file "
+            raise UserError(f"give either one 'source ||| target' file ({joined}) or a source and a target file "
                              f"({source}, {target}), not both")  # fmt: skip
         src, tgt = [], []
         for k, line in enumerate(read_lines(joined), start=1):
             if line.count(" ||| ") != 1:
-                raise ValueError(f"{joined}:{k}: expected 'source ||| target', got {line[:80]!r}")
+                raise UserError(f"{joined}:{k}: expected 'source ||| target', got {line[:80]!r}")
             a, b = line.split(" ||| ")
             src.append(a.split())
             tgt.append(b.split())
         return src, tgt
     if source is None or target is None:
-        raise ValueError("give a source and a target file, or one 'src ||| tgt' file")
+        raise UserError("give a source and a target file, or one 'src ||| tgt' file")
     src, tgt = read_lines(source), read_lines(target)
     if len(src) != len(tgt):
-        raise ValueError(f"{source} has {len(src)} lines but {target} has {len(tgt)}: the files must be line aligned")
+        raise UserError(f"{source} has {len(src)} lines but {target} has {len(tgt)}: the files must be line aligned")
     return [s.split() for s in src], [t.split() for t in tgt]
 
 
@@ -128,17 +129,17 @@ def align_corpus(model, tokenizer, sources: Sequence[Sequence[str]], targets: Se
     from .cross_attention import align
 
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size={batch_size!r} must be an int >= 1")
+        raise UserError(f"batch_size={batch_size!r} must be an int >= 1")
     symmetric = hasattr(model, "forward_model") and hasattr(model, "backward_model")
     configs = [model.config.forward, model.config.backward] if symmetric else [model.config]
     if not symmetric and method not in (None, "forward"):
-        raise ValueError(f"symmetrization {method!r} combines both directions of a symmetric model, but this model "
+        raise UserError(f"symmetrization {method!r} combines both directions of a symmetric model, but this model "
                          "translates one direction: its links are forward links. Use method 'forward' (or none), or "
                          "a SymmetricTranslationModel.")  # fmt: skip
     if any(getattr(c, "needs_source_parse", False) for c in configs):
-        raise ValueError("align_corpus runs the model without parses: this model's syntax heads need them")
+        raise UserError("align_corpus runs the model without parses: this model's syntax heads need them")
     if not getattr(tokenizer, "is_fast", False):
-        raise ValueError("align_corpus needs a fast tokenizer (character offsets) to merge subwords into words")
+        raise UserError("align_corpus needs a fast tokenizer (character offsets) to merge subwords into words")
     max_length = min(c.max_position_embeddings for c in configs)
     out: list[set[Link]] = []
     steps = range(0, len(sources), batch_size)

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import UserError
+
 __all__ = ["DataCollatorForSyntaxMT"]
 
 # Fields whose values are positions in the same sequence: a padding token points to itself.
@@ -70,7 +72,7 @@ class DataCollatorForSyntaxMT:
         if name in ("input_ids", "decoder_input_ids", "context_input_ids"):
             pad = self.tokenizer.pad_token_id
             if pad is None:
-                raise ValueError("the tokenizer has no pad_token_id; set tokenizer.pad_token")
+                raise UserError("the tokenizer has no pad_token_id; set tokenizer.pad_token")
             return pad
         if name == "labels":
             return self.label_pad_token_id
@@ -84,15 +86,15 @@ class DataCollatorForSyntaxMT:
     def __call__(self, features: list[dict[str, Any]], return_tensors: str | None = None) -> dict[str, Any]:
         return_tensors = return_tensors or self.return_tensors
         if return_tensors not in ("pt", "np"):
-            raise ValueError(f"return_tensors must be 'pt' or 'np', got {return_tensors!r}")
+            raise UserError(f"return_tensors must be 'pt' or 'np', got {return_tensors!r}")
         if not features:
-            raise ValueError("cannot collate an empty list of features")
+            raise UserError("cannot collate an empty list of features")
         if "input_ids" not in features[0]:
-            raise ValueError(f"features need 'input_ids'; got keys {sorted(features[0])}")
+            raise UserError(f"features need 'input_ids'; got keys {sorted(features[0])}")
         names = list(features[0])
         for i, f in enumerate(features):
             if set(f) != set(names):
-                raise ValueError(f"row {i} has fields {sorted(f)} but row 0 has {sorted(names)}")
+                raise UserError(f"row {i} has fields {sorted(f)} but row 0 has {sorted(names)}")
         side = getattr(self.tokenizer, "padding_side", "right")
 
         lengths = {"source": [len(f["input_ids"]) for f in features]}
@@ -112,14 +114,14 @@ class DataCollatorForSyntaxMT:
                 ref, ref_name = name, name
             elif _is_context_field(name):
                 if "context" not in lengths:
-                    raise ValueError(f"field {name!r} is a context field but the features have no 'context_input_ids'")
+                    raise UserError(f"field {name!r} is a context field but the features have no 'context_input_ids'")
                 ref, ref_name = "context", "context_input_ids"
             else:
                 ref = "target" if _is_target_field(name) and "target" in lengths else "source"
                 ref_name = "labels" if ref == "target" else "input_ids"
             for i, (values, n) in enumerate(zip(column, lengths[ref], strict=True)):
                 if len(values) != n:
-                    raise ValueError(
+                    raise UserError(
                         f"field {name!r} in row {i} has length {len(values)} but {ref_name} has length {n}"
                     )
             width = _round_up(max(lengths[ref]), self.pad_to_multiple_of)  # 0 when every context is empty

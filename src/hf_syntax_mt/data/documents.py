@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import UserError, UserTypeError
 from .readers import read_doc_ids, read_documents
 
 __all__ = [
@@ -58,9 +59,9 @@ def encode_context(tokenizer, sentences: Sequence[str], max_length: int | None) 
         ``(M,)`` token ids, ``M <= max_length``; ``[]`` when there is no non-empty sentence.
     """
     if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 0):
-        raise ValueError(f"max_length must be a non-negative int or None, got {max_length!r}")
+        raise UserError(f"max_length must be a non-negative int or None, got {max_length!r}")
     if isinstance(sentences, str):
-        raise TypeError(f"sentences must be a list of strings, got the string {sentences!r}")
+        raise UserTypeError(f"sentences must be a list of strings, got the string {sentences!r}")
     texts = [s for s in sentences if s is not None and str(s).strip()]
     if not texts or max_length == 0:
         return []
@@ -100,7 +101,7 @@ def doc_id_spans(lines: Sequence[str], docid_file, text_file="the input") -> lis
     spans = id_spans(ids)
     for start, end in spans:
         if not any(line.strip() for line in lines[start:end]):
-            raise ValueError(
+            raise UserError(
                 f"{docid_file}:{start + 1}: document {ids[start]!r} (lines {start + 1}-{end} of {text_file}) is "
                 "empty: all its lines are blank. Remove its lines from both files, or check that the doc-id file "
                 "belongs to this text."
@@ -132,7 +133,7 @@ def blank_line_spans(lines: Sequence[str], text_file="the input") -> list[tuple[
                 else ("a blank last line", i) if i == len(lines)
                 else (f"a second blank line in a row (lines {i} and {i + 1})", i + 1)
             )  # fmt: skip
-            raise ValueError(
+            raise UserError(
                 f"{text_file}:{lineno}: empty document: {where}. Documents are separated by exactly one blank line; "
                 "remove the extra blank line (or give --docids to keep empty lines as sentences)."
             )
@@ -165,9 +166,9 @@ class DocumentContext:
 
     def __init__(self, sources: Sequence[str | None], doc_ids: Sequence[Any], k: int, context_column: str = "context"):
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-            raise ValueError(f"k (context sentences) must be a non-negative int, got {k!r}")
+            raise UserError(f"k (context sentences) must be a non-negative int, got {k!r}")
         if len(sources) != len(doc_ids):
-            raise ValueError(f"{len(sources)} source sentences but {len(doc_ids)} document ids")
+            raise UserError(f"{len(sources)} source sentences but {len(doc_ids)} document ids")
         doc_ids = list(doc_ids)
         self.sources = ["" if s is None else str(s) for s in sources]
         self.k = k
@@ -179,7 +180,7 @@ class DocumentContext:
                 self.starts.append(self.starts[-1])
                 continue
             if doc in first_row:
-                raise ValueError(
+                raise UserError(
                     f"document {doc!r} starts at row {first_row[doc]} and appears again at row {i}, after another "
                     "document: documents must be contiguous (add the context before shuffling)"
                 )

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import UserError
 from .parsed import ParsedSentence
 
 __all__ = ["TASK_TOKENS", "add_task_tokens", "delinearize", "linearize_parse", "multitask_dataset"]
@@ -75,10 +76,10 @@ def delinearize(text: str) -> tuple[list[int], list[str], list[str]]:
             expect_rel = True
         elif tok == ")":
             if not stack:
-                raise ValueError(f"unbalanced ')' at token {k} of {text!r}")
+                raise UserError(f"unbalanced ')' at token {k} of {text!r}")
             rel, word, waiting = stack.pop()
             if word is None:
-                raise ValueError(f"subtree ending at token {k} has no word in {text!r}")
+                raise UserError(f"subtree ending at token {k} has no word in {text!r}")
             deprels[word - 1] = rel
             for child in waiting:
                 heads[child - 1] = word
@@ -95,13 +96,13 @@ def delinearize(text: str) -> tuple[list[int], list[str], list[str]]:
             expect_rel = False
         else:
             if not stack or stack[-1][1] is not None:
-                raise ValueError(f"token {k} ({tok!r}) is outside a subtree or a second word in one: {text!r}")
+                raise UserError(f"token {k} ({tok!r}) is outside a subtree or a second word in one: {text!r}")
             words.append(_unescape(tok))
             heads.append(0)
             deprels.append("")
             stack[-1][1] = len(words)
     if stack:
-        raise ValueError(f"{len(stack)} unclosed '(' in {text!r}")
+        raise UserError(f"{len(stack)} unclosed '(' in {text!r}")
     return heads, deprels, words
 
 

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..errors import UserError
+
 __all__ = ["ParsedSentence", "format_conllu", "merge_sentences"]
 
 
@@ -50,26 +52,26 @@ class ParsedSentence:
         self.upos = list(self.upos)
         for name in ("heads", "deprels", "upos"):
             if len(getattr(self, name)) != n:
-                raise ValueError(
+                raise UserError(
                     f"ParsedSentence.{name} has {len(getattr(self, name))} entries but words has {n}: {self.words!r}"
                 )
         for i, h in enumerate(self.heads):
             if not 0 <= h <= n:
-                raise ValueError(
+                raise UserError(
                     f"ParsedSentence.heads[{i}] = {h} is out of range 0..{n} (heads are 1-based, 0 = root) "
                     f"for words {self.words!r}"
                 )
             if h == i + 1:
-                raise ValueError(f"ParsedSentence.heads[{i}] = {h} points to the word itself ({self.words[i]!r})")
+                raise UserError(f"ParsedSentence.heads[{i}] = {h} points to the word itself ({self.words[i]!r})")
         _check_tree(self.heads, self.words)
         if self.spans is not None:
             self.spans = [(int(s), int(e)) for s, e in self.spans]
             if len(self.spans) != n:
-                raise ValueError(f"ParsedSentence.spans has {len(self.spans)} entries but words has {n}")
+                raise UserError(f"ParsedSentence.spans has {len(self.spans)} entries but words has {n}")
             limit = len(self.text) if self.text is not None else None
             for i, (s, e) in enumerate(self.spans):
                 if s < 0 or e < s or (limit is not None and e > limit):
-                    raise ValueError(
+                    raise UserError(
                         f"ParsedSentence.spans[{i}] = {(s, e)} is not a valid span of a text of length {limit}"
                     )
         if self.mwt is not None:
@@ -77,12 +79,12 @@ class ParsedSentence:
             previous_end = 0
             for s, e in sorted(self.mwt):
                 if not (0 <= s and e <= n and e - s >= 2) or s < previous_end:
-                    raise ValueError(
+                    raise UserError(
                         f"ParsedSentence.mwt range {(s, e)} is invalid for {n} words (ranges are half-open 0-based "
                         f"word indices, at least 2 words long, not overlapping): {self.mwt!r}"
                     )
                 if self.spans is not None and len({self.spans[i] for i in range(s, e)}) != 1:
-                    raise ValueError(f"ParsedSentence.mwt range {(s, e)}: its words must share one span")
+                    raise UserError(f"ParsedSentence.mwt range {(s, e)}: its words must share one span")
                 previous_end = e
 
     def __len__(self) -> int:
@@ -100,7 +102,7 @@ class ParsedSentence:
         """Build from a dict with keys ``words, heads, deprels, upos`` and optional ``text, spans, mwt``."""
         missing = [k for k in ("words", "heads") if k not in d or d[k] is None]
         if missing:
-            raise ValueError(f"parse dict lacks required key(s) {missing}; got keys {sorted(d)}")
+            raise UserError(f"parse dict lacks required key(s) {missing}; got keys {sorted(d)}")
         n = len(d["words"])
         return cls(
             words=list(d["words"]),
@@ -134,11 +136,9 @@ def _check_tree(heads: list[int], words: list[str]) -> None:
         return
     roots = [i + 1 for i, h in enumerate(heads) if h == 0]
     if not roots:
-        raise ValueError(
-            f"heads {heads} have no root (no head equal to 0), so they form a cycle: give one word head 0"
-        )
+        raise UserError(f"heads {heads} have no root (no head equal to 0), so they form a cycle: give one word head 0")
     if len(roots) > 1:
-        raise ValueError(
+        raise UserError(
             f"heads {heads} have {len(roots)} roots: words {roots} (1-based ids) all have head 0, but a dependency "
             "tree has exactly one root; attach the others to it (e.g. as parataxis) or split the sentence"
         )
@@ -152,7 +152,7 @@ def _check_tree(heads: list[int], words: list[str]) -> None:
         if w >= 0 and state[w] == 1:  # back on the current path: a cycle
             cycle = path[path.index(w) :]
             arrows = " -> ".join(f"{i + 1} ({words[i]!r})" for i in [*cycle, w])
-            raise ValueError(
+            raise UserError(
                 f"heads {heads} contain a cycle that never reaches the root: words {sorted(i + 1 for i in cycle)} "
                 f"(1-based ids): {arrows}; every word must lead to the root by following its head"
             )
@@ -207,12 +207,12 @@ def format_conllu(sentence: ParsedSentence, sent_id: str) -> str:
     n = len(sentence.words)
     text = sentence.text if sentence.text is not None else " ".join(sentence.words)
     if n == 0:
-        raise ValueError(f"sentence {sent_id}: a sentence without words has no CoNLL-U block (text {text!r})")
+        raise UserError(f"sentence {sent_id}: a sentence without words has no CoNLL-U block (text {text!r})")
     if any(c in text for c in "\n\r"):  # a tab may stay in `# text` (the reader reads the comment whole)
-        raise ValueError(f"sentence {sent_id}: the text {text!r} holds a line break, which CoNLL-U cannot hold")
+        raise UserError(f"sentence {sent_id}: the text {text!r} holds a line break, which CoNLL-U cannot hold")
     for name, value in (("sent_id", sent_id), *((f"word {i + 1}", w) for i, w in enumerate(sentence.words))):
         if not value or any(c in value for c in "\t\n\r"):
-            raise ValueError(f"sentence {sent_id}: {name} {value!r} is empty or holds a tab or a line break, which "
+            raise UserError(f"sentence {sent_id}: {name} {value!r} is empty or holds a tab or a line break, which "
                              "a CoNLL-U column cannot hold")  # fmt: skip
     spans = sentence.spans if sentence.spans is not None and sentence.text is not None else None
     tokens = sentence.surface_tokens()

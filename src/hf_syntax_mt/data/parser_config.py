@@ -25,6 +25,7 @@ import re
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
+from ..errors import UserError
 from .parsers import Parser, ParserNotAvailableError, get_parser
 
 logger = logging.getLogger(__name__)
@@ -44,7 +45,7 @@ def _name(options: dict, key: str, required: bool = True) -> None:
     if value is None and not required:
         return
     if not isinstance(value, str) or not _NAME.match(value) or value in (".", ".."):
-        raise ValueError(
+        raise UserError(
             f"source_parser {key}={value!r} in the model config is not a plain name (no paths, no URLs); {_FIX}."
         )
 
@@ -59,16 +60,16 @@ def conllu_paths(path: Any, model_dir: str | os.PathLike | None) -> list[Path]:
     absolute path, a path that leaves the model directory, or a model that was not loaded from a local directory."""
     paths = [path] if isinstance(path, str) else path
     if not isinstance(paths, list) or not paths or not all(isinstance(p, str) and p for p in paths):
-        raise ValueError(f"source_parser path={path!r} must be a file name or a list of file names; {_FIX}.")
+        raise UserError(f"source_parser path={path!r} must be a file name or a list of file names; {_FIX}.")
     for p in paths:
         if _leaves(p):
-            raise ValueError(
+            raise UserError(
                 f"source_parser path {p!r} in the model config is not relative to the model directory: a saved model "
                 f"only reads CoNLL-U files inside its own directory. Put the file there and record its relative "
                 f"path, or {_FIX}."
             )
     if model_dir is None or not Path(model_dir).is_dir():
-        raise ValueError(
+        raise UserError(
             f"source_parser reads CoNLL-U file(s) {paths} relative to the model directory, but this model was not "
             f"loaded from a local directory ({str(model_dir)!r}); {_FIX}."
         )
@@ -76,7 +77,7 @@ def conllu_paths(path: Any, model_dir: str | os.PathLike | None) -> list[Path]:
     resolved = [(root / p).resolve() for p in paths]
     for p, r in zip(paths, resolved, strict=True):
         if root not in r.parents:  # a symbolic link out of the directory
-            raise ValueError(f"source_parser path {p!r} leaves the model directory {str(root)!r}; {_FIX}.")
+            raise UserError(f"source_parser path {p!r} leaves the model directory {str(root)!r}; {_FIX}.")
         if not r.is_file():
             raise FileNotFoundError(
                 f"source_parser names the CoNLL-U file {p!r}, which is not in the model directory {str(root)!r}: "
@@ -89,32 +90,32 @@ def check_parser_config(options: dict) -> tuple[str, dict]:
     """Check recorded parser options (see the module docstring) without building anything; returns the backend and
     the other options. Raises `ValueError` naming the first option that a config may not carry."""
     if not isinstance(options, dict) or not isinstance(options.get("backend"), str):
-        raise ValueError(f"source_parser={options!r} in the model config needs a 'backend' key; {_FIX}.")
+        raise UserError(f"source_parser={options!r} in the model config needs a 'backend' key; {_FIX}.")
     options = dict(options)
     backend = options.pop("backend")
     if backend not in _ALLOWED:
-        raise ValueError(f"source_parser backend {backend!r} is unknown (valid: {sorted(_ALLOWED)}); {_FIX}.")
+        raise UserError(f"source_parser backend {backend!r} is unknown (valid: {sorted(_ALLOWED)}); {_FIX}.")
     if unknown := sorted(set(options) - _ALLOWED[backend]):
-        raise ValueError(
+        raise UserError(
             f"source_parser option(s) {unknown} in the model config are not accepted from a config (they could make "
             f"the parser download models or read local files); {_FIX}."
         )
     if backend == "spacy":
         _name(options, "model")
         if not isinstance(options.get("batch_size", 1), int) or options.get("batch_size", 1) < 1:
-            raise ValueError(f"source_parser batch_size={options['batch_size']!r} must be a positive integer.")
+            raise UserError(f"source_parser batch_size={options['batch_size']!r} must be a positive integer.")
         exclude = options.get("exclude", [])
         if not isinstance(exclude, list) or not all(isinstance(e, str) for e in exclude):
-            raise ValueError(f"source_parser exclude={exclude!r} must be a list of component names.")
+            raise UserError(f"source_parser exclude={exclude!r} must be a list of component names.")
     elif backend == "stanza":
         if not isinstance(options.get("lang"), str) or not _LANG.match(options["lang"]):
-            raise ValueError(f"source_parser lang={options.get('lang')!r} in the model config is not a plain name: a "
+            raise UserError(f"source_parser lang={options.get('lang')!r} in the model config is not a plain name: a "
                              f"stanza language code (like 'fr', 'en', 'zh-hans'); {_FIX}.")  # fmt: skip
         _name(options, "package", required=False)
         if options.pop("model_dir", None) is not None:
-            raise ValueError(f"source_parser model_dir is a local path and is not accepted from a config; {_FIX}.")
+            raise UserError(f"source_parser model_dir is a local path and is not accepted from a config; {_FIX}.")
         if not isinstance(options.get("use_gpu", False), bool):
-            raise ValueError(f"source_parser use_gpu={options['use_gpu']!r} must be true or false.")
+            raise UserError(f"source_parser use_gpu={options['use_gpu']!r} must be true or false.")
     return backend, options
 
 
@@ -139,18 +140,18 @@ def check_spacy_pipeline_package(name: str) -> None:
     spec = importlib.util.find_spec(name)  # a plain name (check_parser_config): finds, imports nothing
     if spec is None:
         if Path(name).exists():
-            raise ValueError(f"source_parser model={name!r} in the model config names a path in the working directory "
+            raise UserError(f"source_parser model={name!r} in the model config names a path in the working directory "
                              f"({Path(name).resolve()}), not an installed spaCy pipeline; {_FIX}.")  # fmt: skip
         raise ParserNotAvailableError(
             f"the spaCy pipeline {name!r} that this model's config records is not installed: "
             f"python -m spacy download {name} (or pip install the package), or {_FIX}."
         )
     if not spec.submodule_search_locations:
-        raise ValueError(f"source_parser model={name!r} in the model config is a Python module, not an installed "
+        raise UserError(f"source_parser model={name!r} in the model config is a Python module, not an installed "
                          f"spaCy pipeline package; {_FIX}.")  # fmt: skip
     package_dir = Path(next(iter(spec.submodule_search_locations))).resolve()
     if package_dir.parent == Path.cwd().resolve():
-        raise ValueError(f"source_parser model={name!r} in the model config resolves to the folder {package_dir} of "
+        raise UserError(f"source_parser model={name!r} in the model config resolves to the folder {package_dir} of "
                          f"the working directory, not an installed spaCy pipeline package; {_FIX}.")  # fmt: skip
     try:
         from spacy.util import get_installed_models
@@ -160,7 +161,7 @@ def check_spacy_pipeline_package(name: str) -> None:
         listed = False
     meta = package_dir / "meta.json"
     if not listed and not _spacy_meta(meta):
-        raise ValueError(f"source_parser model={name!r} in the model config is an installed Python package but not a "
+        raise UserError(f"source_parser model={name!r} in the model config is an installed Python package but not a "
                          f"spaCy pipeline (no spaCy meta.json in {package_dir}; spaCy lists these pipelines: "
                          f"python -m spacy info); {_FIX}.")  # fmt: skip
 
@@ -200,12 +201,12 @@ def recordable_parser_config(options: dict | None) -> dict | None:
     if options is None:
         return None
     if not isinstance(options, dict) or "backend" not in options:
-        raise ValueError(f"source_parser={options!r} needs a 'backend' key ('stanza', 'spacy' or 'conllu').")
+        raise UserError(f"source_parser={options!r} needs a 'backend' key ('stanza', 'spacy' or 'conllu').")
     if options["backend"] == "conllu":
         paths = options.get("path")
         for p in [paths] if isinstance(paths, str) else paths or []:
             if _leaves(p):
-                raise ValueError(
+                raise UserError(
                     f"source_parser path {p!r} would not travel with the model: a saved model reads CoNLL-U files "
                     "only inside its own directory. Record a path relative to it (and copy the file there), or "
                     'record the parser that produced the CoNLL-U, e.g. source_parser={"backend": "spacy", '

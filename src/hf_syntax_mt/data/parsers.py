@@ -32,6 +32,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
+from ..errors import UserError
 from .parsed import ParsedSentence, merge_sentences
 from .readers import iter_conllu, read_conllu
 
@@ -306,7 +307,7 @@ class SpacyParser(Parser):
                 f"python -m spacy download {self.model}  (or: pip install {package})"
             ) from e
         if "parser" not in nlp.pipe_names:
-            raise ValueError(f"spaCy pipeline {self.model!r} has no 'parser' component (has {nlp.pipe_names})")
+            raise UserError(f"spaCy pipeline {self.model!r} has no 'parser' component (has {nlp.pipe_names})")
         _register_no_split_component()
         if _NO_SPLIT_COMPONENT not in nlp.pipe_names:
             nlp.add_pipe(_NO_SPLIT_COMPONENT, before="parser")
@@ -521,7 +522,7 @@ def get_parser(backend: str, **kwargs: Any) -> Parser:
     try:
         cls = PARSER_BACKENDS[backend]
     except KeyError:
-        raise ValueError(f"unknown parser backend {backend!r}; valid backends: {sorted(PARSER_BACKENDS)}") from None
+        raise UserError(f"unknown parser backend {backend!r}; valid backends: {sorted(PARSER_BACKENDS)}") from None
     version = kwargs.pop("version", None)
     parser = cls(**kwargs)
     installed = parser.to_config().get("version")

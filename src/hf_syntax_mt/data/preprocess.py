@@ -35,6 +35,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import UserError
 from .documents import encode_context
 from .parsed import ParsedSentence
 from .parsers import Parser
@@ -52,7 +53,7 @@ def _truncate_ids(ids: list[int], max_length: int | None, special_ids: set[int])
         return ids
     if ids and ids[-1] in special_ids:
         if max_length < 1:
-            raise ValueError(f"max_length={max_length} cannot hold the final special token")
+            raise UserError(f"max_length={max_length} cannot hold the final special token")
         return ids[: max_length - 1] + ids[-1:]
     return ids[:max_length]
 
@@ -72,16 +73,16 @@ def parse_texts(parser: Parser, texts: list[str], describe=lambda k: f"batch row
         try:
             parsed = parser.parse(batch)
             if len(parsed) != len(batch):
-                raise ValueError(f"parser returned {len(parsed)} parses for {len(batch)} texts")
+                raise UserError(f"parser returned {len(parsed)} parses for {len(batch)} texts")
         except Exception as batch_error:
             for k in todo:  # find the failing row
                 try:
                     parser.parse([texts[k]])
                 except Exception as e:
-                    raise ValueError(
+                    raise UserError(
                         f"parser {parser!r} failed on {describe(k)}: {texts[k]!r}: {type(e).__name__}: {e}"
                     ) from e
-            raise ValueError(f"parser {parser!r} failed on a batch: {batch_error}") from batch_error
+            raise UserError(f"parser {parser!r} failed on a batch: {batch_error}") from batch_error
         for k, p in zip(todo, parsed, strict=True):
             out[k] = p
     return out  # type: ignore[return-value]
@@ -135,12 +136,12 @@ class SyntaxMTPreprocessor:
         max_context_length: int | None = None,
     ):
         if parser is None and source_parse_column is None:
-            raise ValueError("SyntaxMTPreprocessor needs a parser or a source_parse_column with pre-computed parses")
+            raise UserError("SyntaxMTPreprocessor needs a parser or a source_parse_column with pre-computed parses")
         lengths = (("max_source_length", max_source_length), ("max_target_length", max_target_length),
                    ("max_context_length", max_context_length))  # fmt: skip
         for name, value in lengths:
             if value is not None and value < 1:
-                raise ValueError(f"{name} must be a positive number of tokens, got {value}")
+                raise UserError(f"{name} must be a positive number of tokens, got {value}")
         self.tokenizer = tokenizer
         self.parser = parser
         self.source_column = source_column
@@ -176,7 +177,7 @@ class SyntaxMTPreprocessor:
         )
         needs_target = "decoder_dbsa_heads" in columns
         if needs_target and kwargs.get("target_parser") is None and kwargs.get("target_parse_column") is None:
-            raise ValueError(
+            raise UserError(
                 f"decoder_dbsa_heads={config.decoder_dbsa_heads} is trained on target parses: give target_parser= "
                 "or target_parse_column=."
             )
@@ -197,7 +198,7 @@ class SyntaxMTPreprocessor:
             try:
                 parses.append(d if isinstance(d, ParsedSentence) else ParsedSentence.from_dict(d))
             except (ValueError, TypeError) as e:
-                raise ValueError(f"invalid parse in {self._row_label(k, indices)} ({texts[k]!r}): {e}") from e
+                raise UserError(f"invalid parse in {self._row_label(k, indices)} ({texts[k]!r}): {e}") from e
         return parses
 
     def _row_label(self, k: int, indices: Sequence[int] | None) -> str:
@@ -231,7 +232,7 @@ class SyntaxMTPreprocessor:
                     compute_features=self.compute_features,
                 )
             except Exception as e:
-                raise ValueError(
+                raise UserError(
                     f"cannot align the parse with the tokens in {self._row_label(k, indices)}: {text!r}: {e}"
                 ) from e
             for name in out:
@@ -293,7 +294,7 @@ class SyntaxMTPreprocessor:
                     compute_dbsa=True, target=True,
                 )  # fmt: skip
             except Exception as e:
-                raise ValueError(
+                raise UserError(
                     f"cannot align the target parse with the tokens in {self._row_label(k, indices)}: {text!r}: {e}"
                 ) from e
             out["labels"].append(aligned["input_ids"])

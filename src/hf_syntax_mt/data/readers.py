@@ -33,6 +33,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import UserError
 from .parsed import ParsedSentence
 
 __all__ = [
@@ -140,7 +141,7 @@ def load_parallel_files(
 
     sources, targets = read_lines(source_file), read_lines(target_file)
     if len(sources) != len(targets):
-        raise ValueError(
+        raise UserError(
             f"parallel files have different line counts: {source_file} has {len(sources)} lines, "
             f"{target_file} has {len(targets)} lines"
         )
@@ -152,7 +153,7 @@ def _require_nonempty(path: str) -> None:
     if not Path(path).is_file():
         raise FileNotFoundError(f"data file not found: {path}")
     if Path(path).stat().st_size == 0:
-        raise ValueError(f"data file {path} is empty")
+        raise UserError(f"data file {path} is empty")
 
 
 def read_tsv(path: str) -> dict[str, list[str]]:
@@ -162,14 +163,14 @@ def read_tsv(path: str) -> dict[str, list[str]]:
     for lineno, line in iter_lines(path):  # at "\n" only; invalid UTF-8 names the file, line and byte offset
         cols = line.split("\t")
         if len(cols) != 2:
-            raise ValueError(f"{path}:{lineno}: expected 2 tab-separated columns (source, target), found "
+            raise UserError(f"{path}:{lineno}: expected 2 tab-separated columns (source, target), found "
                              f"{len(cols)}: {line[:80]!r}")  # fmt: skip
         if lineno == 1 and [c.strip().lower() for c in cols] == ["source", "target"]:
             continue
         sources.append(cols[0])
         targets.append(cols[1])
     if not sources:
-        raise ValueError(f"data file {path} has no rows")
+        raise UserError(f"data file {path} has no rows")
     return {"source": sources, "target": targets}
 
 
@@ -182,9 +183,9 @@ def iter_json_objects(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
         try:
             row = json.loads(raw)
         except json.JSONDecodeError as e:
-            raise ValueError(f"{path}:{lineno}: invalid JSON: {e}") from e
+            raise UserError(f"{path}:{lineno}: invalid JSON: {e}") from e
         if not isinstance(row, dict):
-            raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+            raise UserError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
         yield lineno, row
 
 
@@ -198,16 +199,16 @@ def read_jsonl(path: str, source_lang: str | None = None, target_lang: str | Non
         keys = ("source", "target") if "source" in pair or "target" in pair else (source_lang, target_lang)
         for key in keys:
             if key is None:
-                raise ValueError(f"{path}:{lineno}: no 'source'/'target' fields; give --source_lang and "
+                raise UserError(f"{path}:{lineno}: no 'source'/'target' fields; give --source_lang and "
                                  f"--target_lang to read the fields {sorted(pair)}")  # fmt: skip
             if key not in pair:
-                raise ValueError(f"{path}:{lineno}: missing field {key!r} (fields: {sorted(pair)})")
+                raise UserError(f"{path}:{lineno}: missing field {key!r} (fields: {sorted(pair)})")
             if not isinstance(pair[key], str):
-                raise ValueError(f"{path}:{lineno}: field {key!r} must be a string, got {pair[key]!r}")
+                raise UserError(f"{path}:{lineno}: field {key!r} must be a string, got {pair[key]!r}")
         sources.append(pair[keys[0]])
         targets.append(pair[keys[1]])
     if not sources:
-        raise ValueError(f"data file {path} has no rows")
+        raise UserError(f"data file {path} has no rows")
     return {"source": sources, "target": targets}
 
 
@@ -238,7 +239,7 @@ def read_doc_ids(
         text = text_file or "the text"
         first = min(len(ids), n_lines) + 1  # the first line without a partner
         missing = f"line {first} of {text} has no document id" if len(ids) < n_lines else f"no line {first} in {text}"
-        raise ValueError(
+        raise UserError(
             f"{docid_file}:{first}: document id file and text have different line counts: {docid_file} has "
             f"{len(ids)} lines, {text} has {n_lines} lines ({missing}); give one document id per line of the text"
         )
@@ -247,10 +248,10 @@ def read_doc_ids(
     for lineno, raw in enumerate(ids, start=1):
         doc = raw.strip()
         if not doc:
-            raise ValueError(f"{docid_file}:{lineno}: empty document id (every line needs one)")
+            raise UserError(f"{docid_file}:{lineno}: empty document id (every line needs one)")
         if doc != previous:
             if doc in first_line:
-                raise ValueError(
+                raise UserError(
                     f"{docid_file}:{lineno}: document id {doc!r} reappears after another document (its document "
                     f"started at line {first_line[doc]} and ended before line {lineno}); a document's lines must "
                     "be consecutive"
@@ -272,7 +273,7 @@ def _split_blank_lines(sources: list[str], targets: list[str] | None, source_fil
         if targets is not None and blank != (not targets[lineno - 1].strip()):
             blank_file, other_file = (source_file, target_file) if blank else (target_file, source_file)
             other = targets[lineno - 1] if blank else src
-            raise ValueError(
+            raise UserError(
                 f"line {lineno}: a blank line (document boundary) in {blank_file} but not in {other_file} "
                 f"({other[:80]!r}); both files need their blank lines at the same positions"
             )
@@ -320,7 +321,7 @@ def read_documents(
     sources = read_lines(source_file)
     targets = read_lines(target_file) if target_file is not None else None
     if targets is not None and len(sources) != len(targets):
-        raise ValueError(
+        raise UserError(
             f"parallel files have different line counts: {source_file} has {len(sources)} lines, "
             f"{target_file} has {len(targets)} lines"
         )
@@ -358,18 +359,18 @@ def _misc(misc: str) -> dict[str, str]:
 def _build_sentence(rows, mwt_rows, comments, path, start_line) -> ParsedSentence:
     """rows: (lineno, id, form, upos, head, deprel, misc); mwt_rows: (lineno, first, last, form, misc)."""
     if not rows:
-        raise ValueError(f"{path}:{start_line}: sentence block has no word lines")
+        raise UserError(f"{path}:{start_line}: sentence block has no word lines")
     for k, row in enumerate(rows):
         if row[1] != k + 1:
-            raise ValueError(f"{path}:{row[0]}: word ID {row[1]} is out of sequence (expected {k + 1})")
+            raise UserError(f"{path}:{row[0]}: word ID {row[1]} is out of sequence (expected {k + 1})")
     n = len(rows)
     for row in rows:
         if not 0 <= row[4] <= n:
-            raise ValueError(f"{path}:{row[0]}: HEAD {row[4]} is out of range 0..{n}")
+            raise UserError(f"{path}:{row[0]}: HEAD {row[4]} is out of range 0..{n}")
     mwt_by_first = {}
     for lineno, first, last, form, misc in mwt_rows:
         if not (1 <= first < last <= n):
-            raise ValueError(f"{path}:{lineno}: multi-word token range {first}-{last} is invalid for {n} words")
+            raise UserError(f"{path}:{lineno}: multi-word token range {first}-{last} is invalid for {n} words")
         mwt_by_first[first] = (last, form, misc)
     # Surface tokens in order: (first word id, last word id, form, misc)
     tokens, i = [], 1
@@ -410,9 +411,7 @@ def _build_sentence(rows, mwt_rows, comments, path, start_line) -> ParsedSentenc
             found = text.find(form, pos)
             if found < 0 or text[pos:found].strip():
                 line = rows[first - 1][0]
-                raise ValueError(
-                    f"{path}:{line}: token {form!r} not found in '# text' after character {pos}: {text!r}"
-                )
+                raise UserError(f"{path}:{line}: token {form!r} not found in '# text' after character {pos}: {text!r}")
             token_spans.append((found, found + len(form)))
             pos = found + len(form)
     spans, mwt = [], []
@@ -431,7 +430,7 @@ def _build_sentence(rows, mwt_rows, comments, path, start_line) -> ParsedSentenc
             mwt=mwt or None,
         )
     except ValueError as e:
-        raise ValueError(f"{path}:{start_line}: invalid sentence: {e}") from e
+        raise UserError(f"{path}:{start_line}: invalid sentence: {e}") from e
 
 
 def iter_conllu(path: str | os.PathLike) -> Iterable[ParsedSentence]:
@@ -450,7 +449,7 @@ def iter_conllu(path: str | os.PathLike) -> Iterable[ParsedSentence]:
             continue
         cols = line.split("\t")
         if len(cols) != 10:
-            raise ValueError(f"{path}:{lineno}: expected 10 tab-separated columns, found {len(cols)}: {line!r}")
+            raise UserError(f"{path}:{lineno}: expected 10 tab-separated columns, found {len(cols)}: {line!r}")
         wid = cols[0]
         if "." in wid:  # empty node of the enhanced graph
             continue
@@ -458,17 +457,17 @@ def iter_conllu(path: str | os.PathLike) -> Iterable[ParsedSentence]:
             try:
                 first, last = (int(x) for x in wid.split("-"))
             except ValueError:
-                raise ValueError(f"{path}:{lineno}: invalid multi-word token ID {wid!r}") from None
+                raise UserError(f"{path}:{lineno}: invalid multi-word token ID {wid!r}") from None
             mwt_rows.append((lineno, first, last, cols[1], cols[9]))
             continue
         try:
             wid_int = int(wid)
         except ValueError:
-            raise ValueError(f"{path}:{lineno}: invalid word ID {wid!r}") from None
+            raise UserError(f"{path}:{lineno}: invalid word ID {wid!r}") from None
         try:
             head = int(cols[6])
         except ValueError:
-            raise ValueError(f"{path}:{lineno}: HEAD must be an integer, found {cols[6]!r}") from None
+            raise UserError(f"{path}:{lineno}: HEAD must be an integer, found {cols[6]!r}") from None
         rows.append((lineno, wid_int, cols[1], cols[3], head, cols[7], cols[9]))
     if rows or mwt_rows:
         yield _build_sentence(rows, mwt_rows, comments, path, start_line)
@@ -502,7 +501,7 @@ def read_parallel_conllu(
     sentences = read_conllu(source_conllu)
     targets = read_lines(target_file)
     if len(sentences) != len(targets):
-        raise ValueError(f"{source_conllu} has {len(sentences)} sentences but {target_file} has {len(targets)} lines")
+        raise UserError(f"{source_conllu} has {len(sentences)} sentences but {target_file} has {len(targets)} lines")
     return Dataset.from_dict(
         {
             source_column: [s.text for s in sentences],
@@ -539,15 +538,15 @@ def parse_pharaoh(line: str, one_indexed: bool = False, where: str = "line") -> 
     for token in line.split():
         match = _LINK.fullmatch(token)
         if match is None:
-            raise ValueError(f"{where}: {token[:40]!r} is not a link 'i-j' (sure) or 'ipj' (possible), with i and j "
+            raise UserError(f"{where}: {token[:40]!r} is not a link 'i-j' (sure) or 'ipj' (possible), with i and j "
                              "word indices in ASCII digits")  # fmt: skip
         left, sep, right = match.groups()
         if len(left) > 6 or len(right) > 6 or max(int(left), int(right)) > MAX_WORD_INDEX:
-            raise ValueError(f"{where}: link {token[:40]!r} has an index past {MAX_WORD_INDEX:,}, which is no word "
+            raise UserError(f"{where}: link {token[:40]!r} has an index past {MAX_WORD_INDEX:,}, which is no word "
                              "position: the file is corrupt or not a Pharaoh alignment file")  # fmt: skip
         i, j = int(left) - one_indexed, int(right) - one_indexed
         if i < 0 or j < 0:
-            raise ValueError(f"{where}: link {token!r} is below the first index ({int(one_indexed)}): the file counts "
+            raise UserError(f"{where}: link {token!r} is below the first index ({int(one_indexed)}): the file counts "
                              "from 0, so leave out the one-indexed option")  # fmt: skip
         possible.add((i, j))
         if sep == "-":

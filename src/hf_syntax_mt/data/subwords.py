@@ -40,6 +40,7 @@ import bisect
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import UserError
 from ..vocabularies import DEPRELS, SUBWORD_TAGS, UPOS_TAGS
 from .parsed import ParsedSentence
 
@@ -62,7 +63,7 @@ def _positions_per_word(word_ids: Sequence[int | None], num_words: int) -> list[
     for t, w in enumerate(word_ids):
         if w is not None:
             if not 0 <= w < num_words:
-                raise ValueError(f"word_ids[{t}] = {w} is out of range for {num_words} words")
+                raise UserError(f"word_ids[{t}] = {w} is out of range for {num_words} words")
             positions[w].append(t)
     return positions
 
@@ -71,12 +72,12 @@ def _check_heads(heads: Sequence[int]) -> None:
     n = len(heads)
     for i, h in enumerate(heads):
         if not 0 <= h <= n:
-            raise ValueError(f"heads[{i}] = {h} is out of range 0..{n} (UD heads are 1-based, 0 = root)")
+            raise UserError(f"heads[{i}] = {h} is out of range 0..{n} (UD heads are 1-based, 0 = root)")
 
 
 def _require(positions: list[list[int]], w: int, who: str) -> list[int]:
     if not positions[w]:
-        raise ValueError(
+        raise UserError(
             f"word {w} has no subword in word_ids but is needed as a head by {who}; use align_parse, which "
             "redirects heads of multi-word tokens and truncated words"
         )
@@ -173,7 +174,7 @@ def word_spans_in_text(words: Sequence[str], text: str) -> list[tuple[int, int]]
     for i, word in enumerate(words):
         found = text.find(word, pos)
         if found < 0 or text[pos:found].strip():
-            raise ValueError(
+            raise UserError(
                 f"word {i} {word!r} not found in the text after character {pos}: {text!r}; give the parse's "
                 "text and spans (ParsedSentence.spans)"
             )
@@ -207,7 +208,7 @@ def _resolve_text_and_spans(parse: ParsedSentence, text: str | None) -> tuple[st
         if remapped is not None:
             return text, remapped
     if parse.mwt:
-        raise ValueError(
+        raise UserError(
             f"the parse has multi-word tokens but no spans into the text {text!r} (parse text: {parse.text!r}); "
             "the words of a multi-word token cannot be located in the surface text"
         )
@@ -269,7 +270,7 @@ def _tokenize_with_offsets(
     ids = list(tokenizer.build_inputs_with_special_tokens(content))
     start = next((p for p in range(len(ids) - len(content) + 1) if ids[p : p + len(content)] == content), None)
     if start is None:
-        raise ValueError(f"cannot locate the content tokens inside build_inputs_with_special_tokens() for {text!r}")
+        raise UserError(f"cannot locate the content tokens inside build_inputs_with_special_tokens() for {text!r}")
     special = [not (start <= t < start + len(content)) for t in range(len(ids))]
     offsets: list[tuple[int, int] | None] = [None] * len(ids)
     for k, o in enumerate(piece_offsets):
@@ -391,7 +392,7 @@ def align_parse(
         n_suffix = min(n_suffix, T - n_prefix)
         budget = max_length - n_prefix - n_suffix
         if budget < 0:
-            raise ValueError(f"max_length={max_length} cannot hold the {n_prefix + n_suffix} special tokens")
+            raise UserError(f"max_length={max_length} cannot hold the {n_prefix + n_suffix} special tokens")
         keep = list(range(n_prefix + budget)) + list(range(T - n_suffix, T))
     if len(keep) < T:
         last = n_prefix + budget - 1  # last kept content token

@@ -19,6 +19,7 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ..errors import UserError
 from .language import ATTACHMENTS, draw_sentence, make_pair
 from .synthetic import SyntheticPair
 
@@ -38,7 +39,7 @@ def build_diagnostic(n_sources: int, seed: int = 1, exclude: Iterable[str] = ())
     """``2 * n_sources`` items: ``n_sources`` distinct sources with an ambiguous PP (none of them in ``exclude``,
     e.g. the training sources), each with the verb and the noun attachment, in that order."""
     if n_sources <= 0:
-        raise ValueError(f"n_sources must be positive, got {n_sources}")
+        raise UserError(f"n_sources must be positive, got {n_sources}")
     rng, seen, items = random.Random(seed), set(exclude), []
     for _ in range(200 * n_sources):
         if len(items) == 2 * n_sources:
@@ -83,9 +84,9 @@ def score_diagnostic(hypotheses: Sequence[str], items: Sequence[DiagnosticItem])
     = pairs whose two items are both right (0 for any model that ignores the tree), ``exact`` = outputs identical to
     the reference, ``chance`` = 0.5 (also the majority baseline: the items are balanced)."""
     if len(hypotheses) != len(items):
-        raise ValueError(f"{len(hypotheses)} hypotheses for {len(items)} diagnostic items")
+        raise UserError(f"{len(hypotheses)} hypotheses for {len(items)} diagnostic items")
     if not items:
-        raise ValueError("no diagnostic items")
+        raise UserError("no diagnostic items")
     marked = [marked_attachment(h, item) for h, item in zip(hypotheses, items, strict=True)]
     right = [m == item.attachment for m, item in zip(marked, items, strict=True)]
     by_pair: dict[int, list[bool]] = {}

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import UserError
 from .synthetic import DependencyTree, SyntheticPair
 from .synthetic_corpus import to_conllu
 
@@ -86,9 +87,9 @@ class DemoSentence:
         heads, deprels = list(self.heads), list(self.deprels)
         if attachment is not None:
             if not self.ambiguous:
-                raise ValueError(f"{' '.join(self.words)!r} has no ambiguous PP: attachment must be None")
+                raise UserError(f"{' '.join(self.words)!r} has no ambiguous PP: attachment must be None")
             if attachment not in ATTACHMENTS:
-                raise ValueError(f"attachment must be one of {ATTACHMENTS}, got {attachment!r}")
+                raise UserError(f"attachment must be one of {ATTACHMENTS}, got {attachment!r}")
             i = self.final_pp - 1
             verb, obj = deprels.index("root") + 1, deprels.index("obj") + 1
             heads[i], deprels[i] = (verb, "obl") if attachment == "verb" else (obj, "nmod")

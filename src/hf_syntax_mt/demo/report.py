@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import UserError
+
 COLUMNS = ("model", "BLEU", "chrF", "attachment acc.", "steps", "train s")
 
 
@@ -15,7 +17,7 @@ def format_table(results: dict[str, dict]) -> str:
     ``results``: model name -> a record with ``bleu``, ``chrf``, ``steps``, ``train_seconds`` and ``diagnostic``
     (`hf_syntax_mt.demo.diagnostic.score_diagnostic`)."""
     if not results:
-        raise ValueError("no results to show")
+        raise UserError("no results to show")
     rows = []
     for name, r in results.items():
         d = r["diagnostic"]

@@ -15,6 +15,8 @@ from pathlib import Path
 import torch
 from transformers import TrainerCallback
 
+from ..errors import UserError
+
 SYSTEMS = ("vanilla", "PASCAL")
 PIPELINE_SENTENCES = 4
 
@@ -46,12 +48,12 @@ class DemoSettings:
 
     def __post_init__(self):
         if not 0 <= self.pascal_layer < self.layers:
-            raise ValueError(f"pascal_layer={self.pascal_layer} must be in [0, layers={self.layers})")
+            raise UserError(f"pascal_layer={self.pascal_layer} must be in [0, layers={self.layers})")
         if not 0 < self.pascal_heads <= self.heads:
-            raise ValueError(f"pascal_heads={self.pascal_heads} must be in 1..heads={self.heads}")
+            raise UserError(f"pascal_heads={self.pascal_heads} must be in 1..heads={self.heads}")
         unknown = set(self.systems) - set(SYSTEMS)
         if unknown or not self.systems:
-            raise ValueError(f"systems must be a non-empty subset of {SYSTEMS}, got {self.systems}")
+            raise UserError(f"systems must be a non-empty subset of {SYSTEMS}, got {self.systems}")
 
 
 class DiagnosticCurve(TrainerCallback):

@@ -78,6 +78,8 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import TYPE_CHECKING
 
+from ..errors import UserError
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..data.parsed import ParsedSentence
 
@@ -197,12 +199,12 @@ def noun_class(word: str) -> int:
     for i, (suffix, _) in enumerate(NOUN_SUFFIXES):
         if word.endswith(suffix):
             return i
-    raise ValueError(f"{word!r} is not a noun of the synthetic source language (nouns end in -ani or -ose)")
+    raise UserError(f"{word!r} is not a noun of the synthetic source language (nouns end in -ani or -ose)")
 
 
 def _pronoun_lexeme(cls: int) -> Lexeme:
     if cls not in (0, 1):
-        raise ValueError(f"pronoun_class must be 0 (-ani antecedent) or 1 (-ose antecedent), got {cls!r}")
+        raise UserError(f"pronoun_class must be 0 (-ani antecedent) or 1 (-ose antecedent), got {cls!r}")
     return Lexeme(PRONOUN, "PRON", PRONOUN_TARGETS[cls])
 
 
@@ -242,7 +244,7 @@ class DependencyTree:
     def __post_init__(self) -> None:
         n = len(self.words)
         if not (len(self.heads) == len(self.deprels) == len(self.upos) == n):
-            raise ValueError(
+            raise UserError(
                 f"DependencyTree fields must have equal lengths, got words={n}, heads={len(self.heads)}, "
                 f"deprels={len(self.deprels)}, upos={len(self.upos)}"
             )
@@ -255,15 +257,15 @@ class DependencyTree:
         n = len(self.heads)
         roots = [i + 1 for i, h in enumerate(self.heads) if h == 0]
         if len(roots) != 1:
-            raise ValueError(f"expected exactly one root (head 0), found {len(roots)} at positions {roots}")
+            raise UserError(f"expected exactly one root (head 0), found {len(roots)} at positions {roots}")
         for i, h in enumerate(self.heads, start=1):
             if not 0 <= h <= n or h == i:
-                raise ValueError(f"word {i} has invalid head {h} (sentence has {n} words)")
+                raise UserError(f"word {i} has invalid head {h} (sentence has {n} words)")
         for i in range(1, n + 1):
             seen, j = set(), i
             while j != 0:
                 if j in seen:
-                    raise ValueError(f"cycle through word {j} in heads {self.heads}")
+                    raise UserError(f"cycle through word {j} in heads {self.heads}")
                 seen.add(j)
                 j = self.heads[j - 1]
 
@@ -410,7 +412,7 @@ def _lookup(word: str) -> Lexeme:
         return _compound(
             _SOURCE_LEXICON[SOURCE_STEMS[_STEM_INDEX[modifier]] + NOUN_SUFFIXES[0][0]], _SOURCE_LEXICON[head]
         )
-    raise ValueError(f"{word!r} is not a word of the synthetic source language")
+    raise UserError(f"{word!r} is not a word of the synthetic source language")
 
 
 def translate_tree(tree: DependencyTree, pronoun_class: int | None = None) -> tuple[str, DependencyTree]:
@@ -422,7 +424,7 @@ def translate_tree(tree: DependencyTree, pronoun_class: int | None = None) -> tu
     """
     tree.validate()
     if PRONOUN in tree.words and pronoun_class is None:
-        raise ValueError(
+        raise UserError(
             f"the sentence {' '.join(tree.words)!r} contains the pronoun {PRONOUN!r}, whose translation depends on "
             "its antecedent in the previous sentence: pass pronoun_class=noun_class(antecedent)"
         )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import UserError
 from .synthetic import (
     PRONOUN,
     PRONOUN_TARGETS,
@@ -77,7 +78,7 @@ class SyntheticDocument:
 
     def __post_init__(self) -> None:
         if len(self.sentences) != len(self.pronouns):
-            raise ValueError(f"{len(self.sentences)} sentences but {len(self.pronouns)} pronoun entries")
+            raise UserError(f"{len(self.sentences)} sentences but {len(self.pronouns)} pronoun entries")
 
     def __len__(self) -> int:
         return len(self.sentences)
@@ -142,11 +143,11 @@ def generate_documents(
         Documents with ids ``doc-0``, ``doc-1``, ...
     """
     if isinstance(n_docs, bool) or not isinstance(n_docs, int) or n_docs < 0:
-        raise ValueError(f"n_docs must be an int >= 0, got {n_docs!r}")
+        raise UserError(f"n_docs must be an int >= 0, got {n_docs!r}")
     if len(sentences_per_doc) != 2 or not 1 <= sentences_per_doc[0] <= sentences_per_doc[1]:
-        raise ValueError(f"sentences_per_doc must be (min, max) with 1 <= min <= max, got {sentences_per_doc!r}")
+        raise UserError(f"sentences_per_doc must be (min, max) with 1 <= min <= max, got {sentences_per_doc!r}")
     if not 0.0 <= pronoun_probability <= 1.0:
-        raise ValueError(f"pronoun_probability must be in [0, 1], got {pronoun_probability!r}")
+        raise UserError(f"pronoun_probability must be in [0, 1], got {pronoun_probability!r}")
     _validate_lengths(min_words, max_words)
     rng = random.Random(seed)
     # pronoun source trees waiting for an antecedent of class c: (document index, tree), oldest first
@@ -191,7 +192,7 @@ def contrastive_examples(
     ``contrastive`` (the same sentence with the other pronoun form), and ``noun_class`` of the antecedent.
     """
     if context_sentences is not None and (not isinstance(context_sentences, int) or context_sentences < 1):
-        raise ValueError(f"context_sentences must be an int >= 1 or None (all previous), got {context_sentences!r}")
+        raise UserError(f"context_sentences must be an int >= 1 or None (all previous), got {context_sentences!r}")
     for document in documents:
         sources = document.sources
         for i, (pair, link) in enumerate(zip(document.sentences, document.pronouns, strict=True)):
@@ -219,13 +220,13 @@ def to_conllu(tree: DependencyTree, sent_id: str, text: str | None = None) -> st
     if text is None:
         text = " ".join(tree.words)
     if "\n" in text or "\n" in sent_id:
-        raise ValueError(f"sent_id and text must be single lines, got sent_id={sent_id!r}, text={text!r}")
+        raise UserError(f"sent_id and text must be single lines, got sent_id={sent_id!r}, text={text!r}")
     lines = [f"# sent_id = {sent_id}", f"# text = {text}"]
     for i, (word, head, deprel, upos) in enumerate(
         zip(tree.words, tree.heads, tree.deprels, tree.upos, strict=True), start=1
     ):
         if not word or any(ch.isspace() for ch in word):
-            raise ValueError(f"word {i} of sentence {sent_id} is empty or contains whitespace: {word!r}")
+            raise UserError(f"word {i} of sentence {sent_id} is empty or contains whitespace: {word!r}")
         lines.append(f"{i}\t{word}\t_\t{upos}\t_\t_\t{head}\t{deprel}\t_\t_")
     return "\n".join(lines) + "\n\n"
 
@@ -348,7 +349,7 @@ def load_synthetic_documents(
 
     for name, size in (("n_train", n_train), ("n_valid", n_valid), ("n_test", n_test)):
         if size < 0:
-            raise ValueError(f"{name} must be >= 0, got {size}")
+            raise UserError(f"{name} must be >= 0, got {size}")
     documents = generate_documents(
         n_train + n_valid + n_test, sentences_per_doc, seed, min_words, max_words, pronoun_probability
     )

@@ -9,6 +9,7 @@ import random
 from bisect import bisect
 from itertools import accumulate
 
+from ..errors import UserError
 from .synthetic import (
     _CUM_WEIGHTS,
     COMPOUND_PROBABILITY,
@@ -168,11 +169,9 @@ class _SentenceBuilder:
 
 def _validate_lengths(min_words: int, max_words: int) -> None:
     if max_words < 3:
-        raise ValueError(
-            f"max_words={max_words} is too small: the shortest sentences have 3 words; use max_words >= 3"
-        )
+        raise UserError(f"max_words={max_words} is too small: the shortest sentences have 3 words; use max_words >= 3")
     if not 1 <= min_words <= max_words:
-        raise ValueError(f"need 1 <= min_words <= max_words, got min_words={min_words}, max_words={max_words}")
+        raise UserError(f"need 1 <= min_words <= max_words, got min_words={min_words}, max_words={max_words}")
 
 
 def generate_pair(rng: random.Random, min_words: int = 3, max_words: int = 60) -> SyntheticPair:
@@ -208,7 +207,7 @@ def generate_corpus(n: int, seed: int = 0, min_words: int = 3, max_words: int = 
     translation needs the previous sentence) see :func:`generate_documents`.
     """
     if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
+        raise UserError(f"n must be >= 0, got {n}")
     _validate_lengths(min_words, max_words)
     rng = random.Random(seed)
     pairs: list[SyntheticPair] = []
@@ -231,7 +230,7 @@ def generate_corpus(n: int, seed: int = 0, min_words: int = 3, max_words: int = 
 def _split_corpus(splits: dict[str, int], seed: int, min_words: int, max_words: int) -> dict[str, list[SyntheticPair]]:
     for name, size in splits.items():
         if size < 0:
-            raise ValueError(f"split {name!r} has negative size {size}")
+            raise UserError(f"split {name!r} has negative size {size}")
     # One deduplicated corpus, cut into consecutive slices: splits never share a source sentence.
     pairs = generate_corpus(sum(splits.values()), seed=seed, min_words=min_words, max_words=max_words)
     out, start = {}, 0

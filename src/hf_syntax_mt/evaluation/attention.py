@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..errors import UserError
 from .plots import plot_attachment_heatmap, plot_attention_arcs
 
 
@@ -26,12 +27,12 @@ def word_attention(attention, word_ids: Sequence[int | None], num_words: int):
     attention = np.asarray(attention, dtype=np.float64)
     T = len(word_ids)
     if attention.shape != (T, T):
-        raise ValueError(f"attention has shape {attention.shape} but word_ids has {T} entries: expected ({T}, {T})")
+        raise UserError(f"attention has shape {attention.shape} but word_ids has {T} entries: expected ({T}, {T})")
     member = np.zeros((T, num_words))  # (T, n) one-hot subword -> word
     for t, w in enumerate(word_ids):
         if w is not None:
             if not 0 <= w < num_words:
-                raise ValueError(f"word_ids[{t}] = {w} is outside 0..{num_words - 1}")
+                raise UserError(f"word_ids[{t}] = {w} is outside 0..{num_words - 1}")
             member[t, w] = 1.0
     counts = member.sum(0)  # (n,)
     to_words = attention @ member  # (T, n): sum over the subwords of the attended word
@@ -57,22 +58,22 @@ def attachment_scores(attentions: Sequence, word_ids: Sequence[Sequence[int | No
     import numpy as np
 
     if not (len(attentions) == len(word_ids) == len(heads)):
-        raise ValueError(
+        raise UserError(
             f"got {len(attentions)} attention arrays, {len(word_ids)} word_ids lists and {len(heads)} trees; "
             "give one of each per sentence"
         )
     if not attentions:
-        raise ValueError("no sentence to score")
+        raise UserError("no sentence to score")
     correct, count = None, 0
     for k, (att, wids, tree) in enumerate(zip(attentions, word_ids, heads, strict=True)):
         att = np.asarray(att)
         if att.ndim != 4:
-            raise ValueError(f"sentence {k}: attention must be (layers, heads, T, T), got shape {att.shape}")
+            raise UserError(f"sentence {k}: attention must be (layers, heads, T, T), got shape {att.shape}")
         L, H = att.shape[:2]
         if correct is None:
             correct = np.zeros((L, H), dtype=np.int64)
         elif correct.shape != (L, H):
-            raise ValueError(f"sentence {k} has {L}x{H} layers x heads but sentence 0 has {correct.shape}")
+            raise UserError(f"sentence {k} has {L}x{H} layers x heads but sentence 0 has {correct.shape}")
         n = len(tree)
         present = {w for w in wids if w is not None}
         scored = [i for i in range(n) if tree[i] != 0 and i in present and tree[i] - 1 in present]
@@ -129,10 +130,10 @@ def model_attachment_scores(
 
     input_parses = gold if input_parses is None else input_parses
     if len(input_parses) != len(gold):
-        raise ValueError(f"{len(input_parses)} input parses but {len(gold)} gold trees: they must be aligned")
+        raise UserError(f"{len(input_parses)} input parses but {len(gold)} gold trees: they must be aligned")
     for k, (a, b) in enumerate(zip(input_parses, gold, strict=True)):
         if a.words != b.words:
-            raise ValueError(f"sentence {k}: input parse words {a.words} differ from the gold words {b.words}")
+            raise UserError(f"sentence {k}: input parse words {a.words} differ from the gold words {b.words}")
     max_length = max_length or model.config.max_position_embeddings
     # what the model's encoder reads from the parse (PASCAL parents, tree words, input features): the registry decides
     columns = model.config.parse_columns() if isinstance(model.config, SyntaxMTConfig) else []
@@ -142,7 +143,7 @@ def model_attachment_scores(
         from ..data.documents import encode_context
 
         if len(contexts) != len(rows):
-            raise ValueError(f"{len(contexts)} contexts but {len(rows)} sentences: give one context per sentence")
+            raise UserError(f"{len(contexts)} contexts but {len(rows)} sentences: give one context per sentence")
         length = model.config.resolved_max_context_length
         for row, context in zip(rows, contexts, strict=True):
             row["context_input_ids"] = encode_context(tokenizer, context, length)
@@ -158,7 +159,7 @@ def model_attachment_scores(
         with torch.no_grad():
             out = encoder(**inputs, output_attentions=True, return_dict=True)
         if not out.attentions or out.attentions[0] is None:
-            raise ValueError(
+            raise UserError(
                 "the encoder returned no attentions: load the model with attn_implementation='eager' "
                 "(AutoModelForSeq2SeqLM.from_pretrained(dir, attn_implementation='eager'))"
             )
@@ -198,7 +199,7 @@ def attention_report(model_dir, gold_conllu, input_conllu, heatmap, arcs, arcs_s
 
     gold = read_conllu(gold_conllu)
     if not gold:
-        raise ValueError(f"gold CoNLL-U file {gold_conllu} has no sentence")
+        raise UserError(f"gold CoNLL-U file {gold_conllu} has no sentence")
     parses = read_conllu(input_conllu) if input_conllu is not None else None
     if max_sentences is not None:
         gold = gold[:max_sentences]
@@ -210,7 +211,7 @@ def attention_report(model_dir, gold_conllu, input_conllu, heatmap, arcs, arcs_s
     contexts, k = None, getattr(model.config, "context_sentences", 0) or 0
     if k and not no_context:
         if docids is None:
-            raise ValueError(
+            raise UserError(
                 f"{model_dir} is a document-level model (context_sentences={k}): its encoder reads the previous {k} "
                 f"sentences of the document, so give the document id of each sentence of {gold_conllu} with --docids "
                 "FILE (one id a line), or pass --no-context to score every sentence without context."
@@ -224,7 +225,7 @@ def attention_report(model_dir, gold_conllu, input_conllu, heatmap, arcs, arcs_s
         contexts = [context.context(i) for i in range(len(gold))]
     want = arcs_sentence + 1 if arcs is not None else 0
     if arcs is not None and not 0 <= arcs_sentence < len(gold):
-        raise ValueError(f"arcs_sentence={arcs_sentence} but {gold_conllu} has {len(gold)} sentences")
+        raise UserError(f"arcs_sentence={arcs_sentence} but {gold_conllu} has {len(gold)} sentences")
     scores = model_attachment_scores(model, tokenizer, gold, parses, return_attentions=want, contexts=contexts)
     gold_sig = f"gold:{Path(gold_conllu).name}@{_file_sha(str(gold_conllu))[:12]}"
     if input_conllu is not None:

@@ -27,6 +27,7 @@ import torch
 
 from ..data.documents import encode_context
 from ..data.readers import read_lines, read_text
+from ..errors import UserError, UserTypeError
 
 __all__ = ["DISCEVALMT_SUBSETS", "load_discevalmt", "score_contrastive"]
 
@@ -38,13 +39,13 @@ def _check_examples(examples: Iterable[Mapping]) -> list[Mapping]:
     examples = list(examples)
     for i, ex in enumerate(examples):
         if not isinstance(ex, Mapping):
-            raise TypeError(f"example {i} must be a dict, got {type(ex).__name__}")
+            raise UserTypeError(f"example {i} must be a dict, got {type(ex).__name__}")
         for key in ("source", "correct", "contrastive"):
             if not isinstance(ex.get(key), str):
-                raise ValueError(f"example {i} needs a string {key!r}, got {ex.get(key)!r}")
+                raise UserError(f"example {i} needs a string {key!r}, got {ex.get(key)!r}")
         context = ex.get("context", [])
         if isinstance(context, str) or not all(isinstance(s, str) for s in context):
-            raise ValueError(f"example {i}: 'context' must be a list of previous source sentences, got {context!r}")
+            raise UserError(f"example {i}: 'context' must be a list of previous source sentences, got {context!r}")
     return examples
 
 
@@ -84,10 +85,10 @@ def score_contrastive(
         ``tie`` (bool) for example ``i``, in input order.
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        raise UserError(f"batch_size must be a positive int, got {batch_size!r}")
     config = model.config
     if getattr(config, "needs_source_parse", False):
-        raise ValueError(
+        raise UserError(
             "this model's inputs need source parses (PASCAL, syntax-directed heads or input features); contrastive "
             "scoring feeds plain token ids: score a model without source-parse inputs"
         )
@@ -180,7 +181,7 @@ def load_discevalmt(directory: str | Path, subset: str = "anaphora") -> list[dic
         correct candidate agrees with), and from the json ``block``, ``type`` (anaphora: ``semi_correct`` too).
     """
     if subset not in DISCEVALMT_SUBSETS:
-        raise ValueError(f"subset must be one of {sorted(DISCEVALMT_SUBSETS)}, got {subset!r}")
+        raise UserError(f"subset must be one of {sorted(DISCEVALMT_SUBSETS)}, got {subset!r}")
     directory = Path(directory)
     files = {
         f"{part}.{lang}": directory / f"{subset}.{part}.{lang}"
@@ -194,13 +195,13 @@ def load_discevalmt(directory: str | Path, subset: str = "anaphora") -> list[dic
     lines = {name: read_lines(path) for name, path in files.items()}
     lengths = {name: len(v) for name, v in lines.items()}
     if len(set(lengths.values())) != 1 or lengths["current.fr"] % 2:
-        raise ValueError(f"DiscEvalMT {subset}: the four files need the same, even number of lines, got {lengths}")
+        raise UserError(f"DiscEvalMT {subset}: the four files need the same, even number of lines, got {lengths}")
     examples = []
     for i in range(lengths["current.fr"] // 2):
         good, bad = 2 * i, 2 * i + 1
         for name in ("prev.en", "current.en", "prev.fr"):
             if lines[name][good] != lines[name][bad]:
-                raise ValueError(
+                raise UserError(
                     f"DiscEvalMT {subset}: lines {good + 1} and {bad + 1} of {files[name].name} differ; each example "
                     "must be two lines sharing everything but the current French"
                 )
@@ -213,11 +214,11 @@ def load_discevalmt(directory: str | Path, subset: str = "anaphora") -> list[dic
     if json_path.is_file():
         pairs = _json_pairs(subset, json.loads(read_text(json_path)))
         if len(pairs) != len(examples):
-            raise ValueError(f"{json_path.name} has {len(pairs)} examples but the text files {len(examples)}")
+            raise UserError(f"{json_path.name} has {len(pairs)} examples but the text files {len(examples)}")
         for ex, (src, good, bad, extra) in zip(examples, pairs, strict=True):
             text = (ex["context"][0], ex["source"], ex["context_target"][0], ex["correct"], ex["contrastive"])
             if text != (src[0], src[1], good[0], good[1], bad[1]) or good[0] != bad[0]:
-                raise ValueError(
+                raise UserError(
                     f"DiscEvalMT {subset}: {ex['id']} does not match {json_path.name} block {extra['block']}"
                 )
             ex.update(extra)

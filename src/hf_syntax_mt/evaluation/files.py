@@ -9,6 +9,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..errors import UserError
 from .attention import attention_report
 from .metrics import DEFAULT_EDGES, bucket_scores, corpus_ribes, corpus_scores, format_comparison, paired_bootstrap
 from .plots import plot_bucket_scores
@@ -27,7 +28,7 @@ def read_lines(path: str | os.PathLike, what: str = "file", blank_ok: bool = Fal
 
     text = read_text(path)  # invalid UTF-8: an error naming the file, line and byte offset
     if not text or (not text.strip() and not blank_ok):
-        raise ValueError(f"{what} {path} is empty: expected one segment per line")
+        raise UserError(f"{what} {path} is empty: expected one segment per line")
     lines = split_lines(text)  # at "\n" only, as the other files of a parallel set
     if not text.strip():
         logger.warning(f"{what} {path}: all {len(lines)} lines are empty (the system output nothing); it scores 0")
@@ -38,7 +39,7 @@ def _check_line_counts(named: dict[str, tuple[str | os.PathLike, list[str]]]) ->
     counts = {name: len(lines) for name, (_, lines) in named.items()}
     if len(set(counts.values())) > 1:
         detail = ", ".join(f"{name} {path} has {len(lines)} lines" for name, (path, lines) in named.items())
-        raise ValueError(f"line counts differ: {detail}; files must be aligned line by line")
+        raise UserError(f"line counts differ: {detail}; files must be aligned line by line")
 
 
 def _run_signature(model_dir: str | os.PathLike | None, hyp_path: str | os.PathLike) -> str:
@@ -129,7 +130,7 @@ def evaluate_files(
         }  # fmt: skip
     if gold_conllu is not None:
         if model is None:
-            raise ValueError("attention attachment scores need --model (the model directory) with --gold-conllu")
+            raise UserError("attention attachment scores need --model (the model directory) with --gold-conllu")
         result["attention"] = attention_report(
             model, gold_conllu, input_conllu, heatmap, arcs, arcs_sentence, arcs_layer_head, max_sentences,
             result["systems"][system_name]["model_signature"], docids=docids, no_context=no_context, device=device,

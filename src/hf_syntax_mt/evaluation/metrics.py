@@ -15,21 +15,23 @@ from collections.abc import Hashable, Sequence
 
 from sacrebleu.metrics import BLEU, CHRF
 
+from ..errors import UserError, UserTypeError
+
 #: Upper bounds (inclusive) of the source-length buckets: 1-10, 11-20, 21-30, 31-40, 41+.
 DEFAULT_EDGES = (10, 20, 30, 40)
 
 
 def _check_inputs(hypotheses: Sequence[str], references: Sequence[str]) -> None:
     if len(hypotheses) != len(references):
-        raise ValueError(
+        raise UserError(
             f"got {len(hypotheses)} hypotheses but {len(references)} references; they must be aligned one to one"
         )
     if not hypotheses:
-        raise ValueError("cannot score an empty corpus: got 0 hypotheses and 0 references")
+        raise UserError("cannot score an empty corpus: got 0 hypotheses and 0 references")
     for name, segments in (("hypotheses", hypotheses), ("references", references)):
         for i, segment in enumerate(segments):
             if not isinstance(segment, str):
-                raise TypeError(f"{name}[{i}] must be a str, got {type(segment).__name__}: {segment!r}")
+                raise UserTypeError(f"{name}[{i}] must be a str, got {type(segment).__name__}: {segment!r}")
 
 
 def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict:
@@ -56,7 +58,7 @@ def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict:
 
 def _check_edges(edges: Sequence[int]) -> None:
     if not edges or any(not isinstance(e, int) or e < 1 for e in edges) or list(edges) != sorted(set(edges)):
-        raise ValueError(f"edges must be strictly increasing positive integers, e.g. (10, 20, 30, 40); got {edges!r}")
+        raise UserError(f"edges must be strictly increasing positive integers, e.g. (10, 20, 30, 40); got {edges!r}")
 
 
 def bucket_labels(edges: Sequence[int] = DEFAULT_EDGES) -> list[str]:
@@ -75,7 +77,7 @@ def length_buckets(lengths: Sequence[int], edges: Sequence[int] = DEFAULT_EDGES)
     out = []
     for length in lengths:
         if length < 0:
-            raise ValueError(f"lengths must be >= 0, got {length}")
+            raise UserError(f"lengths must be >= 0, got {length}")
         index = next((i for i, edge in enumerate(edges) if length <= edge), len(edges))
         out.append(labels[index])
     return out
@@ -94,7 +96,7 @@ def bucket_scores(
     """
     _check_inputs(hypotheses, references)
     if len(source_word_lengths) != len(hypotheses):
-        raise ValueError(
+        raise UserError(
             f"got {len(source_word_lengths)} source lengths but {len(hypotheses)} hypotheses; they must be aligned"
         )
     labels = length_buckets(source_word_lengths, edges)
@@ -124,12 +126,12 @@ def format_comparison(results: dict[str, dict], buckets: dict[str, list[dict]] |
         The table followed by the sacrebleu signature lines (one per distinct signature).
     """
     if not results:
-        raise ValueError("results is empty: pass {system_name: corpus_scores(...)} for at least one system")
+        raise UserError("results is empty: pass {system_name: corpus_scores(...)} for at least one system")
     systems = list(results)
     buckets = buckets or {}
     unknown = set(buckets) - set(results)
     if unknown:
-        raise ValueError(f"buckets has systems {sorted(unknown)} that are missing from results {systems}")
+        raise UserError(f"buckets has systems {sorted(unknown)} that are missing from results {systems}")
 
     # Rows: (label, count text, {system: (bleu, chrf)}).
     rows = [
@@ -278,7 +280,7 @@ def corpus_ribes(
     _check_inputs(hypotheses, references)
     tokenizers = {"13a": tokenizer_13a.Tokenizer13a(), "none": tokenizer_none.NoneTokenizer()}
     if tokenize not in tokenizers:
-        raise ValueError(f"tokenize={tokenize!r} must be one of {sorted(tokenizers)}")
+        raise UserError(f"tokenize={tokenize!r} must be one of {sorted(tokenizers)}")
     tok = tokenizers[tokenize]
     total = sum(
         sentence_ribes(tok(h).split(), tok(r).split(), alpha, beta)
@@ -296,9 +298,9 @@ def corpus_ribes(
 # ----------------------------------------------------------------------------------------------------------------
 def _check_bootstrap(n_samples: int, seed: int) -> None:
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 1:
-        raise ValueError(f"seed={seed!r} must be a positive int (sacrebleu treats 0 as unseeded)")
+        raise UserError(f"seed={seed!r} must be a positive int (sacrebleu treats 0 as unseeded)")
     if n_samples < 1:
-        raise ValueError(f"n_samples={n_samples} must be >= 1")
+        raise UserError(f"n_samples={n_samples} must be >= 1")
 
 
 def paired_bootstrap(
@@ -397,9 +399,9 @@ def length_gain_gap(
     _check_inputs(system, references)
     for name, values in (("source lengths", source_word_lengths), ("cluster keys", clusters)):
         if values is not None and len(values) != len(references):
-            raise ValueError(f"got {len(values)} {name} but {len(references)} references; they must be aligned")
+            raise UserError(f"got {len(values)} {name} but {len(references)} references; they must be aligned")
     if not 0 <= short_max < long_min:
-        raise ValueError(f"need 0 <= short_max < long_min, got short_max={short_max}, long_min={long_min}")
+        raise UserError(f"need 0 <= short_max < long_min, got short_max={short_max}, long_min={long_min}")
     _check_bootstrap(n_samples, seed)
     lengths = np.asarray(source_word_lengths)
     group = np.where(lengths <= short_max, 0, np.where(lengths >= long_min, 1, -1))  # (N,) short 0, long 1, else -1
@@ -409,7 +411,7 @@ def length_gain_gap(
     cluster_group = np.full(len(index), -2)
     for c, g, key in zip(cluster, group, keys, strict=True):
         if cluster_group[c] not in (-2, g):
-            raise ValueError(
+            raise UserError(
                 f"cluster {key!r} has sentences on both sides of a length bound ({short_max} / {long_min})"
             )
         cluster_group[c] = g
@@ -434,7 +436,7 @@ def length_gain_gap(
         members = np.flatnonzero(cluster_group == g)  # cluster numbers of this group
         if members.size == 0:
             bound = f"<= {short_max}" if name == "short" else f">= {long_min}"
-            raise ValueError(f"no {name} sources ({bound} words) among the {len(lengths)} sentences")
+            raise UserError(f"no {name} sources ({bound} words) among the {len(lengths)} sentences")
         out[name] = {"count": int(np.sum(group == g)), "clusters": int(members.size),
                      "delta": float(delta(members[None])[0])}  # fmt: skip
         resampled[name] = delta(members[rng.integers(0, members.size, (n_samples, members.size))])  # (n_samples,)

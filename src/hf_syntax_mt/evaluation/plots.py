@@ -7,6 +7,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..errors import UserError
+
 
 def _pyplot():
     import matplotlib
@@ -35,7 +37,7 @@ def plot_bucket_scores(
     ``footer`` (e.g. the signatures) is printed under the axes."""
     plt = _pyplot()
     if not buckets:
-        raise ValueError("buckets is empty: pass {system: bucket_scores(...)}")
+        raise UserError("buckets is empty: pass {system: bucket_scores(...)}")
     labels = []
     for entries in buckets.values():
         for e in entries:
@@ -72,7 +74,7 @@ def plot_attachment_heatmap(scores, path: str | os.PathLike, title: str = "", fo
     plt = _pyplot()
     scores = np.asarray(scores, dtype=float)
     if scores.ndim != 2:
-        raise ValueError(f"scores must be (layers, heads), got shape {scores.shape}")
+        raise UserError(f"scores must be (layers, heads), got shape {scores.shape}")
     L, H = scores.shape
     fig, ax = plt.subplots(figsize=(1.0 + 0.8 * H, 1.0 + 0.6 * L))
     image = ax.imshow(scores, vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
@@ -112,7 +114,7 @@ def plot_attention_arcs(
     n = len(words)
     attention = np.asarray(attention, dtype=float)
     if attention.shape != (n, n) or len(heads) != n:
-        raise ValueError(f"{n} words need {n} heads and an ({n}, {n}) attention; got {len(heads)}, {attention.shape}")
+        raise UserError(f"{n} words need {n} heads and an ({n}, {n}) attention; got {len(heads)}, {attention.shape}")
     fig, ax = plt.subplots(figsize=(max(6, 0.9 * n), 4))
     for i, h in enumerate(heads):
         if h == 0:

@@ -15,6 +15,7 @@ import torch
 
 from ..data.parsers import ParsedSentence, read_conllu
 from ..data.subwords import _representatives, align_parse
+from ..errors import UserError
 
 __all__ = ["attachment_score", "read_trees", "word_heads_from_attention", "uas_against_conllu"]
 
@@ -70,9 +71,9 @@ def read_trees(model, inputs: dict, kind: str = "dbsa") -> list[list[int | None]
     config = model.config
     heads_per_layer = getattr(config, f"encoder_{kind}_heads") or []
     if not any(heads_per_layer):
-        raise ValueError(f"the model has no encoder {kind.upper()} heads (encoder_{kind}_heads={heads_per_layer}).")
+        raise UserError(f"the model has no encoder {kind.upper()} heads (encoder_{kind}_heads={heads_per_layer}).")
     if "word_index" not in inputs:
-        raise ValueError("read_trees needs `word_index` (B, S): prepare data with compute_tree=True.")
+        raise UserError("read_trees needs `word_index` (B, S): prepare data with compute_tree=True.")
     encoder = model.get_encoder()
     names = ("input_ids", "attention_mask", "parent_positions", "word_index", "word_heads", "pos_ids", "deprel_ids",
              "subword_tag_ids")  # fmt: skip
@@ -107,11 +108,11 @@ def attachment_score(predicted: Sequence[Sequence[int | None]], gold: Sequence[S
     Returns ``{"uas": correct / scored, "correct", "scored", "skipped"}`` (``skipped``: words without subwords).
     """
     if len(predicted) != len(gold):
-        raise ValueError(f"{len(predicted)} predicted trees but {len(gold)} gold trees")
+        raise UserError(f"{len(predicted)} predicted trees but {len(gold)} gold trees")
     correct = scored = skipped = 0
     for k, (p, g) in enumerate(zip(predicted, gold, strict=True)):
         if len(p) > len(g):
-            raise ValueError(f"sentence {k}: {len(p)} predicted heads for {len(g)} gold words")
+            raise UserError(f"sentence {k}: {len(p)} predicted heads for {len(g)} gold words")
         for w, gold_head in enumerate(g):
             head = p[w] if w < len(p) else None
             if head is None:
@@ -137,7 +138,7 @@ def uas_against_conllu(
 
     sentences = read_conllu(conllu_path)[:limit]
     if not sentences:
-        raise ValueError(f"{conllu_path} has no sentences")
+        raise UserError(f"{conllu_path} has no sentences")
     max_length = max_length or model.config.max_position_embeddings
     collator = DataCollatorForSyntaxMT(tokenizer)
     predicted, gold = [], []

@@ -44,6 +44,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ..data.documents import DocumentContext
+from ..errors import UserError, UserTypeError
 
 __all__ = [
     "NounGenders",
@@ -94,12 +95,12 @@ def pronoun_variants(pronoun: str, gender: str, case: str) -> list[str]:
     if case == "poss":
         m = POSSESSIVE.match(pronoun.lower())
         if m is None:
-            raise ValueError(f"{pronoun!r} is not a possessive sein-/ihr- form")
+            raise UserError(f"{pronoun!r} is not a possessive sein-/ihr- form")
         other = "ihr" if m.group(1) == "sein" else "sein"
         return [_match_case(other + (m.group(2) or ""), pronoun)]
     forms = {f for (g, c), f in FORMS.items() if c == case and g != gender}
     if (gender, case) not in FORMS:
-        raise ValueError(f"no German pronoun of gender {gender!r} and case {case!r}")
+        raise UserError(f"no German pronoun of gender {gender!r} and case {case!r}")
     return [_match_case(f, pronoun) for f in sorted(forms - {FORMS[gender, case]})]
 
 
@@ -197,22 +198,22 @@ def _check_build_inputs(corpus, sources, source_words, per_word, references, doc
     for name, seq in lines:
         if isinstance(seq, str) or len(seq) != n:
             got = "a string" if isinstance(seq, str) else f"{len(seq)} lines"
-            raise ValueError(f"{corpus}: {name} has {got} but sources has {n} lines")
+            raise UserError(f"{corpus}: {name} has {got} but sources has {n} lines")
     for line in range(n):
         width = len(source_words[line])
         for name, seq in per_word.items():
             if isinstance(seq[line], str) or len(seq[line]) != width:
-                raise ValueError(f"{corpus} line {line + 1}: {name} has {len(seq[line])} entries but the line has "
+                raise UserError(f"{corpus} line {line + 1}: {name} has {len(seq[line])} entries but the line has "
                                  f"{width} English words; give one per word")  # fmt: skip
         for link in links[line]:
             if (isinstance(link, str) or len(link) != 2
                     or not all(isinstance(x, int) and not isinstance(x, bool) for x in link)):  # fmt: skip
-                raise ValueError(f"{corpus} line {line + 1}: link {link!r} is not a pair of ints (English word, "
+                raise UserError(f"{corpus} line {line + 1}: link {link!r} is not a pair of ints (English word, "
                                  "German token), e.g. (3, 4); parse 'i-j' strings first")  # fmt: skip
     try:
         return DocumentContext(sources, doc_ids, k=0).starts  # the readers' contiguity check
     except ValueError as e:
-        raise ValueError(f"{corpus}: {e}") from None
+        raise UserError(f"{corpus}: {e}") from None
 
 
 def build_pronoun_items(
@@ -257,7 +258,7 @@ def build_pronoun_items(
         table: dict[int, list[int]] = defaultdict(list)
         for i, j in links[line]:
             if not (0 <= i < len(words) and 0 <= j < len(tokens)):
-                raise ValueError(f"{corpus} line {line + 1}: link {i}-{j} is outside the sentence pair "
+                raise UserError(f"{corpus} line {line + 1}: link {i}-{j} is outside the sentence pair "
                                  f"({len(words)} English words, {len(tokens)} German tokens)")  # fmt: skip
             table[i].append(j)
         aligned.append(table)
@@ -342,7 +343,7 @@ def variant_references(item: Mapping) -> list[str]:
     s, e = item["span"]
     reference = item["reference"]
     if reference[s:e] != item["pronoun"]:
-        raise ValueError(f"item {item.get('id')}: characters {s}-{e} of the reference are {reference[s:e]!r}, not the "
+        raise UserError(f"item {item.get('id')}: characters {s}-{e} of the reference are {reference[s:e]!r}, not the "
                          f"pronoun {item['pronoun']!r}")  # fmt: skip
     return [reference[:s] + form + reference[e:] for form in item["variants"]]
 
@@ -369,30 +370,30 @@ def check_pronoun_item(item: Mapping, where: str) -> None:
 
     missing = [f for f in ("source", "reference", "pronoun", "span", "variants", "context") if f not in item]
     if missing:
-        raise ValueError(f"{where}: item lacks the field(s) {missing}")
+        raise UserError(f"{where}: item lacks the field(s) {missing}")
     for field in ("source", "reference", "pronoun"):
         if not isinstance(item[field], str):
-            raise ValueError(f"{where}: field {field!r} must be a string, got {item[field]!r}")
+            raise UserError(f"{where}: field {field!r} must be a string, got {item[field]!r}")
     span = item["span"]
     if not isinstance(span, list) or len(span) != 2 or not all(_is_int(x) for x in span):
-        raise ValueError(f"{where}: field 'span' must be [start, end] (two ints, character offsets into the "
+        raise UserError(f"{where}: field 'span' must be [start, end] (two ints, character offsets into the "
                          f"reference), got {span!r}")  # fmt: skip
     for field, allow_empty in (("variants", False), ("context", True)):
         value = item[field]
         if not isinstance(value, list) or not all(isinstance(x, str) for x in value) or not (value or allow_empty):
             what = "the contrastive pronoun forms" if field == "variants" else "the previous source sentences"
-            raise ValueError(f"{where}: field {field!r} must be a {'' if allow_empty else 'non-empty '}list of "
+            raise UserError(f"{where}: field {field!r} must be a {'' if allow_empty else 'non-empty '}list of "
                              f"strings ({what}), got {value!r}")  # fmt: skip
     if "kind" in item:
         if item["kind"] not in KINDS:
-            raise ValueError(f"{where}: field 'kind' must be one of {list(KINDS)}, got {item['kind']!r}")
+            raise UserError(f"{where}: field 'kind' must be one of {list(KINDS)}, got {item['kind']!r}")
         distance = item.get("antecedent_distance")
         if item["kind"] == "referential" and not (_is_int(distance) and distance >= 0):
-            raise ValueError(f"{where}: a referential item needs 'antecedent_distance', an int >= 0, got {distance!r}")
+            raise UserError(f"{where}: a referential item needs 'antecedent_distance', an int >= 0, got {distance!r}")
     try:
         variant_references(item)
     except ValueError as e:
-        raise ValueError(f"{where}: {e}") from None
+        raise UserError(f"{where}: {e}") from None
 
 
 def load_pronoun_items(path: str | Path) -> list[dict]:
@@ -416,13 +417,13 @@ def random_contexts(doc_ids: Sequence[str], sentences: Sequence[str], k: int, se
     ``i % len(other)`` of it. The amount of context is kept where the other document is long enough (the first
     sentence still gets none); only its content comes from elsewhere (Li et al. 2020's control)."""
     if len(doc_ids) != len(sentences):
-        raise ValueError(f"{len(doc_ids)} document ids but {len(sentences)} sentences")
+        raise UserError(f"{len(doc_ids)} document ids but {len(sentences)} sentences")
     documents: dict[str, list[str]] = {}
     for doc, sentence in zip(doc_ids, sentences, strict=True):
         documents.setdefault(doc, []).append(sentence)
     names = list(documents)
     if len(names) < 2:
-        raise ValueError("random context needs at least two documents")
+        raise UserError("random context needs at least two documents")
     rng = random.Random(seed)
     while True:
         shuffled = names[:]
@@ -475,7 +476,7 @@ def pronoun_breakdown(items: Sequence[Mapping], outcome: Sequence[bool]) -> dict
     from .pronoun_kinds import distance_bucket
 
     if len(items) != len(outcome):
-        raise ValueError(f"{len(items)} items but {len(outcome)} outcomes")
+        raise UserError(f"{len(items)} items but {len(outcome)} outcomes")
     names = ("by_pronoun", "by_noun_in_context", "by_corpus", "by_kind", "referential_by_distance",
              "referential_by_pronoun")  # fmt: skip
     groups: dict[str, dict[str, list[bool]]] = {name: defaultdict(list) for name in names}
@@ -514,11 +515,11 @@ def score_pronoun_items(model, tokenizer, items: Sequence[Mapping], context: str
     from .contrastive import score_contrastive
 
     if context not in ("document", "random", "none"):
-        raise ValueError(f"context must be 'document', 'random' or 'none', got {context!r}")
+        raise UserError(f"context must be 'document', 'random' or 'none', got {context!r}")
     items = list(items)
     for idx, item in enumerate(items):
         if not isinstance(item, Mapping):
-            raise TypeError(f"item {idx} must be a dict (a line of load_pronoun_items), got {type(item).__name__}")
+            raise UserTypeError(f"item {idx} must be a dict (a line of load_pronoun_items), got {type(item).__name__}")
         check_pronoun_item(item, f"item {idx} ({item.get('id', 'no id')})")
     if context == "document":
         contexts = [list(item["context"]) for item in items]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from ..errors import UserError
 from .describe import describe_variant
 
 #: File a training run writes beside the model: the model signature, the parser, the data and the scores.
@@ -30,7 +31,7 @@ def signature(**fields: object) -> str:
     for key, value in fields.items():
         text = str(value)
         if "|" in text or "\n" in text:
-            raise ValueError(f"signature field {key}={text!r} must not contain '|' or a newline")
+            raise UserError(f"signature field {key}={text!r} must not contain '|' or a newline")
         parts.append(f"{key}:{text}")
     return "|".join(parts)
 

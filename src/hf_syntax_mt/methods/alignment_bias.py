@@ -48,6 +48,7 @@ from torch import nn
 from transformers import initialization as init
 from transformers.cache_utils import DynamicLayer, EncoderDecoderCache
 
+from ..errors import UserError, UserTypeError
 from .registry import AttentionContext, Method, check_int, check_layer_list
 
 ALIGNMENT_BIASES = ("position", "markov", "fertility")
@@ -195,7 +196,7 @@ def _alignment_state_layer(past_key_values: Any, layer_idx: int, num_layers: int
     if past_key_values is None:
         return None
     if not isinstance(past_key_values, EncoderDecoderCache):
-        raise TypeError(
+        raise UserTypeError(
             f"Structural alignment biases need an EncoderDecoderCache for cached decoding, got "
             f"{type(past_key_values).__name__}."
         )
@@ -238,11 +239,11 @@ class AlignmentBias(Method):
         if biases is not None:
             unknown = [b for b in biases if b not in ALIGNMENT_BIASES]
             if unknown or not biases:
-                raise ValueError(
+                raise UserError(
                     f"alignment_biases={biases!r}: give a non-empty subset of {list(ALIGNMENT_BIASES)} (or None for all)."
                 )
             if not layers:
-                raise ValueError(
+                raise UserError(
                     f"alignment_biases={biases!r} is set but alignment_bias_layers is empty: choose the decoder layers "
                     f"that get them, e.g. alignment_bias_layers=[{n - 1}]."
                 )

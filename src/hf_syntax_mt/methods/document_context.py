@@ -25,6 +25,7 @@ from transformers import PreTrainedConfig  # the SyntaxMTConfig, typed as its ba
 from transformers.masking_utils import create_bidirectional_mask
 from transformers.models.marian.modeling_marian import MarianEncoderLayer
 
+from ..errors import UserError
 from .registry import Method, check_int, check_layer_list
 
 
@@ -249,14 +250,12 @@ class DocumentContext(Method):
         for side in ("encoder", "decoder"):
             check_layer_list(config, f"{side}_context_layers", side, "None: every layer, []: none")
         if config.uses_context and not (config.context_layers("encoder") or config.context_layers("decoder")):
-            raise ValueError(
+            raise UserError(
                 f"context_sentences={config.context_sentences} but encoder_context_layers and decoder_context_layers are "
                 "both empty: the context would reach nothing. Leave one of them None (every layer) or list layers."
             )
         if not isinstance(config.context_gating, bool):
-            raise ValueError(
-                f"context_gating={config.context_gating!r} must be True (Eqs. 21-22) or False (residual)."
-            )
+            raise UserError(f"context_gating={config.context_gating!r} must be True (Eqs. 21-22) or False (residual).")
         if config.max_context_length is not None:
             check_int(config, "max_context_length", 1, config.max_position_embeddings, hint="at most "
                       f"max_position_embeddings={config.max_position_embeddings}: context tokens get position "

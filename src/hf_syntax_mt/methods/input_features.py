@@ -8,6 +8,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..errors import UserError
 from ..vocabularies import INPUT_FEATURES
 from .registry import Method, check_choice
 
@@ -30,14 +31,14 @@ class InputFeatures(Method):
         if config.input_features is not None:
             unknown = [f for f in config.input_features if f not in INPUT_FEATURES]
             if unknown or len(set(config.input_features)) != len(config.input_features):
-                raise ValueError(
+                raise UserError(
                     f"input_features={config.input_features} must be distinct names among {sorted(INPUT_FEATURES)}."
                 )
         check_choice(config, "feature_combination", FEATURE_COMBINATIONS)
         n_features = len(config.input_features or [])
         if config.feature_combination == "concat" and n_features:
             if not 1 <= config.feature_embedding_dim * n_features < config.d_model:
-                raise ValueError(
+                raise UserError(
                     f"feature_embedding_dim={config.feature_embedding_dim} x {n_features} features must leave room "
                     f"for the token embedding in d_model={config.d_model}."
                 )
@@ -65,12 +66,12 @@ class InputFeatures(Method):
         for name, table in encoder.feature_embeddings.items():
             ids = inputs.get(f"{name}_ids")
             if ids is None:
-                raise ValueError(
+                raise UserError(
                     f"This model uses the input feature {name!r} (input_features={encoder.config.input_features}) and "
                     f"needs `{name}_ids` (B, S): prepare data with `SyntaxMTPreprocessor(compute_features=True)`."
                 )
             if ids.shape != input_ids.shape:
-                raise ValueError(f"{name}_ids has shape {tuple(ids.shape)} but input_ids {tuple(input_ids.shape)}.")
+                raise UserError(f"{name}_ids has shape {tuple(ids.shape)} but input_ids {tuple(input_ids.shape)}.")
             feats.append(table(ids))  # (B, S, d_f)
         if encoder.config.feature_combination == "sum":
             return embeds + sum(feats)  # E x + sum_k E_k f_k

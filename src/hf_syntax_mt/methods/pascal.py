@@ -11,6 +11,7 @@ import math
 
 import torch
 
+from ..errors import UserError
 from .registry import AttentionContext, Method, check_choice, check_per_layer_heads, check_probability, per_layer
 
 PASCAL_WEIGHTINGS = ("gaussian", "parent_only")
@@ -57,19 +58,19 @@ def parent_weight(dist: torch.Tensor, sigma: float, weighting: str = "gaussian")
 def check_parent_positions(parent_positions: torch.Tensor, input_shape: torch.Size, attention_mask=None) -> None:
     """Raise a clear error for `parent_positions` of the wrong shape or out of range (before any kernel runs)."""
     if parent_positions.shape != input_shape:
-        raise ValueError(
+        raise UserError(
             f"parent_positions has shape {tuple(parent_positions.shape)} but input_ids has shape "
             f"{tuple(input_shape)}: give one parent position per input token (B, S)."
         )
     if parent_positions.is_floating_point() and not torch.isfinite(parent_positions).all():
-        raise ValueError("parent_positions contains NaN or infinite values.")
+        raise UserError("parent_positions contains NaN or infinite values.")
     valid = parent_positions >= 0
     valid &= parent_positions <= input_shape[-1] - 1
     if attention_mask is not None:
         valid |= attention_mask == 0  # padding may hold anything
     if not bool(valid.all()):
         b, t = (~valid).nonzero()[0].tolist()
-        raise ValueError(
+        raise UserError(
             f"parent_positions[{b}, {t}] = {parent_positions[b, t].item()} is outside 0..{input_shape[-1] - 1}: "
             "parent positions index subword tokens of the same (truncated) sequence."
         )
@@ -90,7 +91,7 @@ class Pascal(Method):
     def validate(self, config) -> None:
         check_per_layer_heads(config, "encoder_pascal_heads")
         if not config.pascal_sigma >= MIN_PASCAL_SIGMA:
-            raise ValueError(
+            raise UserError(
                 f"pascal_sigma={config.pascal_sigma!r} must be > 0 and at least {MIN_PASCAL_SIGMA} (the paper uses "
                 "1.0): smaller values give NaN weights or overflow; pascal_weighting='parent_only' is the hard limit."
             )
@@ -110,7 +111,7 @@ class Pascal(Method):
     def prepare(self, config, inputs, input_shape, attention_mask):
         parent_positions = inputs.get("parent_positions")
         if parent_positions is None:
-            raise ValueError(
+            raise UserError(
                 f"This model has PASCAL heads (encoder_pascal_heads={config.encoder_pascal_heads}) and "
                 "needs `parent_positions` (B, S): prepare data with `hf_syntax_mt.data.SyntaxMTPreprocessor` or "
                 "translate raw text with `pipeline('syntax-translation', model=...)`."
@@ -124,7 +125,7 @@ class Pascal(Method):
     def _parents(ctx: AttentionContext, start: int, stop: int) -> torch.Tensor:
         parent_positions = ctx.inputs.get("parent_positions")
         if parent_positions is None:
-            raise ValueError(
+            raise UserError(
                 f"This layer has {stop - start} PASCAL heads and needs `parent_positions` (B, S): parse the source with "
                 "`hf_syntax_mt.data.SyntaxMTPreprocessor` or translate with the `syntax-translation` pipeline."
             )

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from ..errors import UserError
+
 SITES = ("encoder", "decoder", "cross")  # encoder self-attention, decoder self-attention, decoder cross-attention
 
 
@@ -210,9 +212,9 @@ def _changed() -> None:
 def register(method: Method) -> Method:
     """Add `method` under `method.name` (after the methods registered before it: its heads come after theirs)."""
     if not method.name or not method.name.isidentifier():
-        raise ValueError(f"A method needs a name that is a Python identifier, got {method.name!r}.")
+        raise UserError(f"A method needs a name that is a Python identifier, got {method.name!r}.")
     if method.name in _REGISTRY and type(_REGISTRY[method.name]) is not type(method):
-        raise ValueError(
+        raise UserError(
             f"A method named {method.name!r} is already registered ({type(_REGISTRY[method.name]).__name__})."
         )
     _REGISTRY[method.name] = method
@@ -260,7 +262,7 @@ def head_layout(config, site: str, layer: int, num_heads: int) -> list[tuple[Met
             start += k
     if start > num_heads:
         taken = {m.name: stop - begin for m, begin, stop in groups}
-        raise ValueError(
+        raise UserError(
             f"{site} layer {layer} asks for {start} syntax heads {taken} but has only {num_heads} attention heads: "
             "lower the per-layer counts."
         )
@@ -320,13 +322,13 @@ def check_per_layer_heads(config, name: str) -> None:
     side = name.split("_")[0]
     n_layers, n_heads = getattr(config, f"{side}_layers"), getattr(config, f"{side}_attention_heads")
     if len(heads) != n_layers:
-        raise ValueError(
+        raise UserError(
             f"{name} has {len(heads)} entries but the model has {side}_layers={n_layers}: give one number "
             f"of heads per {side} layer, e.g. {[1] + [0] * (n_layers - 1)}."
         )
     for layer, k in enumerate(heads):
         if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= n_heads:
-            raise ValueError(
+            raise UserError(
                 f"{name}[{layer}]={k!r} but {side}_attention_heads={n_heads}: each entry must be an int in "
                 f"0..{n_heads}."
             )
@@ -336,7 +338,7 @@ def check_weight(config, name: str, hint: str = "0 switches it off") -> None:
     """A loss weight: a finite number >= 0."""
     value = getattr(config, name)
     if isinstance(value, bool) or not value >= 0 or value == float("inf"):
-        raise ValueError(f"{name}={value!r} must be a finite number >= 0 ({hint}).")
+        raise UserError(f"{name}={value!r} must be a finite number >= 0 ({hint}).")
 
 
 def check_int(config, name: str, low: int, high: int | None = None, hint: str = "") -> None:
@@ -344,14 +346,14 @@ def check_int(config, name: str, low: int, high: int | None = None, hint: str = 
     value = getattr(config, name)
     if not isinstance(value, int) or isinstance(value, bool) or value < low or (high is not None and value > high):
         bounds = f">= {low}" if high is None else f"in {low}..{high}"
-        raise ValueError(f"{name}={value!r} must be an int {bounds}{f' ({hint})' if hint else ''}.")
+        raise UserError(f"{name}={value!r} must be an int {bounds}{f' ({hint})' if hint else ''}.")
 
 
 def check_probability(config, name: str, hint: str = "") -> None:
     """A probability option: a number (not a bool) in ``[0, 1]``."""
     value = getattr(config, name)
     if not isinstance(value, int | float) or isinstance(value, bool) or not 0.0 <= value <= 1.0:
-        raise ValueError(
+        raise UserError(
             f"{name}={value!r} is a probability: it must be a number in [0, 1]{f' ({hint})' if hint else ''}."
         )
 
@@ -360,7 +362,7 @@ def check_choice(config, name: str, choices, hint: str = "") -> None:
     """An option that takes one of a fixed set of values."""
     value = getattr(config, name)
     if value not in choices:
-        raise ValueError(f"{name}={value!r} must be one of {tuple(choices)}{f' ({hint})' if hint else ''}.")
+        raise UserError(f"{name}={value!r} must be one of {tuple(choices)}{f' ({hint})' if hint else ''}.")
 
 
 def check_layer_list(config, name: str, side: str, hint: str = "") -> None:
@@ -371,12 +373,12 @@ def check_layer_list(config, name: str, side: str, hint: str = "") -> None:
     hint = f" ({hint})" if hint else ""
     for layer in layers:
         if not isinstance(layer, int) or isinstance(layer, bool) or not 0 <= layer < n:
-            raise ValueError(
+            raise UserError(
                 f"{name} contains {layer!r} but the model has {side}_layers={n}: give distinct {side} layer indices "
                 f"in 0..{n - 1}, e.g. [{n - 1}]{hint}."
             )
     if len(set(layers)) != len(layers):
-        raise ValueError(f"{name}={layers!r} lists a layer twice: give distinct {side} layer indices{hint}.")
+        raise UserError(f"{name}={layers!r} lists a layer twice: give distinct {side} layer indices{hint}.")
 
 
 def check_decoder_layer(config, name: str, hint: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..errors import UserError
 from .biaffine import decoder_valid
 from .registry import Method, check_decoder_layer, check_weight
 
@@ -37,7 +38,7 @@ class Synchronous(Method):
     def validate(self, config) -> None:
         check_weight(config, "sync_loss_weight", "0 switches the synchronous loss off")
         if config.uses_sync and not (config.uses_encoder_dbsa and config.uses_decoder_dbsa):
-            raise ValueError(
+            raise UserError(
                 f"sync_loss_weight={config.sync_loss_weight} needs DBSA heads in both the encoder and the decoder "
                 f"(encoder_dbsa_heads={config.encoder_dbsa_heads}, decoder_dbsa_heads={config.decoder_dbsa_heads})."
             )

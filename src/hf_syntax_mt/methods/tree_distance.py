@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import torch
 
+from ..errors import UserError
 from .registry import AttentionContext, Method, check_int, check_per_layer_heads, per_layer
 
 
@@ -35,7 +36,7 @@ def tree_distances(word_index: torch.Tensor, word_heads: torch.Tensor) -> torch.
     stuck = torch.gather(parent, 1, jump) != jump  # (B, W)
     if stuck.any():
         row = int(stuck.any(-1).nonzero()[0])
-        raise ValueError(
+        raise UserError(
             f"word_heads of batch row {row} contain a cycle: words {(stuck[row].nonzero().flatten() + 1).tolist()} "
             f"(1-based) never reach the root by following their heads {word_heads[row].tolist()}; tree "
             "distances need a tree (build word_heads from validated parses, e.g. align_parse(..., compute_tree=True))"
@@ -87,19 +88,19 @@ class TreeDistance(Method):
     def prepare(self, config, inputs, input_shape, attention_mask):
         word_index, word_heads = inputs.get("word_index"), inputs.get("word_heads")
         if word_index is None or word_heads is None:
-            raise ValueError(
+            raise UserError(
                 f"This model has syntax-directed heads (encoder_tree_heads={config.encoder_tree_heads}) and "
                 "needs `word_index` (B, S) and `word_heads` (B, W): prepare data with "
                 "`SyntaxMTPreprocessor(compute_tree=True)`."
             )
         if word_index.shape != input_shape:
-            raise ValueError(f"word_index has shape {tuple(word_index.shape)} but the input {tuple(input_shape)}.")
+            raise UserError(f"word_index has shape {tuple(word_index.shape)} but the input {tuple(input_shape)}.")
         return {"tree_weights": tree_weights(word_index, word_heads, config.tree_window)}  # (B, S, S)
 
     def probs(self, ctx: AttentionContext, probs, start, stop):
         weights = ctx.inputs.get("tree_weights")
         if weights is None:
-            raise ValueError(
+            raise UserError(
                 f"This layer has {stop - start} syntax-directed heads and needs `word_index` and `word_heads`: prepare "
                 "data with `SyntaxMTPreprocessor(compute_tree=True)`."
             )

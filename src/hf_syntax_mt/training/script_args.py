@@ -16,6 +16,8 @@ from typing import Any
 
 from transformers import HfArgumentParser, Seq2SeqTrainingArguments
 
+from ..errors import UserError
+
 # keys of a saved config that are not options: never passed back to a config class
 SAVED_ONLY = ("model_type", "transformers_version", "architectures", "auto_map", "custom_pipelines")
 
@@ -215,12 +217,12 @@ class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
     def __post_init__(self):
         super().__post_init__()
         if self.max_tokens is not None and self.max_tokens <= 0:
-            raise ValueError(f"--max_tokens must be positive, got {self.max_tokens}")
+            raise UserError(f"--max_tokens must be positive, got {self.max_tokens}")
         if self.average_checkpoints < 0 or self.average_every < 1:
-            raise ValueError(f"--average_checkpoints {self.average_checkpoints} / --average_every {self.average_every}: "
+            raise UserError(f"--average_checkpoints {self.average_checkpoints} / --average_every {self.average_every}: "
                              "need N >= 0 checkpoints and >= 1 step apart")  # fmt: skip
         if self.average_checkpoints and self.max_steps <= 0:
-            raise ValueError("--average_checkpoints needs --max_steps (the averaged steps end there)")
+            raise UserError("--average_checkpoints needs --max_steps (the averaged steps end there)")
 
 
 def parse_args(argv: list[str] | None = None):
@@ -274,12 +276,12 @@ def parse_config_overrides(text: str | None, config_class=None) -> dict[str, Any
         key, sep, value = part.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise ValueError(f"--config_overrides entry {part!r} is not key=value (in {text!r})")
+            raise UserError(f"--config_overrides entry {part!r} is not key=value (in {text!r})")
         try:
             out[key] = json.loads(value)
         except json.JSONDecodeError as e:
             if value.strip()[:1] in _JSON_STARTS:  # meant as a list, object, string or number: not a bare word
-                raise ValueError(f"--config_overrides {key}={value.strip()!r} is not valid JSON ({e.msg} at character "
+                raise UserError(f"--config_overrides {key}={value.strip()!r} is not valid JSON ({e.msg} at character "
                                  f"{e.pos + 1}): write lists as [2,0,0], strings as plain words or in double quotes, "
                                  "and quote the whole --config_overrides value for the shell.") from e  # fmt: skip
             out[key] = value.strip()
@@ -289,5 +291,5 @@ def parse_config_overrides(text: str | None, config_class=None) -> dict[str, Any
             if key not in known:
                 close = difflib.get_close_matches(key, sorted(known), n=3)
                 hint = f"; did you mean {' or '.join(close)}?" if close else ""
-                raise ValueError(f"--config_overrides: {config_class.__name__} has no field {key!r}{hint}")
+                raise UserError(f"--config_overrides: {config_class.__name__} has no field {key!r}{hint}")
     return out

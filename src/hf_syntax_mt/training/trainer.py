@@ -10,6 +10,7 @@ import torch
 from torch.utils.data import DataLoader, SequentialSampler
 from transformers import Seq2SeqTrainer
 
+from ..errors import UserError
 from .callbacks import CheckpointAverageCallback, CurveCallback, TimeBudgetCallback
 
 
@@ -40,7 +41,7 @@ class SyntaxMTTrainer(Seq2SeqTrainer):
         super().__init__(*args, **kwargs)
         self.max_tokens = max_tokens if max_tokens is not None else getattr(self.args, "max_tokens", None)
         if self.max_tokens is not None and (not isinstance(self.max_tokens, int) or self.max_tokens <= 0):
-            raise ValueError(f"max_tokens must be a positive integer, got {self.max_tokens!r}")
+            raise UserError(f"max_tokens must be a positive integer, got {self.max_tokens!r}")
         self._terms: dict[str, float] = {}
         self._term_calls = 0
         if getattr(self.model, "global_fertility", None) is not None:
