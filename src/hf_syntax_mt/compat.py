@@ -56,6 +56,42 @@ def legacy_checkpointing(model, flag: bool) -> None:
         model._backward_compatibility_gradient_checkpointing()  # enables it and deletes the flag again
 
 
+def checkpoint_keyword_tensors(checkpoint_function):
+    """Wrap the checkpoint function `gradient_checkpointing_enable` gives each layer, so that tensors which require
+    gradients and reach a layer as *keyword* arguments are checkpoint inputs too.
+
+    transformers' `GradientCheckpointingLayer` binds a layer's keyword arguments into a `functools.partial` and passes
+    only the positional ones to the checkpoint. Under `use_reentrant=True` the recomputation then reads a keyword
+    tensor with its autograd history attached, and each layer's replayed backward walks that history on its own: the
+    document model's context keys and values (one context encoder, read by every layer) are walked twice, "Trying to
+    backward through the graph a second time" (issue 48). Passed positionally, they are detached inside the
+    checkpoint and their gradients come back through it, summed by autograd as for any input."""
+    import functools
+
+    import torch
+    from torch.utils._pytree import tree_flatten, tree_unflatten
+
+    @functools.wraps(checkpoint_function)
+    def run(function, *args, **kwargs):
+        if not isinstance(function, functools.partial):
+            return checkpoint_function(function, *args, **kwargs)
+        leaves, spec = tree_flatten(function.keywords)
+        lifted = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor) and leaf.requires_grad]
+        if not lifted:
+            return checkpoint_function(function, *args, **kwargs)
+        n = len(args)
+
+        def layer(*inputs):
+            values = list(leaves)
+            for i, tensor in zip(lifted, inputs[n:], strict=True):
+                values[i] = tensor
+            return function.func(*function.args, *inputs[:n], **tree_unflatten(values, spec))
+
+        return checkpoint_function(layer, *args, *(leaves[i] for i in lifted), **kwargs)
+
+    return run
+
+
 def show_in_signature(function, names, cache_name: str) -> None:
     """Set `function.__signature__`: the decoding cache under `cache_name`, `names` as keyword-only parameters
     (the registered methods' inputs: the Trainer keeps only the columns that `forward` names, `generate()` checks

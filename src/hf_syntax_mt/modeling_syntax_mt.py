@@ -31,7 +31,7 @@ from transformers.utils import can_return_tuple, logging
 from transformers.utils.generic import merge_with_config_defaults
 from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
-from .compat import legacy_cache_warning, legacy_checkpointing, show_in_signature
+from .compat import checkpoint_keyword_tensors, legacy_cache_warning, legacy_checkpointing, show_in_signature
 from .configuration_syntax_mt import SyntaxMTConfig
 from .errors import UserError
 from .methods.biaffine import decoder_dbsa_arcs, dependency_nll  # noqa: F401  (public names kept here)
@@ -68,6 +68,13 @@ class SyntaxMTPreTrainedModel(MarianPreTrainedModel):
     def __init__(self, config: SyntaxMTConfig, *args, **kwargs):
         config.check_token_ids()  # before Marian's embeddings, whose error names no option
         super().__init__(config, *args, **kwargs)
+
+    def _set_gradient_checkpointing(self, *args, **kwargs):
+        """transformers' own, with every layer's checkpoint also taking the tensors that reach it as keyword
+        arguments (the document context's keys and values): `compat.checkpoint_keyword_tensors`."""
+        if kwargs.get("gradient_checkpointing_func") is not None:
+            kwargs["gradient_checkpointing_func"] = checkpoint_keyword_tensors(kwargs["gradient_checkpointing_func"])
+        return super()._set_gradient_checkpointing(*args, **kwargs)
 
     def _init_weights(self, module):
         super()._init_weights(module)

@@ -13,6 +13,11 @@ layers, context gating, and the two-step training that freezes the sentence-leve
 A row whose `context_attention_mask` has no real token (the first sentence of a document, or no context given)
 has *no context*: every context sublayer is the identity for it, so the document model then computes exactly the
 sentence-level model it was built from.
+
+Shortcuts that read the mask's values (no padding: no attention mask; every row with context: no row selection;
+padding: project the real tokens only) are taken in eager mode on the CPU only, where reading a value waits for no
+device. On an accelerator, or while `torch.compile` traces, the forward is branch-free (issue 48): a branch on a
+value would be a host sync per forward (and per decoding step) and a graph break under `fullgraph=True`.
 """
 
 from __future__ import annotations
@@ -44,17 +49,28 @@ class ContextMasks(NamedTuple):
     """The masks every context attention of a forward pass shares, built once from `context_attention_mask`:
     `attend` `(B, 1, 1, M)` bool (rows without context attend everywhere, their outputs are discarded), or `None`
     when no token is padding; `rows` `(B, 1, 1)` bool (rows with context), or `None` when every row has context
-    (then no sublayer needs to select rows: a `where` and its backward saved in each of them)."""
+    (then no sublayer needs to select rows: a `where` and its backward saved in each of them). The `None`s are
+    taken in eager mode on the CPU only (`reads_values`)."""
 
     attend: torch.Tensor | None
     rows: torch.Tensor | None
 
 
+def reads_values(tensor: torch.Tensor) -> bool:
+    """Whether the forward may branch on `tensor`'s values: in eager mode on the CPU, where reading one costs no host
+    sync. Elsewhere (CUDA, or `torch.compile` tracing) the context path takes no branch over tensor values."""
+    return tensor.device.type == "cpu" and not torch.compiler.is_compiling()
+
+
 def context_masks(context_attention_mask: torch.Tensor) -> ContextMasks:
-    """The `ContextMasks` of a pass (one host sync here, for every sublayer of the pass)."""
+    """The `ContextMasks` of a pass, built once for every sublayer of the pass. Branch-free (both masks always
+    tensors) but in eager mode on the CPU (`reads_values`), where the `None` shortcuts are taken."""
     rows = has_context(context_attention_mask)  # (B,)
-    attend = None if bool(context_attention_mask.bool().all()) else _attend_mask(context_attention_mask)[:, None, None]
-    return ContextMasks(attend, None if bool(rows.all()) else rows[:, None, None])
+    attend = _attend_mask(context_attention_mask)[:, None, None]  # (B, 1, 1, M)
+    if not reads_values(context_attention_mask):
+        return ContextMasks(attend, rows[:, None, None])
+    return ContextMasks(None if bool(context_attention_mask.bool().all()) else attend,
+                        None if bool(rows.all()) else rows[:, None, None])  # fmt: skip
 
 
 def _attend_mask(context_attention_mask: torch.Tensor) -> torch.Tensor:
@@ -118,7 +134,8 @@ class ContextEncoder(nn.Module):
             hidden = layer(hidden, mask)  # Eqs. 5-9: A^(n) = MultiHead(C^(n-1), C^(n-1), C^(n-1)), C^(n) = FNN(A^(n))
         real = context_attention_mask.bool()  # (B, M)
         # the largest matmul of the method; with padding, over the real tokens only (padding keys are masked anyway)
-        tokens = hidden if bool(real.all()) else hidden[real]  # (B, M, D) or (R, D)
+        # where the mask's values can be read for free (`reads_values`), else over every token (branch-free)
+        tokens = hidden if not reads_values(real) or bool(real.all()) else hidden[real]  # (B, M, D) or (R, D)
         # one projection per side, not one over both and a `split`: split's backward would write the whole key/value
         # gradient once more (a memory pass as large as the projection's output)
         width = 2 * hidden.shape[-1] * self.num_encoder_sublayers
@@ -220,6 +237,7 @@ __all__ = [
     "has_context",
     "is_document_parameter",
     "key_value_pairs",
+    "reads_values",
 ]
 
 
