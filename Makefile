@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 # the GPU check's Python: one that already has torch with CUDA (empty: .venv/bin/python if there, else python3)
 GPU_PYTHON ?=
-GPU_PARTS := install,fast,gpu,bench
+GPU_PARTS := install,preflight,fast,gpu,bench
 STAMP  := $(VENV)/.installed
 
 .PHONY: demo test test-slow test-floors test-gpu docs bench bench-quick bench-multi30k bench-round2 bench-cpu-minute bench-bf16 bench-docnmt bench-alignment lint format clean
@@ -50,12 +50,15 @@ test-floors: $(FLOORS_STAMP)
 	$(FLOORS)/bin/python -m pip list 2>/dev/null | grep -E "^(torch|transformers|datasets|accelerate|tokenizers) "
 	$(FLOORS)/bin/python -m pytest -q -p no:cacheprovider $(FLOORS_TESTS)
 
-# the GPU check (issue 43): the fast suite with CUDA visible, the GPU-only tests, the GPU benchmark (quick), one
-# summary; runs with the Python that has torch+CUDA (PYTHON=..., default .venv or python3), never reinstalls torch.
-# WHEELS=DIR installs missing packages from a wheel folder (benchmarks/gpu/README.md), PARTS=fast,gpu,bench, OUT=DIR
+# the GPU check (issues 43, 48): install (WHEELS=DIR: the folder's wheels, no dependencies, into a target folder),
+# preflight (what pyproject.toml asks for is installed), the fast suite on JOBS pytest-xdist workers (default: the CPU
+# count, at most 8), the GPU-only tests, the GPU benchmark (quick), one summary; runs with the Python that has
+# torch+CUDA (GPU_PYTHON=..., default .venv or python3), never installs torch. PARTS=..., OUT=DIR, BUNDLE=DIR (a lent
+# machine's $OUT: the summary files and an archive of every log), DRY_RUN=1 (install and preflight only).
+# docs/gpu.md: the one command for a lent machine.
 test-gpu:
 	PYTHON="$(GPU_PYTHON)" WHEELS="$(WHEELS)" PARTS="$(or $(PARTS),$(GPU_PARTS))" OUT_DIR="$(or $(OUT),runs/gpu_check)" \
-		bash scripts/gpu_check.sh
+		JOBS="$(JOBS)" BUNDLE="$(BUNDLE)" bash scripts/gpu_check.sh $(if $(DRY_RUN),--dry-run)
 
 # the documentation site (mkdocs.yml, docs/) into site/; --strict: a broken link, page or API name is an error
 docs: $(STAMP)

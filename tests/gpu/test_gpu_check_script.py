@@ -1,11 +1,22 @@
-"""`scripts/gpu_check.sh`: bad options are refused before anything runs; end to end (slow: three Python starts), on
-a machine without CUDA the GPU parts are reported as skipped with the reason, the check passes, and the summary's
-counts are pytest's for the tests it was given."""
+"""`scripts/gpu_check.sh` and its preflight (`scripts/gpu_preflight.py`), on the CPU.
 
+The preflight runs in real environments that lack a distribution (a venv whose site-packages are this one's minus
+the hidden distribution's files: both its import and its metadata are gone): without `evaluate` (which pyproject no
+longer asks for) it passes, without `datasets` (or `dill`, which datasets needs) it fails naming what is missing and
+who asks for it. Its requirements are pyproject.toml's, and they cover every module-level import of the package and
+of the tests. Bad options are refused before anything runs. End to end (slow): the install mode takes the folder's
+wheels into a target folder without dependencies and leaves a torch wheel out, and without CUDA the GPU parts are
+reported as skipped with the reason."""
+
+import ast
+import importlib.metadata as md
+import importlib.util
 import json
 import os
 import subprocess
 import sys
+import sysconfig
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -13,22 +24,212 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "gpu_check.sh"
+PREFLIGHT = ROOT / "scripts" / "gpu_preflight.py"
 
 
-def gpu_check(out: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(SCRIPT), "--python", sys.executable, "--out", str(out), *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+@pytest.fixture(scope="module")
+def preflight():
+    spec = importlib.util.spec_from_file_location("gpu_preflight", PREFLIGHT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def top_level_names(distribution: str) -> set[str]:
+    """The site-packages entries a distribution installed (its packages, modules and .dist-info)."""
+    try:
+        files = md.distribution(distribution).files or []
+    except md.PackageNotFoundError:
+        return set()
+    return {f.parts[0] for f in files if f.parts and f.parts[0] != ".."}
+
+
+def python_without(folder: Path, *hidden: str) -> str:
+    """A Python with this one's packages but `hidden` (distribution names): a venv without pip whose one .pth adds a
+    folder of links to every entry of this environment's site-packages except the hidden distributions' files."""
+    site = Path(sysconfig.get_paths()["purelib"])
+    drop = set().union(*(top_level_names(name) for name in hidden))
+    view = folder / "site-view"
+    view.mkdir(parents=True)
+    for entry in site.iterdir():
+        if entry.name not in drop:
+            (view / entry.name).symlink_to(entry)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder / "venv")], check=True, timeout=120)
+    python = folder / "venv" / "bin" / "python"
+    venv_site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    Path(venv_site, "site-view.pth").write_text(f"import site; site.addsitedir({str(view)!r})\n")
+    return str(python)
+
+
+def env() -> dict:
+    return {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PYTHONUNBUFFERED": "1"}
+
+
+def run_preflight(python: str, out: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
+    report = out / "preflight.json"
+    run = subprocess.run([python, str(PREFLIGHT), "--json", str(report), *args], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300, env=env())  # fmt: skip
+    return run, json.loads(report.read_text())
+
+
+@pytest.fixture(scope="module")
+def without_datasets(tmp_path_factory):
+    return python_without(tmp_path_factory.mktemp("no-datasets"), "datasets", "evaluate")
+
+
+def test_the_view_hides_the_distribution_and_keeps_the_rest(without_datasets):
+    probe = ("import importlib.util as u, importlib.metadata as m, torch\n"
+             "print(u.find_spec('datasets') is None, u.find_spec('transformers') is not None)\n"
+             "try:\n    m.version('datasets'); print(False)\nexcept m.PackageNotFoundError:\n    print(True)")  # fmt: skip
+    out = subprocess.run([without_datasets, "-c", probe], capture_output=True, text=True, timeout=300, env=env())
+    assert out.stdout.split() == ["True", "True", "True"], out.stderr
+
+
+def test_without_evaluate_the_preflight_passes(tmp_path):
+    """pyproject no longer asks for `evaluate`: a machine without it (the lent H100's image) is ready."""
+    python = python_without(tmp_path, "evaluate")
+    run, report = run_preflight(python, tmp_path, "--parallel")
+    assert run.returncode == 0 and report["ok"], run.stdout + run.stderr
+    assert not report["missing"] and not report["wrong_version"] and "import hf_syntax_mt: ok" in report["import"]
+    assert "evaluate" not in " ".join(report["required"]) and "evaluate" not in report["versions"]
+    assert "gpu_preflight: ok" in run.stdout
+
+
+def test_without_datasets_the_preflight_names_it(without_datasets, tmp_path):
+    run, report = run_preflight(without_datasets, tmp_path)
+    assert run.returncode == 1 and not report["ok"]
+    assert report["missing"] == ["datasets>=4.0.0 (asked for by pyproject.toml)"], report["missing"]
+    assert "gpu_preflight: missing: datasets>=4.0.0 (asked for by pyproject.toml)" in run.stdout
+    assert report["import"] is None  # no import tried over a known gap
+
+
+def test_a_missing_requirement_of_a_requirement_is_named_with_who_asks(tmp_path):
+    python = python_without(tmp_path, "dill")
+    run, report = run_preflight(python, tmp_path)
+    assert run.returncode == 1
+    askers = {  # the installed distributions whose requirements name dill
+        f"{d.metadata['Name']} {d.version}" for d in md.distributions()
+        if any(r.split(";")[0].replace(" ", "").lower().startswith("dill") for r in d.requires or [])
+    }  # fmt: skip
+    assert report["missing"] and all(entry.startswith("dill") for entry in report["missing"])
+    assert f"datasets {md.version('datasets')}" in " ".join(report["missing"])  # the datasets pyproject asks for
+    named = {entry.split("asked for by ")[1].rstrip(")") for entry in report["missing"]}
+    assert named <= askers, (named, askers)
+
+
+def test_the_requirements_are_pyprojects_and_cover_every_import(preflight):
+    """Everything the package and the tests import at module level (third-party) is a distribution the preflight
+    requires, directly or as a requirement of one; nothing else from the dev extra is required but the runner."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    specs = preflight.required(ROOT / "pyproject.toml", parallel=True)
+    assert specs == project["dependencies"] + ["pytest>=8", "pytest-xdist>=3.5"]
+    report = preflight.check(specs)
+    assert report["missing"] == [] and report["wrong_version"] == []
+    closure = set(report["versions"])
+    owners = md.packages_distributions()
+    local = {p.stem for p in (ROOT / "tests").rglob("*.py")} | {"hf_syntax_mt", "hf_syntax_mt_cli", "benchmarks"}
+    imported = {}
+    for folder in ("src", "tests"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:  # module level: every run imports these
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                    [node.module] if isinstance(node, ast.ImportFrom) and not node.level and node.module else []  # fmt: skip
+                for name in names:
+                    top = name.split(".")[0]
+                    if top not in sys.stdlib_module_names and top not in local:
+                        imported.setdefault(top, path.relative_to(ROOT))
+    assert {"torch", "transformers", "datasets", "pytest"} <= set(imported)  # the scan sees the real imports
+    for module, where in imported.items():
+        distributions = {preflight.norm(d) for d in owners.get(module, [])}
+        assert distributions & closure, (
+            f"{where} imports {module} ({distributions}), which the preflight does not require"
+        )
 
 
 @pytest.mark.parametrize(
     "args, message",
     [(["--parts", "fast,nonsense"], "unknown part 'nonsense'"), (["--wheels", "/no/such/folder"], "no such folder"),
-     (["--frobnicate"], "unknown option --frobnicate")],
+     (["--frobnicate"], "unknown option --frobnicate"), (["--jobs", "0"], "--jobs 0: give a whole number"),
+     (["--gpu-jobs", "two"], "--gpu-jobs two: give a whole number")],
 )  # fmt: skip
 def test_bad_options_are_refused_before_anything_runs(tmp_path, args, message):
-    run = gpu_check(tmp_path / "out", *args)
+    run = gpu_check(sys.executable, tmp_path / "out", *args)
     assert run.returncode == 2 and message in run.stderr, run.stderr
     assert not (tmp_path / "out" / "gpu_check.json").exists()
+
+
+def gpu_check(python: str, out: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(SCRIPT), "--python", python, "--out", str(out), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+
+
+def repack(distribution: str, folder: Path) -> Path:
+    """A wheel of an installed distribution, made from its installed files (no network): what a wheel folder holds."""
+    dist = md.distribution(distribution)
+    name, version = dist.metadata["Name"].replace("-", "_"), dist.version
+    wheel = folder / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        record = []
+        for f in dist.files:
+            if f.parts[0] == ".." or "__pycache__" in f.parts or f.name in ("RECORD", "INSTALLER", "REQUESTED"):
+                continue
+            z.write(f.locate(), str(f))
+            record.append(f"{f},,")
+        info = f"{name}-{version}.dist-info"
+        record.append(f"{info}/RECORD,,")
+        z.writestr(f"{info}/RECORD", "\n".join(record) + "\n")
+    return wheel
+
+
+def fake_torch_wheel(folder: Path) -> Path:
+    wheel = folder / "torch-0.0.1-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("torch/__init__.py", "raise ImportError('the check installed a torch wheel')\n")
+        info = "torch-0.0.1.dist-info"
+        z.writestr(f"{info}/METADATA", "Metadata-Version: 2.1\nName: torch\nVersion: 0.0.1\n")
+        z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr(f"{info}/RECORD", f"torch/__init__.py,,\n{info}/METADATA,,\n{info}/WHEEL,,\n{info}/RECORD,,\n")
+    return wheel
+
+
+@pytest.mark.slow
+def test_dry_run_installs_the_folder_without_dependencies_and_never_torch(without_datasets, tmp_path):
+    """Without datasets the check fails at its preflight (no test part runs); with a folder holding a datasets
+    wheel and a torch wheel, the install mode puts datasets (that exact version) into the target folder, leaves torch
+    out, and the dry run passes."""
+    run = gpu_check(without_datasets, tmp_path / "bare", "--dry-run", "--parts", "preflight,fast")
+    summary = json.loads((tmp_path / "bare" / "gpu_check.json").read_text())
+    assert run.returncode == 1 and not summary["ok"]
+    assert summary["parts"]["preflight"]["status"] == "failed"
+    assert "datasets>=4.0.0" in summary["parts"]["preflight"]["note"]
+    assert summary["parts"]["fast"]["status"] == "failed" and "datasets" in summary["parts"]["fast"]["note"]
+
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    repack("datasets", wheels)
+    fake_torch_wheel(wheels)
+    target = tmp_path / "site"
+    run = gpu_check(without_datasets, tmp_path / "out", "--dry-run", "--wheels", str(wheels), "--target", str(target),
+                    "--bundle", str(tmp_path / "bundle"))  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    summary = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
+    assert summary["ok"] and summary["dry_run"] and summary["versions"]["datasets"] == md.version("datasets")
+    assert summary["parts"]["install"]["note"] == f"torch unchanged: {torch.__version__}"
+    assert summary["parts"]["preflight"]["status"] == "passed"
+    assert "leaving out torch-0.0.1-py3-none-any.whl" in run.stdout and not (target / "torch").exists()
+    assert (target / "datasets" / "__init__.py").exists() and (
+        target / f"datasets-{md.version('datasets')}.dist-info"
+    ).exists()
+    for part in ("fast", "gpu"):
+        assert summary["parts"][part]["status"] == "skipped" and "dry run: would run" in summary["parts"][part]["note"]
+    assert sorted(p.name for p in (tmp_path / "bundle").iterdir()) == [
+        "gpu_check.json",
+        "gpu_check.md",
+        "gpu_check.tar.gz",
+    ]
 
 
 @pytest.mark.slow
@@ -37,10 +238,11 @@ def test_without_cuda_the_gpu_parts_are_skipped_with_the_reason(tmp_path):
     fast = ["tests/gpu/test_bench_gpu.py::test_tiny_results_are_refused_under_benchmarks_results",
             "tests/gpu/test_bench_gpu.py::test_every_registered_method_has_a_setting"]  # fmt: skip
     gpu = "tests/gpu/test_translation_on_device.py::test_translate_document_leaves_a_cpu_model_on_the_cpu_where_cuda_is_visible"
-    run = gpu_check(tmp_path, "--parts", "fast,gpu,bench", "--fast-args", " ".join(fast), "--gpu-args", gpu)
+    run = gpu_check(sys.executable, tmp_path, "--parts", "fast,gpu,bench", "--jobs", "1", "--gpu-jobs", "1",
+                    "--fast-args", " ".join(fast), "--gpu-args", gpu)  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr
     summary = json.loads((tmp_path / "gpu_check.json").read_text())
-    assert summary["ok"] and list(summary["parts"]) == ["fast", "gpu", "bench"]
+    assert summary["ok"] and list(summary["parts"]) == ["preflight", "fast", "gpu", "bench"]
     assert summary["versions"]["torch"] == torch.__version__ and "CPU only" in summary["device"]
     fast_part, gpu_part, bench = (summary["parts"][p] for p in ("fast", "gpu", "bench"))
     assert fast_part["status"] == "passed" and fast_part["tests"]["passed"] == len(fast)
