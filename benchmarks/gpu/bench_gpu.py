@@ -7,7 +7,11 @@ one process and timed interleaved (the order rotates each round), medians over r
   padding) and the ratio to `MarianMTModel` on the same batch;
 - beam-4 generation of a fixed length (`min_new_tokens = max_new_tokens`, so every model decodes the same number of
   steps) at two batch sizes: sentences/s and the ratio to `MarianMTModel`;
-- peak GPU memory of each (a training step at each batch size, generation at each batch size);
+- peak GPU memory of each (a training step at each batch size, generation at each batch size), as the step's own
+  increase over what was allocated before it (the resident models and optimiser states not counted);
+- training on token batches whose shapes change every step, with evaluation steps between (`variable_shapes.py`:
+  Multi30k's lengths bucketed as `--max_tokens` batches are), for Marian, ours, PASCAL, DBSA + sync and the
+  alignment biases: tokens/s ratios, compiled graphs and recompiles per model, any fallback, a step's peak memory;
 - `torch.compile` on against off for ours without a method and PASCAL (training step at the first batch size).
 
 The batches are synthetic, built here with every method's columns (random sentences of 8-40 tokens; a random
@@ -21,7 +25,9 @@ source t): the speed of a step depends on the shapes, not on the words. The issu
     python benchmarks/gpu/bench_gpu.py --device cpu --quick --output /tmp/b.json   # tiny sizes: plumbing only
 
 Self-contained: it imports only `hf_syntax_mt`, `transformers`, `torch` and the standard library (no datasets, no
-corpora), so that it runs on a bare GPU machine. Results of the tiny CPU size are refused under benchmarks/results.
+corpora: the length table `multi30k_lengths.json` is committed), so that it runs on a bare GPU machine. Results of the
+tiny CPU size are refused under benchmarks/results. Numeric flags have ranges (`--beams 0` is refused, not divided
+by).
 """
 
 from __future__ import annotations
@@ -39,6 +45,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # the repository: `import benchmarks.*`
+from benchmarks.gpu import variable_shapes  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results" / "gpu"
 
 #: the sizes: transformer-base on a GPU (the issue's), a tiny one for CPU plumbing runs
@@ -77,9 +86,10 @@ def method_configs(layers: int, heads: int) -> dict[str, dict]:
     }  # fmt: skip
 
 
-def synthetic_batch(n_rows: int, vocab_size: int, max_len: int, seed: int = 0) -> dict:
-    """`n_rows` random sentence pairs (source and target of 8..max_len tokens with `</s>`, right-padded) with every
-    method's columns, on the CPU. One subword per word: token t is word t+1 (1-based), `</s>` and padding word 0."""
+def synthetic_batch(n_rows: int, vocab_size: int, max_len: int, seed: int = 0, lengths=None) -> dict:
+    """`n_rows` random sentence pairs (source and target of 8..max_len tokens with `</s>`, right-padded; or of the
+    given `lengths`, `(source lengths, target lengths)` of `n_rows` each, `</s>` included, >= 2) with every method's
+    columns, on the CPU. One subword per word: token t is word t+1 (1-based), `</s>` and padding word 0."""
     import torch
 
     from hf_syntax_mt.vocabularies import DEPRELS, SUBWORD_TAGS, UPOS_TAGS
@@ -87,10 +97,13 @@ def synthetic_batch(n_rows: int, vocab_size: int, max_len: int, seed: int = 0) -
     g = torch.Generator().manual_seed(seed)
     pad, eos, first_id = 1, 0, 3  # MarianTokenizer's layout: </s> = 0, <unk> = 1 ... pad = 1 here, ids from 3
 
-    def lengths(n):  # (n,) real tokens including </s>
+    def lengths_between(n):  # (n,) real tokens including </s>
         return torch.randint(min(8, max_len), max_len + 1, (n,), generator=g)
 
-    src_len, tgt_len = lengths(n_rows), lengths(n_rows)
+    if lengths is None:
+        src_len, tgt_len = lengths_between(n_rows), lengths_between(n_rows)
+    else:
+        src_len, tgt_len = (torch.tensor(side, dtype=torch.long) for side in lengths)  # (n_rows,) each
     S, T = int(src_len.max()), int(tgt_len.max())
     pos_s, pos_t = torch.arange(S).expand(n_rows, S), torch.arange(T).expand(n_rows, T)  # (B, S), (B, T)
     real_s, real_t = pos_s < src_len[:, None], pos_t < tgt_len[:, None]
@@ -194,13 +207,16 @@ class Timer:
         return (time.perf_counter() - start) / repeat
 
     def peak(self, fn) -> int | None:
+        """The call's own peak: the most allocated during it minus what was allocated before (the resident models,
+        their optimiser states and gradients are not the step's)."""
         if not self.cuda:
             return None
         self.sync()
         self.torch.cuda.reset_peak_memory_stats()
+        before = self.torch.cuda.memory_allocated()
         fn()
         self.sync()
-        return int(self.torch.cuda.max_memory_allocated())
+        return int(self.torch.cuda.max_memory_allocated() - before)
 
 
 def interleaved(fns: dict, rounds: int, repeat: int, timer: Timer) -> dict[str, list[float]]:
@@ -378,6 +394,8 @@ def markdown(result: dict) -> str:
                 cells.append(f"{row[f'{unit}_per_second']:,.0f}, {row['ratio_to_marian']:.2f}x, {mem}")
             lines.append(f"| {model} | " + " | ".join(cells) + " |")
         lines.append("")
+    if result.get("variable"):
+        lines += variable_shapes.markdown(result["variable"])
     if result.get("compile"):
         lines += ["## torch.compile (training step, first batch)", ""]
         for key in ("error", "skipped"):
@@ -402,24 +420,51 @@ def write(result: dict, output: Path) -> None:
     output.with_suffix(".md").write_text(markdown(result), encoding="utf-8")
 
 
+def ranged(kind, low, high=None):
+    """An argparse type: `kind` (int or float) in [low, high]; argparse names the flag in its error."""
+    noun = "a whole number" if kind is int else "a number"
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {noun}") from None
+        if not math.isfinite(value) or value < low or (high is not None and value > high):
+            bound = f">= {low}" if high is None else f"in [{low}, {high}]"
+            raise argparse.ArgumentTypeError(f"{text} is out of range: give {noun} {bound}")
+        return value
+
+    return parse
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default=None, help="cuda, cuda:N or cpu (default: cuda where torch sees one)")
     p.add_argument("--size", choices=list(SIZES), help="default: base on CUDA, tiny on the CPU")
-    p.add_argument("--quick", action="store_true", help="3 rounds of 5 steps, generation at the first size only")
+    p.add_argument("--quick", action="store_true", help="3 rounds of 5 steps, generation at the first size only, "
+                   "16 variable-shape steps")  # fmt: skip
     p.add_argument("--only", nargs="+", help="methods to run (default: every registered one)")
-    p.add_argument("--train-tokens", type=int, nargs=2, metavar=("SMALL", "LARGE"), help="source+target tokens of "
-                   "the two training batches (default: 5000 20000; tiny: 200 400)")  # fmt: skip
-    p.add_argument("--generate-rows", type=int, nargs="+", help="sentences per generation batch (default: 64 256)")
-    p.add_argument("--new-tokens", type=int, default=None, help="fixed generation length (default: 40; tiny: 4)")
-    p.add_argument("--beams", type=int, default=4)
-    p.add_argument("--rounds", type=int, default=None, help="default: 5 (quick: 3)")
-    p.add_argument("--steps", type=int, default=None, help="training steps per timed round (default: 10; quick: 5)")
+    p.add_argument("--train-tokens", type=ranged(int, 16), nargs=2, metavar=("SMALL", "LARGE"), help="source+target "
+                   "tokens of the two training batches (default: 5000 20000; tiny: 200 400)")  # fmt: skip
+    p.add_argument("--generate-rows", type=ranged(int, 1), nargs="+", help="sentences per generation batch "
+                   "(default: 64 256)")  # fmt: skip
+    p.add_argument("--new-tokens", type=ranged(int, 1), default=None, help="fixed generation length (default: 40; "
+                   "tiny: 4)")  # fmt: skip
+    p.add_argument("--beams", type=ranged(int, 1), default=4)
+    p.add_argument("--rounds", type=ranged(int, 1), default=None, help="default: 5 (quick: 3; tiny: 2)")
+    p.add_argument("--steps", type=ranged(int, 1), default=None, help="training steps per timed round (default: "
+                   "10; quick: 5; tiny: 1)")  # fmt: skip
+    p.add_argument("--variable-steps", type=ranged(int, 0), default=None, help="training steps of the variable-shape "
+                   "phase (default: 40; quick: 16; tiny: 6; 0: skip the phase)")  # fmt: skip
+    p.add_argument("--variable-tokens", type=ranged(int, 64), default=None, help="the phase's --max_tokens: padded "
+                   "tokens per batch (default: 5000; tiny: 300; Multi30k's longest pair has 46 tokens)")  # fmt: skip
+    p.add_argument("--eval-every", type=ranged(int, 1), default=3, help="an evaluation step after every N training "
+                   "steps of the variable-shape phase")  # fmt: skip
     p.add_argument("--compile", nargs="*", default=None, help="models timed with torch.compile on and off "
                    "(default: none pascal on CUDA, none on the CPU; give no name to skip)")  # fmt: skip
     p.add_argument("--fp32", action="store_true", help="no bf16 autocast")
-    p.add_argument("--budget", type=float, help="seconds: the torch.compile phase starts only if under half are spent "
-                   "(the GPU check passes its time limit)")  # fmt: skip
+    p.add_argument("--budget", type=ranged(float, 1), help="seconds: the torch.compile phase starts only if under "
+                   "half are spent (the GPU check passes its time limit)")  # fmt: skip
     p.add_argument("--output", default=None, help="JSON path (default: benchmarks/results/gpu/bench_gpu[-quick].json;"
                    " a .md beside it)")  # fmt: skip
     args = p.parse_args(argv)
@@ -431,13 +476,19 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error(f"--device {args.device}: torch {torch.__version__} sees no CUDA device; use --device cpu")
     args.size = args.size or ("base" if cuda else "tiny")
     tiny = args.size == "tiny"
-    args.train_tokens = args.train_tokens or ([200, 400] if tiny else [5000, 20000])
-    args.generate_rows = args.generate_rows or ([4, 8] if tiny else [64, 256])
+
+    def default(value, tiny_value, quick_value, full_value):  # a flag given is kept as given (never replaced)
+        return value if value is not None else tiny_value if tiny else quick_value if args.quick else full_value
+
+    args.train_tokens = default(args.train_tokens, [200, 400], [5000, 20000], [5000, 20000])
+    args.generate_rows = default(args.generate_rows, [4, 8], [64, 256], [64, 256])
     if args.quick:
         args.generate_rows = args.generate_rows[:1]
-    args.new_tokens = args.new_tokens or (4 if tiny else 40)
-    args.rounds = args.rounds or (2 if tiny else 3 if args.quick else 5)
-    args.steps = args.steps or (1 if tiny else 5 if args.quick else 10)
+    args.new_tokens = default(args.new_tokens, 4, 40, 40)
+    args.rounds = default(args.rounds, 2, 3, 5)
+    args.steps = default(args.steps, 1, 5, 10)
+    args.variable_steps = default(args.variable_steps, 6, 16, 40)
+    args.variable_tokens = default(args.variable_tokens, 300, 5000, 5000)
     args.generate_rounds = max(2, args.rounds)
     if args.compile is None:
         args.compile = ["none", "pascal"] if cuda else []
@@ -479,7 +530,7 @@ def main(argv=None) -> int:
         "benchmark": "bench_gpu", "environment": environment(args.device), "size": {**size, "name": args.size},
         "bf16": bf16, "quick": args.quick, "rounds": args.rounds, "steps": args.steps, "beams": args.beams,
         "new_tokens": args.new_tokens, "methods": args.only, "missing_methods": missing,
-        "batches": {}, "train": {}, "generate": {}, "compile": {}, "targets": [], "complete": False,
+        "batches": {}, "train": {}, "variable": {}, "generate": {}, "compile": {}, "targets": [], "complete": False,
     }  # fmt: skip
     for i, tokens in enumerate(args.train_tokens):
         batch = synthetic_batch(rows_for_tokens(tokens, size["max_len"]), size["vocab_size"], size["max_len"], seed=i)
@@ -491,6 +542,14 @@ def main(argv=None) -> int:
         print(f"bench_gpu: train {label}: " + ", ".join(f"{n} {r['ratio_to_marian']:.2f}x" for n, r in
                                                         result["train"][label].items()), file=sys.stderr)  # fmt: skip
         write(result, args.output)  # a run cut off by a time limit keeps what it measured
+    if args.variable_steps:
+        result["variable"] = variable_shapes.run_phase(models, args, size, timer, autocast, synthetic_batch, inputs_for,
+                                                       real_tokens)  # fmt: skip
+        print("bench_gpu: variable shapes: " + ", ".join(
+            f"{n} {r.get('ratio_to_marian', 1):.2f}x ({r['graphs']} graphs, {r['recompiles']} recompiles"
+            f"{', FALLBACK' if r['fallback'] else ''})" for n, r in result["variable"]["models"].items()),
+            file=sys.stderr)  # fmt: skip
+        write(result, args.output)
     for i, rows in enumerate(args.generate_rows):
         batch = synthetic_batch(rows, size["vocab_size"], size["max_len"], seed=100 + i)
         batch = {k: v.to(args.device) for k, v in batch.items()}

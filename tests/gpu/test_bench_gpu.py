@@ -1,10 +1,14 @@
 """`benchmarks/gpu/bench_gpu.py` at its tiny CPU size (plumbing; the GPU check runs it on CUDA): the JSON holds every
 phase for every model, its tokens/s and ratios follow from the recorded times (recomputed here), the targets are
-judged from those ratios; its synthetic batch carries every method's columns, consistent with one tree."""
+judged from those ratios; its synthetic batch carries every method's columns, consistent with one tree. The
+variable-shape phase's plan is Multi30k's lengths in `--max_tokens` buckets with evaluation steps between, and its
+compile counter counts what dynamo compiles (checked on a function whose recompiles are known). Numeric flags have
+ranges."""
 
 import importlib.util
 import json
 import statistics
+import warnings
 from pathlib import Path
 
 import pytest
@@ -45,7 +49,19 @@ def test_the_json_has_every_phase_for_every_model(result):
                 assert row["peak_memory_bytes"] is None  # not measured on the CPU
                 assert row[f"{unit}_per_second"] > 0
     assert data["compile"] == {}  # off on the CPU by default
-    assert out.with_suffix(".md").read_text().count("| marian |") == 2
+    variable = data["variable"]
+    assert list(variable["models"]) == ["marian", "none", "pascal", "synchronous"]  # the phase's models that ran
+    plan = variable["plan"]
+    assert plan["train_steps"] == 6 and plan["eval_steps"] == 2 and plan["distinct_shapes"] > 3
+    for row in variable["models"].values():
+        assert row["tokens_per_second"] == pytest.approx(plan["train_tokens"] / row["train_seconds"])
+        assert row["ratio_to_marian"] == pytest.approx(
+            variable["models"]["marian"]["train_seconds"] / row["train_seconds"]
+        )
+        assert row["peak_step_memory_bytes"] is None and row["recompiles"] == len(row["recompile_reasons"])
+        assert {"graphs", "compiled_frames", "fallback", "warnings", "first_pass_ratio_to_marian"} <= set(row)
+    assert "## Training on batches of changing shapes" in out.with_suffix(".md").read_text()
+    assert out.with_suffix(".md").read_text().count("| marian |") == 3  # training, variable shapes, generation
 
 
 def test_throughput_and_ratios_follow_from_the_recorded_times(result):
@@ -108,3 +124,64 @@ def test_every_registered_method_has_a_setting(bench):
 def test_tiny_results_are_refused_under_benchmarks_results(bench):
     with pytest.raises(SystemExit):
         bench.parse_args(["--device", "cpu", "--output", str(ROOT / "benchmarks" / "results" / "gpu" / "x.json")])
+
+
+def test_the_variable_plan_is_multi30k_in_max_tokens_buckets_with_evaluations_between(bench):
+    from benchmarks.gpu import variable_shapes
+
+    table = json.loads(variable_shapes.LENGTHS.read_text())
+    assert table["pairs"] == sum(n for *_, n in table["source_target_count"]) == 29000
+    known = {(s, t) for s, t, _ in table["source_target_count"]}
+    steps = variable_shapes.plan(max_tokens=300, train_steps=6, eval_every=3, max_length=250)
+    assert [kind for kind, *_ in steps] == ["train"] * 3 + ["eval"] + ["train"] * 3 + ["eval"]
+    for _, src, tgt in steps:
+        assert len(src) * max(max(src), max(tgt)) <= 300  # fairseq's rule: rows x longest side
+        assert set(zip(src, tgt, strict=True)) <= known
+    assert len({(len(src), max(src), max(tgt)) for _, src, tgt in steps}) > 4  # the shape changes step to step
+    batch = bench.synthetic_batch(3, 50, 12, lengths=([5, 9, 3], [4, 2, 7]))
+    assert batch["attention_mask"].sum(1).tolist() == [5, 9, 3] and (batch["labels"] != -100).sum(1).tolist() == [
+        4,
+        2,
+        7,
+    ]
+
+
+def test_the_compile_watch_counts_graphs_recompiles_and_fallback_warnings(bench):
+    """A function compiled with an int argument: dynamo specialises on the int, so two values give two graphs and
+    one recompile; a warning that says it falls back is flagged. A new watch starts from zero."""
+    from benchmarks.gpu.variable_shapes import CompileWatch
+
+    def scale(x, n):
+        return x * n
+
+    with CompileWatch() as watch:
+        compiled = torch.compile(scale, backend="eager")
+        for n in (2, 2, 3):
+            assert torch.equal(compiled(torch.ones(3), n), torch.full((3,), float(n)))
+        warnings.warn("flex_attention falls back to the uncompiled path", UserWarning, stacklevel=1)
+    report = watch.report()
+    assert (report["graphs"], report["compiled_frames"], report["recompiles"]) == (2, 2, 1)
+    assert report["fallback"] and any("falls back" in w for w in report["warnings"])
+    with CompileWatch() as again:
+        torch.compile(scale, backend="eager")(torch.ones(2), 5)
+    assert (again.report()["graphs"], again.report()["recompiles"], again.report()["fallback"]) == (1, 0, False)
+
+
+@pytest.mark.parametrize(
+    "flag, value, message",
+    [("--beams", "0", "--beams: 0 is out of range"), ("--rounds", "0", "--rounds: 0 is out of range"),
+     ("--steps", "0", "--steps: 0 is out of range"), ("--variable-tokens", "10", "--variable-tokens: 10 is out of range"),
+     ("--budget", "nan", "--budget: nan is out of range"), ("--new-tokens", "two", "--new-tokens: 'two' is not a whole number")],
+)  # fmt: skip
+def test_numeric_flags_are_refused_out_of_range(bench, capsys, flag, value, message):
+    with pytest.raises(SystemExit) as stop:
+        bench.parse_args(["--device", "cpu", flag, value])
+    assert stop.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_given_flags_are_kept_not_replaced(bench, tmp_path):
+    out = ["--output", str(tmp_path / "b.json")]
+    args = bench.parse_args(["--device", "cpu", "--rounds", "7", "--steps", "3", "--variable-steps", "0", *out])
+    assert (args.rounds, args.steps, args.variable_steps) == (7, 3, 0)  # 0: the phase is skipped, as asked
+    default = bench.parse_args(["--device", "cpu", *out])
+    assert (default.rounds, default.steps, default.variable_steps, default.variable_tokens) == (2, 1, 6, 300)
