@@ -75,7 +75,8 @@ def checkpoint_keyword_tensors(checkpoint_function):
     def run(function, *args, **kwargs):
         if not isinstance(function, functools.partial):
             return checkpoint_function(function, *args, **kwargs)
-        leaves, spec = tree_flatten(function.keywords)
+        # into dicts, lists and tuples only: any other object (a decoding cache, the attention record) stays itself
+        leaves, spec = tree_flatten(function.keywords, is_leaf=lambda x: not isinstance(x, (dict, list, tuple)))
         lifted = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor) and leaf.requires_grad]
         if not lifted:
             return checkpoint_function(function, *args, **kwargs)
