@@ -225,13 +225,30 @@ class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
             raise UserError("--average_checkpoints needs --max_steps (the averaged steps end there)")
 
 
+def train_parser() -> HfArgumentParser:
+    """The parser of the train script's flags (``hf_syntax_mt.train_help`` keeps its help for a fast ``--help``)."""
+    return HfArgumentParser((ModelArguments, DataArguments, SyntaxMTTrainingArguments))
+
+
 def parse_args(argv: list[str] | None = None):
-    """Parse ``argv`` (or a single ``.json`` file of arguments) into the three dataclasses."""
-    parser = HfArgumentParser((ModelArguments, DataArguments, SyntaxMTTrainingArguments))
+    """Parse ``argv`` (or a single ``.json`` file of arguments) into the three dataclasses. A flag no dataclass
+    has, or a combination `TrainingArguments` refuses (its ``ValueError``), is a `UserError` naming it."""
+    parser = train_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
-    if len(argv) == 1 and argv[0].endswith(".json"):
-        return parser.parse_json_file(os.path.abspath(argv[0]))
-    return parser.parse_args_into_dataclasses(args=argv)
+    try:
+        if len(argv) == 1 and argv[0].endswith(".json"):
+            return parser.parse_json_file(os.path.abspath(argv[0]))
+        *parsed, remaining = parser.parse_args_into_dataclasses(args=argv, return_remaining_strings=True)
+    except UserError:
+        raise
+    except ValueError as e:  # transformers' checks of the training arguments: about the flags given
+        raise UserError(f"train: {e}") from e
+    if remaining:
+        known = [s for action in parser._actions for s in action.option_strings if s.startswith("--")]
+        close = difflib.get_close_matches(remaining[0].split("=")[0], known, n=3)
+        hint = f"; did you mean {' or '.join(close)}?" if close else " (hf-syntax-mt train --help lists them)"
+        raise UserError(f"train: unrecognized arguments: {' '.join(remaining)}{hint}")
+    return tuple(parsed)
 
 
 # ------------------------------------------------------------------------------------------------------------------
