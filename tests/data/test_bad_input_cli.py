@@ -6,6 +6,7 @@ transformers; the version check's upper bound; a train mistake does not block it
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -295,6 +296,23 @@ def test_train_names_an_unknown_flag_and_the_close_one():
     with pytest.raises(UserError, match=r"^train: .*--load_best_model_at_end"):  # TrainingArguments' own check
         main(["train", "--output_dir", "x", "--load_best_model_at_end", "--eval_strategy", "steps", "--save_strategy",
               "epoch"])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--vocab_size", "0"], "--vocab_size must be at least 1, got 0"),
+        (["--max_source_length", "0"], "--max_source_length must be at least 2, got 0"),
+        (["--max_train_samples", "-5"], "--max_train_samples must be at least 1, got -5"),
+        (["--context_sentences", "-1"], "--context_sentences must be at least 0, got -1"),
+        (["--time_budget_seconds", "0"], "--time_budget_seconds must be a positive number of seconds, got 0.0"),
+    ],
+)
+def test_train_numeric_flags_out_of_range_name_the_flag(flags, message):
+    """The train script's own numeric flags had no range of their own: each is named before any work."""
+    with pytest.raises(UserError, match=f"^{re.escape(message)}$"):
+        main(["train", "--output_dir", "never-written", *flags])
+    assert not Path("never-written").exists()
 
 
 # ------------------------------------------------------------------------------------------------------------------
