@@ -1,10 +1,12 @@
-"""The `hf-syntax-mt` console script: `--help` answers without importing torch or transformers.
+"""The `hf-syntax-mt` console script: `--help`, argparse errors and the checks between flags answer without importing
+torch or transformers.
 
 `import hf_syntax_mt` imports torch and transformers (the package registers its classes with transformers' Auto
 classes on import), which takes seconds, and ``hf_syntax_mt.cli`` is inside that package. This module lives outside
-it: for ``--help`` / ``-h`` it loads ``hf_syntax_mt/cli.py`` on its own (its module level imports the standard
-library only; every subcommand imports what it needs when it runs) and prints the help of the same parser;
-everything else goes to `hf_syntax_mt.cli.main`.
+it: it loads the package's standard-library modules on their own, ``errors.py`` (the user-error types),
+``cli_args.py`` (the parser, its flag types and `check_args`) and, for ``train --help``, ``train_help.py`` (the
+train script's help, kept from `HfArgumentParser`'s), under their real names, so that the package uses the same
+classes once it is imported. A command that parses and passes the checks goes to `hf_syntax_mt.cli.main`.
 """
 
 from __future__ import annotations
@@ -14,29 +16,63 @@ import sys
 from pathlib import Path
 
 
-def _parser_module():
-    """``hf_syntax_mt/cli.py`` loaded without running the package's ``__init__`` (under a private module name)."""
+def _load(name: str):
+    """``hf_syntax_mt/<name>.py`` loaded without running the package's ``__init__``, registered as
+    ``hf_syntax_mt.<name>`` (an import of the package later finds it there); None where the package is not found."""
+    full = f"hf_syntax_mt.{name}"
+    if full in sys.modules:
+        return sys.modules[full]
     spec = importlib.util.find_spec("hf_syntax_mt")  # finds the package without importing it
     if spec is None or not spec.submodule_search_locations:
         return None
-    path = Path(next(iter(spec.submodule_search_locations))) / "cli.py"
-    module_spec = importlib.util.spec_from_file_location("_hf_syntax_mt_cli_help", path)
+    path = Path(next(iter(spec.submodule_search_locations))) / f"{name}.py"
+    module_spec = importlib.util.spec_from_file_location(full, path)
     if module_spec is None or module_spec.loader is None:
         return None
     module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
+    sys.modules[full] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[full]
+        raise
     return module
 
 
-def main() -> int:
-    """`hf-syntax-mt`: help from the parser alone, anything else from `hf_syntax_mt.cli.main`."""
-    argv = sys.argv[1:]
-    if any(a in ("-h", "--help") for a in argv) and not (argv and argv[0] == "train"):  # train: HfArgumentParser
-        module = _parser_module()
-        if module is not None:
-            module.build_parser().parse_args([a for a in argv if a != "--debug"])  # prints the help and exits
-    from hf_syntax_mt.cli import main as cli_main
+def _attach() -> None:
+    """Make the modules `_load` registered attributes of the package, as an ordinary import of them does."""
+    package = sys.modules.get("hf_syntax_mt")
+    for name in ("errors", "cli_args", "train_help"):
+        if package is not None and f"hf_syntax_mt.{name}" in sys.modules:
+            setattr(package, name, sys.modules[f"hf_syntax_mt.{name}"])
 
+
+def main() -> int:
+    """`hf-syntax-mt`: the parser alone first (help, argparse errors, `check_args`), then `hf_syntax_mt.cli.main`."""
+    errors, cli_args = _load("errors"), _load("cli_args")
+    if errors is None or cli_args is None:  # not an installed package layout: the package reports its own errors
+        from hf_syntax_mt.cli import main as cli_main
+
+        return cli_main()
+    argv, debug = cli_args.split_debug(sys.argv[1:])
+    try:
+        if argv and argv[0] == "train":
+            if any(a in ("-h", "--help") for a in argv[1:]):
+                text = _load("train_help").fast_help()  # None where the kept help is not this installation's
+                if text is not None:
+                    sys.stdout.write(text)
+                    return 0
+        else:
+            args = cli_args.build_parser().parse_args(argv)  # help and argparse errors exit here
+            cli_args.check_args(args)
+        from hf_syntax_mt.cli import main as cli_main  # imports torch and transformers; checks their versions
+
+        _attach()
+    except (errors.UserError, errors.DependencyVersionError) as e:
+        if debug:
+            raise
+        print(cli_args.one_line(e), file=sys.stderr)
+        return 1
     return cli_main()
 
 

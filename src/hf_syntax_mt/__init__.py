@@ -1,10 +1,13 @@
 """hf-syntax-mt: syntax-aware and document-aware NMT for the Hugging Face ecosystem."""
 
+# isort: off
+# first of all: one ImportError naming the release to install where transformers or torch is older than the floor
+# (or transformers at its upper bound), before transformers is imported or fails deeper (5.0-5.3: SyntaxMTConfig
+# cannot be a dataclass)
+from .compat import check_versions  # noqa: F401
 from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
-# first of the package's modules: one ImportError naming the release to install where transformers or torch is older
-# than the floor, before an older transformers fails deeper (5.0-5.3: SyntaxMTConfig cannot be a dataclass)
-from .compat import check_versions  # noqa: F401
+# isort: on
 from .configuration_syntax_mt import SyntaxMTConfig
 from .modeling_syntax_mt import (
     SyntaxMTForConditionalGeneration,

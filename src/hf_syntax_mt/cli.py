@@ -5,20 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
+import traceback
 from pathlib import Path
 
+from .cli_args import BUG_REPORT, DEBUG_ENV, build_parser, check_args, one_line, split_debug
+from .errors import UserError
 
-def _positive_int(text: str) -> int:
-    """An argparse type: an int >= 1 (a batch size or a beam count of 0 would divide by zero or never start)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+__all__ = ["DEBUG_ENV", "build_parser", "main"]
 
 
 def _model_directory(path: str) -> str:
@@ -27,17 +21,17 @@ def _model_directory(path: str) -> str:
     p = Path(path).expanduser()
     if p.is_dir():
         if not (p / "config.json").is_file():
-            raise ValueError(f"--model {path}: the directory {p.resolve()} has no config.json, so it is not a saved "
+            raise UserError(f"--model {path}: the directory {p.resolve()} has no config.json, so it is not a saved "
                              "model; give the directory a training run or save_pretrained wrote.")  # fmt: skip
         _check_saved_model(p, path)
         return str(p)
     if p.exists():
-        raise ValueError(f"--model {path} is a file; give the model's directory (the one holding config.json).")
+        raise UserError(f"--model {path} is a file; give the model's directory (the one holding config.json).")
     hub_like = (
         not p.is_absolute() and path.count("/") == 1 and not path.startswith((".", "~")) and not p.parent.is_dir()
     )
     if not hub_like:
-        raise ValueError(f"--model {path}: no such directory ({p.resolve()}); give the directory a training run or "
+        raise UserError(f"--model {path}: no such directory ({p.resolve()}); give the directory a training run or "
                          "save_pretrained wrote (it holds config.json).")  # fmt: skip
     return path
 
@@ -50,10 +44,10 @@ def _check_saved_model(directory: Path, flag_value: str) -> None:
     try:
         config = json.loads(config_file.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"--model {flag_value}: {config_file} is not valid JSON ({e}); restore it from the training "
+        raise UserError(f"--model {flag_value}: {config_file} is not valid JSON ({e}); restore it from the training "
                          "run's output (or save_pretrained)") from None  # fmt: skip
     if not isinstance(config, dict):
-        raise ValueError(f"--model {flag_value}: {config_file} holds no JSON object; restore it from the training run")
+        raise UserError(f"--model {flag_value}: {config_file} holds no JSON object; restore it from the training run")
     restore = ("the file was edited, or the directory holds another library's model; restore config.json from the "
                "training run's output (or save the model again with save_pretrained)")  # fmt: skip
     model_type = config.get("model_type")
@@ -62,17 +56,17 @@ def _check_saved_model(directory: Path, flag_value: str) -> None:
     import hf_syntax_mt  # noqa: F401  (registers syntax_mt and syntax_mt_symmetric)
 
     if not isinstance(model_type, str) or model_type not in CONFIG_MAPPING:
-        raise ValueError(f"--model {flag_value}: {config_file} has model_type {model_type!r}, which neither "
+        raise UserError(f"--model {flag_value}: {config_file} has model_type {model_type!r}, which neither "
                          "hf-syntax-mt (syntax_mt, syntax_mt_symmetric) nor transformers (e.g. marian) knows: "
                          f"{restore}")  # fmt: skip
     pipelines = config.get("custom_pipelines")
     if isinstance(pipelines, dict) and "syntax-translation" in pipelines:
-        raise ValueError(f"--model {flag_value}: {config_file} declares its own code for the task "
+        raise UserError(f"--model {flag_value}: {config_file} declares its own code for the task "
                          "'syntax-translation' (custom_pipelines), which hf-syntax-mt never writes and does not run: "
                          f"{restore}")  # fmt: skip
     tokenizer_files = ("tokenizer.json", "*.spm", "*.model", "vocab.json", "vocab.txt")  # fast, or sentencepiece
     if not any(f.is_file() for pattern in tokenizer_files for f in directory.glob(pattern)):
-        raise ValueError(f"--model {flag_value}: {directory} has no tokenizer (no tokenizer.json): copy tokenizer.json "
+        raise UserError(f"--model {flag_value}: {directory} has no tokenizer (no tokenizer.json): copy tokenizer.json "
                          "and tokenizer_config.json from the training run's output directory, where "
                          "save_pretrained wrote them beside the model")  # fmt: skip
 
@@ -80,7 +74,7 @@ def _check_saved_model(directory: Path, flag_value: str) -> None:
 def _demo(args: argparse.Namespace) -> int:
     from hf_syntax_mt.demo.run import DemoSettings, run_demo
 
-    settings = {k: v for k, v in vars(args).items() if k not in ("command", "func", "only")}
+    settings = {k: v for k, v in vars(args).items() if k not in ("command", "only")}
     run_demo(DemoSettings(**settings, systems=tuple(args.only)))
     return 0
 
@@ -94,13 +88,13 @@ def _random_contexts(args: argparse.Namespace, lines: list[str], documents, k: i
         why = ("it needs documents (--docids FILE or --documents blank-lines)" if documents is None else
                "it contradicts --no-context" if args.no_context else
                f"{args.model} has no document context (context_sentences=0) to replace")  # fmt: skip
-        raise ValueError(f"--random-context: {why}")
+        raise UserError(f"--random-context: {why}")
     positions = [i for start, end in documents for i in range(start, end)]
     ids = [str(d) for d, (start, end) in enumerate(documents) for _ in range(start, end)]
     try:
         given = random_contexts(ids, [lines[i] for i in positions], k, seed=args.random_context)
     except ValueError as e:  # a single document has no other document to borrow from
-        raise ValueError(f"--random-context: {e}") from None
+        raise UserError(f"--random-context: {e}") from None
     contexts: list[list[str]] = [[] for _ in lines]
     for i, context in zip(positions, given, strict=True):
         contexts[i] = context
@@ -137,7 +131,7 @@ def _translate(args: argparse.Namespace) -> int:
     k = getattr(AutoConfig.from_pretrained(model), "context_sentences", 0) or 0
     contexts = None if args.random_context is None else _random_contexts(args, lines, documents, k)
     if k and documents is None and not args.no_context:
-        raise ValueError(
+        raise UserError(
             f"{args.model} is a document-level model (context_sentences={k}: it reads the previous {k} source "
             f"sentences of the document), but {name} was given as plain sentences. Give the documents: --docids FILE "
             "(one document id per input line) or --documents blank-lines (documents separated by a blank line); or "
@@ -172,7 +166,7 @@ def _translate(args: argparse.Namespace) -> int:
             if args.parser == "conllu" and args.parser_model
             else "The model's parser"
         )
-        raise ValueError(
+        raise UserError(
             f"{e}. {given} is a CoNLL-U file, which holds the parses of its own sentences only; to translate other "
             f"text give its parse, one tree per line of {name} (with '# text = ...' lines): --parser conllu "
             "--parser-model FILE.conllu, or parse the text as it comes: --parser spacy --parser-model MODEL "
@@ -221,6 +215,11 @@ def _contrastive(args: argparse.Namespace) -> int:
         examples = list(contrastive_examples(generate_documents(args.synthetic, seed=args.seed)))
         data = f"synthetic-documents(docs={args.synthetic},seed={args.seed})"
     examples = examples[: args.limit] if args.limit else examples
+    if not examples:
+        given = f"--discevalmt {args.discevalmt} (subset {args.subset})" if args.discevalmt else (
+            f"--synthetic {args.synthetic} (seed {args.seed})")  # fmt: skip
+        raise UserError(f"{given} gives no contrastive example to score: give more documents (e.g. --synthetic 50)"
+                        if not args.discevalmt else f"{given} holds no example: check the folder")  # fmt: skip
     model_dir = _model_directory(args.model)
     model = AutoModelForSeq2SeqLM.from_pretrained(model_dir)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
@@ -239,16 +238,9 @@ def _contrastive(args: argparse.Namespace) -> int:
 def _evaluate(args: argparse.Namespace) -> int:
     from hf_syntax_mt.evaluation import evaluate_files, format_evaluation
 
-    if args.layer_head is not None and len(args.layer_head) != 2:
-        raise ValueError("--arcs-layer-head takes two numbers: LAYER HEAD")
     # checked as translate checks it (a damaged config.json named, not transformers' trust_remote_code advice)
     args.model = args.model and _model_directory(args.model)
     args.baseline_model = args.baseline_model and _model_directory(args.baseline_model)
-    if (args.docids or args.no_context) and (args.gold_conllu is None or args.model is None):
-        flag = "--docids" if args.docids else "--no-context"
-        raise ValueError(f"{flag} is about the attention scores of a document-level --model on the sentences of "
-                         "--gold-conllu, and this call scores none: add --model DIR and --gold-conllu FILE, or leave out "
-                         f"{flag} (BLEU, chrF and RIBES read no documents)")  # fmt: skip
     if args.docids:
         from transformers import AutoConfig
 
@@ -294,16 +286,12 @@ def _align(args: argparse.Namespace) -> int:
     import hf_syntax_mt  # noqa: F401  (registers the Auto classes)
     from hf_syntax_mt.alignment.words import align_corpus, format_pharaoh, read_parallel_words
 
-    if args.input and (args.src or args.tgt):
-        raise SystemExit(
-            "hf-syntax-mt align: give --input (one 'source ||| target' file) or --src and --tgt, not both"
-        )
     path = _model_directory(args.model)
     sources, targets = read_parallel_words(args.src, args.tgt, args.input)
     config = AutoConfig.from_pretrained(path)
     symmetric = config.model_type == "syntax_mt_symmetric"
     if not symmetric and args.symmetrize not in (None, "forward"):
-        raise SystemExit(f"hf-syntax-mt align: --symmetrize {args.symmetrize} combines the two directions of a "
+        raise UserError(f"--symmetrize {args.symmetrize} combines the two directions of a "
                          f"symmetric model, but {args.model} translates one direction (its links are forward links): "
                          "leave out --symmetrize, or align with a symmetric model.")  # fmt: skip
     auto = AutoModel if symmetric else AutoModelForSeq2SeqLM
@@ -329,13 +317,13 @@ def _aer(args: argparse.Namespace) -> int:
     for k, h in enumerate(hyp, start=1):
         if h.possible != h.sure:
             link = min(h.possible - h.sure)
-            raise ValueError(f"{args.hyp}:{k}: possible link '{link[0] + args.hyp_one_indexed}p"
+            raise UserError(f"{args.hyp}:{k}: possible link '{link[0] + args.hyp_one_indexed}p"
                              f"{link[1] + args.hyp_one_indexed}' in the hypothesis: a predicted alignment has links "
                              "only ('i-j'); possible links belong to --gold. Did you swap --hyp and --gold? If these "
                              "are predicted links, write them as 'i-j'.")  # fmt: skip
     result = alignment_error_rate(hyp, gold)
     if result["predicted_links"] + result["sure_links"] == 0:
-        raise ValueError(f"{args.hyp} has no link and {args.gold} no sure link in {result['pairs']} pairs: AER is "
+        raise UserError(f"{args.hyp} has no link and {args.gold} no sure link in {result['pairs']} pairs: AER is "
                          "0/0, undefined. Check that both are the right (non-empty) Pharaoh files.")  # fmt: skip
     if hint := index_base_hint(hyp, gold):
         logging.getLogger("hf_syntax_mt.cli").warning(hint)
@@ -348,210 +336,22 @@ def _aer(args: argparse.Namespace) -> int:
     return 0
 
 
-def _device_arguments(parser: argparse.ArgumentParser, what: str) -> None:
-    """``--device`` and ``--bf16`` of `translate` and `evaluate`."""
-    parser.add_argument("--device", help=f"where to {what}: cpu, cuda, cuda:N or mps (default: as transformers' "
-                        "pipeline, the first GPU if torch sees one, else the CPU); printed on stderr")  # fmt: skip
-    parser.add_argument("--bf16", action="store_true", help="compute in bfloat16 (autocast; the weights stay float32); "
-                        "refused where the device has no bfloat16 (a CUDA GPU before Ampere)")  # fmt: skip
-
-
-class _HelpFormatter(argparse.HelpFormatter):
-    """Help that shows each option's default (as `argparse.ArgumentDefaultsHelpFormatter`), except where there is
-    none to show (`None`, a flag's `False`) or the help text already says it."""
-
-    def _get_help_string(self, action):
-        text = action.help or ""
-        if action.option_strings and action.default not in (None, False, argparse.SUPPRESS) and "default" not in text:
-            text += " (default: %(default)s)"
-        return text
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="hf-syntax-mt", description="Syntax-aware NMT for Hugging Face transformers.",
-        epilog=f"An error you can fix prints one 'error:' line; --debug (or {DEBUG_ENV}=1) shows its traceback.",
-    )  # fmt: skip
-    # read (and removed) by main() before parsing; SUPPRESS keeps it out of the subcommands' namespace
-    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                   help="show the traceback of an error (also after the subcommand)")  # fmt: skip
-    sub = p.add_subparsers(dest="command", required=True)
-
-    d = sub.add_parser(
-        "demo", help="train vanilla Marian vs PASCAL on the built-in demo language; BLEU, chrF, attachment diagnostic"
-    )
-    d.add_argument("--output-dir", default="runs/demo")
-    d.add_argument("--seed", type=int, default=0)
-    d.add_argument("--train-size", type=int, default=20000)
-    d.add_argument("--test-size", type=int, default=500)
-    d.add_argument("--diagnostic-size", type=int, default=100, help="ambiguous sources, each scored with both trees")
-    d.add_argument("--vocab-size", type=int, default=160)
-    d.add_argument("--d-model", type=int, default=128)
-    d.add_argument("--layers", type=int, default=2)
-    d.add_argument("--heads", type=int, default=4)
-    d.add_argument("--pascal-heads", type=int, default=2, help="PASCAL heads in encoder layer --pascal-layer")
-    d.add_argument("--pascal-layer", type=int, default=0)
-    d.add_argument("--pascal-sigma", type=float, default=1.0)
-    d.add_argument("--max-tokens", type=int, default=1024, help="padded tokens per training batch")
-    d.add_argument("--learning-rate", type=float, default=1e-3)
-    d.add_argument("--warmup-steps", type=int, default=200)
-    d.add_argument("--max-steps", type=int, default=1200, help="training steps per model (the stopping rule)")
-    d.add_argument("--budget", type=float, default=None, help="optional: also stop after this many seconds per model")
-    d.add_argument("--curve-every", type=int, default=250, help="steps between diagnostic-curve points (0: none)")
-    d.add_argument("--threads", type=int, default=1, help="torch threads (2 may help on an idle machine)")
-    d.add_argument("--only", nargs="+", choices=["vanilla", "PASCAL"], default=["vanilla", "PASCAL"])
-    d.set_defaults(func=_demo)
-
-    sub.add_parser(
-        "train",
-        help="train a model (scripts/train.py: HfArgumentParser flags; `hf-syntax-mt train --help` lists them)",
-        add_help=False,
-    )
-
-    e = sub.add_parser(
-        "evaluate",
-        help="BLEU/chrF/RIBES with signatures, paired bootstrap, length buckets, attention-to-parent per head",
-    )
-    e.add_argument("--hyp", required=True, help="hypotheses, one a line")
-    e.add_argument("--ref", required=True, help="references, line aligned")
-    e.add_argument("--src", help="sources, line aligned: BLEU/chrF by source length (whitespace words)")
-    e.add_argument("--baseline", help="a second system's hypotheses: paired bootstrap significance vs --hyp")
-    e.add_argument("--name", default="system", help="name of --hyp in the report")
-    e.add_argument("--baseline-name", default="baseline")
-    e.add_argument("--model", help="model directory of --hyp (its signature; attention scores with --gold-conllu)")
-    e.add_argument("--baseline-model", help="model directory of --baseline (its signature)")
-    e.add_argument("--bootstrap-samples", type=int, default=1000)
-    e.add_argument("--seed", type=int, default=12345, help="bootstrap seed (positive)")
-    e.add_argument("--edges", type=int, nargs="+", default=[10, 20, 30, 40], help="length bucket upper bounds")
-    e.add_argument("--bucket-chart", help="PNG bar chart of BLEU by source length (needs --src)")
-    e.add_argument("--gold-conllu", help="gold trees of the source sentences for the attention scores")
-    e.add_argument("--input-conllu", help="parses fed to the syntax heads (default: the gold trees)")
-    e.add_argument("--max-sentences", type=int, help="score only the first N gold sentences")
-    e.add_argument("--docids", metavar="FILE", help="a document-level model's attention scores: one document id per "
-                   "--gold-conllu sentence, so the encoder reads each sentence with its document's previous sentences")  # fmt: skip
-    e.add_argument("--no-context", action="store_true", help="score a document-level model's attention without "
-                   "context (otherwise refused without --docids)")  # fmt: skip
-    e.add_argument("--heatmap", help="PNG heatmap of attachment scores (layers x heads)")
-    e.add_argument("--arcs", help="PNG of the gold arcs and one head's attention over a sentence")
-    e.add_argument("--arcs-sentence", type=int, default=0)
-    e.add_argument("--arcs-layer-head", dest="layer_head", type=int, nargs="+", help="LAYER HEAD (default: best)")
-    e.add_argument("--json", help="write every number (with signatures) to this JSON file")
-    _device_arguments(e, "run --model for the attention scores")
-    e.set_defaults(func=_evaluate)
-
-    t = sub.add_parser(
-        "translate", help="translate raw text (one sentence per line, or documents) with a saved model",
-        description="Translate raw text with a saved model: one translation per input line, in order. A document-level "
-        "model (config context_sentences=k > 0) translates each sentence with the previous k source sentences of its "
-        "document as context: give the documents with --docids or --documents blank-lines (plain sentences are "
-        "refused unless --no-context). A sentence-level model given documents translates them sentence by sentence. "
-        "A progress bar shows on stderr from 100 sentences on.",
-    )  # fmt: skip
-    t.add_argument("--model", required=True)
-    t.add_argument("--input", default="-", help="text file, one sentence a line (default: standard input)")
-    t.add_argument("--output", default="-", help="one translation a line, aligned with --input (default: stdout)")
-    docs = t.add_mutually_exclusive_group()
-    docs.add_argument("--docids", metavar="FILE", help="one document id per input line (a corpus's .docid file): a "
-                      "run of equal ids is one document; an id may not come back after another document; blank lines "
-                      "inside a document are empty sentences")  # fmt: skip
-    docs.add_argument("--documents", choices=["blank-lines"], help="blank-lines: documents separated by one blank "
-                      "line (one more may end the file); the output keeps the blank lines where the input has them")  # fmt: skip
-    t.add_argument("--no-context", action="store_true", help="translate every sentence without document context, "
-                   "even with a document-level model (which otherwise refuses plain sentences)")  # fmt: skip
-    t.add_argument("--random-context", type=int, metavar="SEED", help="translate each document with another "
-                   "document's sentences as context (a seeded pairing of the documents; Li et al. 2020's check: a "
-                   "model that reads its context should score lower with it)")  # fmt: skip
-    t.add_argument("--parser", choices=["stanza", "spacy", "conllu"], help="override the parser recorded in the model")
-    t.add_argument("--parser-model", help="spaCy package, stanza language or CoNLL-U path for --parser")
-    t.add_argument("--batch-size", type=_positive_int, default=16, help="sentences per generate() call")
-    t.add_argument("--num-beams", type=_positive_int, default=4, help="beam size (1: greedy decoding)")
-    _device_arguments(t, "translate")
-    t.set_defaults(func=_translate)
-
-    c = sub.add_parser(
-        "contrastive", help="does the model prefer the correct translation over a contrastive one, given the context"
-    )
-    c.add_argument("--model", required=True)
-    data = c.add_mutually_exclusive_group(required=True)
-    data.add_argument("--discevalmt", help="folder of the DiscEvalMT En-Fr test sets (Bawden et al. 2018)")
-    data.add_argument("--synthetic", type=int, metavar="N_DOCS", help="N synthetic documents (pronoun agreement)")
-    c.add_argument("--subset", choices=["anaphora", "lexical_choice"], default="anaphora", help="DiscEvalMT subset")
-    c.add_argument("--seed", type=int, default=12345, help="seed of --synthetic")
-    c.add_argument("--batch-size", type=int, default=32, help="examples per forward pass")
-    c.add_argument("--limit", type=int, help="score the first N examples only")
-    c.add_argument("--json", help="also write the accuracy, per-example scores and signature to this JSON file")
-    c.set_defaults(func=_contrastive)
-
-    a = sub.add_parser("align", help="word alignments (Pharaoh 'i-j', 0-based) from a model's cross-attention")
-    a.add_argument("--model", required=True)
-    a.add_argument("--src", help="source sentences, one a line, words separated by spaces")
-    a.add_argument("--tgt", help="target sentences, line aligned with --src")
-    a.add_argument("--input", help="instead of --src/--tgt (not with them): one file of 'source ||| target' lines")
-    a.add_argument("--output", default="-", help="Pharaoh file (default: standard output)")
-    a.add_argument("--layer", type=int, help="decoder layer whose cross-attention is read (default: the guided-"
-                   "alignment layer, else the model's alignment layer: the last biased layer, else the last layer; "
-                   "with a symmetric model, the layer of both directions)")  # fmt: skip
-    a.add_argument("--heads", type=int, help="average the layer's first N heads (default: all, or the heads that "
-                   "guided alignment supervised when reading its layer)")  # fmt: skip
-    a.add_argument("--symmetrize", default=None,
-                   choices=["forward", "backward", "intersection", "union", "grow-diag-final-and"],
-                   help="with a symmetric model (both directions): how the two directions' links are combined "
-                   "(default grow-diag-final-and); a one-direction model gives forward links only")  # fmt: skip
-    a.add_argument("--shift", action="store_true", help="Shift-Att (Chen et al. 2020): read each target word at the "
-                   "step where it is the decoder input, not the step that predicts it")  # fmt: skip
-    a.add_argument("--batch-size", type=_positive_int, default=32)
-    a.set_defaults(func=_align)
-
-    r = sub.add_parser("aer", help="alignment error rate of a Pharaoh file against gold sure/possible links")
-    r.add_argument("--hyp", required=True, help="predicted links, 'i-j' per link, one line per pair")
-    r.add_argument("--gold", required=True, help="gold links: 'i-j' sure, 'ipj' possible")
-    r.add_argument("--gold-one-indexed", action="store_true", help="gold indices start at 1 (e.g. the Hansards set)")
-    r.add_argument("--hyp-one-indexed", action="store_true", help="predicted indices start at 1")
-    r.add_argument("--json", help="also write the figures to this JSON file")
-    r.set_defaults(func=_aer)
-
-    u = sub.add_parser("uas", help="attachment score of the trees read from a model's DBSA/LISA heads vs gold CoNLL-U")
-    u.add_argument("--model", required=True)
-    u.add_argument("--conllu", required=True, help="gold trees, e.g. a UD treebank's test file")
-    u.add_argument("--kind", choices=["dbsa", "lisa"], default="dbsa")
-    u.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass")
-    u.add_argument("--limit", type=int, help="score the first N sentences only")
-    u.add_argument("--json", help="also write the result to this JSON file")
-    u.set_defaults(func=_uas)
-    for parser in sub.choices.values():
-        parser.formatter_class = _HelpFormatter
-    return p
-
-
-#: set to 1 to see the traceback of an error a user can fix (as ``--debug`` does)
-DEBUG_ENV = "HF_SYNTAX_MT_DEBUG"
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_FILE_ERRORS = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, FileExistsError)
 
 
 def _is_user_error(error: BaseException) -> bool:
-    """An error a user can fix (bad input, a flag, a file, a missing package), shown as one ``error:`` line, unlike a
-    bug (kept as a traceback): an `OSError` (a file, a directory, a model), a `ModuleNotFoundError` (a missing
-    package), or a `ValueError` this package raised itself (its messages name the file, line or flag and what to
-    do; a `ValueError` from inside torch or transformers is a bug here, or needs its own message)."""
-    if isinstance(error, (OSError, ModuleNotFoundError)):  # a file, a directory, a model id, a missing package
+    """An error a user can fix, shown as one ``error:`` line: a `UserError` (bad input: a flag, an argument, a file's
+    content; its message names it and the fix), a missing or unreadable file (`FileNotFoundError`, `PermissionError`,
+    ...; another `OSError` where it names a file, e.g. a full disk) and a `ModuleNotFoundError` (a package to
+    install). Everything else is a bug, whatever its type: a `ValueError` from
+    inside the package or a library keeps its traceback, with `BUG_REPORT` under it."""
+    if isinstance(error, UserError):
         return True
-    if not isinstance(error, ValueError):
-        return False
-    tb = error.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    return tb is not None and Path(tb.tb_frame.f_code.co_filename).resolve().is_relative_to(_PACKAGE_DIR)
-
-
-def _one_line(error: BaseException) -> str:
-    """``error: ...`` on one line: the message's lines joined, a missing file named as the file."""
-    if isinstance(error, OSError) and error.filename is not None and error.strerror:
-        text = f"{error.filename}: {error.strerror.lower()}"
-    elif isinstance(error, ModuleNotFoundError) and error.name:
-        text = f"{error}: install the package that provides {error.name!r} (pip install ...)"
-    else:
-        text = str(error)
-    return "error: " + " ".join(line.strip() for line in text.splitlines() if line.strip())
+    if isinstance(error, _FILE_ERRORS):  # a file or folder the user named: missing, unreadable, in the way
+        return True
+    if isinstance(error, OSError):  # a disk, a device; not a library's bare OSError("Can't load ...")
+        return error.filename is not None
+    return isinstance(error, ModuleNotFoundError) and error.name is not None
 
 
 def _run(argv: list[str]) -> int:
@@ -561,7 +361,8 @@ def _run(argv: list[str]) -> int:
         return train_main(argv[1:])
     logging.basicConfig(level=logging.WARNING)
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    check_args(args)
+    return COMMANDS[args.command](args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -569,12 +370,8 @@ def main(argv: list[str] | None = None) -> int:
     ``error: ...`` line on stderr and exits with status 1; ``--debug`` (before or after the subcommand) or
     ``HF_SYNTAX_MT_DEBUG=1`` shows the traceback instead. Bugs keep their traceback. Called from Python with ``argv``
     (``main(["translate", ...])``), errors are raised as they are."""
-    console, argv = argv is None, sys.argv[1:] if argv is None else list(argv)
-    debug = os.environ.get(DEBUG_ENV, "") not in ("", "0")
-    if argv and argv[0] == "--debug":
-        argv, debug = argv[1:], True
-    elif argv and argv[0] != "train" and "--debug" in argv:  # `train --debug` is a TrainingArguments flag
-        argv, debug = [a for a in argv if a != "--debug"], True
+    console = argv is None
+    argv, debug = split_debug(sys.argv[1:] if argv is None else list(argv))
     if not console:
         return _run(argv)
     try:
@@ -583,10 +380,25 @@ def main(argv: list[str] | None = None) -> int:
         print("error: interrupted", file=sys.stderr)
         return 130
     except Exception as e:
-        if debug or not _is_user_error(e):
+        if debug:
             raise
-        print(_one_line(e), file=sys.stderr)
+        if not _is_user_error(e):
+            traceback.print_exc()
+            print(f"\n{BUG_REPORT}", file=sys.stderr)
+            return 1
+        print(one_line(e), file=sys.stderr)
         return 1
+
+
+COMMANDS = {
+    "demo": _demo,
+    "evaluate": _evaluate,
+    "translate": _translate,
+    "contrastive": _contrastive,
+    "align": _align,
+    "aer": _aer,
+    "uas": _uas,
+}
 
 
 if __name__ == "__main__":

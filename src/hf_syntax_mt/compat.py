@@ -1,7 +1,7 @@
 """What differs between the releases of transformers and torch the package supports, in one place: the version
-floors (checked at `import hf_syntax_mt`), and the models' `forward` signatures, which show the decoding cache under
+floors and transformers' upper bound (checked at `import hf_syntax_mt`), and the models' `forward` signatures, which show the decoding cache under
 the installed transformers' name (`cache` from 5.24 on, `past_key_values` before) and annotate `**kwargs` as
-transformers' own models do. Keep `MIN_VERSIONS` equal to the floors of `pyproject.toml` (a test compares them)."""
+transformers' own models do. Keep `MIN_VERSIONS` and `MAX_VERSIONS` equal to the bounds of `pyproject.toml` (a test compares them)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,22 @@ import inspect
 import warnings
 from importlib import metadata
 
+from .errors import DependencyVersionError
+
 # the lowest releases the suite passes on. transformers 5.0-5.3: configs are not dataclasses yet; 5.4-5.16 pass the
 # fast subset but a resumed training run no longer equals the uninterrupted one (tests/training/test_resume.py).
 # CI's floors environment (`make test-floors`) runs transformers 5.17.0 with torch 2.13.0; torch 2.6.0 was checked by
 # hand (2.4.1 cannot resume a Trainer checkpoint: transformers refuses torch.load below 2.6, CVE-2025-32434)
 MIN_VERSIONS = {"transformers": "5.17.0", "torch": "2.6.0"}
+# the first release that is refused (pyproject's upper bound, `transformers<6`): a major release may remove what the
+# package builds on (Marian's classes, the Trainer's hooks), so it is refused until the suite passes on it
+MAX_VERSIONS = {"transformers": "6"}
 
 
 def check_versions(installed=metadata.version) -> None:
-    """Raise one `ImportError` naming the release to install when transformers or torch is older than the floor
-    (before anything else is imported, so that no deeper error hides it). `installed(name)` gives a version."""
+    """Raise one `DependencyVersionError` (an `ImportError`) naming the release to install when transformers or
+    torch is older than the floor, or transformers is at or past its upper bound (before anything else is imported,
+    so that no deeper error hides it). `installed(name)` gives a version."""
     from packaging.version import Version
 
     for name, floor in MIN_VERSIONS.items():
@@ -26,10 +32,16 @@ def check_versions(installed=metadata.version) -> None:
             found = installed(name)
         except metadata.PackageNotFoundError:
             continue  # not installed: the import that needs it says so
-        if Version(found).release < Version(floor).release:  # ignores local and dev tags (2.13.0+cpu, 5.25.0.dev0)
-            bound = f"{name}>={floor},<6" if name == "transformers" else f"{name}>={floor}"
-            raise ImportError(
+        release, ceiling = Version(found).release, MAX_VERSIONS.get(name)  # release: ignores 2.13.0+cpu, 5.25.0.dev0
+        bound = f"{name}>={floor}" + (f",<{ceiling}" if ceiling else "")
+        if release < Version(floor).release:
+            raise DependencyVersionError(
                 f"hf-syntax-mt needs {name} {floor} or newer, but {name} {found} is installed: pip install '{bound}'"
+            )
+        if ceiling is not None and release >= Version(ceiling).release:
+            raise DependencyVersionError(
+                f"hf-syntax-mt supports {name} below {ceiling} (the suite has not run on {name} {ceiling}), but {name} "
+                f"{found} is installed: pip install '{bound}'"
             )
 
 

@@ -10,7 +10,7 @@ They subclass the built-in exception a caller would expect (`ValueError`, and `T
 
 from __future__ import annotations
 
-__all__ = ["UserError", "UserTypeError"]
+__all__ = ["DependencyVersionError", "UserError", "UserTypeError"]
 
 
 class UserError(ValueError):
@@ -19,3 +19,8 @@ class UserError(ValueError):
 
 class UserTypeError(UserError, TypeError):
     """An argument of the wrong type (e.g. a ``str`` where a list of sentences is meant)."""
+
+
+class DependencyVersionError(ImportError):
+    """An installed dependency outside the releases the package supports (`compat.check_versions`, at import); the
+    CLI prints it as one ``error:`` line naming the release to install."""

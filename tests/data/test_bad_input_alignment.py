@@ -199,9 +199,9 @@ def test_batch_sizes_and_beams_below_one_are_refused_by_name(model_dir, argv, ca
 def test_align_refuses_conflicting_inputs_and_one_direction_symmetrization(model_dir, tok, tmp_path):
     directory, _ = model_dir
     src, tgt, joined = write(tmp_path / "s", SRC), write(tmp_path / "t", TGT), write(tmp_path / "j", ["a ||| b"])
-    with pytest.raises(SystemExit, match="give --input .* or --src and --tgt, not both"):
+    with pytest.raises(ValueError, match="give --input .* or --src and --tgt, not both"):  # a UserError (issue 49)
         main(["align", "--model", str(directory), "--input", str(joined), "--src", str(src), "--tgt", str(tgt)])
-    with pytest.raises(SystemExit, match="--symmetrize backward combines the two directions of a symmetric model"):
+    with pytest.raises(ValueError, match="--symmetrize backward combines the two directions of a symmetric model"):
         main(["align", "--model", str(directory), "--src", str(src), "--tgt", str(tgt), "--symmetrize", "backward"])
     with pytest.raises(ValueError, match="symmetrization 'union' combines both directions"):
         align_corpus(model_dir[1], tok, [s.split() for s in SRC], [t.split() for t in TGT], method="union")

@@ -132,7 +132,6 @@ def test_evaluate_on_a_device_in_bf16_and_docids_of_a_sentence_level_model(tmp_p
     [
         (["evaluate", "--hyp", "{hyp}", "--ref", "{ref}", "--docids", "{hyp}"], r"--docids is about the attention"),
         (["evaluate", "--hyp", "{hyp}", "--ref", "{missing}"], r"reference file not found: .*missing.txt$"),
-        (["evaluate", "--hyp", "{hyp}", "--ref", "{ref}", "--arcs-layer-head", "1"], r"--arcs-layer-head takes two"),
         (["uas", "--model", "{missing}", "--conllu", "{hyp}"], r"--model .*missing.txt: no such directory"),
         (["contrastive", "--model", "{tmp}", "--synthetic", "2"], r"has no config.json, so it is not a saved model"),
         (["aer", "--hyp", "{hyp}", "--gold", "{missing}"], r"missing.txt"),

@@ -183,7 +183,7 @@ def test_too_old_transformers_or_torch_is_one_import_error_naming_the_release():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1] == (
-        "ImportError: hf-syntax-mt needs transformers 5.17.0 or newer, but transformers 5.3.0 is installed: "
+        "hf_syntax_mt.errors.DependencyVersionError: hf-syntax-mt needs transformers 5.17.0 or newer, but transformers 5.3.0 is installed: "
         "pip install 'transformers>=5.17.0,<6'"
     )
 

@@ -73,7 +73,7 @@ def parse_texts(parser: Parser, texts: list[str], describe=lambda k: f"batch row
         try:
             parsed = parser.parse(batch)
             if len(parsed) != len(batch):
-                raise UserError(f"parser returned {len(parsed)} parses for {len(batch)} texts")
+                raise RuntimeError(f"parser returned {len(parsed)} parses for {len(batch)} texts")  # the backend's bug
         except Exception as batch_error:
             for k in todo:  # find the failing row
                 try:
@@ -231,7 +231,7 @@ class SyntaxMTPreprocessor:
                     compute_tree=self.compute_tree,
                     compute_features=self.compute_features,
                 )
-            except Exception as e:
+            except UserError as e:  # a parse that does not fit the text; anything else is a bug
                 raise UserError(
                     f"cannot align the parse with the tokens in {self._row_label(k, indices)}: {text!r}: {e}"
                 ) from e
@@ -293,7 +293,7 @@ class SyntaxMTPreprocessor:
                     self.tokenizer, parse, text=text if text.strip() else None, max_length=self.max_target_length,
                     compute_dbsa=True, target=True,
                 )  # fmt: skip
-            except Exception as e:
+            except UserError as e:  # a parse that does not fit the text; anything else is a bug
                 raise UserError(
                     f"cannot align the target parse with the tokens in {self._row_label(k, indices)}: {text!r}: {e}"
                 ) from e

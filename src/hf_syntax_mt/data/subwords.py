@@ -270,7 +270,8 @@ def _tokenize_with_offsets(
     ids = list(tokenizer.build_inputs_with_special_tokens(content))
     start = next((p for p in range(len(ids) - len(content) + 1) if ids[p : p + len(content)] == content), None)
     if start is None:
-        raise UserError(f"cannot locate the content tokens inside build_inputs_with_special_tokens() for {text!r}")
+        raise RuntimeError(f"cannot locate the content tokens inside build_inputs_with_special_tokens() for {text!r}: "
+                           "the tokenizer adds special tokens in a way align_parse does not know")  # fmt: skip
     special = [not (start <= t < start + len(content)) for t in range(len(ids))]
     offsets: list[tuple[int, int] | None] = [None] * len(ids)
     for k, o in enumerate(piece_offsets):

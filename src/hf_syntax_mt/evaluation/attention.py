@@ -224,6 +224,12 @@ def attention_report(model_dir, gold_conllu, input_conllu, heatmap, arcs, arcs_s
         context = DocumentContext(texts, ids, k)
         contexts = [context.context(i) for i in range(len(gold))]
     want = arcs_sentence + 1 if arcs is not None else 0
+    if arcs is not None and arcs_layer_head is not None:  # the encoder's self-attention: layers x heads
+        layers, heads = model.config.encoder_layers, model.config.encoder_attention_heads
+        if not (0 <= arcs_layer_head[0] < layers and 0 <= arcs_layer_head[1] < heads):
+            raise UserError(f"--arcs-layer-head {arcs_layer_head[0]} {arcs_layer_head[1]}: {model_dir} has encoder "
+                            f"layers 0-{layers - 1} with heads 0-{heads - 1} each: give LAYER HEAD in that range "
+                            "(or leave the flag out to draw the best head)")  # fmt: skip
     if arcs is not None and not 0 <= arcs_sentence < len(gold):
         raise UserError(f"arcs_sentence={arcs_sentence} but {gold_conllu} has {len(gold)} sentences")
     scores = model_attachment_scores(model, tokenizer, gold, parses, return_attentions=want, contexts=contexts)

@@ -40,10 +40,21 @@ class TimeBudgetCallback(TrainerCallback):
             flag = torch.tensor([int(stop)], device=args.device if dist.get_backend() == "nccl" else "cpu")
             dist.all_reduce(flag, op=dist.ReduceOp.MAX)
             stop = bool(flag.item())
-        if stop:
+        if stop and self.stopped_at_step is None:
             control.should_training_stop = True
             self.stopped_at_step = state.global_step
+            if state.is_world_process_zero:
+                logger.warning("--time_budget_seconds %g: training stopped at step %d of %d, after %.0f s of the "
+                               "wall-clock budget (the run file records it as time_budget)", self.seconds,
+                               state.global_step, state.max_steps, time.perf_counter() - self.start)  # fmt: skip
+        elif stop:
+            control.should_training_stop = True
         return control
+
+    def record(self, max_steps: int) -> dict:
+        """What the run file records: the budget, and the step it stopped training at (None: it did not)."""
+        return {"seconds": self.seconds, "stopped": self.stopped_at_step is not None,
+                "stopped_at_step": self.stopped_at_step, "max_steps": max_steps}  # fmt: skip
 
 
 class CheckpointAverageCallback(TrainerCallback):

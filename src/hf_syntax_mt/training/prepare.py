@@ -5,6 +5,7 @@ context, parse, subwords, alignment targets) with one ``datasets.map`` each."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from pathlib import Path
 
@@ -42,6 +43,10 @@ def check_output_dir(training_args, do_train: bool) -> None:
                              "empty --output_dir), or give the checkpoint folder itself.")  # fmt: skip
     if not do_train or not output_dir.is_dir() or not any(output_dir.iterdir()):
         return
+    if _only_leftovers(output_dir) and resume is None:
+        logger.warning("--output_dir %s holds only %s/, left by a run that stopped before training: this run "
+                       "replaces it", output_dir, LEFTOVER)  # fmt: skip
+        return
     if resume is not None:
         return
     checkpoints = sorted(p for p in output_dir.glob("checkpoint-*") if p.is_dir())
@@ -56,6 +61,40 @@ def check_output_dir(training_args, do_train: bool) -> None:
         for path in checkpoints:
             logger.warning("--overwrite_output_dir: removing the old checkpoint %s", path)
             shutil.rmtree(path)
+
+
+#: what a run writes into --output_dir before training: the tokenizer it trained (the other processes load it)
+LEFTOVER = "tokenizer"
+_TOKENIZER_FILES = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja"}
+
+
+def _only_leftovers(output_dir: Path) -> bool:
+    """Whether ``output_dir`` holds nothing but the tokenizer folder a run writes before training (a run that
+    stopped before its first step, e.g. killed while preprocessing): a rerun may replace it."""
+    entries = list(output_dir.iterdir())
+    folder = output_dir / LEFTOVER
+    return entries == [folder] and folder.is_dir() and {p.name for p in folder.iterdir()} <= _TOKENIZER_FILES
+
+
+@contextlib.contextmanager
+def undo_on_failure(training_args):
+    """Around the steps before training: if one raises, remove what the run wrote into ``--output_dir`` (the
+    tokenizer folder, and the directory itself where the run created it), so that the corrected command runs
+    without ``--overwrite_output_dir``. Only what did not exist before is removed (by the main process)."""
+    import shutil
+
+    output_dir = Path(training_args.output_dir)
+    existed = output_dir.exists()
+    had_tokenizer = (output_dir / LEFTOVER).exists()
+    try:
+        yield
+    except BaseException:
+        if training_args.process_index == 0:
+            if not had_tokenizer and (output_dir / LEFTOVER).is_dir():
+                shutil.rmtree(output_dir / LEFTOVER, ignore_errors=True)
+            if not existed and output_dir.is_dir() and not any(output_dir.iterdir()):
+                output_dir.rmdir()
+        raise
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -126,7 +165,8 @@ def _config_values(config, syntax: dict, source_parser, overrides: dict) -> dict
     return values
 
 
-def _check_model_flags(model_args: ModelArguments) -> None:
+def check_model_flags(model_args: ModelArguments) -> None:
+    """The model flags that contradict each other, checked before anything is written."""
     if model_args.vanilla_marian and model_args.syntax_options():
         raise UserError(f"--vanilla_marian takes no syntax option, got {sorted(model_args.syntax_options())}")
     if model_args.attention_init is not None and (model_args.model_name_or_path or model_args.vanilla_marian):
@@ -151,7 +191,7 @@ def build_config_and_model(model_args: ModelArguments, tokenizer, seed: int, sou
     config_class = MarianConfig if model_args.vanilla_marian else SyntaxMTConfig
     overrides = parse_config_overrides(model_args.config_overrides, config_class)
     syntax = {**model_args.syntax_options(), **{k: v for k, v in overrides.items() if k not in ("source_parser",)}}
-    _check_model_flags(model_args)
+    check_model_flags(model_args)
     path = model_args.model_name_or_path
     if path and model_args.vanilla_marian:
         config = MarianConfig.from_pretrained(path, **syntax)

@@ -32,12 +32,14 @@ from .prepare import (
     any_do,
     build_config_and_model,
     check_alignment_file,
+    check_model_flags,
     check_output_dir,
     choose_parser,
     conllu_files,
     freeze_sentence_level,
     load_or_train_tokenizer,
     preprocess_splits,
+    undo_on_failure,
     will_train,
 )
 from .script_args import DataArguments, ModelArguments, SyntaxMTTrainingArguments, parse_args, parse_config_overrides
@@ -64,13 +66,16 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
     set_seed(training_args.seed)
     training = will_train(training_args)
     check_output_dir(training_args, do_train=training)
-    raw = load_raw_datasets(data_args)
-    tokenizer = load_or_train_tokenizer(model_args, training_args, raw["train"])
-    parser, source_parser = choose_parser(data_args, raw)
-    config, model = build_config_and_model(model_args, tokenizer, training_args.seed, source_parser)
-    freeze_sentence_level(model, config, model_args)
-    check_alignment_file(config, data_args, has_alignments="alignment" in raw["train"].column_names, training=training)
-    processed, kept_raw = preprocess_splits(raw, config, tokenizer, parser, data_args, training_args)
+    check_model_flags(model_args)  # before anything is written
+    with undo_on_failure(training_args):  # a run that fails before training leaves --output_dir as it found it
+        raw = load_raw_datasets(data_args)
+        tokenizer = load_or_train_tokenizer(model_args, training_args, raw["train"])
+        parser, source_parser = choose_parser(data_args, raw)
+        config, model = build_config_and_model(model_args, tokenizer, training_args.seed, source_parser)
+        freeze_sentence_level(model, config, model_args)
+        has_alignments = "alignment" in raw["train"].column_names
+        check_alignment_file(config, data_args, has_alignments=has_alignments, training=training)
+        processed, kept_raw = preprocess_splits(raw, config, tokenizer, parser, data_args, training_args)
     configure_generation(model, data_args, training_args)
     decode = make_decoder(tokenizer)
     trainer, curve, averager = build_run_trainer(model, tokenizer, processed, decode, training_args, training)
@@ -294,9 +299,11 @@ def write_run_file(trainer, curve, averager, model_args, data_args, training_arg
     portable paths), the test set's length-bucket plot, and the Trainer's files scrubbed of local paths."""
     from .. import __version__
     from ..evaluation import RUN_INFO, plot_bucket_scores
+    from .callbacks import TimeBudgetCallback
 
     output_dir = Path(training_args.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
+    budget = next((c for c in trainer.callback_handler.callbacks if isinstance(c, TimeBudgetCallback)), None)
     if "test" in results.buckets:
         plot_bucket_scores({"test": results.buckets["test"]}, output_dir / "test_length_buckets.png",
                            footer=f"{results.scores['test']['bleu_signature']}\n{results.model_signature}")  # fmt: skip
@@ -307,6 +314,7 @@ def write_run_file(trainer, curve, averager, model_args, data_args, training_arg
         "num_input_tokens_seen": trainer.state.num_input_tokens_seen, "curve": curve.points,
         "train_runtime": results.metrics.get("train_runtime"), "train_seconds": round(curve.train_seconds(), 1),
         "averaged_steps": averager.steps if averager is not None else [],
+        "time_budget": budget.record(trainer.state.max_steps) if budget is not None else None,
         "model_args": portable_paths(dataclasses.asdict(model_args)),
         "data_args": portable_paths(dataclasses.asdict(data_args)),
     }  # fmt: skip

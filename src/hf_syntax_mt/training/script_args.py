@@ -35,6 +35,14 @@ SIZE_DEFAULTS = {
 }
 
 
+def check_minimums(arguments, **minimums: int) -> None:
+    """Each given numeric flag at least its minimum (None: not given), else a `UserError` naming the flag."""
+    for name, minimum in minimums.items():
+        value = getattr(arguments, name)
+        if value is not None and value < minimum:
+            raise UserError(f"--{name} must be at least {minimum}, got {value}")
+
+
 @dataclass
 class ModelArguments:
     """Which model to train: a new one of a given size, or a local Marian / SyntaxMT directory, plus the syntax
@@ -99,6 +107,10 @@ class ModelArguments:
                   "'encoder_pascal_heads=[2,0,0],pascal_sigma=0.5,activation_function=gelu'. Options added to "
                   "SyntaxMTConfig later work here without changing this script."},
     )  # fmt: skip
+
+    def __post_init__(self):
+        check_minimums(self, vocab_size=1, tokenizer_min_frequency=1, d_model=1, encoder_layers=1, decoder_layers=1,
+                       attention_heads=1, ffn_dim=1, max_position_embeddings=2, context_sentences=0)  # fmt: skip
 
     def syntax_options(self) -> dict[str, Any]:
         names = ("encoder_pascal_heads", "pascal_sigma", "pascal_weighting", "parent_ignoring", "label_smoothing",
@@ -183,6 +195,10 @@ class DataArguments:
         default=None, metadata={"help": "Source-length bucket upper bounds in words (default 10 20 30 40)."}
     )
 
+    def __post_init__(self):
+        check_minimums(self, max_source_length=2, max_target_length=2, max_train_samples=1, max_eval_samples=1,
+                       max_predict_samples=1, preprocessing_num_workers=1)  # fmt: skip
+
 
 @dataclass
 class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
@@ -216,6 +232,10 @@ class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
 
     def __post_init__(self):
         super().__post_init__()
+        if self.time_budget_seconds is not None and not self.time_budget_seconds > 0:
+            raise UserError(
+                f"--time_budget_seconds must be a positive number of seconds, got {self.time_budget_seconds}"
+            )
         if self.max_tokens is not None and self.max_tokens <= 0:
             raise UserError(f"--max_tokens must be positive, got {self.max_tokens}")
         if self.average_checkpoints < 0 or self.average_every < 1:
@@ -225,13 +245,30 @@ class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
             raise UserError("--average_checkpoints needs --max_steps (the averaged steps end there)")
 
 
+def train_parser() -> HfArgumentParser:
+    """The parser of the train script's flags (``hf_syntax_mt.train_help`` keeps its help for a fast ``--help``)."""
+    return HfArgumentParser((ModelArguments, DataArguments, SyntaxMTTrainingArguments))
+
+
 def parse_args(argv: list[str] | None = None):
-    """Parse ``argv`` (or a single ``.json`` file of arguments) into the three dataclasses."""
-    parser = HfArgumentParser((ModelArguments, DataArguments, SyntaxMTTrainingArguments))
+    """Parse ``argv`` (or a single ``.json`` file of arguments) into the three dataclasses. A flag no dataclass
+    has, or a combination `TrainingArguments` refuses (its ``ValueError``), is a `UserError` naming it."""
+    parser = train_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
-    if len(argv) == 1 and argv[0].endswith(".json"):
-        return parser.parse_json_file(os.path.abspath(argv[0]))
-    return parser.parse_args_into_dataclasses(args=argv)
+    try:
+        if len(argv) == 1 and argv[0].endswith(".json"):
+            return parser.parse_json_file(os.path.abspath(argv[0]))
+        *parsed, remaining = parser.parse_args_into_dataclasses(args=argv, return_remaining_strings=True)
+    except UserError:
+        raise
+    except ValueError as e:  # transformers' checks of the training arguments: about the flags given
+        raise UserError(f"train: {e}") from e
+    if remaining:
+        known = [s for action in parser._actions for s in action.option_strings if s.startswith("--")]
+        close = difflib.get_close_matches(remaining[0].split("=")[0], known, n=3)
+        hint = f"; did you mean {' or '.join(close)}?" if close else " (hf-syntax-mt train --help lists them)"
+        raise UserError(f"train: unrecognized arguments: {' '.join(remaining)}{hint}")
+    return tuple(parsed)
 
 
 # ------------------------------------------------------------------------------------------------------------------
