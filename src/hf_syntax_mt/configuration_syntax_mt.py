@@ -138,7 +138,7 @@ class SyntaxMTConfig(_method_option_fields()):
         encoder_lisa_heads (`list[int]`, *optional*):
             Number of LISA heads (Strubell et al. 2018, on subwords as in the PASCAL paper) per encoder layer:
             bi-affine heads trained to attend to the first subword of the token's head word (`lisa_parents`).
-            They follow the syntax-directed heads.
+            They follow the heads of the methods registered before them (`methods.head_kinds`).
         encoder_dbsa_heads (`list[int]`, *optional*):
             Number of DBSA heads (dependency-based self-attention, Deguchi et al. 2019; Eq. 4-5 of the synchronous
             syntactic attention paper) per encoder layer: bi-affine heads `softmax(Q U K^T / sqrt(d))` trained on

@@ -3,9 +3,9 @@ save/load round trip, cached generation equal to uncached generation, cached ste
 forward, one training step through `SyntaxMTTrainer` that changes the method's parameters and gives a finite
 loss, and the pipeline on raw text (parsing it when the method reads the parse) against `generate()` by hand.
 
-What the tester needs of a method comes from the method itself: `Method.test_config` (the options that switch it on
+What the tester needs of a method comes from the method itself: `Method.tester_config` (the options that switch it on
 at this size), `Method.trainable` (parameters a training step must change) and `Method.losses` (terms that must be
-logged > 0). A method registered without a `test_config` fails `test_every_registered_method_has_a_tester`."""
+logged > 0). A method registered without a `tester_config` fails `test_every_registered_method_has_a_tester`."""
 
 import importlib.util
 from pathlib import Path
@@ -29,12 +29,12 @@ BASE = {k: v for k, v in fixture.CONFIG.items() if k in (
     "decoder_start_token_id", "forced_eos_token_id", "dropout", "attention_dropout", "activation_dropout", "init_std",
 )}  # fmt: skip
 #: the registered methods that declare a tester config (every one must: see the first test)
-BUILTIN = [m.name for m in registered() if m.test_config is not None]
+BUILTIN = [m.name for m in registered() if m.tester_config is not None]
 
 
 def method_config(name: str) -> dict:
-    """The options that switch method `name` on at the tester's size (a copy of its `Method.test_config`)."""
-    return {k: list(v) if isinstance(v, list) else v for k, v in get_method(name).test_config.items()}
+    """The options that switch method `name` on at the tester's size (a copy of its `Method.tester_config`)."""
+    return {k: list(v) if isinstance(v, list) else v for k, v in get_method(name).tester_config.items()}
 
 
 def build(name: str, seed: int = 0) -> SyntaxMTForConditionalGeneration:
@@ -55,8 +55,10 @@ def generation_inputs(batch: dict) -> dict:
 
 
 def test_every_registered_method_has_a_tester():
-    missing = [m.name for m in registered() if m.test_config is None]
-    assert not missing, f"give {missing} a `test_config` (the options that switch the method on at the tester's size)"
+    missing = [m.name for m in registered() if m.tester_config is None]
+    assert not missing, (
+        f"give {missing} a `tester_config` (the options that switch the method on at the tester's size)"
+    )
 
 
 @pytest.mark.parametrize("name", BUILTIN)

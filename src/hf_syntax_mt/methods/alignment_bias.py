@@ -217,7 +217,7 @@ class AlignmentBias(Method):
 
     name = "alignment_bias"
     fields = ("alignment_bias_layers", "alignment_biases", "alignment_window", "alignment_bias_hidden_size")
-    test_config = {"alignment_bias_layers": [1]}
+    tester_config = {"alignment_bias_layers": [1]}
     trainable = ("alignment_bias",)
 
     def active(self, config) -> bool:

@@ -70,7 +70,7 @@ class Fertility(Method):
     name = "fertility"
     fields = ("global_fertility_weight", "global_fertility_start_step")
     losses = ("fertility_loss",)
-    test_config = {"global_fertility_weight": 0.3}
+    tester_config = {"global_fertility_weight": 0.3}
     trainable = ("global_fertility",)
 
     def active(self, config) -> bool:

@@ -22,7 +22,7 @@ A method owns, in one place:
 - its auxiliary loss (`loss`, with `loss_weights`), added to the cross-entropy by the model;
 - its parameters (`build_attention`, `build_encoder`, `build_model`, `init_weights`) and a one-line description
   for model cards and signatures (`describe`);
-- what the tiny-config tester needs of it (`test_config`: the options that switch it on at the tester's size;
+- what the tiny-config tester needs of it (`tester_config`: the options that switch it on at the tester's size;
   `trainable`: the parameters one training step must change), so that tests/models/test_every_method.py holds no
   table of its own.
 
@@ -134,7 +134,7 @@ class Method:
     options: dict[str, Option] = {}
     #: what the tiny-config tester (tests/models/test_every_method.py, 2 + 2 layers of 4 heads) switches the method
     #: on with: config overrides; None fails the tester's coverage test until it is given
-    test_config: dict | None = None
+    tester_config: dict | None = None
     #: fragments of the parameter names one training step must change (the tester checks each)
     trainable: tuple[str, ...] = ()
     #: model inputs read at training and inference (data columns of the same names)

@@ -31,7 +31,7 @@ class Synchronous(Method):
     name = "synchronous"
     fields = ("sync_loss_weight", "sync_cross_attention_layer")
     losses = ("sync_loss",)
-    test_config = {"encoder_dbsa_heads": [1, 0], "decoder_dbsa_heads": [1, 0], "sync_loss_weight": 0.5}
+    tester_config = {"encoder_dbsa_heads": [1, 0], "decoder_dbsa_heads": [1, 0], "sync_loss_weight": 0.5}
     trainable = ("biaffine_u",)
 
     def active(self, config) -> bool:

@@ -85,7 +85,7 @@ class TreeDistance(Method):
     fields = ("encoder_tree_heads", "tree_window")
     inputs = ("word_index", "word_heads")
     from_parse = True
-    test_config = {"encoder_tree_heads": [1, 1]}
+    tester_config = {"encoder_tree_heads": [1, 1]}
 
     def active(self, config) -> bool:
         return any(per_layer(config, "encoder_tree_heads", "encoder"))
