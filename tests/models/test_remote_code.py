@@ -23,8 +23,8 @@ import hf_syntax_mt  # noqa: F401  (registers "syntax-translation")
 from hf_syntax_mt import SyntaxMTForConditionalGeneration
 from hf_syntax_mt.data.parsers import get_parser
 from hf_syntax_mt.data.subwords import align_parse
-from hf_syntax_mt.methods import registered
 from hf_syntax_mt.demo.synthetic_corpus import write_corpus
+from hf_syntax_mt.methods import registered
 from hf_syntax_mt.remote_code import AVAILABLE_PACKAGES, RemoteCodeError, build_bundle
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
