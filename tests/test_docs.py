@@ -326,9 +326,11 @@ def test_every_registered_method_has_a_page_and_every_config_field_is_documented
 
 def test_every_registered_method_has_a_page_a_nav_entry_a_table_row_and_a_tester(site):
     """What adding a method needs besides its module, test, page and builtin line is made by the code: the site's
-    Methods navigation and the method index's table are read from the registry (docs/hooks/methods.py), and the
-    tester from the method's `tester_config`; checked here on the built site for every registered method."""
+    Methods navigation, the method index's table and the API reference of its module are read from the registry
+    (docs/hooks/methods.py), and the tester from the method's `tester_config`; checked here on the built site for
+    every registered method."""
     index = (site / "methods" / "index.html").read_text(encoding="utf-8")
+    api = (site / "api" / "methods.html").read_text(encoding="utf-8")
     nav_links = [value for tag, _a, value, _r in _parse(site / "index.html").refs if tag == "a"]
     for method in registered():
         assert (DOCS / "methods" / f"{method.name}.md").is_file(), f"add docs/methods/{method.name}.md"
@@ -336,6 +338,7 @@ def test_every_registered_method_has_a_page_a_nav_entry_a_table_row_and_a_tester
         assert f"methods/{method.name}.html" in nav_links, f"{method.name} is not in the site's navigation"
         assert f'href="{method.name}.html"><code>{method.name}</code>' in index, f"{method.name}: no row in the index"
         assert method.tester_config is not None, f"give {method.name} a tester_config (the tiny-config tester's entry)"
+        assert f'id="{type(method).__module__}"' in api, f"{method.name}: its module is not in the API reference"
     order = [index.index(f'href="{m.name}.html"><code>{m.name}</code>') for m in registered()]
     assert order == sorted(order)  # the table is in head order
 

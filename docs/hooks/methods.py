@@ -6,6 +6,8 @@ here or in mkdocs.yml.
   lists there. A registered method without a page fails the build.
 - A line ``::methods`` becomes the table of the registered methods: registered name, page, the config options it
   owns (`owned_fields`) and the module it lives in.
+- A line ``::methods-api`` becomes the API reference of every registered method's module (``::: module`` blocks,
+  rendered by mkdocstrings), in registry order.
 
 The registry is read from this checkout's `src/` (the same code the API reference documents).
 """
@@ -22,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 SECTION = "Methods"
 TABLE = re.compile(r"^::methods[ \t]*$", re.MULTILINE)
+API = re.compile(r"^::methods-api[ \t]*$", re.MULTILINE)
 
 
 def _registry():
@@ -82,10 +85,17 @@ def methods_table() -> str:
     return "\n".join(rows)
 
 
+def methods_api() -> str:
+    """mkdocstrings blocks for the module of every registered method, in registry order."""
+    modules = dict.fromkeys(type(m).__module__ for m in _registry().registered())
+    return "\n\n".join(f"::: {module}" for module in modules)
+
+
 def on_config(config, **kwargs):
     config["nav"] = methods_nav(config["nav"])
     return config
 
 
 def on_page_markdown(markdown: str, page, config, files, **kwargs) -> str:
+    markdown = API.sub(lambda _: methods_api(), markdown)
     return TABLE.sub(lambda _: methods_table(), markdown)
