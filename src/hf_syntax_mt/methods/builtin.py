@@ -12,11 +12,13 @@ from .input_features import InputFeatures
 from .pascal import Pascal
 from .registry import register, registered
 from .synchronous import Synchronous
+from .tree_bias import TreeBias
 from .tree_distance import TreeDistance
 
 BUILTIN = (
     Pascal,  # PASCAL, Bugliarello & Okazaki 2020
     TreeDistance,  # syntax-directed heads, Chen et al. 2017
+    TreeBias,  # learned tree-distance bias heads (the distance of Chen et al. 2017)
     Biaffine,  # LISA (Strubell et al. 2018) and DBSA (Deguchi et al. 2019)
     Synchronous,  # the synchronous syntactic attention loss
     InputFeatures,  # Sennrich & Haddow 2016
