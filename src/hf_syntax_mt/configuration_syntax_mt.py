@@ -474,6 +474,13 @@ class SyntaxMTConfig(_method_option_fields()):
                     f"method_options names {unknown}, which no registered method has (registered: {sorted(methods)}): "
                     "import the module that registers it (`hf_syntax_mt.methods.register`) before building the config."
                 )
+        late = [(m.name, n) for m in registered() for n in m.options if n not in _TYPES]
+        if late:  # declared options become fields only for methods registered before SyntaxMTConfig was created
+            raise UserError(
+                f"Method {late[0][0]!r} declares options {[n for _, n in late]} (`Method.options`) but was registered "
+                "after SyntaxMTConfig was created, so they are not config fields: list the method in "
+                "hf_syntax_mt/methods/builtin.py, or read its options from config.method_options[name]."
+            )
         for method in registered():  # each method validates the options it owns
             method.validate(self)
         for site in SITES:  # the heads the methods take fit in every attention

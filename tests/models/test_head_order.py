@@ -18,10 +18,11 @@ class FirstToken(Method):
     name = "first_token"
 
     def active(self, config):
-        return bool((config.method_options or {}).get("first_token"))
+        return bool((config.method_options or {}).get(self.name))
 
     def heads(self, config, site, layer):
-        return config.method_options["first_token"]["heads"][layer] if site == "encoder" else 0
+        heads = (config.method_options or {}).get(self.name, {}).get("heads", [0] * config.encoder_layers)
+        return heads[layer] if site == "encoder" else 0
 
     def probs(self, ctx, probs, start, stop):
         return torch.zeros_like(probs).index_fill(-1, torch.tensor([0]), 1.0)  # (B, k, T, S)
@@ -90,3 +91,21 @@ def test_register_after_puts_a_method_in_the_middle_of_the_order():
     with pytest.raises(ValueError, match="no method 'nope' is registered"):
         register(FirstToken(), after="nope")
     assert "first_token" not in [m.name for m in registered()]
+
+
+def test_a_method_registered_late_with_declared_options_is_refused_with_the_fix():
+    """`Method.options` become `SyntaxMTConfig` fields only for the built-in methods (registered before the config
+    class exists); a method registered later that declares some would see them silently ignored."""
+    from hf_syntax_mt.methods import Option
+
+    class Late(FirstToken):
+        name = "late"
+        options = {"late_heads": Option("list[int] | None", None, "Heads.")}
+
+    register(Late())
+    try:
+        with pytest.raises(ValueError, match=r"Method 'late' declares options \['late_heads'\].*method_options"):
+            SyntaxMTConfig(**TINY)
+    finally:
+        unregister("late")
+    SyntaxMTConfig(**TINY)
