@@ -49,11 +49,11 @@ def _type_name(annotation) -> str:
 
 
 def _method_option_fields() -> type:
-    """The options built-in methods declare in their own modules (`Method.options`) as the fields of a
+    """The options built-in methods declare in their own modules (`Method.config_options`) as the fields of a
     `MarianConfig` subclass that `SyntaxMTConfig` extends: a method adds an option without an edit here."""
     annotations, defaults = {}, {}
     for method in registered():
-        for name, option in method.options.items():
+        for name, option in method.config_options.items():
             if name in annotations or name in {f.name for f in dataclasses.fields(MarianConfig)}:
                 raise UserError(f"Method {method.name!r} declares the option {name!r}, which already exists.")
             annotations[name], defaults[name] = _type_name(option.type), option.default
@@ -65,7 +65,7 @@ def _options_doc() -> str:
     """The `Args:` entries of the options built-in methods declare (appended to `SyntaxMTConfig.__doc__`)."""
     entries = []
     for method in registered():
-        for name, option in method.options.items():
+        for name, option in method.config_options.items():
             default = "" if option.default is None else f", defaults to {option.default!r}"
             doc = "\n".join(f"            {line}" for line in option.doc.splitlines())
             entries.append(f"        {name} (`{_type_name(option.type)}`, *optional*{default}):\n{doc}")
@@ -474,10 +474,10 @@ class SyntaxMTConfig(_method_option_fields()):
                     f"method_options names {unknown}, which no registered method has (registered: {sorted(methods)}): "
                     "import the module that registers it (`hf_syntax_mt.methods.register`) before building the config."
                 )
-        late = [(m.name, n) for m in registered() for n in m.options if n not in _TYPES]
+        late = [(m.name, n) for m in registered() for n in m.config_options if n not in _TYPES]
         if late:  # declared options become fields only for methods registered before SyntaxMTConfig was created
             raise UserError(
-                f"Method {late[0][0]!r} declares options {[n for _, n in late]} (`Method.options`) but was registered "
+                f"Method {late[0][0]!r} declares options {[n for _, n in late]} (`Method.config_options`) but was registered "
                 "after SyntaxMTConfig was created, so they are not config fields: list the method in "
                 "hf_syntax_mt/methods/builtin.py, or read its options from config.method_options[name]."
             )

@@ -94,13 +94,13 @@ def test_register_after_puts_a_method_in_the_middle_of_the_order():
 
 
 def test_a_method_registered_late_with_declared_options_is_refused_with_the_fix():
-    """`Method.options` become `SyntaxMTConfig` fields only for the built-in methods (registered before the config
+    """`Method.config_options` become `SyntaxMTConfig` fields only for the built-in methods (registered before the config
     class exists); a method registered later that declares some would see them silently ignored."""
     from hf_syntax_mt.methods import Option
 
     class Late(FirstToken):
         name = "late"
-        options = {"late_heads": Option("list[int] | None", None, "Heads.")}
+        config_options = {"late_heads": Option("list[int] | None", None, "Heads.")}
 
     register(Late())
     try:

@@ -2,7 +2,7 @@
 
 A method owns, in one place:
 
-- its config options and their validation (`validate`): options it declares itself (`options`, one `Option` each:
+- its config options and their validation (`validate`): options it declares itself (`config_options`, one `Option` each:
   type, default, docstring) become `SyntaxMTConfig` fields when the method is built in (registered before
   `SyntaxMTConfig` is created, i.e. listed in `methods/builtin.py`); a method registered later keeps its options
   under `config.method_options[name]`. `fields` names every config field it owns (the older built-in methods'
@@ -94,7 +94,7 @@ class AttentionContext:
 
 @dataclass(frozen=True)
 class Option:
-    """A config option a method declares in its own module (`Method.options`). For a built-in method it becomes a
+    """A config option a method declares in its own module (`Method.config_options`). For a built-in method it becomes a
     `SyntaxMTConfig` field: `type` its annotation (a `list[...]` given as a tuple is stored as a list; a
     `float | int` is checked to be finite), `default` its default (off: None, 0 or False; never a mutable list) and
     `doc` its entry in `help(SyntaxMTConfig)` (one sentence or more, without the type line)."""
@@ -131,7 +131,7 @@ class Method:
     #: config fields the method owns that `SyntaxMTConfig` declares itself (validated by `validate`)
     fields: tuple[str, ...] = ()
     #: config options the method declares itself (name -> `Option`): `SyntaxMTConfig` fields when built in
-    options: dict[str, Option] = {}
+    config_options: dict[str, Option] = {}
     #: what the tiny-config tester (tests/models/test_every_method.py, 2 + 2 layers of 4 heads) switches the method
     #: on with: config overrides; None fails the tester's coverage test until it is given
     tester_config: dict | None = None
@@ -349,7 +349,7 @@ def head_kinds(config, site: str, layer: int, num_heads: int) -> list[tuple[str,
 
 def owned_fields(method: Method) -> tuple[str, ...]:
     """Every config field `method` owns: those `SyntaxMTConfig` declares for it and those it declares itself."""
-    return (*method.fields, *method.options)
+    return (*method.fields, *method.config_options)
 
 
 def _names(kind: str) -> tuple[str, ...]:

@@ -23,7 +23,7 @@ from .tree_distance import shared_tree_distances
 
 class TreeBias(Method):
     name = "tree_bias"
-    options = {
+    config_options = {
         "encoder_tree_bias_heads": Option(
             "list[int] | None",
             None,
