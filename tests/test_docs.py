@@ -324,6 +324,42 @@ def test_every_registered_method_has_a_page_and_every_config_field_is_documented
     assert not missing, f"SyntaxMTConfig fields not in docs/: {missing}"
 
 
+def test_every_registered_method_has_a_page_a_nav_entry_a_table_row_and_a_tester(site):
+    """What adding a method needs besides its module, test, page and builtin line is made by the code: the site's
+    Methods navigation, the method index's table and the API reference of its module are read from the registry
+    (docs/hooks/methods.py), and the tester from the method's `tester_config`; checked here on the built site for
+    every registered method."""
+    index = (site / "methods" / "index.html").read_text(encoding="utf-8")
+    api = (site / "api" / "methods.html").read_text(encoding="utf-8")
+    nav_links = [value for tag, _a, value, _r in _parse(site / "index.html").refs if tag == "a"]
+    for method in registered():
+        assert (DOCS / "methods" / f"{method.name}.md").is_file(), f"add docs/methods/{method.name}.md"
+        assert (site / "methods" / f"{method.name}.html").is_file()
+        assert f"methods/{method.name}.html" in nav_links, f"{method.name} is not in the site's navigation"
+        assert f'href="{method.name}.html"><code>{method.name}</code>' in index, f"{method.name}: no row in the index"
+        assert method.tester_config is not None, f"give {method.name} a tester_config (the tiny-config tester's entry)"
+        assert f'id="{type(method).__module__}"' in api, f"{method.name}: its module is not in the API reference"
+    order = [index.index(f'href="{m.name}.html"><code>{m.name}</code>') for m in registered()]
+    assert order == sorted(order)  # the table is in head order
+
+
+def test_the_methods_hook_lists_every_registered_method_in_head_order():
+    _needs_mkdocs()
+    import yaml
+
+    hook = _load(DOCS / "hooks" / "methods.py")
+
+    class Loader(yaml.SafeLoader):  # mkdocs.yml's !!python tags are not needed for the nav
+        pass
+
+    Loader.add_multi_constructor("", lambda loader, suffix, node: None)
+    nav = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=Loader)["nav"]
+    section = next(e["Methods"] for e in hook.methods_nav(nav) if isinstance(e, dict) and "Methods" in e)
+    paths = [e if isinstance(e, str) else next(iter(e.values())) for e in section]
+    assert paths == ["methods/index.md", *[f"methods/{m.name}.md" for m in registered()], "methods/other-options.md"]
+    assert hook.methods_nav(hook.methods_nav(nav)) == hook.methods_nav(nav)  # a page listed by hand is not doubled
+
+
 def test_every_test_the_docs_name_exists():
     defined = set()
     for path in (ROOT / "tests").rglob("test_*.py"):

@@ -66,12 +66,25 @@ GENERATION_TARGET = 0.95  # every method but document context
 
 
 def method_configs(layers: int, heads: int) -> dict[str, dict]:
-    """Every registered method's options at this size (the issue's settings where it names one)."""
+    """Every registered method's options at this size: the issue's settings where it names one, else the method's
+    `tester_config` with its per-layer head counts (`encoder_..._heads`, `decoder_..._heads`) put in the first layer
+    (so a new method needs no entry here)."""
+    import re
+
+    from hf_syntax_mt.methods import registered
+
     one = [0] * layers
     first = [1] + [0] * (layers - 1)
     pascal = list(one)
     pascal[min(1, layers - 1)] = heads // 2  # PASCAL: half the heads (4 of 8) in layer 1
-    return {
+
+    def sized(config: dict) -> dict:
+        per_layer = re.compile(r"^(encoder|decoder)_\w+_heads$")
+        return {k: [v[0], *[0] * (layers - 1)] if per_layer.match(k) and isinstance(v, list) else v
+                for k, v in config.items()}  # fmt: skip
+
+    derived = {m.name: sized(m.tester_config) for m in registered() if m.tester_config is not None}
+    return {"none": {}, **derived} | {
         "none": {},
         "pascal": dict(encoder_pascal_heads=pascal),
         "tree": dict(encoder_tree_heads=first),

@@ -23,6 +23,7 @@ from .methods.registry import (
     check_int,
     check_probability,
     check_weight,
+    head_kinds,
     head_layout,
     parse_columns,
     registered,
@@ -35,20 +36,41 @@ ATTENTION_INITS = ("normal", "xavier")
 ATTENTION_KERNELS = ("auto", "eager", "fused")  # syntax_attention_kernel
 
 
-_PER_LAYER = (
-    "encoder_pascal_heads", "encoder_tree_heads", "encoder_lisa_heads", "encoder_dbsa_heads", "decoder_dbsa_heads",
-)  # fmt: skip
-
-
 _POSITIVE_INTS = (
     "vocab_size", "d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads", "decoder_attention_heads",
     "encoder_ffn_dim", "decoder_ffn_dim", "max_position_embeddings",
 )  # fmt: skip
 _PROBABILITIES = ("dropout", "attention_dropout", "activation_dropout", "encoder_layerdrop", "decoder_layerdrop")
-_NUMBERS = (
-    "pascal_sigma", "parent_ignoring", "label_smoothing", "dbsa_loss_weight", "lisa_loss_weight", "sync_loss_weight",
-    "global_fertility_weight", "symmetry_weight", "guided_alignment_weight", "init_std", *_PROBABILITIES,
-)  # fmt: skip
+
+
+def _type_name(annotation) -> str:
+    """A field's annotation as written (`"list[int] | None"`), whether it is a string or a type."""
+    return annotation if isinstance(annotation, str) else getattr(annotation, "__name__", None) or str(annotation)
+
+
+def _method_option_fields() -> type:
+    """The options built-in methods declare in their own modules (`Method.config_options`) as the fields of a
+    `MarianConfig` subclass that `SyntaxMTConfig` extends: a method adds an option without an edit here."""
+    annotations, defaults = {}, {}
+    for method in registered():
+        for name, option in method.config_options.items():
+            if name in annotations or name in {f.name for f in dataclasses.fields(MarianConfig)}:
+                raise UserError(f"Method {method.name!r} declares the option {name!r}, which already exists.")
+            annotations[name], defaults[name] = _type_name(option.type), option.default
+    namespace = {"__module__": __name__, "__qualname__": "MethodOptionFields", "__annotations__": annotations}
+    return type("MethodOptionFields", (MarianConfig,), {**namespace, **defaults})
+
+
+def _options_doc() -> str:
+    """The `Args:` entries of the options built-in methods declare (appended to `SyntaxMTConfig.__doc__`)."""
+    entries = []
+    for method in registered():
+        for name, option in method.config_options.items():
+            default = "" if option.default is None else f", defaults to {option.default!r}"
+            doc = "\n".join(f"            {line}" for line in option.doc.splitlines())
+            entries.append(f"        {name} (`{_type_name(option.type)}`, *optional*{default}):\n{doc}")
+    return "\n" + "\n".join(entries) + "\n" if entries else ""
+
 
 # Keys that are not fields of the config but that transformers itself writes into (or reads from) config.json:
 # bookkeeping, loading options, generation parameters (popped by PreTrainedConfig), attribute_map aliases and the
@@ -69,7 +91,7 @@ _LOADING = contextvars.ContextVar("syntax_mt_config_loading", default=False)
 
 
 @strict
-class SyntaxMTConfig(MarianConfig):
+class SyntaxMTConfig(_method_option_fields()):
     r"""
     A [`~transformers.MarianConfig`] plus the options of the syntax-aware attention variants.
 
@@ -116,7 +138,7 @@ class SyntaxMTConfig(MarianConfig):
         encoder_lisa_heads (`list[int]`, *optional*):
             Number of LISA heads (Strubell et al. 2018, on subwords as in the PASCAL paper) per encoder layer:
             bi-affine heads trained to attend to the first subword of the token's head word (`lisa_parents`).
-            They follow the syntax-directed heads.
+            They follow the heads of the methods registered before them (`methods.head_kinds`).
         encoder_dbsa_heads (`list[int]`, *optional*):
             Number of DBSA heads (dependency-based self-attention, Deguchi et al. 2019; Eq. 4-5 of the synchronous
             syntactic attention paper) per encoder layer: bi-affine heads `softmax(Q U K^T / sqrt(d))` trained on
@@ -250,15 +272,10 @@ class SyntaxMTConfig(MarianConfig):
 
     def __post_init__(self, **kwargs):
         self._check_unknown_keys(kwargs)
-        for name in _PER_LAYER:
-            if getattr(self, name) is not None:
-                setattr(self, name, list(getattr(self, name)))
         if isinstance(self.input_features, str):
             raise UserError(f"input_features={self.input_features!r} must be a list of names, e.g. ['pos', 'deprel'].")
-        if self.input_features is not None:
-            self.input_features = list(self.input_features)
-        for name in ("alignment_bias_layers", "alignment_biases", "encoder_context_layers", "decoder_context_layers"):
-            if getattr(self, name) is not None:
+        for name in _LIST_FIELDS:  # a tuple given for a list field is stored as the list that config.json gives back
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), list):
                 setattr(self, name, list(getattr(self, name)))
         super().__post_init__(**kwargs)
         self.validate_syntax_options()  # raise a plain ValueError at creation, not strict's wrapper
@@ -362,12 +379,11 @@ class SyntaxMTConfig(MarianConfig):
         return max(self.decoder_layers - 2, 0)
 
     def encoder_head_layout(self, layer_idx: int) -> dict[str, int]:
-        """Number of heads of each kind in encoder layer `layer_idx`, in head order: PASCAL, syntax-directed (tree),
-        LISA, DBSA, then standard heads."""
-        return {
-            kind: (getattr(self, f"encoder_{kind}_heads") or [0] * self.encoder_layers)[layer_idx]
-            for kind in ("pascal", "tree", "lisa", "dbsa")
-        }
+        """Number of heads of each kind (`"pascal"`, `"tree"`, `"lisa"`, `"dbsa"`, ...) in encoder layer
+        `layer_idx`, in head order (the registry's, `hf_syntax_mt.methods.head_kinds`); kinds without heads in the
+        layer are left out, and the remaining heads are standard."""
+        kinds = head_kinds(self, "encoder", layer_idx, self.encoder_attention_heads)
+        return {kind: stop - start for kind, start, stop in kinds}
 
     @property
     def uses_global_fertility(self) -> bool:
@@ -458,6 +474,13 @@ class SyntaxMTConfig(MarianConfig):
                     f"method_options names {unknown}, which no registered method has (registered: {sorted(methods)}): "
                     "import the module that registers it (`hf_syntax_mt.methods.register`) before building the config."
                 )
+        late = [(m.name, n) for m in registered() for n in m.config_options if n not in _TYPES]
+        if late:  # declared options become fields only for methods registered before SyntaxMTConfig was created
+            raise UserError(
+                f"Method {late[0][0]!r} declares options {[n for _, n in late]} (`Method.config_options`) but was registered "
+                "after SyntaxMTConfig was created, so they are not config fields: list the method in "
+                "hf_syntax_mt/methods/builtin.py, or read its options from config.method_options[name]."
+            )
         for method in registered():  # each method validates the options it owns
             method.validate(self)
         for site in SITES:  # the heads the methods take fit in every attention
@@ -480,6 +503,18 @@ class SyntaxMTConfig(MarianConfig):
     @property
     def resolved_max_context_length(self) -> int:
         return self.max_context_length if self.max_context_length is not None else self.max_position_embeddings
+
+
+if _options_doc():  # the options methods declare, in help(SyntaxMTConfig) beside the others
+    SyntaxMTConfig.__doc__ = SyntaxMTConfig.__doc__.rstrip() + _options_doc() + "    "
+
+
+# what each field needs, read once from the fields' types (declared once: on SyntaxMTConfig or by a method's Option)
+_TYPES = {f.name: _type_name(f.type).replace(" ", "") for f in dataclasses.fields(SyntaxMTConfig)}
+#: fields typed `list[...]` (per-layer head counts, layer lists, names): a tuple given for one is stored as a list
+_LIST_FIELDS = tuple(name for name, t in _TYPES.items() if t.startswith("list["))
+#: fields typed `float` or `float | int` (weights, widths, probabilities): each must be a finite number
+_NUMBERS = tuple(name for name, t in _TYPES.items() if t in ("float", "float|int", "int|float"))
 
 
 __all__ = ["INPUT_FEATURES", "SyntaxMTConfig"]

@@ -125,8 +125,8 @@ def _flex_kernel(device: torch.device) -> Callable:
 
 
 class SyntaxMTAttention(MarianAttention):
-    """Marian multi-head attention whose heads the registered methods may take (`head_groups`, in registry order:
-    PASCAL, syntax-directed, LISA, DBSA, ... then the plain heads).
+    """Marian multi-head attention whose heads the registered methods may take (`head_groups`, in registry order,
+    `methods/builtin.py`, then the plain heads).
 
     Method heads that need it run on the eager score path, where each method's hooks transform its own heads; the
     rest run in the configured kernel (SDPA by default). Where `config.syntax_attention_kernel` allows (`"fused"`,

@@ -45,6 +45,7 @@ from .methods.document_context import (
 from .methods.pascal import check_parent_positions, pascal_weights  # noqa: F401
 from .methods.registry import (
     AttentionRecord,
+    ForwardInputs,
     active_methods,
     input_names,
     on_change,
@@ -148,7 +149,8 @@ class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
         context_attention_mask: torch.Tensor | None = None,
         **kwargs,
     ) -> SyntaxMTEncoderOutput:
-        inputs = {name: kwargs.pop(name) for name in input_names() if name in kwargs}  # the methods' inputs
+        # the methods' inputs; what several methods derive from them (tree distances) is computed once (`shared`)
+        inputs = ForwardInputs({name: kwargs.pop(name) for name in input_names() if name in kwargs})
         for name in supervision_names():  # training targets: read by the losses, never by the encoder
             kwargs.pop(name, None)
         if (input_ids is None) ^ (inputs_embeds is not None):

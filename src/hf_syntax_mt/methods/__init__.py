@@ -2,27 +2,32 @@
 
     from hf_syntax_mt.methods import Method, register, registered, input_columns
 
-The built-in families, in head order: `pascal`, `tree_distance`, `biaffine` (LISA + DBSA), `synchronous`,
-`input_features`, `alignment_bias`, `fertility`, `document_context`. See `registry.py` for what a method owns and
-tests/models/test_registry.py for a method added in one module.
+The built-in methods are listed, in head order, in `builtin.py` (`BUILTIN`). See `registry.py` for what a method
+owns, CONTRIBUTING.md ("Adding a method") for the steps, and tests/models/test_registry.py for a method added in one
+module outside the package.
 """
 
 from . import builtin  # noqa: F401  (registers the built-in methods)
 from .registry import (
     AttentionContext,
     AttentionRecord,
+    ForwardInputs,
     HeadRecord,
     Method,
+    Option,
     active_methods,
     describe,
     get_method,
+    head_kinds,
     head_layout,
     input_columns,
     input_names,
     loss_names,
+    owned_fields,
     parse_columns,
     register,
     registered,
+    shared,
     supervision_columns,
     supervision_names,
     unregister,
@@ -31,18 +36,23 @@ from .registry import (
 __all__ = [
     "AttentionContext",
     "AttentionRecord",
+    "ForwardInputs",
     "HeadRecord",
     "Method",
+    "Option",
     "active_methods",
     "describe",
     "get_method",
+    "head_kinds",
     "head_layout",
     "input_columns",
     "input_names",
     "loss_names",
+    "owned_fields",
     "parse_columns",
     "register",
     "registered",
+    "shared",
     "supervision_columns",
     "supervision_names",
     "unregister",

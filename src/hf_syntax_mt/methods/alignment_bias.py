@@ -217,6 +217,8 @@ class AlignmentBias(Method):
 
     name = "alignment_bias"
     fields = ("alignment_bias_layers", "alignment_biases", "alignment_window", "alignment_bias_hidden_size")
+    tester_config = {"alignment_bias_layers": [1]}
+    trainable = ("alignment_bias",)
 
     def active(self, config) -> bool:
         return bool(config.alignment_bias_layers)

@@ -74,6 +74,8 @@ class Biaffine(Method):
     )  # fmt: skip
     supervision = ("lisa_parents", "dbsa_heads", "decoder_dbsa_heads")
     losses = ("dbsa_loss", "lisa_loss")
+    tester_config = {"encoder_lisa_heads": [1, 0], "encoder_dbsa_heads": [1, 0], "decoder_dbsa_heads": [1, 0]}
+    trainable = ("biaffine_u",)
     always_eager = False  # only when a loss reads the heads
 
     @staticmethod

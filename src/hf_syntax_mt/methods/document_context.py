@@ -251,6 +251,8 @@ class DocumentContext(Method):
         "context_sentences", "context_encoder_layers", "encoder_context_layers", "decoder_context_layers",
         "context_gating", "max_context_length",
     )  # fmt: skip
+    tester_config = {"context_sentences": 1}
+    trainable = ("context_encoder", "context_attn")
     inputs = ("context_input_ids", "context_attention_mask")
 
     def active(self, config) -> bool:

@@ -70,6 +70,8 @@ class Fertility(Method):
     name = "fertility"
     fields = ("global_fertility_weight", "global_fertility_start_step")
     losses = ("fertility_loss",)
+    tester_config = {"global_fertility_weight": 0.3}
+    trainable = ("global_fertility",)
 
     def active(self, config) -> bool:
         return config.uses_global_fertility

@@ -35,6 +35,8 @@ class GuidedAlignment(Method):
     fields = ("guided_alignment_weight", "guided_alignment_layer", "guided_alignment_heads")
     supervision = ("decoder_alignment",)
     losses = ("alignment_loss",)
+    tester_config = {"guided_alignment_weight": 0.5}
+    trainable = ("model.decoder.layers.1.encoder_attn",)  # the tester's supervised (last) layer
 
     def active(self, config) -> bool:
         return config.guided_alignment_weight > 0

@@ -20,6 +20,8 @@ class InputFeatures(Method):
     fields = ("input_features", "feature_combination", "feature_embedding_dim")
     inputs = tuple(f"{name}_ids" for name in INPUT_FEATURES)
     from_parse = True
+    tester_config = {"input_features": ["pos", "deprel", "subword_tag"]}
+    trainable = ("feature_embeddings",)
 
     def active(self, config) -> bool:
         return bool(config.input_features)

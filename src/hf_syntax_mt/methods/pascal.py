@@ -81,6 +81,7 @@ class Pascal(Method):
     fields = ("encoder_pascal_heads", "pascal_sigma", "pascal_weighting", "parent_ignoring")
     inputs = ("parent_positions",)
     from_parse = True
+    tester_config = {"encoder_pascal_heads": [2, 0]}
 
     def active(self, config) -> bool:
         return any(per_layer(config, "encoder_pascal_heads", "encoder"))

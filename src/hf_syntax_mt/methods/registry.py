@@ -2,21 +2,29 @@
 
 A method owns, in one place:
 
-- its config fields (declared on `SyntaxMTConfig`, or under `config.method_options[name]` for a method registered
-  outside the package) and their validation (`validate`);
-- the self- and cross-attention heads it takes in each layer (`heads`); heads are given out in registry order, so
-  in a layer the heads of the first registered method come first;
+- its config options and their validation (`validate`): options it declares itself (`config_options`, one `Option` each:
+  type, default, docstring) become `SyntaxMTConfig` fields when the method is built in (registered before
+  `SyntaxMTConfig` is created, i.e. listed in `methods/builtin.py`); a method registered later keeps its options
+  under `config.method_options[name]`. `fields` names every config field it owns (the older built-in methods'
+  fields are written out on `SyntaxMTConfig`);
+- the self- and cross-attention heads it takes in each layer (`heads`, split into named kinds by `kinds`); heads
+  are given out in registry order, so in a layer the heads of the first registered method come first. Every reader
+  of head positions asks `head_layout` / `head_kinds` (the one source of head order);
 - the data columns it needs: model inputs (`inputs`, the preprocessor, collator, pipeline and train script ask
   `input_columns`) and training-only supervision (`supervision`);
 - its attention hooks, applied to its own heads on the eager score path of `SyntaxMTAttention`
   (`query` -> `scores` -> `logits` -> `probs` -> `record`), and the per-forward preparation of its inputs
   (`prepare`), which reach the attention as keyword arguments, the way transformers v5 passes attention kwargs;
+  what several methods derive from the same inputs (tree distances) is computed once per forward (`shared`);
 - optionally, a fused form of those hooks (`fused`): a FlexAttention `score_mod` (`score_mod`) or an additive
   logit bias that SDPA takes as its mask (`attention_bias`), used instead of the eager path where
   `config.syntax_attention_kernel` and the device allow it (the eager path stays the reference);
 - its auxiliary loss (`loss`, with `loss_weights`), added to the cross-entropy by the model;
 - its parameters (`build_attention`, `build_encoder`, `build_model`, `init_weights`) and a one-line description
-  for model cards and signatures (`describe`).
+  for model cards and signatures (`describe`);
+- what the tiny-config tester needs of it (`tester_config`: the options that switch it on at the tester's size;
+  `trainable`: the parameters one training step must change), so that tests/models/test_every_method.py holds no
+  table of its own.
 
 Adding a method is one module with a `Method` subclass and `register(MyMethod())`: the attention class, the
 encoder, the decoder and the generation class need no edit (tests/models/test_registry.py shows it with a toy).
@@ -26,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import nn
@@ -83,12 +92,51 @@ class AttentionContext:
     record: AttentionRecord | None
 
 
+@dataclass(frozen=True)
+class Option:
+    """A config option a method declares in its own module (`Method.config_options`). For a built-in method it becomes a
+    `SyntaxMTConfig` field: `type` its annotation (a `list[...]` given as a tuple is stored as a list; a
+    `float | int` is checked to be finite), `default` its default (off: None, 0 or False; never a mutable list) and
+    `doc` its entry in `help(SyntaxMTConfig)` (one sentence or more, without the type line)."""
+
+    type: Any
+    default: Any
+    doc: str
+
+
+class ForwardInputs(dict):
+    """The method inputs of one encoder forward (input name -> tensor or None), as `Method.prepare` receives them,
+    plus what methods derive from them, computed once per forward and shared (`shared`)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.derived: dict[str, Any] = {}
+
+
+def shared(inputs: dict, key: str, compute: Callable[[], Any]) -> Any:
+    """`compute()`, computed once per forward under `key` when `inputs` is the forward's `ForwardInputs`: methods
+    that derive the same tensor from the same inputs (e.g. `"tree_distances"` from `word_index` and `word_heads`)
+    call this with the same key and share one result. With a plain dict it is computed each call."""
+    if not isinstance(inputs, ForwardInputs):
+        return compute()
+    if key not in inputs.derived:
+        inputs.derived[key] = compute()
+    return inputs.derived[key]
+
+
 class Method:
     """Base class of a registered method; every hook defaults to "does nothing"."""
 
     name: str = ""
-    #: config fields the method owns (validated by `validate`)
+    #: config fields the method owns that `SyntaxMTConfig` declares itself (validated by `validate`)
     fields: tuple[str, ...] = ()
+    #: config options the method declares itself (name -> `Option`): `SyntaxMTConfig` fields when built in
+    config_options: dict[str, Option] = {}
+    #: what the tiny-config tester (tests/models/test_every_method.py, 2 + 2 layers of 4 heads) switches the method
+    #: on with: config overrides; None fails the tester's coverage test until it is given
+    tester_config: dict | None = None
+    #: fragments of the parameter names one training step must change (the tester checks each)
+    trainable: tuple[str, ...] = ()
     #: model inputs read at training and inference (data columns of the same names)
     inputs: tuple[str, ...] = ()
     #: training-only supervision columns (given to `forward()` with the labels, never to the encoder)
@@ -114,6 +162,11 @@ class Method:
         """Number of heads this method takes in the self-attention (`"encoder"`, `"decoder"`) or cross-attention
         (`"cross"`) of `layer`; `-1` means every head of that attention."""
         return 0
+
+    def kinds(self, config, site: str, layer: int) -> dict[str, int]:
+        """The method's heads in this attention by kind, in order (`{"lisa": 1, "dbsa": 2}`); by default one kind
+        named after the method. The counts add up to `heads` (`-1`: every head)."""
+        return {self.name: self.heads(config, site, layer)}
 
     def input_columns(self, config) -> tuple[str, ...]:
         return self.inputs if self.active(config) else ()
@@ -209,15 +262,25 @@ def _changed() -> None:
         listener()
 
 
-def register(method: Method) -> Method:
-    """Add `method` under `method.name` (after the methods registered before it: its heads come after theirs)."""
+def register(method: Method, after: str | None = None) -> Method:
+    """Add `method` under `method.name`: after the methods registered before it (its heads come after theirs), or
+    right after the method named `after`."""
     if not method.name or not method.name.isidentifier():
         raise UserError(f"A method needs a name that is a Python identifier, got {method.name!r}.")
     if method.name in _REGISTRY and type(_REGISTRY[method.name]) is not type(method):
         raise UserError(
             f"A method named {method.name!r} is already registered ({type(_REGISTRY[method.name]).__name__})."
         )
+    if after is not None and after not in _REGISTRY:
+        raise UserError(f"register(..., after={after!r}): no method {after!r} is registered; use one of "
+                        f"{list(_REGISTRY)}.")  # fmt: skip
     _REGISTRY[method.name] = method
+    if after is not None:
+        order = [n for n in _REGISTRY if n != method.name]
+        order.insert(order.index(after) + 1, method.name)
+        items = {n: _REGISTRY[n] for n in order}
+        _REGISTRY.clear()
+        _REGISTRY.update(items)
     _changed()
     return method
 
@@ -267,6 +330,26 @@ def head_layout(config, site: str, layer: int, num_heads: int) -> list[tuple[Met
             "lower the per-layer counts."
         )
     return groups
+
+
+def head_kinds(config, site: str, layer: int, num_heads: int) -> list[tuple[str, int, int]]:
+    """`(kind, start, stop)` for every kind of head in this attention (`Method.kinds`: `"pascal"`, `"tree"`,
+    `"lisa"`, `"dbsa"`, ...), in head order: the one answer to "which heads are LISA's" (probing reads it)."""
+    out = []
+    for method, start, stop in head_layout(config, site, layer, num_heads):
+        kinds = method.kinds(config, site, layer)
+        if len(kinds) == 1:
+            kinds = {next(iter(kinds)): stop - start}  # the one kind takes the group (also for `-1`)
+        for kind, k in kinds.items():
+            if k:
+                out.append((kind, start, start + k))
+                start += k
+    return out
+
+
+def owned_fields(method: Method) -> tuple[str, ...]:
+    """Every config field `method` owns: those `SyntaxMTConfig` declares for it and those it declares itself."""
+    return (*method.fields, *method.config_options)
 
 
 def _names(kind: str) -> tuple[str, ...]:
@@ -339,6 +422,14 @@ def check_weight(config, name: str, hint: str = "0 switches it off") -> None:
     value = getattr(config, name)
     if isinstance(value, bool) or not value >= 0 or value == float("inf"):
         raise UserError(f"{name}={value!r} must be a finite number >= 0 ({hint}).")
+
+
+def check_positive(config, name: str, hint: str = "") -> None:
+    """A finite number (not a bool) > 0: a width, a scale or an initial value that 0 would break (e.g. an initial
+    weight behind a softplus); loss weights, where 0 switches a term off, use `check_weight`."""
+    value = getattr(config, name)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
+        raise UserError(f"{name}={value!r} must be a finite number > 0{f' ({hint})' if hint else ''}.")
 
 
 def check_int(config, name: str, low: int, high: int | None = None, hint: str = "") -> None:

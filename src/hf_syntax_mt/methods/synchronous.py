@@ -31,6 +31,8 @@ class Synchronous(Method):
     name = "synchronous"
     fields = ("sync_loss_weight", "sync_cross_attention_layer")
     losses = ("sync_loss",)
+    tester_config = {"encoder_dbsa_heads": [1, 0], "decoder_dbsa_heads": [1, 0], "sync_loss_weight": 0.5}
+    trainable = ("biaffine_u",)
 
     def active(self, config) -> bool:
         return config.uses_sync

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 from ..errors import UserError
-from .registry import AttentionContext, Method, check_int, check_per_layer_heads, per_layer
+from .registry import AttentionContext, Method, check_int, check_per_layer_heads, per_layer, shared
 
 
 def tree_distances(word_index: torch.Tensor, word_heads: torch.Tensor) -> torch.Tensor:
@@ -55,12 +55,29 @@ def tree_distances(word_index: torch.Tensor, word_heads: torch.Tensor) -> torch.
     return dist.masked_fill(either, float("inf")).masked_fill(either & eye, 0.0)
 
 
-def tree_weights(word_index: torch.Tensor, word_heads: torch.Tensor, window: int) -> torch.Tensor:
+def tree_weights(
+    word_index: torch.Tensor, word_heads: torch.Tensor, window: int, distances: torch.Tensor | None = None
+) -> torch.Tensor:
     """Syntax-directed attention weights `(B, S, S)` (Chen et al. 2017): exp(-d^2 / (2 sigma^2)), sigma = D / 2,
-    for tree distance d <= D = `window`, else 0."""
-    d = tree_distances(word_index, word_heads)
+    for tree distance d <= D = `window`, else 0 (`distances`: the tree distances, when already computed)."""
+    d = tree_distances(word_index, word_heads) if distances is None else distances
     sigma = window / 2.0
     return torch.exp(-d.square() / (2.0 * sigma**2)).masked_fill(d > window, 0.0)
+
+
+def shared_tree_distances(inputs: dict, input_shape: torch.Size, method: str, heads) -> torch.Tensor:
+    """The tree distances `(B, S, S)` of this forward's `word_index` and `word_heads`, checked and computed once
+    per forward for every method that reads them (`registry.shared`); `method` and `heads` name the asking method's
+    option in the error for missing inputs."""
+    word_index, word_heads = inputs.get("word_index"), inputs.get("word_heads")
+    if word_index is None or word_heads is None:
+        raise UserError(
+            f"This model has {method} heads ({heads}) and needs `word_index` (B, S) and `word_heads` (B, W): prepare "
+            "data with `SyntaxMTPreprocessor(compute_tree=True)`."
+        )
+    if word_index.shape != input_shape:
+        raise UserError(f"word_index has shape {tuple(word_index.shape)} but the input {tuple(input_shape)}.")
+    return shared(inputs, "tree_distances", lambda: tree_distances(word_index, word_heads))
 
 
 class TreeDistance(Method):
@@ -68,6 +85,7 @@ class TreeDistance(Method):
     fields = ("encoder_tree_heads", "tree_window")
     inputs = ("word_index", "word_heads")
     from_parse = True
+    tester_config = {"encoder_tree_heads": [1, 1]}
 
     def active(self, config) -> bool:
         return any(per_layer(config, "encoder_tree_heads", "encoder"))
@@ -86,16 +104,9 @@ class TreeDistance(Method):
         return f"Syntax-directed attention heads (Chen et al. 2017; tree distance <= {config.tree_window}) in encoder {layers}."
 
     def prepare(self, config, inputs, input_shape, attention_mask):
-        word_index, word_heads = inputs.get("word_index"), inputs.get("word_heads")
-        if word_index is None or word_heads is None:
-            raise UserError(
-                f"This model has syntax-directed heads (encoder_tree_heads={config.encoder_tree_heads}) and "
-                "needs `word_index` (B, S) and `word_heads` (B, W): prepare data with "
-                "`SyntaxMTPreprocessor(compute_tree=True)`."
-            )
-        if word_index.shape != input_shape:
-            raise UserError(f"word_index has shape {tuple(word_index.shape)} but the input {tuple(input_shape)}.")
-        return {"tree_weights": tree_weights(word_index, word_heads, config.tree_window)}  # (B, S, S)
+        heads = f"encoder_tree_heads={config.encoder_tree_heads}"
+        d = shared_tree_distances(inputs, input_shape, "syntax-directed", heads)  # (B, S, S)
+        return {"tree_weights": tree_weights(inputs["word_index"], inputs["word_heads"], config.tree_window, d)}
 
     def probs(self, ctx: AttentionContext, probs, start, stop):
         weights = ctx.inputs.get("tree_weights")
