@@ -260,3 +260,17 @@ def test_the_model_cards_datasets_and_languages(tmp_path, caplog):
     with caplog.at_level("WARNING"):
         assert card_languages(DataArguments(source_lang="fra", target_lang="english words")) == ["fra"]
     assert "--target_lang 'english words' is not an ISO 639 language code" in caplog.text
+
+
+def test_the_model_card_license_flag(tmp_path):
+    """The card's licence is a flag (a model trained on research-only or share-alike data keeps those terms), checked
+    before anything runs."""
+    from hf_syntax_mt.errors import UserError
+    from hf_syntax_mt.training.script_args import parse_args
+
+    argv = ["--output_dir", str(tmp_path / "run"), "--use_cpu"]
+    assert parse_args(argv)[2].model_card_license == "apache-2.0"
+    assert parse_args([*argv, "--model_card_license", "cc-by-sa-4.0"])[2].model_card_license == "cc-by-sa-4.0"
+    with pytest.raises(UserError, match="--model_card_license 'CC BY-SA' is not a Hub licence id"):
+        parse_args([*argv, "--model_card_license", "CC BY-SA"])
+    assert not (tmp_path / "run").exists()

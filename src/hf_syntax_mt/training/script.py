@@ -327,7 +327,7 @@ def write_card(trainer, data_args, training_args, raw, source_parser, results: R
         limitations=training_args.model_card_limitations or _default_limitations(trainer.state.global_step),
         training=training_text(trainer.state.global_step, training_args, results.metrics.get("train_runtime", 0)),
         model_signature=results.model_signature, languages=card_languages(data_args), datasets=datasets,
-        eval_datasets=eval_datasets,
+        eval_datasets=eval_datasets, license=training_args.model_card_license,
     )  # fmt: skip
 
 
