@@ -1,5 +1,5 @@
-"""The model card written beside a saved model: Hub metadata, the method actually configured, scores with their
-sacrebleu signatures."""
+"""The model card written beside a saved model: Hub metadata (built with huggingface_hub, read back with
+`ModelCard.load`), the method actually configured, scores with their sacrebleu signatures."""
 
 import pytest
 
@@ -16,7 +16,8 @@ def test_model_card_reflects_config_and_scores(tmp_path):
     scores = corpus_scores(["a b c", "d e"], ["a b c", "d f"])
     path = write_model_card(tmp_path, model=model, title="T", data="D", parser="P", scores={"test": scores})
     card = path.read_text()
-    assert card.startswith("---\nlibrary_name: transformers\npipeline_tag: translation\n")
+    assert card.startswith("---\n") and "\nlibrary_name: transformers\n" in card
+    assert "\npipeline_tag: translation\n" in card
     assert "encoder layer 0: 3 heads; gaussian weighting, sigma=0.5, parent ignoring q=0.1" in card
     assert f"BLEU {scores['bleu']:.2f} (`{scores['bleu_signature']}`)" in card
     assert f"{model.num_parameters():,} parameters" in card
@@ -110,3 +111,61 @@ def test_a_syntax_model_card_keeps_the_parser_note_and_the_sentence_call(tmp_pat
     assert "A syntax-aware Marian translation model trained with" in card and "document-level" not in card
     assert "- syntax-aware-nmt\n" in card and "parses raw input itself with the parser recorded" in card
     assert 'translate(["A first sentence.", "Another sentence."])' in card
+
+
+def test_the_card_metadata_loads_back_with_the_hubs_own_reader(tmp_path):
+    """Issue 49: the card was a hand-filled template without `language`, `datasets`, `metrics` or `model-index`. Read
+    back with `huggingface_hub.ModelCard.load`, it now has them: the languages, the license and task, and one
+    `EvalResult` per metric and scored dataset whose value is the score computed here and whose args carry its
+    sacrebleu signature; a split without a dataset (here the last step before averaging) gets no result."""
+    from huggingface_hub import ModelCard
+
+    tokenizer = train_tokenizer(["a b c d", "b c d e"] * 5, vocab_size=40, min_frequency=1)
+    config = model_config(tokenizer, d_model=16, layers=2, heads=4, ffn_dim=32, encoder_pascal_heads=[2, 0])
+    model = build_model(config)
+    test = corpus_scores(["a b c", "d e"], ["a b c", "d f"])
+    validation = corpus_scores(["a b", "c d e"], ["a b", "c d e f"])
+    scores = {"validation": validation, "test": test, "test_last_step": corpus_scores(["a"], ["b"])}
+    evals = {
+        "validation": {"type": "bentrevett/multi30k", "name": "Multi30k en-de (validation)", "split": "validation"},
+        "test": {"type": "test_2016_flickr.de", "name": "test_2016_flickr.de (test)", "split": "test"},
+    }
+    path = write_model_card(tmp_path, model=model, title="Multi30k en->de: PASCAL", data="D", parser="P",
+                            scores=scores, languages=["en", "de_DE"], datasets=["bentrevett/multi30k"],
+                            eval_datasets=evals)  # fmt: skip
+    data = ModelCard.load(path).data
+    assert data.language == ["en", "de"] and data.license == "apache-2.0" and data.library_name == "transformers"
+    assert data.pipeline_tag == "translation" and data.datasets == ["bentrevett/multi30k"]
+    assert data.metrics == ["bleu", "chrf"] and {"hf-syntax-mt", "syntax-aware-nmt"} <= set(data.tags)
+    assert data.model_name == "Multi30k en->de: PASCAL"
+    got = {(r.dataset_split, r.metric_type): r for r in data.eval_results}
+    assert sorted(got) == [("test", "bleu"), ("test", "chrf"), ("validation", "bleu"), ("validation", "chrf")]
+    for split, computed in (("test", test), ("validation", validation)):
+        for metric in ("bleu", "chrf"):
+            result = got[split, metric]
+            assert result.task_type == "translation" and result.metric_value == round(computed[metric], 2)
+            assert result.metric_args == {"signature": computed[f"{metric}_signature"]}
+            assert (result.dataset_type, result.dataset_name) == (evals[split]["type"], evals[split]["name"])
+    # the human-readable body is still there, below the metadata, and links to no package page
+    card = path.read_text()
+    assert f"BLEU {test['bleu']:.2f} (`{test['bleu_signature']}`)" in card and "## Limitations" in card
+    assert "pypi.org" not in card
+
+
+def test_card_metadata_refuses_what_the_hub_would_misread():
+    from hf_syntax_mt.errors import UserError, UserTypeError
+    from hf_syntax_mt.evaluation.model_card import card_metadata
+
+    scores = {"test": corpus_scores(["a b c d e"], ["a b c d f"])}
+    with pytest.raises(UserError, match="language 'English' is not an ISO 639 code"):
+        card_metadata("T", scores, languages=["English"])
+    with pytest.raises(UserTypeError, match="languages must be language codes"):
+        card_metadata("T", scores, languages=[None])
+    with pytest.raises(UserError, match="eval_datasets names the split 'dev', which has no scores"):
+        card_metadata("T", scores, eval_datasets={"dev": {"type": "x", "name": "x"}})
+    with pytest.raises(UserError, match=r"eval_datasets\['test'\] has no name"):
+        card_metadata("T", scores, eval_datasets={"test": {"type": "x"}})
+    # without eval_datasets, every scored split is its own dataset
+    (bleu, _chrf) = card_metadata("T", scores).eval_results
+    assert (bleu.dataset_type, bleu.dataset_name) == ("test", "test")
+    assert bleu.metric_value == round(scores["test"]["bleu"], 2)

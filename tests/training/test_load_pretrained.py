@@ -103,3 +103,44 @@ def test_a_shape_mismatch_keeps_transformers_report_that_names_the_keys(sentence
         transformers_logger.removeHandler(handler)
     report = [m for m in seen if "LOAD REPORT" in m]
     assert len(report) == 1 and "MISMATCH" in report[0] and "fc1.weight" in report[0], seen
+
+
+def test_load_with_options_prints_no_load_report_and_loads_the_checkpoints_weights(sentence_level, capfd, caplog):
+    """Issue 49: the documents page loaded a sentence-level model with `from_pretrained(..., context_sentences=2)`,
+    which prints transformers' load report, a MISSING row per new parameter with raw ANSI codes. The documented
+    call, `load_with_options`, prints none of it (nothing on stdout or stderr), logs the one line of
+    `load_pretrained`, and gives the checkpoint's weights with the options set."""
+    from hf_syntax_mt.training import load_with_options
+
+    directory, sentence = sentence_level
+    seen = []  # what transformers logs past its filters (its report goes to its own stderr handler)
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    transformers_logger = logging.getLogger("transformers")
+    transformers_logger.addHandler(handler)
+    try:
+        with caplog.at_level(logging.WARNING):
+            model = load_with_options(str(directory), context_sentences=2, context_gating=False)
+        out, err = capfd.readouterr()
+        assert not [m for m in seen if "LOAD REPORT" in m or "MISSING" in m], seen
+        assert "MISSING" not in out + err and "\x1b[" not in out + err, out + err
+        # the plain call the page showed before logs the report (what this test guards against)
+        SyntaxMTForConditionalGeneration.from_pretrained(directory, context_sentences=2)
+        assert [m for m in seen if "LOAD REPORT" in m and "MISSING" in m]
+    finally:
+        transformers_logger.removeHandler(handler)
+    assert (model.config.context_sentences, model.config.context_gating) == (2, False)
+    assert model.config.encoder_layers == TINY["encoder_layers"]  # the rest of the config is the checkpoint's
+    messages = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("hf_")]
+    assert len(messages) == 1 and messages[0].startswith("initialised ") and "context_sentences=2" in messages[0]
+    for name, value in sentence.state_dict().items():
+        torch.testing.assert_close(model.state_dict()[name], value, rtol=0, atol=0, msg=name)
+
+
+def test_load_with_options_names_an_unknown_option(sentence_level):
+    from hf_syntax_mt.errors import UserError
+    from hf_syntax_mt.training import load_with_options
+
+    directory, _ = sentence_level
+    with pytest.raises(UserError, match="has no field 'context_sentence'; did you mean context_sentences"):
+        load_with_options(str(directory), context_sentence=2)

@@ -26,6 +26,8 @@ from hf_syntax_mt.training.prepare import (
 from hf_syntax_mt.training.script import (
     Results,
     _default_limitations,
+    card_datasets,
+    card_languages,
     configure_generation,
     make_compute_metrics,
     make_decoder,
@@ -233,3 +235,42 @@ def test_the_model_card_texts():
     )  # fmt: skip
     assert parser_text(DataArguments(), "conllu|train.conllu", None).endswith("pass one to the pipeline as `parser=`.")
     assert _default_limitations(12).startswith("Trained for 12 steps only;")
+
+
+def test_the_model_cards_datasets_and_languages(tmp_path, caplog):
+    """Issue 49: the card's metadata names the dataset each scored split came from (a Hub dataset with its config and
+    split, or the reference file's name, never its local path) and the languages where the flags are ISO codes."""
+    raw = {"train": [1], "validation": [1], "test": [1]}
+    scores = {"validation": {}, "test": {}, "test_last_step": {}}
+    files = DataArguments(train_source_file=str(tmp_path / "train.en"), train_target_file=str(tmp_path / "train.de"),
+                          validation_file=str(tmp_path / "dev.tsv"), test_source_file=str(tmp_path / "t.en"),
+                          test_target_file=str(tmp_path / "test_2016_flickr.de"))  # fmt: skip
+    assert card_datasets(files, raw, scores) == ([], {
+        "validation": {"type": "dev.tsv", "name": "dev.tsv (validation)", "split": "validation"},
+        "test": {"type": "test_2016_flickr.de", "name": "test_2016_flickr.de (test)", "split": "test"},
+    })  # fmt: skip
+    hub = DataArguments(dataset_name="wmt/wmt16", dataset_config_name="de-en")
+    assert card_datasets(hub, {"train": [1], "test": [1]}, {"test": {}}) == (["wmt/wmt16"], {
+        "test": {"type": "wmt/wmt16", "name": "wmt/wmt16 (test)", "config": "de-en", "split": "test"}})  # fmt: skip
+    for local in ("json", str(tmp_path)):  # a file builder or a local folder is no Hub dataset
+        datasets, evals = card_datasets(DataArguments(dataset_name=local), {"train": [1], "test": [1]}, {"test": {}})
+        assert datasets == [] and "/" not in evals["test"]["type"]
+    assert card_datasets(files, raw, {"test": {}})[1].keys() == {"test"}  # a split not scored has no result
+    assert card_languages(DataArguments(source_lang="en", target_lang="de_DE")) == ["en", "de_DE"]
+    with caplog.at_level("WARNING"):
+        assert card_languages(DataArguments(source_lang="fra", target_lang="english words")) == ["fra"]
+    assert "--target_lang 'english words' is not an ISO 639 language code" in caplog.text
+
+
+def test_the_model_card_license_flag(tmp_path):
+    """The card's licence is a flag (a model trained on research-only or share-alike data keeps those terms), checked
+    before anything runs."""
+    from hf_syntax_mt.errors import UserError
+    from hf_syntax_mt.training.script_args import parse_args
+
+    argv = ["--output_dir", str(tmp_path / "run"), "--use_cpu"]
+    assert parse_args(argv)[2].model_card_license == "apache-2.0"
+    assert parse_args([*argv, "--model_card_license", "cc-by-sa-4.0"])[2].model_card_license == "cc-by-sa-4.0"
+    with pytest.raises(UserError, match="--model_card_license 'CC BY-SA' is not a Hub licence id"):
+        parse_args([*argv, "--model_card_license", "CC BY-SA"])
+    assert not (tmp_path / "run").exists()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from huggingface_hub import ModelCard
 from safetensors.torch import load_file
 from transformers import AutoModelForSeq2SeqLM, MarianMTModel, pipeline
 
@@ -76,6 +77,12 @@ def test_train_saves_a_model_that_reloads_and_translates(corpus, tmp_path):
     for key in ("bleu", "chrf", "ribes", "bleu_signature", "ribes_signature"):
         assert info["scores"]["test"][key] == pytest.approx(expected[key]) if "sig" not in key else expected[key]
     assert f"BLEU {expected['bleu']:.2f} (`{expected['bleu_signature']}`)" in card
+    # ... and in the card's Hub metadata (model-index), read back by huggingface_hub, with the test file's name
+    results = {(r.dataset_split, r.metric_type): r for r in ModelCard.load(out / "README.md").data.eval_results}
+    assert sorted(results) == [("test", "bleu"), ("test", "chrf"), ("validation", "bleu"), ("validation", "chrf")]
+    assert results["test", "bleu"].metric_value == round(expected["bleu"], 2)
+    assert results["test", "chrf"].metric_args == {"signature": expected["chrf_signature"]}
+    assert results["test", "bleu"].dataset_type == corpus["test"]["tgt"].name
 
     # reload: the Auto class gives the syntax model, and the saved pipeline (which parses raw text itself, here with
     # the test CoNLL-U passed in) reproduces the run's own test predictions

@@ -235,6 +235,8 @@ def _save_and_translate(model, tokenizer, out: Path, settings: DemoSettings, rec
         parser="Gold trees. At inference the pipeline looks sentences up in the generated test CoNLL-U file "
         "(backend `conllu`); no off-the-shelf parser knows the demo language.",
         scores={"demo test (greedy)": {k: record[k] for k in ("bleu", "chrf", "bleu_signature", "chrf_signature")}},
+        eval_datasets={"demo test (greedy)": {"type": "hf-syntax-mt-demo-language", "split": "test",
+                                              "name": f"the demo language, seed {settings.seed} (test, greedy)"}},
         limitations=f"A demonstration model trained for {record['steps']} steps on CPU; it only knows the demo "
         "language, and translates only sentences present in its CoNLL-U file through the pipeline.",
     )  # fmt: skip

@@ -1,24 +1,22 @@
-"""Model cards for saved syntax-aware models: a `README.md` with Hub metadata, filled from a training run."""
+"""Model cards for saved syntax-aware models: a `README.md` built with huggingface_hub's `ModelCard`, its metadata
+(`ModelCardData`: languages, license, tags, datasets, metrics, and BLEU and chrF as `EvalResult`s in the
+`model-index`, each with its dataset and sacrebleu signature) above the human-readable body of `TEMPLATE`."""
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ..errors import UserError, UserTypeError
 from .describe import describe_config, describe_method
 from .signature import model_signature as default_signature
 
-TEMPLATE = """---
-library_name: transformers
-pipeline_tag: translation
-tags:
-- hf-syntax-mt
-{tags}license: apache-2.0
----
+#: the card's body (below the metadata block that `card_metadata` builds); model_cards/TEMPLATE.md is this text
+TEMPLATE = """# {title}
 
-# {title}
-
-{summary} trained with [hf-syntax-mt](https://pypi.org/project/hf-syntax-mt/).
+{summary} trained with hf-syntax-mt.
 
 ## Method and options
 {method}
@@ -89,7 +87,75 @@ def _use(config) -> tuple[str, str, str, list[str]]:
     return summary, use, "\n".join(notes), tags
 
 
-def render_model_card(
+#: the sacrebleu metrics that go into the card's `model-index` (Hub metric ids), with their display names
+HUB_METRICS = {"bleu": "BLEU", "chrf": "chrF"}
+_LANGUAGE = re.compile(r"[a-z]{2,3}")  # an ISO 639-1/2/3 code, as the Hub's `language` field takes
+
+
+def card_metadata(
+    model_name: str,
+    scores: Mapping[str, Mapping] | None = None,
+    eval_datasets: Mapping[str, Mapping[str, str | None]] | None = None,
+    languages: Sequence[str] = (),
+    datasets: Sequence[str] = (),
+    tags: Sequence[str] = (),
+    license: str = "apache-2.0",
+):
+    """The card's metadata as a `huggingface_hub.ModelCardData`: what the Hub reads to show a model's languages,
+    license, task and scores.
+
+    Args:
+        model_name: the `model-index` name (the card's title).
+        scores: split name -> the dict of `evaluation.corpus_scores` (``bleu``, ``chrf`` and their signatures).
+        eval_datasets: split name -> the dataset it was scored on: ``type`` (a Hub dataset id, or a name without
+            ``/`` for local files), ``name`` (shown on the Hub) and optionally ``config`` and ``split``. Only these
+            splits become `EvalResult`s (a split without an entry, such as the last step's weights before checkpoint
+            averaging, scored another model); ``None`` takes every split of ``scores``, named after the split.
+        languages: the source and target language codes (ISO 639, e.g. ``("fr", "en")``); a code with a region
+            (``en_US``, ``pt-BR``) is written as its language.
+        datasets: Hub dataset ids the model was trained on (none for local files).
+        tags: extra Hub tags.
+        license: the Hub license id of the model.
+    """
+    from huggingface_hub import EvalResult, ModelCardData
+
+    scores = dict(scores or {})
+    if eval_datasets is None:
+        eval_datasets = {split: {"type": split, "name": split} for split in scores}
+    results = []
+    for split, dataset in eval_datasets.items():
+        if split not in scores:
+            raise UserError(f"eval_datasets names the split {split!r}, which has no scores (scored: {sorted(scores)})")
+        missing = [k for k in ("type", "name") if not dataset.get(k)]
+        if missing:
+            raise UserError(f"eval_datasets[{split!r}] has no {' or '.join(missing)}: give the dataset's Hub id or "
+                            "file name as `type` and the name to show as `name`")  # fmt: skip
+        for metric, metric_name in HUB_METRICS.items():
+            if metric not in scores[split]:
+                continue
+            results.append(EvalResult(
+                task_type="translation", task_name="Translation", dataset_type=dataset["type"],
+                dataset_name=dataset["name"], dataset_config=dataset.get("config"), dataset_split=dataset.get("split"),
+                metric_type=metric, metric_name=metric_name, metric_value=round(float(scores[split][metric]), 2),
+                metric_args={"signature": scores[split][f"{metric}_signature"]},
+            ))  # fmt: skip
+    codes = []
+    for code in languages:
+        if not isinstance(code, str):
+            raise UserTypeError(f"languages must be language codes (str), got {code!r} ({type(code).__name__})")
+        primary = re.split(r"[-_]", code.strip())[0].lower()
+        if not _LANGUAGE.fullmatch(primary):
+            raise UserError(f"language {code!r} is not an ISO 639 code such as 'en' or 'deu': give the code")
+        codes.append(primary)
+    metrics = [m for m in HUB_METRICS if any(m in s for s in scores.values())]
+    return ModelCardData(
+        model_name=model_name, language=list(dict.fromkeys(codes)) or None, license=license,
+        library_name="transformers", pipeline_tag="translation", tags=list(dict.fromkeys(["hf-syntax-mt", *tags])),
+        datasets=list(datasets) or None, metrics=metrics or None, eval_results=results or None,
+    )  # fmt: skip
+
+
+def build_model_card(
     model,
     path: str,
     title: str,
@@ -100,18 +166,27 @@ def render_model_card(
     tags: tuple[str, ...] = (),
     training: str = "",
     model_signature: str = "",
-) -> str:
-    """Fill the card. `scores` maps a split name to the dict of `evaluation.corpus_scores` (signatures kept; a
-    `ribes`/`ribes_signature` pair from `evaluation.corpus_ribes` is printed too). `model_signature` defaults to
-    `evaluation.model_signature(model.config)`."""
+    languages: Sequence[str] = (),
+    datasets: Sequence[str] = (),
+    eval_datasets: Mapping[str, Mapping[str, str | None]] | None = None,
+    license: str = "apache-2.0",
+):
+    """The card as a `huggingface_hub.ModelCard`: `card_metadata` (languages, license, tags, datasets, metrics,
+    the `model-index` with BLEU and chrF per scored dataset) above `TEMPLATE` filled from the model's config.
+
+    `scores` maps a split name to the dict of `evaluation.corpus_scores` (signatures kept; a `ribes`/
+    `ribes_signature` pair from `evaluation.corpus_ribes` is printed in the body too). `model_signature` defaults to
+    `evaluation.model_signature(model.config)`. `languages`, `datasets`, `eval_datasets` and `license`: see
+    `card_metadata`."""
+    from huggingface_hub import ModelCard
+
     config = model.config
     described = describe_config(config)
     # only what the config switches on (a document model has no PASCAL option); `attention_init` only chose the
     # starting weights, which the checkpoint holds
     options = {k: v for k, v in described.options.items() if k != "attention_init"}
     summary, use, use_notes, method_tags = _use(config)
-    # options that change the computation; `attention_init` only chose the starting weights, which the checkpoint holds
-    dropped = sorted(k for k in described.options if k != "attention_init")
+    dropped = sorted(options)
     loading = (
         "\nLoad the model with `AutoModelForSeq2SeqLM.from_pretrained(..., trust_remote_code=True)`. "
         "`MarianMTModel.from_pretrained` also loads the weights, but drops the method options "
@@ -125,8 +200,7 @@ def render_model_card(
         if "ribes" in s:
             line += f", RIBES {s['ribes']:.4f} (`{s['ribes_signature']}`)"
         score_lines.append(line)
-    return TEMPLATE.format(
-        tags="".join(f"- {t}\n" for t in dict.fromkeys([*method_tags, *tags])),
+    body = TEMPLATE.format(
         title=title,
         summary=summary,
         use=use,
@@ -147,14 +221,22 @@ def render_model_card(
         limitations=limitations or "Not evaluated outside its training domain.",
         model_signature=model_signature or default_signature(config),
     )
+    metadata = card_metadata(title, scores, eval_datasets, languages, datasets, [*method_tags, *tags], license)
+    return ModelCard(f"---\n{metadata.to_yaml()}\n---\n\n{body}")
+
+
+def render_model_card(model, path: str, title: str, data: str, parser: str, **kwargs) -> str:
+    """The card's text (`build_model_card`, as the `README.md` holds it)."""
+    return str(build_model_card(model, path, title, data, parser, **kwargs))
 
 
 def write_model_card(directory: str | Path, **kwargs) -> Path:
-    """Write `README.md` (the Hub's model card) into a saved model directory. The card names the directory, never
-    its local path: the card travels with the model."""
+    """Write `README.md` (the Hub's model card, `build_model_card`) into a saved model directory. The card names the
+    directory, never its local path: the card travels with the model."""
     path = Path(directory) / "README.md"
-    path.write_text(render_model_card(path=Path(directory).resolve().name, **kwargs), encoding="utf-8")
+    build_model_card(path=Path(directory).resolve().name, **kwargs).save(path)
     return path
 
 
-__all__ = ["TEMPLATE", "describe_method", "render_model_card", "write_model_card"]
+__all__ = ["HUB_METRICS", "TEMPLATE", "build_model_card", "card_metadata", "describe_method", "render_model_card",
+           "write_model_card"]  # fmt: skip

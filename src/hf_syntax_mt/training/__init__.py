@@ -9,7 +9,7 @@ tests."""
 from __future__ import annotations
 
 from .callbacks import CheckpointAverageCallback, CurveCallback, TimeBudgetCallback
-from .factory import EOS, PAD, UNK, build_model, model_config, train_tokenizer
+from .factory import EOS, PAD, UNK, build_model, load_with_options, model_config, train_tokenizer
 from .trainer import SyntaxMTTrainer, build_trainer
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "TimeBudgetCallback",
     "build_model",
     "build_trainer",
+    "load_with_options",
     "model_config",
     "train_tokenizer",
 ]

@@ -125,6 +125,26 @@ def load_pretrained(model_class, path: str, config, base_config):
     return model
 
 
+def load_with_options(path: str, **options) -> SyntaxMTForConditionalGeneration:
+    """A saved SyntaxMT or Marian (opus-mt style) checkpoint as `SyntaxMTForConditionalGeneration`, with ``options``
+    (any `SyntaxMTConfig` fields) added to its config: the first load of two-step document training
+    (``load_with_options("runs/sentence-level", context_sentences=2)``). The parameters the options add start from
+    the init, and one log line names them instead of transformers' load report (a "MISSING" row for each,
+    `load_pretrained`). An unknown option is a `UserError` naming the closest fields."""
+    import dataclasses
+    import difflib
+
+    known = {f.name for f in dataclasses.fields(SyntaxMTConfig)}
+    for key in options:
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=3)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            raise UserError(f"load_with_options({path!r}, {key}=...): SyntaxMTConfig has no field {key!r}{hint}")
+    base = SyntaxMTConfig.from_pretrained(path)
+    values = {k: v for k, v in {**base.to_dict(), **options}.items() if k not in SAVED_ONLY}
+    return load_pretrained(SyntaxMTForConditionalGeneration, path, SyntaxMTConfig(**values), base)
+
+
 _NOT_OPTIONS = {*SAVED_ONLY, "_name_or_path", "dtype"}  # never "an option added" to the checkpoint's config
 
 

@@ -327,14 +327,54 @@ def write_card(trainer, data_args, training_args, raw, source_parser, results: R
     from ..evaluation.model_card import write_model_card
 
     output_dir = Path(training_args.output_dir)
+    datasets, eval_datasets = card_datasets(data_args, raw, results.scores)
     write_model_card(
         output_dir, model=trainer.model, title=training_args.model_card_title or f"{output_dir.name}",
         data=_describe_data(data_args, raw), scores=results.scores,
         parser=parser_text(data_args, results.parser_signature, source_parser),
         limitations=training_args.model_card_limitations or _default_limitations(trainer.state.global_step),
         training=training_text(trainer.state.global_step, training_args, results.metrics.get("train_runtime", 0)),
-        model_signature=results.model_signature,
+        model_signature=results.model_signature, languages=card_languages(data_args), datasets=datasets,
+        eval_datasets=eval_datasets, license=training_args.model_card_license,
     )  # fmt: skip
+
+
+#: `datasets.load_dataset` builders that read local files: a `--dataset_name` of one of these is no Hub dataset
+_FILE_BUILDERS = {"arrow", "audiofolder", "csv", "imagefolder", "json", "pandas", "parquet", "sql", "text",
+                  "videofolder", "webdataset", "xml"}  # fmt: skip
+
+
+def card_datasets(data_args: DataArguments, raw: dict, scores: dict) -> tuple[list[str], dict[str, dict]]:
+    """The model card's training datasets (the Hub id of ``--dataset_name``; local files have none) and, for each
+    scored split of the data, the dataset it was read from (the Hub id and split, or the reference file's name)."""
+    name = data_args.dataset_name
+    hub = name if name and name not in _FILE_BUILDERS and not os.path.exists(name) else None
+    evals = {}
+    for split in raw:
+        if split == "train" or split not in scores:
+            continue  # `test_last_step` scored the weights before averaging, not the saved model: no EvalResult
+        if name:
+            shown = hub or Path(name).name
+            evals[split] = {"type": shown, "name": f"{shown} ({split})", "config": data_args.dataset_config_name,
+                            "split": split}  # fmt: skip
+        else:
+            file = getattr(data_args, f"{split}_target_file") or getattr(data_args, f"{split}_file")
+            evals[split] = {"type": Path(file).name, "name": f"{Path(file).name} ({split})", "split": split}
+    return ([hub] if hub else []), evals
+
+
+def card_languages(data_args: DataArguments) -> list[str]:
+    """``--source_lang`` and ``--target_lang`` for the card's `language` field, where they are ISO 639 codes (they
+    may also be other keys of a JSONL or `datasets` translation column: those are left out, with a warning)."""
+    import re
+
+    codes = []
+    for flag, code in (("--source_lang", data_args.source_lang), ("--target_lang", data_args.target_lang)):
+        if code and re.fullmatch(r"[a-zA-Z]{2,3}([-_][a-zA-Z0-9]+)*", code):
+            codes.append(code)
+        elif code:
+            logger.warning(f"{flag} {code!r} is not an ISO 639 language code: the model card names no language for it")
+    return codes
 
 
 def training_text(steps: int, training_args, train_runtime: float | None) -> str:

@@ -10,6 +10,7 @@ import dataclasses
 import difflib
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -223,6 +224,11 @@ class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
     average_every: int = field(default=100, metadata={"help": "Steps between averaged checkpoints."})
     model_card_title: str | None = None
     model_card_limitations: str | None = None
+    model_card_license: str = field(
+        default="apache-2.0",
+        metadata={"help": "The model card's licence, a Hub licence id (apache-2.0, cc-by-sa-4.0, other, ...): a model "
+                  "trained on a corpus keeps that corpus's terms."},
+    )  # fmt: skip
     # transformers 5 removed `overwrite_output_dir` from TrainingArguments; the script keeps run_translation.py's flag
     overwrite_output_dir: bool = field(
         default=False,
@@ -243,6 +249,9 @@ class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
                              "need N >= 0 checkpoints and >= 1 step apart")  # fmt: skip
         if self.average_checkpoints and self.max_steps <= 0:
             raise UserError("--average_checkpoints needs --max_steps (the averaged steps end there)")
+        if not re.fullmatch(r"[a-z0-9][a-z0-9.+-]*", self.model_card_license):
+            raise UserError(f"--model_card_license {self.model_card_license!r} is not a Hub licence id: give one such as "
+                             "apache-2.0, mit, cc-by-sa-4.0 or other (lower case)")  # fmt: skip
 
 
 def train_parser() -> HfArgumentParser:
