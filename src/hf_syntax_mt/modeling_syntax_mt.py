@@ -11,14 +11,12 @@ cross-entropy plus the weighted auxiliary losses of the active methods, read fro
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.masking_utils import create_bidirectional_mask
-from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput, Seq2SeqModelOutput
+from transformers.modeling_outputs import BaseModelOutput, Seq2SeqModelOutput
 from transformers.models.marian.modeling_marian import (
     MarianDecoder,
     MarianEncoder,
@@ -55,6 +53,7 @@ from .methods.registry import (
 from .methods.synchronous import synchronous_loss  # noqa: F401
 from .methods.tree_distance import tree_distances, tree_weights  # noqa: F401
 from .modeling_layers import CACHE, SyntaxMTAttention, SyntaxMTDecoderLayer, SyntaxMTEncoderLayer, pop_cache
+from .modeling_outputs import AUXILIARY_LOSSES, SyntaxMTEncoderOutput, SyntaxMTSeq2SeqLMOutput
 
 logger = logging.get_logger(__name__)
 
@@ -97,22 +96,6 @@ class SyntaxMTPreTrainedModel(MarianPreTrainedModel):
         super().save_pretrained(save_directory, *args, **kwargs)
         if kwargs.get("is_main_process", True):
             bundle.write(save_directory)
-
-
-@dataclass
-class SyntaxMTEncoderOutput(BaseModelOutput):
-    r"""
-    `BaseModelOutput` plus the document context the decoder reads (issue 5); batch-first, so `generate()` copies them
-    for beams with the rest of the encoder outputs.
-
-    context_key_values (`torch.FloatTensor` of shape `(batch_size, n_dec, 2, num_heads, context_length, head_dim)`):
-        Keys and values of C^(N_c) for each decoder context attention (Eq. 16), computed once per sentence.
-    context_attention_mask (`torch.LongTensor` of shape `(batch_size, context_length)`):
-        1 for real context tokens.
-    """
-
-    context_key_values: torch.FloatTensor | None = None
-    context_attention_mask: torch.Tensor | None = None
 
 
 class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
@@ -352,30 +335,6 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
             encoder_hidden_states=encoder_outputs.hidden_states,
             encoder_attentions=encoder_outputs.attentions,
         )
-
-
-@dataclass
-class SyntaxMTSeq2SeqLMOutput(Seq2SeqLMOutput):
-    r"""
-    `Seq2SeqLMOutput` plus each term of the objective (already included in `loss`, unweighted here):
-
-    translation_loss: the (label-smoothed) cross-entropy L_t.
-    dbsa_loss: L_dep of Eq. 5, source and target parse losses of the DBSA heads.
-    lisa_loss: the LISA heads' parse loss.
-    sync_loss: L_sync of Eq. 9.
-    fertility_loss: the global-fertility negative log-likelihood (before `config.global_fertility_weight`), when
-        it is active.
-    """
-
-    translation_loss: torch.FloatTensor | None = None
-    dbsa_loss: torch.FloatTensor | None = None
-    lisa_loss: torch.FloatTensor | None = None
-    sync_loss: torch.FloatTensor | None = None
-    fertility_loss: torch.FloatTensor | None = None
-
-
-#: the auxiliary losses of the built-in methods (each is also a field of `SyntaxMTSeq2SeqLMOutput`)
-AUXILIARY_LOSSES = ("dbsa_loss", "lisa_loss", "sync_loss", "fertility_loss")
 
 
 class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, GenerationMixin):
