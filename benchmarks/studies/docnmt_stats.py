@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: 
 from benchmarks import common  # noqa: E402
 from benchmarks.data.ende_sentence_data import EVAL_SETS, TEST_SETS  # noqa: E402
 from benchmarks.studies import seen_pairs  # noqa: E402
-from benchmarks.studies.docnmt_real import CONTEXT_KINDS, KINDS, RECIPE, item_file  # noqa: E402
+from benchmarks.studies.docnmt_setup import CONTEXT_KINDS, KINDS, RECIPE, item_file  # noqa: E402
 
 #: `benchmarks/data/pronoun_items.py --rescore`'s file, beside the unit folders: the units' per-item pronoun outcomes on
 #: the item file they were scored on, regrouped on the items of the current file that the old one holds too
