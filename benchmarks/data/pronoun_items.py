@@ -17,8 +17,10 @@ Alignment: eflomal 2.0 (defaults: model 3, 3 samplers; its samplers are random, 
 on the English words of the spaCy parses and the German words and punctuation of `german_tokens`, both lower-cased,
 trained on the test sets together with the whole shared training set (`ende_sentence_data`, 55k pairs) for better
 statistics; the forward and reverse links are intersected (precision over recall: a pronoun item needs exactly one
-aligned German pronoun). German noun genders: the NOUN tokens of the UD German treebanks in ../shared/data/ud (GSD
-dev+test, PUD test, LIT test; FEATS Gender), compounds by their longest known final part.
+aligned German pronoun). German noun genders and number (`hf_syntax_mt.evaluation.german_nouns`): the NOUN tokens of
+the UD German treebanks in ../shared/data/ud (GSD dev+test, PUD test, LIT test; FEATS Gender and Number), then, for
+words they lack, the determiners before capitalised words in the German side of the training set and of the test
+references; compounds by their longest known final part.
 """
 
 from __future__ import annotations
@@ -127,7 +129,10 @@ def main(argv=None) -> int:
         if cache is not None:
             tests_links = [sorted(x) for x in links[n_train:]]
             write_json(cache, {"pairs": len(words), "seconds": eflomal_seconds, "tests": tests_links})
-    lexicon = NounGenders.from_conllu([Path(args.data) / "ud" / path for path in UD_GERMAN])
+    # the lexicon: the treebanks' FEATS, then the determiners before capitalised words in the German side of the
+    # training set and the test references (raw text; no label of the test is read)
+    texts = train[3] + [line for t in tests.values() for line in t[3]]
+    lexicon = NounGenders.from_sources([Path(args.data) / "ud" / path for path in UD_GERMAN], texts)
     from hf_syntax_mt.data.readers import read_doc_ids
 
     items, dropped, offset = [], {}, n_train
@@ -164,7 +169,9 @@ def main(argv=None) -> int:
         "alignment": {"aligner": "eflomal 2.0.0 (model 3, 3 samplers), forward and reverse intersected",
                       "pairs": len(words), "training_pairs": n_train, "seconds": round(eflomal_seconds, 1)},
         "antecedent_sentences": args.antecedent_sentences,
-        "lexicon": {"nouns": len(lexicon), "sources": [f"../shared/data/ud/{u}" for u in UD_GERMAN]},
+        "lexicon": {"words": len(lexicon), "readings": dict(Counter(lexicon.readings.values()).most_common()),
+                    "sources": [f"../shared/data/ud/{u}" for u in UD_GERMAN]
+                    + ["determiners in the German side of the training set and the test references"]},
         "data_manifest": {"parser": data["parser"], "cache": relative_path(str(Path(args.cache).resolve()))},
         "seconds": round(time.perf_counter() - start, 1),
     }  # fmt: skip

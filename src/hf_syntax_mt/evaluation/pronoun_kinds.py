@@ -41,7 +41,7 @@ __all__ = ["DISTANCE_BUCKETS", "KINDS", "distance_bucket", "find_antecedent", "g
 #: the kinds an item can have; only ``referential`` items test context
 KINDS = ("referential", "no_antecedent", "expletive", "cleft", "clausal", "impersonal")
 #: antecedent distances as the scores group them (sentences back; ``3+``: further)
-DISTANCE_BUCKETS = ("0", "1", "2", "3+")
+DISTANCE_BUCKETS = ("0", "1", "2", "3+", "unknown")
 
 BE = {"be", "is", "'s", "was", "were", "been", "being", "am", "are", "'re", "ai"}
 RAISING = {"seem", "seems", "seemed", "appear", "appears", "appeared", "happen", "happens", "happened", "become",
@@ -52,6 +52,15 @@ PLURAL_FINITE = {"sind", "waren", "seien", "wären", "haben", "hatten", "hätten
                  "können", "konnten", "könnten", "müssen", "mussten", "müssten", "sollen", "sollten", "wollen",
                  "wollten", "dürfen", "durften", "dürften", "mögen", "möchten"}  # fmt: skip
 COPULA = {"ist", "war", "wäre", "sei", "sind", "waren"}
+GEHEN = {"geht", "ging", "gehe", "ginge", "gegangen", "gehen"}
+SCHEINEN = {"scheint", "schien", "schiene"}
+ADVERBIAL_ZU = {"um", "ohne", "statt", "anstatt", "damit"}
+COORDINATORS = {"und", "aber", "oder", "denn", "sondern", "doch"}
+PERSONAL_DATIVE = {"mir", "dir", "ihm", "ihr", "uns", "euch", "ihnen"}
+#: verbs whose object ``es`` stands before a dative: "Dies wird es den Verbrauchern erleichtern"
+DATIVE_OBJECT_VERBS = ("erleichter", "ermöglich", "erlaub", "erschwer", "verdank")
+DATIVES = {"den", "dem", "der", "ihnen", "uns", "mir", "dir", "ihm", "euch", "allen", "jedem"}
+#: evidence of :func:`german_case` that overrides the English relation
 #: words in -en next to ``sie`` that are no plural verb
 NOT_VERBS = {"den", "denen", "einen", "keinen", "ihren", "seinen", "diesen", "jenen", "meinen", "unseren", "eben",
              "oben", "unten", "neben", "gegen", "zwischen", "wegen", "trotzdem", "seien", "allen", "vielen", "wenigen",
@@ -59,6 +68,7 @@ NOT_VERBS = {"den", "denen", "einen", "keinen", "ihren", "seinen", "diesen", "je
 NOMINATIVE_ONLY = {"ich", "du", "wir", "man"}
 CLAUSE_BREAK = {",", ";", ":", ".", "!", "?", "und", "aber", "oder", "denn", "dass", "weil", "wenn", "ob"}
 QUOTES = {'"', "'", "„", "“", "”", "»", "«", "(", "-", "–"}
+GERMAN_CASE_WINS = "german:es + dative + "
 
 
 def _children(heads: Sequence[int], h: int) -> list[int]:
@@ -81,7 +91,7 @@ def _english_kind(words, heads, deprels, upos, i: int) -> tuple[str | None, str]
                 return "clausal", f"english:extraposition ({words[h]})"
         if head_word in BE and any(deprels[c] == "attr" and c > i and upos[c] in ("NOUN", "PROPN", "PRON", "NUM")
                                    for c in _children(heads, h)):  # fmt: skip
-            return "cleft", f"english:it {words[h]} + predicate noun"
+            return "cleft", "english:it be + predicate noun"  # the rule, whatever form of be
     if dep == "dobj":  # "find it hard to", "makes it possible that"
         for c in _children(heads, h):
             if deprels[c] in PREDICATE_DEPS | {"ccomp"} and upos[c] == "ADJ":
@@ -90,31 +100,62 @@ def _english_kind(words, heads, deprels, upos, i: int) -> tuple[str | None, str]
     return None, ""
 
 
+def _clause_end(tokens: Sequence[str], j: int) -> int:
+    """The index after the last token of the clause from ``j`` on (up to a comma, colon, semicolon or the end)."""
+    for k in range(j + 1, len(tokens)):
+        if tokens[k] in (",", ";", ":", ".", "!", "?"):
+            return k
+    return len(tokens)
+
+
+def _infinitive_zu(segment: Sequence[str]) -> bool:
+    """``zu`` + infinitive in ``segment`` (a clause after a comma): ``zu`` followed by a lower-case word in ``-n``
+    that is no determiner (``zu den``, ``zu einem`` are prepositions) and that ends the segment or stands before
+    ``und``/``oder``/another ``zu`` infinitive; ``um``/``ohne``/``statt`` ... ``zu`` are adverbial, and a segment
+    that starts with a coordinating conjunction is a main clause of its own."""
+    if not segment or segment[0] in ADVERBIAL_ZU | COORDINATORS:
+        return False
+    for k in range(1, len(segment) - 1):
+        if segment[k] == "zu":
+            verb, after = segment[k + 1], segment[k + 2] if k + 2 < len(segment) else ""
+            if verb.isalpha() and verb.endswith("n") and verb not in NOT_VERBS and after in ("", "und", "oder"):
+                return True
+    return False
+
+
 def _german_kind(tokens: Sequence[str], j: int) -> tuple[str | None, str]:
-    """``tokens``: the reference's lower-cased tokens; ``j``: the pronoun."""
+    """``tokens``: the reference's lower-cased tokens; ``j``: the pronoun. Evidence names the rule, not the word."""
     if tokens[j] != "es":
         return None, ""
     near = {tokens[k] for k in (j - 1, j + 1) if 0 <= k < len(tokens)}
+    end = _clause_end(tokens, j)
+    clause = tokens[j + 1 : end]  # the rest of the pronoun's clause
     rest = tokens[j + 1 :]
     if near & {"gibt", "gab", "gäbe", "geben", "gegeben"}:
         return "expletive", "german:es gibt"
-    if near & {"geht", "ging", "gehe", "ginge"} and "um" in rest:
-        return "impersonal", "german:es geht um"
+    if "um" in clause and (near & GEHEN or GEHEN & set(clause[clause.index("um") + 1 :])):
+        return "impersonal", "german:es geht um"  # "es geht um ...", "wenn es um ... geht"
     if near & {"handelt", "handelte", "handele"} and "sich" in tokens[max(0, j - 2) : j + 4]:
         return "impersonal", "german:es handelt sich"
     if near & {"regnet", "regnete", "schneit", "schneite"}:
         return "impersonal", "german:weather"
     if near & {"sind", "waren", "seien", "wären"}:
         return "cleft", "german:es + plural verb"
-    if near & {"liegt", "lag", "kommt", "kam"} and "an" in rest:
-        return "impersonal", "german:es liegt/kommt ... an"
+    if near & {"kommt", "kam"} and clause[-1:] == ["an"] and set(clause) & {"auf", "darauf", "drauf"}:
+        return "impersonal", "german:es kommt auf ... an"  # not "es kommt an" (arrives)
+    if near & {"liegt", "lag"} and ("daran" in clause or any(clause[k] == "an" and clause[k + 1] in PERSONAL_DATIVE
+                                                             for k in range(len(clause) - 1))):  # fmt: skip
+        return "impersonal", "german:es liegt an"  # "es liegt daran, dass", "es liegt an dir"; not a place
+    if near & SCHEINEN and end + 1 < len(tokens) and tokens[end] == "," and tokens[end + 1] in ("als", "ob", "dass"):
+        return "clausal", "german:es scheint, als"
     if "," in rest:
         after = rest.index(",") + 1
         if after < len(rest) and rest[after] in ("dass", "daß", "ob", "wie"):
-            return "clausal", f"german:es ..., {rest[after]}"
-        clause = rest[after:]
-        clause = clause[: clause.index(",")] if "," in clause else clause
-        if clause and clause[0] not in ("um", "ohne", "statt", "anstatt", "damit") and "zu" in clause[1:]:
+            return "clausal", "german:es ..., dass"
+        segment = rest[after:]
+        segment = segment[: segment.index(",")] if "," in segment else segment
+        segment = [t for t in segment if t not in (".", "!", "?")]
+        if _infinitive_zu(segment):
             return "clausal", "german:es ..., ... zu"
     return None, ""
 
@@ -158,6 +199,11 @@ def plural_sie(
 def german_case(tokens: Sequence[str], j: int) -> tuple[str | None, str]:
     """The case the German word order gives ``es``/``sie`` at token ``j``: accusative after a nominative-only pronoun
     of the same clause (``ich habe es``, ``ob wir sie``), nominative as the sentence's first word; else None."""
+    end = _clause_end(tokens, j)
+    if tokens[j] == "es" and j > 0 and j + 1 < end and tokens[j + 1] in DATIVES:
+        verb = next((t for t in tokens[j + 2 : end] if t.startswith(DATIVE_OBJECT_VERBS)), None)
+        if verb is not None and tokens[j - 1] not in CLAUSE_BREAK:
+            return "acc", f"{GERMAN_CASE_WINS}{verb}"
     for k in range(j - 1, max(-1, j - 3), -1):
         if tokens[k] in CLAUSE_BREAK:
             break
@@ -168,47 +214,136 @@ def german_case(tokens: Sequence[str], j: int) -> tuple[str | None, str]:
     return None, ""
 
 
+def _clause_head(heads: Sequence[int], upos: Sequence[str], w: int) -> int:
+    """The nearest verb (or auxiliary) above word ``w`` (0-based; -1: none): the clause ``w`` belongs to."""
+    h, seen = heads[w] - 1, 0
+    while h >= 0 and upos[h] not in ("VERB", "AUX") and seen < len(heads):
+        h, seen = heads[h] - 1, seen + 1
+    return h
+
+
+def _english_plural(word: str, upos: str) -> bool:
+    """A common noun in ``-s`` (not ``-ss``/``-us``/``-is``): plural. Names (``Brussels``) are left alone."""
+    w = word.lower()
+    return upos == "NOUN" and len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is", "ics", "ness"))
+
+
+def _may_hide_antecedent(links, cased, at, words, aligned, lexicon, compatible) -> bool:
+    """Whether an English noun without a German noun of known reading could still be the antecedent: it is aligned
+    to a capitalised German word the lexicon does not know (a noun of unknown gender), or it is not aligned at all
+    and its German sentence has a noun of the pronoun's gender that no English word is aligned to (a missed link).
+    An English noun aligned only to lower-case German words was not translated as a noun: no antecedent there."""
+    if links:
+        return any(cased[t][:1].isupper() and cased[t].isalpha() and lexicon.reading(cased[t]) is None for t in links)
+    linked = {t for v in range(len(words[at])) for t in aligned(at, v)}
+    for t in range(len(cased)):
+        reading = lexicon.noun_at(cased, t)
+        if t not in linked and reading not in (None, "plur") and compatible(reading):
+            return True
+    return False
+
+
 def find_antecedent(
     line: int,
     i: int,
+    j: int,
     start: int,
     k: int,
-    words: Sequence[Sequence[str]],
-    upos: Sequence[Sequence[str]],
+    parse: Mapping[str, Sequence[Sequence]],
     aligned: Callable[[int, int], list[int]],
     tokens: Sequence[Sequence[tuple[str, int, int]]],
-    noun_gender: Callable[[str], str | None],
+    lexicon,
     compatible: Callable[[str], bool],
-) -> Mapping | None:
-    """The nearest antecedent of the pronoun at English word ``i`` of ``line``: an English noun before it in its
-    sentence, then in each of the previous ``k`` sentences of the document (from ``start``, the document's first
-    line), right to left, aligned (``aligned(line, word)`` -> German token indices) to a German noun whose gender
-    (``noun_gender``) is ``compatible`` with the pronoun's. Returns ``{"distance", "line", "english", "english_index",
-    "german", "german_span", "other_gender_nearer"}`` (``line`` 1-based; ``other_gender_nearer``: an aligned noun of
-    another gender came first) or None."""
-    other_gender_nearer = False
+) -> tuple[Mapping | None, str]:
+    """The antecedent of the pronoun at English word ``i`` / German token ``j`` of ``line``, found from the English
+    side and the alignment, with the German gender and number, or None and why.
+
+    Candidates are the English nouns (``NOUN``/``PROPN`` of ``parse``, not a ``compound`` modifier, not a plural in
+    ``-s``) before the pronoun in its sentence and in the previous ``k`` sentences of the document (from ``start``),
+    nearest first; a personal ``it`` skips the nouns of its own clause (the same nearest verb above: "the agreement
+    makes it ..." -- a pronoun is not bound in its clause), a possessive ``its`` the noun it modifies. Each candidate
+    is read through its aligned German tokens (``aligned(line, word)``, with its ``compound`` modifiers' links, ``tokens``: the references' tokens as
+    and spans, :func:`~hf_syntax_mt.evaluation.german_nouns.german_tokens`) with ``lexicon.noun_at`` (:class:`~hf_syntax_mt.evaluation.german_nouns.NounGenders`): the first whose
+    German noun is singular and ``compatible`` in gender is the antecedent; a German plural is passed over; one of
+    another gender is passed over and flagged (``other_gender_nearer``).
+
+    With confidence only: None (why ``"uncertain: ..."``) when a nearer candidate may hide the antecedent
+    (:func:`_may_hide_antecedent`: aligned to a German noun of unknown gender, or unaligned beside an unaligned German
+    noun of the pronoun's gender), or, for an antecedent in an earlier sentence, when a German noun of
+    the pronoun's gender stands before the pronoun in its own sentence unaligned to any candidate. ``"plural: ..."``
+    when the nearest candidate's German noun is plural (an object ``sie`` may be that plural), else ``"no ..."``.
+    Returns ``({"distance", "line", "english", "english_index", "german", "german_span", "other_gender_nearer",
+    "nearest_plural"}, "antecedent")`` (``line`` 1-based; ``nearest_plural``: a plural noun, English or German, was
+    the nearest candidate).
+    """
+    words, upos, deprels, heads = parse["words"], parse["upos"], parse["deprels"], parse["heads"]
+    possessive = words[line][i].lower() == "its"
+    own_clause = _clause_head(heads[line], upos[line], i)
+    other_gender_nearer, unresolved, first = False, [], None
+    seen_german: set[int] = set()  # German tokens of the pronoun's sentence aligned to a candidate
     for distance in range(k + 1):
         at = line - distance
         if at < start:
             break
         positions = range(i - 1, -1, -1) if distance == 0 else range(len(words[at]) - 1, -1, -1)
         for w in positions:
-            if upos[at][w] not in ("NOUN", "PROPN"):
+            if upos[at][w] not in ("NOUN", "PROPN") or deprels[at][w] == "compound":
                 continue
-            for t in sorted(aligned(at, w)):
-                token, s, e = tokens[at][t]
-                if not token[:1].isupper():
+            if distance == 0:
+                seen_german.update(aligned(at, w))
+                if possessive and heads[at][i] - 1 == w:
                     continue
-                gender = noun_gender(token)
-                if gender is None:
+                if not possessive and own_clause >= 0 and _clause_head(heads[at], upos[at], w) == own_clause:
                     continue
-                if compatible(gender):
-                    return {"distance": distance, "line": at + 1, "english": words[at][w], "english_index": w,
-                            "german": token, "german_span": [s, e], "other_gender_nearer": other_gender_nearer}  # fmt: skip
-                other_gender_nearer = True
-    return None
+            if _english_plural(words[at][w], upos[at][w]):
+                first = first or "plur"
+                continue
+            cased = [x[0] for x in tokens[at]]
+            compounds = [c for c in _children(heads[at], w) if deprels[at][c] == "compound"]
+            links = sorted(
+                {t for v in (w, *compounds) for t in aligned(at, v)}
+            )  # energy consumption: Energieverbrauch
+            readings = [(t, lexicon.noun_at(cased, t)) for t in links]
+            readings = [(t, r) for t, r in readings if r is not None]
+            if not readings:
+                if _may_hide_antecedent(links, cased, at, words, aligned, lexicon, compatible):
+                    unresolved.append(words[at][w])
+                continue
+            if first is None:
+                first = readings[0][1]
+            match = next(((t, r) for t, r in readings if r != "plur" and compatible(r)), None)
+            if match is None:
+                other_gender_nearer = other_gender_nearer or any(r != "plur" for _, r in readings)
+                continue
+            if unresolved:
+                return None, f"uncertain: a nearer English noun ({unresolved[0]}) has no German noun of known gender"
+            if distance > 0:
+                mine = [x[0] for x in tokens[line]]
+                for t in range(j):
+                    r = lexicon.noun_at(mine, t)
+                    if r is not None and r != "plur" and compatible(r) and t not in seen_german:
+                        return None, f"uncertain: a noun of its gender before it in its own sentence ({mine[t]})"
+            token, s, e = tokens[at][match[0]]
+            return {
+                "distance": distance,
+                "line": at + 1,
+                "english": words[at][w],
+                "english_index": w,
+                "german": token,
+                "german_span": [s, e],
+                "other_gender_nearer": other_gender_nearer,
+                "nearest_plural": first == "plur",
+            }, "antecedent"
+    if first == "plur":
+        return None, "plural: the nearest noun is plural"
+    if unresolved:
+        return None, f"uncertain: an English noun ({unresolved[0]}) has no German noun of known gender"
+    return None, f"no noun of its gender within {k}"
 
 
-def distance_bucket(distance: int) -> str:
-    """``"0"``, ``"1"``, ``"2"`` or ``"3+"``."""
+def distance_bucket(distance: int | None) -> str:
+    """``"0"``, ``"1"``, ``"2"``, ``"3+"``, or ``"unknown"`` (None: a referential item whose antecedent was not
+    found with confidence)."""
+    if distance is None:
+        return "unknown"
     return str(distance) if distance < 3 else "3+"
