@@ -52,6 +52,38 @@ PLURAL_FINITE = {"sind", "waren", "seien", "wären", "haben", "hatten", "hätten
                  "können", "konnten", "könnten", "müssen", "mussten", "müssten", "sollen", "sollten", "wollen",
                  "wollten", "dürfen", "durften", "dürften", "mögen", "möchten"}  # fmt: skip
 COPULA = {"ist", "war", "wäre", "sei", "sind", "waren"}
+PARTICLES = (
+    "ab",
+    "an",
+    "auf",
+    "aus",
+    "bei",
+    "ein",
+    "fest",
+    "fort",
+    "her",
+    "hin",
+    "mit",
+    "nach",
+    "sicher",
+    "vor",
+    "weg",
+    "zurück",
+    "zusammen",
+    "dar",
+    "frei",
+    "hervor",
+    "heraus",
+    "herbei",
+    "offen",
+    "weiter",
+)
+WEATHER = {"kalt", "warm", "heiß", "kühl", "dunkel", "hell", "windig", "neblig", "sonnig", "schwül", "spät", "früh"}
+NOUN_MARKERS = {"der", "die", "das", "ein", "eine", "kein", "keine"}
+#: words that open a clause of its own after a comma (a subordinate, relative or coordinated clause)
+CLAUSE_OPENERS = {"und", "aber", "oder", "denn", "sondern", "doch", "dass", "daß", "weil", "wenn", "da", "ob", "als",
+                  "der", "die", "das", "dem", "den", "deren", "dessen", "welche", "welcher", "welches", "wie", "wo",
+                  "was", "während", "obwohl", "damit", "bis", "nachdem", "bevor", "um", "ohne", "statt"}  # fmt: skip
 GEHEN = {"geht", "ging", "gehe", "ginge", "gegangen", "gehen"}
 SCHEINEN = {"scheint", "schien", "schiene"}
 ADVERBIAL_ZU = {"um", "ohne", "statt", "anstatt", "damit"}
@@ -115,6 +147,9 @@ def _infinitive_zu(segment: Sequence[str]) -> bool:
     that starts with a coordinating conjunction is a main clause of its own."""
     if not segment or segment[0] in ADVERBIAL_ZU | COORDINATORS:
         return False
+    last = segment[-1]
+    if last.isalpha() and any(last.startswith(particle + "zu") and last.endswith("n") for particle in PARTICLES):
+        return True  # "einzubeziehen", "festzustellen"
     for k in range(1, len(segment) - 1):
         if segment[k] == "zu":
             verb, after = segment[k + 1], segment[k + 2] if k + 2 < len(segment) else ""
@@ -130,14 +165,18 @@ def _german_kind(tokens: Sequence[str], j: int) -> tuple[str | None, str]:
     near = {tokens[k] for k in (j - 1, j + 1) if 0 <= k < len(tokens)}
     end = _clause_end(tokens, j)
     clause = tokens[j + 1 : end]  # the rest of the pronoun's clause
-    rest = tokens[j + 1 :]
+    stop = next((k for k in range(j + 1, len(tokens)) if tokens[k] in (".", "!", "?", ":", ";")), len(tokens))
+    rest = tokens[j + 1 : stop]  # the rest of the sentence (up to a colon: "Nebenwirkung: ..., dass" is another)
     if near & {"gibt", "gab", "gäbe", "geben", "gegeben"}:
         return "expletive", "german:es gibt"
-    if "um" in clause and (near & GEHEN or GEHEN & set(clause[clause.index("um") + 1 :])):
+    um = next((k for k, t in enumerate(clause) if t in ("um", "ums")), None)
+    if um is not None and (near & GEHEN or GEHEN & set(clause[um + 1 :])):
         return "impersonal", "german:es geht um"  # "es geht um ...", "wenn es um ... geht"
     if near & {"handelt", "handelte", "handele"} and "sich" in tokens[max(0, j - 2) : j + 4]:
         return "impersonal", "german:es handelt sich"
-    if near & {"regnet", "regnete", "schneit", "schneite"}:
+    if near & {"regnet", "regnete", "schneit", "schneite"} or (
+        near & COPULA and set(clause[:3]) & WEATHER and not set(clause) & NOUN_MARKERS
+    ):  # "es regnet", "und es war kalt"
         return "impersonal", "german:weather"
     if near & {"sind", "waren", "seien", "wären"}:
         return "cleft", "german:es + plural verb"
@@ -146,15 +185,22 @@ def _german_kind(tokens: Sequence[str], j: int) -> tuple[str | None, str]:
     if near & {"liegt", "lag"} and ("daran" in clause or any(clause[k] == "an" and clause[k + 1] in PERSONAL_DATIVE
                                                              for k in range(len(clause) - 1))):  # fmt: skip
         return "impersonal", "german:es liegt an"  # "es liegt daran, dass", "es liegt an dir"; not a place
-    if near & SCHEINEN and end + 1 < len(tokens) and tokens[end] == "," and tokens[end + 1] in ("als", "ob", "dass"):
+    looks = near & SCHEINEN or (near & {"sieht", "sah"} and "aus" in clause)  # "es scheint" / "es sieht so aus"
+    if looks and end + 1 < len(tokens) and tokens[end] == "," and tokens[end + 1] in ("als", "ob", "dass"):
         return "clausal", "german:es scheint, als"
     if "," in rest:
         after = rest.index(",") + 1
-        if after < len(rest) and rest[after] in ("dass", "daß", "ob", "wie"):
+        comparison = "so" in rest[: after - 1] and rest[after : after + 1] == ["wie"]  # "so gut, wie es ..."
+        if after < len(rest) and rest[after] in ("dass", "daß", "ob", "wie") and not comparison:
             return "clausal", "german:es ..., dass"
         segment = rest[after:]
-        segment = segment[: segment.index(",")] if "," in segment else segment
-        segment = [t for t in segment if t not in (".", "!", "?")]
+        for k in range(len(segment)):  # up to the sentence's end or the next comma that opens another clause
+            if segment[k] in (".", "!", "?", ";", ":") or (
+                segment[k] == "," and k + 1 < len(segment) and segment[k + 1] in CLAUSE_OPENERS
+            ):
+                segment = segment[:k]
+                break
+        segment = [t for t in segment if t != ","]  # a list's commas ("für Industrie, Außenhandel, ...")
         if _infinitive_zu(segment):
             return "clausal", "german:es ..., ... zu"
     return None, ""
@@ -222,6 +268,18 @@ def _clause_head(heads: Sequence[int], upos: Sequence[str], w: int) -> int:
     return h
 
 
+#: the relations of a noun that is taken as an antecedent (a subject, object or possessor; ROOT: a fragment)
+CORE = {"nsubj", "nsubjpass", "dobj", "obj", "iobj", "dative", "poss", "ROOT", "root", "appos"}
+
+
+def _role(heads: Sequence[int], deprels: Sequence[str], w: int) -> str:
+    """The relation of word ``w`` (0-based), a conjunct taking its first conjunct's ("the Council and Parliament")."""
+    seen = 0
+    while deprels[w] == "conj" and heads[w] > 0 and seen < len(heads):
+        w, seen = heads[w] - 1, seen + 1
+    return deprels[w]
+
+
 def _english_plural(word: str, upos: str) -> bool:
     """A common noun in ``-s`` (not ``-ss``/``-us``/``-is``): plural. Names (``Brussels``) are left alone."""
     w = word.lower()
@@ -243,6 +301,20 @@ def _may_hide_antecedent(links, cased, at, words, aligned, lexicon, compatible) 
     return False
 
 
+def _subjects(heads: Sequence[int], deprels: Sequence[str], upos: Sequence[str], i: int) -> list[int]:
+    """The subject nouns of the clauses above word ``i``, nearest clause first: each clause head's ``nsubj`` /
+    ``nsubjpass``, or for an ``xcomp`` the object that controls it ("asking Frontex to provide ... its ...")."""
+    out, h, seen = [], _clause_head(heads, upos, i), 0
+    nominal = ("NOUN", "PROPN")
+    while h >= 0 and seen < len(heads):
+        nouns = [c for c in _children(heads, h) if deprels[c] in ("nsubj", "nsubjpass") and upos[c] in nominal]
+        if not nouns and deprels[h] == "xcomp" and heads[h] > 0:
+            nouns = [c for c in _children(heads, heads[h] - 1) if deprels[c] in ("dobj", "obj") and upos[c] in nominal]
+        out += [c for c in nouns if c != heads[i] - 1]
+        h, seen = _clause_head(heads, upos, h), seen + 1
+    return out
+
+
 def find_antecedent(
     line: int,
     i: int,
@@ -261,24 +333,59 @@ def find_antecedent(
     Candidates are the English nouns (``NOUN``/``PROPN`` of ``parse``, not a ``compound`` modifier, not a plural in
     ``-s``) before the pronoun in its sentence and in the previous ``k`` sentences of the document (from ``start``),
     nearest first; a personal ``it`` skips the nouns of its own clause (the same nearest verb above: "the agreement
-    makes it ..." -- a pronoun is not bound in its clause), a possessive ``its`` the noun it modifies. Each candidate
-    is read through its aligned German tokens (``aligned(line, word)``, with its ``compound`` modifiers' links, ``tokens``: the references' tokens as
-    and spans, :func:`~hf_syntax_mt.evaluation.german_nouns.german_tokens`) with ``lexicon.noun_at`` (:class:`~hf_syntax_mt.evaluation.german_nouns.NounGenders`): the first whose
-    German noun is singular and ``compatible`` in gender is the antecedent; a German plural is passed over; one of
-    another gender is passed over and flagged (``other_gender_nearer``).
+    makes it ..." -- a pronoun is not bound in its clause), a possessive ``its`` the noun it modifies. A possessive
+    first tries the subjects of the clauses above it (:func:`_subjects`): the first singular one decides when its
+    German noun has the pronoun's gender (the antecedent) or no known gender (None, uncertain); one of another gender
+    sends the search on to the nearest noun. Each candidate is read through its aligned German tokens
+    (``aligned(line, word)``, with its ``compound`` modifiers' links; ``tokens``: the references' tokens with spans,
+    :func:`~hf_syntax_mt.evaluation.german_nouns.german_tokens`) with ``lexicon.noun_at``
+    (:class:`~hf_syntax_mt.evaluation.german_nouns.NounGenders`): the first whose German noun is singular and
+    ``compatible`` in gender is the antecedent when it is a subject, object or possessor (:data:`CORE`, by
+    :func:`_role`; a noun in a prepositional phrase or a predicate makes the search uncertain); a German plural is
+    passed over; one of another gender is passed over and flagged (``other_gender_nearer``).
 
     With confidence only: None (why ``"uncertain: ..."``) when a nearer candidate may hide the antecedent
     (:func:`_may_hide_antecedent`: aligned to a German noun of unknown gender, or unaligned beside an unaligned German
-    noun of the pronoun's gender), or, for an antecedent in an earlier sentence, when a German noun of
-    the pronoun's gender stands before the pronoun in its own sentence unaligned to any candidate. ``"plural: ..."``
-    when the nearest candidate's German noun is plural (an object ``sie`` may be that plural), else ``"no ..."``.
-    Returns ``({"distance", "line", "english", "english_index", "german", "german_span", "other_gender_nearer",
+    noun of the pronoun's gender), or, for an antecedent in an earlier sentence, when a German noun of the pronoun's
+    gender stands before the pronoun in its own sentence unaligned to any candidate. ``"plural: ..."`` when the
+    nearest candidate's German noun is plural (an object ``sie`` may be that plural), else ``"no ..."``. Returns
+    ``({"distance", "line", "english", "english_index", "german", "german_span", "other_gender_nearer",
     "nearest_plural"}, "antecedent")`` (``line`` 1-based; ``nearest_plural``: a plural noun, English or German, was
     the nearest candidate).
     """
     words, upos, deprels, heads = parse["words"], parse["upos"], parse["deprels"], parse["heads"]
     possessive = words[line][i].lower() == "its"
     own_clause = _clause_head(heads[line], upos[line], i)
+
+    def resolve(at: int, w: int) -> tuple[list[tuple[int, str]], list[int]]:
+        compounds = [c for c in _children(heads[at], w) if deprels[at][c] == "compound"]
+        links = sorted({t for v in (w, *compounds) for t in aligned(at, v)})  # energy consumption: Energieverbrauch
+        cased = [x[0] for x in tokens[at]]
+        readings = [(t, lexicon.noun_at(cased, t)) for t in links]
+        return [(t, r) for t, r in readings if r is not None], links
+
+    def record(at: int, t: int, w: int, distance: int, nearer: bool, plural: bool) -> dict:
+        token, s, e = tokens[at][t]
+        return {"distance": distance, "line": at + 1, "english": words[at][w], "english_index": w, "german": token,
+                "german_span": [s, e], "other_gender_nearer": nearer, "nearest_plural": plural}  # fmt: skip
+
+    if possessive:  # "its" refers to the subject of its clause (or of a clause above it) more often than not
+        for w in _subjects(heads[line], deprels[line], upos[line], i):
+            if _english_plural(words[line][w], upos[line][w]):
+                continue
+            readings, _ = resolve(line, w)
+            if not readings:
+                return (
+                    None,
+                    f"uncertain: the subject of its clause has no German noun of known gender ({words[line][w]})",
+                )
+            if any(r == "plur" for _, r in readings):
+                continue
+            match = next((t for t, r in readings if compatible(r)), None)
+            if match is not None:
+                return record(line, match, w, 0, False, False), "antecedent"
+            break  # a subject of another gender: the possessive refers elsewhere (the nearest noun, below)
+
     other_gender_nearer, unresolved, first = False, [], None
     seen_german: set[int] = set()  # German tokens of the pronoun's sentence aligned to a candidate
     for distance in range(k + 1):
@@ -298,42 +405,31 @@ def find_antecedent(
             if _english_plural(words[at][w], upos[at][w]):
                 first = first or "plur"
                 continue
-            cased = [x[0] for x in tokens[at]]
-            compounds = [c for c in _children(heads[at], w) if deprels[at][c] == "compound"]
-            links = sorted(
-                {t for v in (w, *compounds) for t in aligned(at, v)}
-            )  # energy consumption: Energieverbrauch
-            readings = [(t, lexicon.noun_at(cased, t)) for t in links]
-            readings = [(t, r) for t, r in readings if r is not None]
+            readings, links = resolve(at, w)
             if not readings:
+                cased = [x[0] for x in tokens[at]]
                 if _may_hide_antecedent(links, cased, at, words, aligned, lexicon, compatible):
                     unresolved.append(words[at][w])
                 continue
             if first is None:
                 first = readings[0][1]
-            match = next(((t, r) for t, r in readings if r != "plur" and compatible(r)), None)
+            match = next((t for t, r in readings if r != "plur" and compatible(r)), None)
             if match is None:
                 other_gender_nearer = other_gender_nearer or any(r != "plur" for _, r in readings)
                 continue
             if unresolved:
                 return None, f"uncertain: a nearer English noun ({unresolved[0]}) has no German noun of known gender"
+            if _role(heads[at], deprels[at], w) not in CORE:
+                # read by hand (issue 51, seeds 51 and 52): a noun inside a prepositional phrase or a predicate was
+                # the antecedent in few of the items where it was the nearest noun of the pronoun's gender
+                return None, f"uncertain: the nearest noun of its gender is no subject or object ({words[at][w]})"
             if distance > 0:
                 mine = [x[0] for x in tokens[line]]
                 for t in range(j):
                     r = lexicon.noun_at(mine, t)
                     if r is not None and r != "plur" and compatible(r) and t not in seen_german:
                         return None, f"uncertain: a noun of its gender before it in its own sentence ({mine[t]})"
-            token, s, e = tokens[at][match[0]]
-            return {
-                "distance": distance,
-                "line": at + 1,
-                "english": words[at][w],
-                "english_index": w,
-                "german": token,
-                "german_span": [s, e],
-                "other_gender_nearer": other_gender_nearer,
-                "nearest_plural": first == "plur",
-            }, "antecedent"
+            return record(at, match, w, distance, other_gender_nearer, first == "plur"), "antecedent"
     if first == "plur":
         return None, "plural: the nearest noun is plural"
     if unresolved:

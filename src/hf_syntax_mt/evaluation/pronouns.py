@@ -250,8 +250,9 @@ def build_pronoun_items(
                     continue
                 if antecedent is not None and form.lower() == "es" and antecedent["other_gender_nearer"]:
                     # es is also the form for a clause or an event: a neuter noun behind a nearer noun of another
-                    # gender is too weak a sign (read by hand: most such items were not referential)
-                    kind, kind_evidence = "no_antecedent", "es: a noun of another gender is nearer than the neuter one"
+                    # gender is too weak a sign for the antecedent, and too strong to say there is none (read by
+                    # hand, issue 51: 2 of 3 such items referred to the neuter noun)
+                    kind, kind_evidence = "referential", "antecedent unknown: es, a noun of another gender is nearer"
                     antecedent = None
                 elif antecedent is not None:
                     kind, kind_evidence = "referential", "antecedent"
