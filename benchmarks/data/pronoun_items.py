@@ -187,14 +187,17 @@ def _key(item: dict) -> str:
 
 def rescore(old_path: Path, out: Path) -> int:
     """The committed units' pronoun outcomes (``results``, one per item of the old item file they were scored on),
-    regrouped on the new items that the old file holds too (same id, sentences, span, variants and context)."""
+    regrouped on the new items that the old file holds too (same id, sentences, span, variants and context), with the
+    paired tests of `studies/pronoun_paired.py` (McNemar per seed, a pooled bootstrap over seeds)."""
     from hf_syntax_mt.evaluation.pronouns import load_pronoun_items, pronoun_breakdown
 
     old = load_pronoun_items(old_path)
     new = load_pronoun_items(out / "pronoun_items.jsonl")
     position = {_key(it): k for k, it in enumerate(old)}
     common = [(it, position[_key(it)]) for it in new if _key(it) in position]
-    units = {}
+    from benchmarks.studies.pronoun_paired import paired_tests
+
+    units, outcomes = {}, {}
     for path in sorted(out.glob("runs/*.json")) + sorted(out.glob("replicates/*.json")):
         unit = json.loads(path.read_text(encoding="utf-8"))
         for context, scores in unit.get("pronouns", {}).items():
@@ -205,12 +208,15 @@ def rescore(old_path: Path, out: Path) -> int:
             grouped = pronoun_breakdown([it for it, _ in common], [outcome[k] for _, k in common])
             grouped.pop("results")
             name = f"{path.parent.name}/{path.stem}"
+            outcomes.setdefault(name, {})[context] = [bool(outcome[k]) for _, k in common]
             units.setdefault(name, {})[context] = {"old_items_accuracy": scores["accuracy"], **grouped}
             print(f"{name} {context}: old set {scores['accuracy']:.3f} of {scores['n']}; common {grouped['accuracy']:.3f} "
                   f"of {grouped['n']}; referential {grouped['referential']['accuracy']:.3f} of "
                   f"{grouped['referential']['n']}")  # fmt: skip
     summary = {"old_items_sha256": sha256_file(old_path), "old_item_count": len(old),
-               "new_item_count": len(new), "common_items": len(common), "units": units}  # fmt: skip
+               "new_items_sha256": sha256_file(out / "pronoun_items.jsonl"), "new_item_count": len(new),
+               "common_items": len(common), "units": units,
+               "paired": paired_tests([it for it, _ in common], outcomes, samples=1000, seed=0)}  # fmt: skip
     write_json(out / "pronoun_items.rescored.json", summary, indent=1, newline=True)
     return 0
 

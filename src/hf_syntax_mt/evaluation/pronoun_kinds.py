@@ -1,15 +1,17 @@
 """What kind of pronoun a contrastive pronoun item tests (issue 45): whether its German gender depends on an antecedent
 noun (``referential``, ContraPro's condition, Müller et al. 2018) or is fixed by the construction (``expletive``,
 ``cleft``, ``clausal``, ``impersonal``), and the rules that drop items whose variants would be wrong for grammar rather
-than context (a plural ``sie``; a case the German word order contradicts).
+than context (a plural ``sie``; a case the German word order contradicts). Rewritten in issue 51 after three hand
+checks (``benchmarks/results/docnmt_real/pronoun_items.handcheck.tsv``).
 
 The rules read the English parse (words, 1-based heads, relations, UPOS), the German reference's tokens
 (:func:`~hf_syntax_mt.evaluation.pronouns.german_tokens`, lower-cased here) and the word alignment; there is no German
 parser. In order:
 
 - **expletive**: the English ``it`` is ``expl``; or German ``es gibt`` / ``gibt es`` (existential).
-- **impersonal**: German ``es geht ... um``, ``es handelt sich``, ``es liegt / kommt ... an``, ``es regnet`` /
-  ``schneit``.
+- **impersonal**: German ``es geht um`` (also verb-final "wenn es um ... geht", ``ums``), ``es handelt sich``,
+  ``es kommt auf ... an`` (not "es kommt ... an", arrives), ``es liegt daran`` / ``an`` + a personal pronoun (not a
+  place), weather (``es regnet``, "es war kalt").
 - **cleft**: German ``es`` next to a plural finite verb (``Es sind die Vorwürfe``: ``es`` is no plural subject); or the
   English ``it`` is the subject of a form of *be* with a predicate noun (``attr``) and German ``es`` next to a form of
   *sein*: "it's a tool (that ...)" -> ``Es ist ein Werkzeug``, where German says ``es`` whatever the antecedent's
@@ -17,19 +19,20 @@ parser. In order:
 - **clausal**: an extraposed clause: the English ``it`` is the subject of a copula or raising verb (*be*, *seem*,
   *appear*, ...) or of an adjective, or the object of a verb whose adjective complement, with a ``ccomp`` / ``xcomp``
   / ``csubj`` after the pronoun ("it is important to note that", "makes it possible to"); or German ``es``, then at
-  the next comma ``dass`` / ``ob`` / ``wie``, or a clause with ``zu`` (an infinitive; not ``um``/``ohne``/``statt``
-  ... ``zu``, which are adverbial).
-- **referential**: none of these, and an antecedent: an English noun (``NOUN``/``PROPN``) before the pronoun in its
-  sentence (distance 0) or in one of the previous ``k`` sentences of the document (distance 1..k), aligned to a
-  German noun whose gender (:class:`~hf_syntax_mt.evaluation.pronouns.NounGenders`) is the pronoun's; the nearest
-  one is recorded; for ``es`` only when no aligned noun of another gender is nearer (``es`` is also the form for a
-  clause or an event, and a neuter noun behind a nearer masculine or feminine one was, read by hand, seldom the
-  antecedent). **no_antecedent** otherwise (a clause or event referred to, an antecedent further back, a noun
-  the lexicon does not know, or an alignment that missed it).
+  the next comma (before a colon) ``dass`` / ``ob`` / ``wie`` (not "so ..., wie"), ``es scheint, als`` / ``es sieht so
+  aus, als``, or a ``zu``-infinitive after the comma (``zu`` + a verb in ``-n`` ending the clause, or one word such as
+  ``einzubeziehen``; not ``zu`` as a preposition, not ``um``/``ohne``/``statt ... zu``, not a coordinated main
+  clause).
+- **referential**: none of these, and an antecedent found with confidence by :func:`find_antecedent` (from the
+  English side and the alignment, with the German noun's gender and number), or a gendered form (``er``, ``sie``,
+  ``ihn``, ``ihm``, ``ihr``, possessives) or an ``es`` whose search could not be settled: then the antecedent is
+  unknown (``None``), never a guess. **no_antecedent**: an ``es`` with no candidate noun.
 
 Dropped (:func:`plural_sie`, :func:`german_case`): ``sie`` next to a plural finite verb (a subject ``sie`` next to
-any lower-case word in ``-en``; plural: no gender to contrast), and ``es``/``sie`` whose case from the English relation contradicts the German word order (after ``ich``,
-``du``, ``wir``, ``man`` in the same clause: accusative; first word of the sentence: nominative).
+any lower-case word in ``-en``; plural: no gender to contrast), and ``es``/``sie`` whose case from the English
+relation contradicts the German word order (after ``ich``, ``du``, ``wir``, ``man`` in the same clause: accusative;
+first word of the sentence: nominative); an object ``es`` before a dative and a verb such as ``erleichtern`` is
+accusative whatever the English says (:data:`GERMAN_CASE_WINS`).
 """
 
 from __future__ import annotations

@@ -20,12 +20,14 @@ Construction (:func:`build_pronoun_items`; the alignments come from outside, e.g
 Each item records its document id, line, the previous (up to) two source sentences of its document as ``context``,
 the true pronoun with gender and case (and how the case was decided), its variants, and whether a German noun of the
 true gender occurs in the previous two *reference* sentences of the document (``noun_in_context``) or earlier in the
-same reference sentence (``noun_in_sentence``). Noun genders come from :class:`NounGenders`, a lexicon read from
-German CoNLL-U files (UD FEATS ``Gender``), with compounds looked up by their longest known final part.
+same reference sentence (``noun_in_sentence``). Noun genders and number come from :class:`NounGenders`
+(:mod:`~hf_syntax_mt.evaluation.german_nouns`: UD FEATS ``Gender``/``Number`` and the determiners of running text,
+compounds by their longest known final part), and one test says what a German noun is (``NounGenders.noun_at``).
 
 Each item also records its ``kind`` (:mod:`~hf_syntax_mt.evaluation.pronoun_kinds`): ``referential`` (an antecedent
-noun of the pronoun's gender, found through the parse and the alignment, in the same or one of the previous
-sentences: ``antecedent``, ``antecedent_distance``) or fixed by the construction (``expletive``, ``cleft``,
+noun of the pronoun's gender, found through the English parse and the alignment, in the same or one of the previous
+sentences: ``antecedent``, ``antecedent_distance``; both None where it cannot be found with confidence) or fixed by
+the construction (``expletive``, ``cleft``,
 ``clausal``, ``impersonal``) or ``no_antecedent``; a case the German word order contradicts and a plural ``sie`` are
 dropped. :func:`score_pronoun_items` reports the referential items by antecedent distance beside the whole set, and
 :func:`load_pronoun_items` checks every field's type.
