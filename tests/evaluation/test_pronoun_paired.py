@@ -43,3 +43,12 @@ def test_paired_tests_group_items_by_kind_and_distance_and_pool_seeds_with_both_
     assert "pooled" not in out["all"]["own context vs another document's"]  # one seed has a random-context run
     assert out["1"]["own context vs another document's"]["seeds"]["0"]["only_system"] == 1
     assert "own context vs control" not in out["all"]  # no control units
+    # results.md's rows (docnmt_stats.paired_lines): per seed "system / baseline (+only system -only baseline, p)"
+    from benchmarks.studies.docnmt_stats import paired_lines
+
+    rows = [line for line in paired_lines({"paired": out}) if line.startswith("| referential | own context vs step 1")]
+    assert rows == [f"| referential | own context vs step 1 | 4 | 75.0 / 25.0 (+2 -0, p 0.50) | "
+                    f"{vs_step1['seeds']['1']['system']:.1f} / 25.0 (+3 -1, p 0.62) | - | "
+                    f"{vs_step1['pooled']['difference']:+.2f} [{vs_step1['pooled']['low']:+.2f}, "
+                    f"{vs_step1['pooled']['high']:+.2f}], p {vs_step1['pooled']['p']:.3f} |"]  # fmt: skip
+    assert paired_lines({}) == []
