@@ -17,8 +17,10 @@ Alignment: eflomal 2.0 (defaults: model 3, 3 samplers; its samplers are random, 
 on the English words of the spaCy parses and the German words and punctuation of `german_tokens`, both lower-cased,
 trained on the test sets together with the whole shared training set (`ende_sentence_data`, 55k pairs) for better
 statistics; the forward and reverse links are intersected (precision over recall: a pronoun item needs exactly one
-aligned German pronoun). German noun genders: the NOUN tokens of the UD German treebanks in ../shared/data/ud (GSD
-dev+test, PUD test, LIT test; FEATS Gender), compounds by their longest known final part.
+aligned German pronoun). German noun genders and number (`hf_syntax_mt.evaluation.german_nouns`): the NOUN tokens of
+the UD German treebanks in ../shared/data/ud (GSD dev+test, PUD test, LIT test; FEATS Gender and Number), then, for
+words they lack, the determiners before capitalised words in the German side of the training set and of the test
+references; compounds by their longest known final part.
 """
 
 from __future__ import annotations
@@ -127,7 +129,10 @@ def main(argv=None) -> int:
         if cache is not None:
             tests_links = [sorted(x) for x in links[n_train:]]
             write_json(cache, {"pairs": len(words), "seconds": eflomal_seconds, "tests": tests_links})
-    lexicon = NounGenders.from_conllu([Path(args.data) / "ud" / path for path in UD_GERMAN])
+    # the lexicon: the treebanks' FEATS, then the determiners before capitalised words in the German side of the
+    # training set and the test references (raw text; no label of the test is read)
+    texts = train[3] + [line for t in tests.values() for line in t[3]]
+    lexicon = NounGenders.from_sources([Path(args.data) / "ud" / path for path in UD_GERMAN], texts)
     from hf_syntax_mt.data.readers import read_doc_ids
 
     items, dropped, offset = [], {}, n_train
@@ -164,7 +169,9 @@ def main(argv=None) -> int:
         "alignment": {"aligner": "eflomal 2.0.0 (model 3, 3 samplers), forward and reverse intersected",
                       "pairs": len(words), "training_pairs": n_train, "seconds": round(eflomal_seconds, 1)},
         "antecedent_sentences": args.antecedent_sentences,
-        "lexicon": {"nouns": len(lexicon), "sources": [f"../shared/data/ud/{u}" for u in UD_GERMAN]},
+        "lexicon": {"words": len(lexicon), "readings": dict(Counter(lexicon.readings.values()).most_common()),
+                    "sources": [f"../shared/data/ud/{u}" for u in UD_GERMAN]
+                    + ["determiners in the German side of the training set and the test references"]},
         "data_manifest": {"parser": data["parser"], "cache": relative_path(str(Path(args.cache).resolve()))},
         "seconds": round(time.perf_counter() - start, 1),
     }  # fmt: skip
@@ -180,14 +187,17 @@ def _key(item: dict) -> str:
 
 def rescore(old_path: Path, out: Path) -> int:
     """The committed units' pronoun outcomes (``results``, one per item of the old item file they were scored on),
-    regrouped on the new items that the old file holds too (same id, sentences, span, variants and context)."""
+    regrouped on the new items that the old file holds too (same id, sentences, span, variants and context), with the
+    paired tests of `studies/pronoun_paired.py` (McNemar per seed, a pooled bootstrap over seeds)."""
     from hf_syntax_mt.evaluation.pronouns import load_pronoun_items, pronoun_breakdown
 
     old = load_pronoun_items(old_path)
     new = load_pronoun_items(out / "pronoun_items.jsonl")
     position = {_key(it): k for k, it in enumerate(old)}
     common = [(it, position[_key(it)]) for it in new if _key(it) in position]
-    units = {}
+    from benchmarks.studies.pronoun_paired import paired_tests
+
+    units, outcomes = {}, {}
     for path in sorted(out.glob("runs/*.json")) + sorted(out.glob("replicates/*.json")):
         unit = json.loads(path.read_text(encoding="utf-8"))
         for context, scores in unit.get("pronouns", {}).items():
@@ -198,12 +208,15 @@ def rescore(old_path: Path, out: Path) -> int:
             grouped = pronoun_breakdown([it for it, _ in common], [outcome[k] for _, k in common])
             grouped.pop("results")
             name = f"{path.parent.name}/{path.stem}"
+            outcomes.setdefault(name, {})[context] = [bool(outcome[k]) for _, k in common]
             units.setdefault(name, {})[context] = {"old_items_accuracy": scores["accuracy"], **grouped}
             print(f"{name} {context}: old set {scores['accuracy']:.3f} of {scores['n']}; common {grouped['accuracy']:.3f} "
                   f"of {grouped['n']}; referential {grouped['referential']['accuracy']:.3f} of "
                   f"{grouped['referential']['n']}")  # fmt: skip
     summary = {"old_items_sha256": sha256_file(old_path), "old_item_count": len(old),
-               "new_item_count": len(new), "common_items": len(common), "units": units}  # fmt: skip
+               "new_items_sha256": sha256_file(out / "pronoun_items.jsonl"), "new_item_count": len(new),
+               "common_items": len(common), "units": units,
+               "paired": paired_tests([it for it, _ in common], outcomes, samples=1000, seed=0)}  # fmt: skip
     write_json(out / "pronoun_items.rescored.json", summary, indent=1, newline=True)
     return 0
 

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: 
 from benchmarks import common  # noqa: E402
 from benchmarks.data.ende_sentence_data import EVAL_SETS, TEST_SETS  # noqa: E402
 from benchmarks.studies import seen_pairs  # noqa: E402
-from benchmarks.studies.docnmt_real import CONTEXT_KINDS, KINDS, RECIPE, item_file  # noqa: E402
+from benchmarks.studies.docnmt_setup import CONTEXT_KINDS, KINDS, RECIPE, item_file  # noqa: E402
 
 #: `benchmarks/data/pronoun_items.py --rescore`'s file, beside the unit folders: the units' per-item pronoun outcomes on
 #: the item file they were scored on, regrouped on the items of the current file that the old one holds too
@@ -196,7 +196,36 @@ def pronoun_lines(units: list[dict], items: Path, rescored_path: Path) -> list[s
         lines.append(f"| {_unit_label(u)} | {c} | {p['n']} | {p['accuracy']:.3f} | "
                      f"{noun.get('true', {}).get('accuracy', float('nan')):.3f} | "
                      f"{noun.get('false', {}).get('accuracy', float('nan')):.3f} | " + " | ".join(cells) + " |")  # fmt: skip
-    return lines + (referential_lines(rows, rescored, current, items.name) if rescored else [])
+    return lines + (
+        referential_lines(rows, rescored, current, items.name) + paired_lines(rescored) if rescored else []
+    )
+
+
+def paired_lines(rescored: dict) -> list[str]:
+    """The rescore's paired tests (`studies/pronoun_paired.py`), one row per item group and comparison: per seed the
+    two accuracies, the items only the document model passes (+) and only the baseline passes (-), McNemar's p; and
+    the difference pooled over the seeds with its bootstrap interval and p."""
+    paired = rescored.get("paired")
+    if not isinstance(paired, dict) or not paired:
+        return []
+    lines = ["", "Paired tests on the same items (`studies/pronoun_paired.py`): the document model with its own context "
+             "against step 1, the control and itself with another document's context. Per seed: accuracy % of the "
+             "two, items only the document model passes (+) / only the baseline passes (-), McNemar's exact p. "
+             "Pooled: the mean over seeds of the difference in points, 95% paired-bootstrap interval over items "
+             "(1,000 samples), p. Groups: all common items, the referential ones, and those by antecedent distance "
+             "(`unknown`: referential, antecedent not found with confidence).", "",
+             "| items | comparison | n | seed 0 | seed 1 | seed 2 | pooled |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for group in ("all", "referential", "0", "1", "2+", "unknown"):
+        for label, entry in paired.get(group, {}).items():
+            seeds = entry["seeds"]
+            cells = [(f"{x['system']:.1f} / {x['baseline']:.1f} (+{x['only_system']} -{x['only_baseline']}, "
+                      f"p {x['p']:.2f})") if (x := seeds.get(k)) else "-" for k in ("0", "1", "2")]  # fmt: skip
+            pooled = entry.get("pooled")
+            cell = f"{pooled['difference']:+.2f} [{pooled['low']:+.2f}, {pooled['high']:+.2f}], p {pooled['p']:.3f}" \
+                if pooled else "-"  # fmt: skip
+            n = next(iter(seeds.values()))["n"]
+            lines.append(f"| {group} | {label} | {n} | " + " | ".join(cells) + f" | {cell} |")
+    return lines
 
 
 def referential_lines(rows: list[tuple[dict, str]], rescored: dict, current: dict | None, name: str) -> list[str]:
@@ -206,7 +235,8 @@ def referential_lines(rows: list[tuple[dict, str]], rescored: dict, current: dic
              if (r := rescored["units"].get(f"{'replicates' if u['replicate'] else 'runs'}/{u['unit']}", {}).get(c))]  # fmt: skip
     if not found:
         return []
-    distances = sorted({d for *_, r in found for d in r["referential_by_distance"]}, key=lambda d: int(d.rstrip("+")))
+    distances = sorted({d for *_, r in found for d in r["referential_by_distance"]},
+                       key=lambda d: (d == "unknown", int(d.rstrip("+")) if d != "unknown" else 0))  # fmt: skip
     new = rescored["new_item_count"]
     stale = "" if current is None or current["items"] == new else (
         f"; the current `{name}` has {current['items']} items: make the rescore again")  # fmt: skip

@@ -371,3 +371,22 @@ def test_a_lost_models_cache_is_used_only_where_its_settings_are_what_this_data_
         m.load_cache(tmp_path, "iwslt17.test", {"num_beams": 4, "sources": "abd"})
     assert stats.partial_note({"partial": {"missing": ["pronouns.none"]}}).endswith("missing: pronouns.none")
     assert stats.partial_note({}) == ""
+
+
+def test_the_study_modules_import_no_circle():
+    """docnmt_real (the units) imports docnmt_stats (the analysis); both take the shared constants from docnmt_setup,
+    which imports neither (issue 49: the circle docnmt_real <-> docnmt_stats is gone)."""
+    import ast
+
+    studies = Path(study.__file__).parent
+
+    def imported(name):
+        tree = ast.parse((studies / f"{name}.py").read_text(encoding="utf-8"))
+        found = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+        found |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+        return {m.rsplit(".", 1)[-1] for m in found if m.startswith("benchmarks.studies.")}
+
+    assert imported("docnmt_setup") == set()
+    assert "docnmt_real" not in imported("docnmt_stats") and "docnmt_setup" in imported("docnmt_stats")
+    assert {"docnmt_setup", "docnmt_stats"} <= imported("docnmt_real")
+    assert stats.KINDS is study.KINDS and stats.RECIPE is study.RECIPE  # one definition, shared

@@ -20,12 +20,14 @@ Construction (:func:`build_pronoun_items`; the alignments come from outside, e.g
 Each item records its document id, line, the previous (up to) two source sentences of its document as ``context``,
 the true pronoun with gender and case (and how the case was decided), its variants, and whether a German noun of the
 true gender occurs in the previous two *reference* sentences of the document (``noun_in_context``) or earlier in the
-same reference sentence (``noun_in_sentence``). Noun genders come from :class:`NounGenders`, a lexicon read from
-German CoNLL-U files (UD FEATS ``Gender``), with compounds looked up by their longest known final part.
+same reference sentence (``noun_in_sentence``). Noun genders and number come from :class:`NounGenders`
+(:mod:`~hf_syntax_mt.evaluation.german_nouns`: UD FEATS ``Gender``/``Number`` and the determiners of running text,
+compounds by their longest known final part), and one test says what a German noun is (``NounGenders.noun_at``).
 
 Each item also records its ``kind`` (:mod:`~hf_syntax_mt.evaluation.pronoun_kinds`): ``referential`` (an antecedent
-noun of the pronoun's gender, found through the parse and the alignment, in the same or one of the previous
-sentences: ``antecedent``, ``antecedent_distance``) or fixed by the construction (``expletive``, ``cleft``,
+noun of the pronoun's gender, found through the English parse and the alignment, in the same or one of the previous
+sentences: ``antecedent``, ``antecedent_distance``; both None where it cannot be found with confidence) or fixed by
+the construction (``expletive``, ``cleft``,
 ``clausal``, ``impersonal``) or ``no_antecedent``; a case the German word order contradicts and a plural ``sie`` are
 dropped. :func:`score_pronoun_items` reports the referential items by antecedent distance beside the whole set, and
 :func:`load_pronoun_items` checks every field's type.
@@ -45,6 +47,7 @@ from pathlib import Path
 
 from ..data.documents import DocumentContext
 from ..errors import UserError, UserTypeError
+from .german_nouns import NounGenders, german_tokens
 
 __all__ = [
     "NounGenders",
@@ -60,7 +63,6 @@ __all__ = [
     "write_pronoun_items",
 ]
 
-GERMAN_TOKEN = re.compile(r"\w+|[^\w\s]")
 #: (gender, case) -> form; masculine and neuter share the dative (``ihm``)
 FORMS = {
     ("masc", "nom"): "er", ("fem", "nom"): "sie", ("neut", "nom"): "es",
@@ -76,13 +78,6 @@ OTHER_PREPOSITIONS = {"mit", "von", "zu", "aus", "bei", "nach", "seit", "gegenü
                       "über", "unter", "vor", "hinter", "neben", "zwischen", "entlang"}  # fmt: skip
 NOMINATIVE_DEPS = {"nsubj", "nsubjpass", "expl", "csubj"}
 ACCUSATIVE_DEPS = {"dobj", "obj"}
-#: capitalised words that are no nouns (pronouns, determiners at a sentence start are caught by the position rule)
-NOT_NOUNS = {"sie", "ihr", "ihnen", "ihre", "ihrem", "ihren", "ihrer", "ihres"}
-
-
-def german_tokens(text: str) -> list[tuple[str, int, int]]:
-    """Words and punctuation of a German sentence with their character spans: ``[(token, start, end), ...]``."""
-    return [(m.group(0), m.start(), m.end()) for m in GERMAN_TOKEN.finditer(text)]
 
 
 def _match_case(form: str, like: str) -> str:
@@ -102,71 +97,6 @@ def pronoun_variants(pronoun: str, gender: str, case: str) -> list[str]:
     if (gender, case) not in FORMS:
         raise UserError(f"no German pronoun of gender {gender!r} and case {case!r}")
     return [_match_case(f, pronoun) for f in sorted(forms - {FORMS[gender, case]})]
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# Noun genders
-# ------------------------------------------------------------------------------------------------------------------
-class NounGenders:
-    """German noun -> gender (``"masc"``, ``"fem"``, ``"neut"``), from the NOUN tokens of CoNLL-U files with a single
-    ``Gender`` in FEATS (singular forms and lemmas, lower-cased: a plural is no antecedent of ``er``/``sie``/``es``; a
-    word whose genders disagree in more than a third of its occurrences is left out). :meth:`gender` also finds compounds by their longest known final part (at least 4
-    letters, after at least 3): ``Parlamentsdebatte`` -> ``debatte`` -> fem."""
-
-    def __init__(self, counts: Mapping[str, Counter] | None = None):
-        self.table: dict[str, str] = {}
-        for word, genders in (counts or {}).items():
-            gender, n = genders.most_common(1)[0]
-            if n * 3 >= 2 * sum(genders.values()):
-                self.table[word] = gender
-        self._suffixes = sorted({w for w in self.table if len(w) >= 4}, key=len, reverse=True)
-
-    @classmethod
-    def from_conllu(cls, paths: Iterable[str | Path]) -> NounGenders:
-        from ..data.readers import iter_lines
-
-        counts: dict[str, Counter] = defaultdict(Counter)
-        names = {"Masc": "masc", "Fem": "fem", "Neut": "neut"}
-        for path in paths:
-            for _, line in iter_lines(path):
-                cols = line.split("\t")
-                if len(cols) != 10 or not cols[0].isdigit() or cols[3] != "NOUN":
-                    continue
-                feats = dict(f.split("=", 1) for f in cols[5].split("|") if "=" in f)
-                gender = names.get(feats.get("Gender", ""))
-                if gender:
-                    if feats.get("Number") != "Plur":  # a plural form is no antecedent of a singular pronoun
-                        counts[cols[1].lower()][gender] += 1
-                    if cols[2] not in ("_", ""):  # the lemma is the singular
-                        counts[cols[2].lower()][gender] += 1
-        return cls(counts)
-
-    def __len__(self) -> int:
-        return len(self.table)
-
-    def gender(self, noun: str) -> str | None:
-        word = noun.lower()
-        if word in self.table:
-            return self.table[word]
-        for suffix in self._suffixes:  # longest first
-            if len(word) - len(suffix) >= 3 and word.endswith(suffix):
-                return self.table[suffix]
-        return None
-
-    def nouns(self, text: str, before: int | None = None) -> list[tuple[str, str]]:
-        """``(noun, gender)`` of the capitalised words of ``text`` (up to character ``before``) whose gender is
-        known; the first word counts only when the lexicon knows it as it is."""
-        out = []
-        for k, (token, start, _) in enumerate(german_tokens(text)):
-            if before is not None and start >= before:
-                break
-            if not token[:1].isupper() or token.lower() in NOT_NOUNS or len(token) < 2:
-                continue
-            if k == 0 and token.lower() not in self.table:
-                continue
-            if (gender := self.gender(token)) is not None:
-                out.append((token, gender))
-        return out
 
 
 def _compatible(noun_gender: str, gender: str) -> bool:
@@ -246,7 +176,7 @@ def build_pronoun_items(
         antecedent_sentences: how many previous sentences are searched for an antecedent (the item's ``kind``,
             :mod:`~hf_syntax_mt.evaluation.pronoun_kinds`).
     """
-    from .pronoun_kinds import find_antecedent, german_case, item_kind, plural_sie
+    from .pronoun_kinds import GERMAN_CASE_WINS, find_antecedent, german_case, item_kind, plural_sie
 
     per_word = {"source_deps": source_deps, "source_heads": source_heads, "source_upos": source_upos}
     starts = _check_build_inputs(corpus, sources, source_words, per_word, references, doc_ids, links)
@@ -263,9 +193,8 @@ def build_pronoun_items(
             table[i].append(j)
         aligned.append(table)
 
-    def noun_gender(token: str) -> str | None:
-        return None if token.lower() in NOT_NOUNS or len(token) < 2 else nouns.gender(token)
-
+    cased_of = [[t for t, _, _ in tokens] for tokens in tokens_of]
+    parse = {"words": source_words, "upos": source_upos, "deprels": source_deps, "heads": source_heads}
     items, dropped = [], Counter()
     for line in range(n):
         start = starts[line]  # first line of the current document
@@ -289,7 +218,7 @@ def build_pronoun_items(
                 gender, case, evidence = ("fem" if form.lower().startswith("ihr") else "masc|neut"), "poss", "form"
             else:
                 subject = source_deps[line][i] in NOMINATIVE_DEPS
-                if (verb := plural_sie(lowered, j, nominative=subject, cased=[t for t, _, _ in tokens])) is not None:
+                if (verb := plural_sie(lowered, j, nominative=subject, cased=cased_of[line])) is not None:
                     dropped[f"it -> sie: plural (next to {verb})"] += 1
                     continue
                 gender, case = PERSONAL[form.lower()]
@@ -297,10 +226,12 @@ def build_pronoun_items(
                 if case is None:
                     previous = lowered[j - 1] if j else None
                     case, evidence = _case_of(form.lower(), previous, source_deps[line][i])
+                    german, why = german_case(lowered, j)
+                    if german is not None and why.startswith(GERMAN_CASE_WINS):
+                        case, evidence = german, why  # "wird es den Verbrauchern erleichtern": an object es
                     if case is None:
                         dropped[f"it -> {form.lower()}: case unknown ({evidence.split(':')[0]})"] += 1
                         continue
-                    german, why = german_case(lowered, j)
                     if german is not None and german != case:
                         dropped[f"it -> {form.lower()}: case conflict ({evidence} says {case}, {why} says "
                                 f"{german})"] += 1  # fmt: skip
@@ -309,17 +240,30 @@ def build_pronoun_items(
                                                 lowered, j)  # fmt: skip
             antecedent = None
             if kind is None:
-                antecedent = find_antecedent(
-                    line, i, start, antecedent_sentences, source_words, source_upos,
-                    lambda at, w: aligned[at].get(w, []), tokens_of, noun_gender,
-                    lambda g, gender=gender: _compatible(g, gender),
-                )  # fmt: skip
-                kind = "referential" if antecedent else "no_antecedent"
-                kind_evidence = "antecedent" if antecedent else f"no noun of its gender within {antecedent_sentences}"
-                if antecedent and form.lower() == "es" and antecedent["other_gender_nearer"]:
+                antecedent, why = find_antecedent(line, i, j, start, antecedent_sentences, parse,
+                                                  lambda at, w: aligned[at].get(w, []), tokens_of, nouns,
+                                                  lambda g, gender=gender: _compatible(g, gender))  # fmt: skip
+                if (
+                    form.lower() == "sie"
+                    and case == "acc"
+                    and (why.startswith("plural") or (antecedent and antecedent["nearest_plural"]))
+                ):  # an object sie has no verb to agree with: its nearest noun being plural makes it doubtful
+                    dropped["it -> sie: accusative, the nearest noun is plural"] += 1
+                    continue
+                if antecedent is not None and form.lower() == "es" and antecedent["other_gender_nearer"]:
                     # es is also the form for a clause or an event: a neuter noun behind a nearer noun of another
-                    # gender is too weak a sign (read by hand: most such items were not referential)
-                    kind, kind_evidence = "no_antecedent", "es: a noun of another gender is nearer than the neuter one"
+                    # gender is too weak a sign for the antecedent, and too strong to say there is none (read by
+                    # hand, issue 51: 2 of 3 such items referred to the neuter noun)
+                    kind, kind_evidence = "referential", "antecedent unknown: es, a noun of another gender is nearer"
+                    antecedent = None
+                elif antecedent is not None:
+                    kind, kind_evidence = "referential", "antecedent"
+                elif why.startswith("uncertain") or form.lower() != "es":
+                    # er/sie/ihn/ihm/ihr/sein-/ihr- refer (an expletive or clausal pronoun is es); so does an es
+                    # with a candidate the search could not settle: referential, antecedent unknown
+                    kind, kind_evidence = "referential", f"antecedent unknown: {why}"
+                else:
+                    kind, kind_evidence = "no_antecedent", why
             context_lines = range(max(start, line - context_sentences), line)
             context_nouns = [(noun, g) for k in context_lines for noun, g in nouns.nouns(references[k])]
             sentence_nouns = nouns.nouns(references[line], before=s)
@@ -388,8 +332,11 @@ def check_pronoun_item(item: Mapping, where: str) -> None:
         if item["kind"] not in KINDS:
             raise UserError(f"{where}: field 'kind' must be one of {list(KINDS)}, got {item['kind']!r}")
         distance = item.get("antecedent_distance")
-        if item["kind"] == "referential" and not (_is_int(distance) and distance >= 0):
-            raise UserError(f"{where}: a referential item needs 'antecedent_distance', an int >= 0, got {distance!r}")
+        if item["kind"] == "referential" and not (distance is None or (_is_int(distance) and distance >= 0)):
+            raise UserError(
+                f"{where}: a referential item's 'antecedent_distance' must be an int >= 0 (or null: "
+                f"antecedent not found with confidence), got {distance!r}"
+            )
     try:
         variant_references(item)
     except ValueError as e:
