@@ -227,6 +227,24 @@ def check_fields(path: str | Path, record: dict, spec: dict, where: str = "") ->
                 _expect(Path(path), name, value, want)
 
 
+def check_unit_tests(path: str | Path, tests: dict, expected: Iterable[str], what: str = "field 'tests'") -> None:
+    """A unit's scores must cover every test set of its setting (``expected``): a unit missing one would stop the
+    aggregate with a bare ``KeyError`` (or compare fewer test sets without a word). `UnitFileError` naming the file and
+    the test sets."""
+    if missing := [t for t in expected if t not in tests]:
+        raise UnitFileError(f"{path}: {what} has no {', '.join(map(repr, missing))} (the setting's test sets are "
+                            f"{list(expected)}): the unit is incomplete; delete {path} to run it again")  # fmt: skip
+
+
+def require_hash(path: str | Path, sha256, what: str, allow_unhashed: bool) -> None:
+    """A unit's hypotheses are checked against the sha256 it records; a unit that records none is refused, unless the
+    user asks for it (``--allow-unhashed``: only its line count is checked then)."""
+    if sha256 is None and not allow_unhashed:
+        raise UnitFileError(f"{path}: records no sha256 of {what}, so a replaced or cut hypothesis file would go "
+                            "unnoticed: run the unit again (delete the file), or aggregate with --allow-unhashed to "
+                            "accept it on its line count alone")  # fmt: skip
+
+
 def read_hypotheses(unit_path: str | Path, path: str | Path, sha256: str | None = None,
                     lines: int | None = None) -> list[str]:  # fmt: skip
     """The lines of a unit's hypothesis file, checked against its unit file ``unit_path``: the sha256 of the file's
@@ -362,6 +380,9 @@ def add_study_arguments(p, results: str | Path | None, output_dir: str | Path | 
     p.add_argument("--no-aggregate", action="store_true", help="do not rebuild the tables after each unit (parallel "
                    "invocations into one --results; run --aggregate once at the end)")  # fmt: skip
     p.add_argument("--quick", action="store_true", help="tiny budget: plumbing check (write to another --results)")
+    p.add_argument("--allow-unhashed", action="store_true", help="aggregate unit files that record no sha256 of their "
+                   "hypotheses (written before the studies recorded them): their files are then checked by line count "
+                   "only")  # fmt: skip
 
 
 def refuse_quick_evidence(p, args) -> None:
