@@ -162,12 +162,12 @@ def translate_lines(
 
     # the boundary: a str is not a list of lines (it would be translated character by character), no None entries,
     # spans inside the lines, one list of strings per line as contexts
-    lines = check_strings(lines, "lines", "input lines (strings)")
+    lines = check_strings(lines, "lines", "strings (the input lines)")
     spans = [(i, i + 1) for i in range(len(lines))] if documents is None else check_spans(documents, len(lines))
     batch_size = check_count(batch_size, "batch_size")
     chunk_sentences = check_count(chunk_sentences, "chunk_sentences", allow_none=True)
     if contexts is not None:
-        contexts = check_string_lists(contexts, "contexts", "context sentence lists, one per line")
+        contexts = check_string_lists(contexts, "contexts", "lists of strings (one context per line)")
         if len(contexts) != len(lines):
             raise UserError(f"contexts= needs one list of context sentences per line: {len(lines)} lines but "
                             f"{len(contexts)} contexts")  # fmt: skip

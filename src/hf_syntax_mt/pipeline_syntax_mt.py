@@ -190,7 +190,7 @@ class SyntaxTranslationPipeline(Pipeline):
             raise UserTypeError(f"translate_document takes one document (a list of sentences), got a list of "
                                 f"{len(sentences)} documents: translate several with pipe(documents), which "
                                 "returns one list of translations per document")  # fmt: skip
-        sentences = check_strings(sentences, "sentences", "the document's sentences (strings)")
+        sentences = check_strings(sentences, "sentences", "strings (the document's sentences)")
         return self(sentences, document=True, **kwargs)
 
     def _given_contexts(self, contexts, texts: list[str], documents) -> list[list[str]]:
@@ -202,7 +202,7 @@ class SyntaxTranslationPipeline(Pipeline):
         if documents is not None:
             raise UserError("contexts= replaces the documents' own contexts: give a flat list of sentences with it, "
                              "not documents")  # fmt: skip
-        contexts = check_string_lists(contexts, "contexts", "context sentence lists, one per input sentence")
+        contexts = check_string_lists(contexts, "contexts", "lists of strings (one context per input sentence)")
         if len(contexts) != len(texts):
             raise UserError(f"contexts= needs one list of context sentences per input sentence: {len(texts)} "
                              f"sentences, {len(contexts)} contexts")  # fmt: skip
