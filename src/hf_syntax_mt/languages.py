@@ -44,7 +44,12 @@ def _card_languages(directory: Path) -> list[str]:
             return [v.strip().strip("'\"") for v in value.strip("[]").split(",") if v.strip()]
         if value:
             return [value.strip("'\"")]
-        return [rest.strip()[1:].strip().strip("'\"") for rest in header[k + 1 :] if rest.strip().startswith("- ")]
+        out = []
+        for rest in header[k + 1 :]:  # a block list: the "- xx" lines right below
+            if not rest.strip().startswith("- "):
+                break
+            out.append(rest.strip()[2:].strip().strip("'\""))
+        return out
     return []
 
 
