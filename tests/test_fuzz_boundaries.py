@@ -70,7 +70,14 @@ def works_or_user_error(call, *errors):
 
 
 # values of every shape a caller could pass by mistake: scalars, strings, bytes, lists, tuples, dicts, nested
-SCALARS = st.none() | st.booleans() | st.integers(-5, 20) | st.floats(allow_nan=True) | st.text(max_size=6) | st.binary(max_size=4)
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 20)
+    | st.floats(allow_nan=True)
+    | st.text(max_size=6)
+    | st.binary(max_size=4)
+)
 ANYTHING = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner)
                         | st.dictionaries(st.text(max_size=3), inner, max_size=3), max_leaves=12)  # fmt: skip
 JSON = st.recursive(st.none() | st.booleans() | st.integers(-5, 20) | st.floats(allow_nan=False) | st.text(max_size=6),
@@ -246,8 +253,9 @@ def conllu_sentences(draw):
         for k in range(1, n):
             heads[order[k]] = order[draw(st.integers(0, k - 1))] + 1
         sentences.append((forms, heads))
-    text = "".join("".join(f"{k + 1}\t{f}\t_\tX\t_\t_\t{h}\tdep\t_\t_\n" for k, (f, h) in enumerate(zip(forms, heads)))
-                   + "\n" for forms, heads in sentences)  # fmt: skip
+    rows = [[f"{k + 1}\t{f}\t_\tX\t_\t_\t{h}\tdep\t_\t_\n" for k, (f, h) in enumerate(zip(forms, heads, strict=True))]
+            for forms, heads in sentences]  # fmt: skip
+    text = "".join("".join(sentence) + "\n" for sentence in rows)
     return text, sentences
 
 
@@ -327,8 +335,15 @@ def unit_property(a):
         name = study_round2.unit_name("full", "vanilla", 0)
         hyps = "a man\ntwo dogs\n"
         sha = hashlib.sha256(hyps.encode()).hexdigest()
-        tests = {t: {"bleu": 1.0, "chrf": 2.0, "hypotheses_sha256": sha,
-                     "buckets": [{"bucket": "1-10", "count": 2, "bleu": 1.0}]} for t in study_round2.MULTI30K_TESTS}
+        tests = {
+            t: {
+                "bleu": 1.0,
+                "chrf": 2.0,
+                "hypotheses_sha256": sha,
+                "buckets": [{"bucket": "1-10", "count": 2, "bleu": 1.0}],
+            }
+            for t in study_round2.MULTI30K_TESTS
+        }
         first = tests[study_round2.MULTI30K_TESTS[0]]
         first.update(test_changes)
         tests = {t: v for t, v in tests.items() if t not in removed}
@@ -385,6 +400,6 @@ def test_gzip_magic_with_garbage_is_a_user_error():
     """Found by the CoNLL-U property: a file that starts like gzip but is not gave a bare BadGzipFile / EOFError."""
     with pytest.raises(UserError, match=r"g.conllu: not a valid gzip file"):
         read_conllu(write(b"\x1f\x8b" + b"\x00" * 12, "g.conllu"))
-    path = write(gzip.compress("1\tx\t_\tX\t_\t_\t0\troot\t_\t_\n".encode())[:-6], "cut.conllu")
+    path = write(gzip.compress(b"1\tx\t_\tX\t_\t_\t0\troot\t_\t_\n")[:-6], "cut.conllu")
     with pytest.raises(UserError, match=r"cut.conllu: not a valid gzip file"):
         read_conllu(path)

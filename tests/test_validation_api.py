@@ -194,9 +194,12 @@ def test_src_lang_and_tgt_lang_are_accepted_and_checked_against_the_model(docume
     with pytest.raises(UserTypeError, match="tgt_lang must be a language code"):
         pipe(SENTENCES, document=True, tgt_lang=3)
     # at creation, as transformers' translation pipelines take them
-    assert pipeline("syntax-translation", model=str(directory), device="cpu", src_lang="fr")(
-        SENTENCES, document=True, num_beams=1
-    ) == plain
+    assert (
+        pipeline("syntax-translation", model=str(directory), device="cpu", src_lang="fr")(
+            SENTENCES, document=True, num_beams=1
+        )
+        == plain
+    )
     with pytest.raises(UserError, match="tgt_lang='fr', but this model translates fr -> en"):
         pipeline("syntax-translation", model=str(directory), device="cpu", tgt_lang="fr")
 

@@ -71,7 +71,9 @@ def test_docids_translate_each_document_with_its_context(context_model, tmp_path
     src = write(tmp_path / "in.txt", DOC_A + DOC_B + DOC_C)
     ids = write(tmp_path / "in.docid", ["a"] * len(DOC_A) + ["b"] * len(DOC_B) + ["c"] * len(DOC_C))
     got = translate(model_dir, tmp_path, "--input", src, "--docids", ids)
-    expected = [t for doc in (DOC_A, DOC_B, DOC_C) for t in texts(model.translate_document(doc, tokenizer, **GENERATE))]
+    expected = [
+        t for doc in (DOC_A, DOC_B, DOC_C) for t in texts(model.translate_document(doc, tokenizer, **GENERATE))
+    ]
     assert got == expected
     # the context is used: the same lines as plain sentences translate differently somewhere
     plain = translate(model_dir, tmp_path, "--input", src, "--no-context")
@@ -98,7 +100,9 @@ def test_translate_lines_never_splits_a_document(context_model, chunk_sentences)
     spans = [(0, 4), (4, 7), (7, 9)]
     pipe = pipeline("syntax-translation", model=model_dir, device="cpu")
     got = translate_lines(pipe, lines, spans, chunk_sentences=chunk_sentences, **GENERATE)
-    assert got == [t for doc in (DOC_A, DOC_B, DOC_C) for t in texts(model.translate_document(doc, tokenizer, **GENERATE))]
+    assert got == [
+        t for doc in (DOC_A, DOC_B, DOC_C) for t in texts(model.translate_document(doc, tokenizer, **GENERATE))
+    ]
 
 
 def test_progress_bar_on_stderr(context_model, capsys):

@@ -241,8 +241,10 @@ def _load_weights(path: Path) -> dict[str, torch.Tensor]:
             return {k: v for shard in shards for k, v in load_file(str(path.parent / shard)).items()}
         return load_file(str(path))
     except Exception as error:  # SafetensorError, a broken index: the checkpoint's weights cannot be read
-        raise UserError(f"{path}: the checkpoint's weights cannot be read ({type(error).__name__}: {error}); the file "
-                        "is truncated or corrupt: delete that checkpoint directory, or resume from another") from error
+        raise UserError(
+            f"{path}: the checkpoint's weights cannot be read ({type(error).__name__}: {error}); the file "
+            "is truncated or corrupt: delete that checkpoint directory, or resume from another"
+        ) from error
 
 
 class CurveCallback(TrainerCallback):
