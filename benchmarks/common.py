@@ -209,7 +209,8 @@ def check_fields(path: str | Path, record: dict, spec: dict, where: str = "") ->
     """Check a unit file's fields against ``spec``: field -> a type or a tuple of types (``float``: any number), or a
     set of the values allowed; a dict, for an object whose fields are checked against that spec; a one-element list
     ``[spec]``, for a list of objects. ``"*"`` checks every field of an object (an object keyed by test set). Fields
-    the record lacks are not checked here (`load_unit`'s ``required`` names those that must be there). Raises
+    the record lacks are not checked here (`load_unit`'s ``required`` names those that must be there), except in the
+    objects of a list (a bucket is read whole: each needs every field of its spec). Raises
     `UnitFileError` naming the file, the field (dotted: ``tests.test_2016_flickr.bleu``), the type expected and the
     value found."""
     for key, want in spec.items():
@@ -222,6 +223,9 @@ def check_fields(path: str | Path, record: dict, spec: dict, where: str = "") ->
                 _expect(Path(path), name, value, list)
                 for i, item in enumerate(value):
                     _expect(Path(path), f"{name}[{i}]", item, dict)
+                    if missing := [k for k in want[0] if k not in item]:  # an entry of a list is read whole
+                        raise UnitFileError(f"{path}: {name}[{i}] has no field {', '.join(map(repr, missing))}: "
+                                            f"correct it, or delete {path} to run the unit again")  # fmt: skip
                     check_fields(path, item, want[0], f"{name}[{i}].")
             else:
                 _expect(Path(path), name, value, want)
