@@ -157,11 +157,11 @@ def test_pipeline_contexts_name_the_entry(document_model, contexts, message):
 
 def test_pipeline_names_the_input_that_is_not_a_string(document_model):
     _, pipe = document_model
-    with pytest.raises(UserTypeError, match=r"inputs\[1\] is a NoneType: None"):
+    with pytest.raises(UserTypeError, match=r"got inputs\[1\], a NoneType: None"):
         pipe(["a .", None], no_context=True)
-    with pytest.raises(UserTypeError, match=r"inputs\[0\]\[1\] is a int: 3"):
+    with pytest.raises(UserTypeError, match=r"got inputs\[0\]\[1\], a int: 3"):
         pipe([["a .", 3], ["b ."]])
-    with pytest.raises(UserTypeError, match=r"inputs\[1\] is a list: \['b \.'\] \(a list mixing strings and lists"):
+    with pytest.raises(UserTypeError, match=r"got inputs\[1\], a list: \['b \.'\] \(a list mixing strings and lists"):
         pipe(["a .", ["b ."]], no_context=True)
 
 
@@ -351,3 +351,33 @@ def test_a_round2_unit_missing_a_test_set_is_refused_naming_it(tmp_path):
     with pytest.raises(SystemExit, match=rf"{name}.json: field 'tests' has no 'test_2017_mscoco' \(the setting's test "
                                          r"sets are .*\): the unit is incomplete"):  # fmt: skip
         study_round2.load_units(tmp_path)
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"points": []}', '{"points": 3, "train_seconds": 1.0}'])
+def test_a_damaged_learning_curve_of_a_resumed_run_is_named(tmp_path, text):
+    """A neighbour of the averaging sum: the curve saved with a checkpoint gave a bare JSONDecodeError / KeyError."""
+    from hf_syntax_mt.training.callbacks import CurveCallback
+
+    (tmp_path / "curve.json").write_text(text, encoding="utf-8")
+    with pytest.raises(UserError, match=rf"{re.escape(str(tmp_path / 'curve.json'))}: the learning curve of the "
+                                        r"resumed run cannot be read"):  # fmt: skip
+        CurveCallback().load_from(tmp_path)
+
+
+def test_damaged_checkpoint_weights_are_named_when_the_sum_is_rebuilt(tmp_path):
+    from hf_syntax_mt.training.callbacks import _load_weights
+
+    path = tmp_path / "model.safetensors"
+    save_file({"w": torch.ones(4)}, str(path))
+    assert torch.equal(_load_weights(path)["w"], torch.ones(4))
+    path.write_bytes(path.read_bytes()[:-3])
+    with pytest.raises(UserError, match=rf"{re.escape(str(path))}: the checkpoint's weights cannot be read"):
+        _load_weights(path)
+
+
+def test_random_contexts_refuse_a_string_of_ids():
+    """Failed before: a string of document ids was read character by character (each character a document)."""
+    from hf_syntax_mt.evaluation.pronouns import random_contexts
+
+    with pytest.raises(UserTypeError, match="doc_ids must be a list of document ids, one per sentence"):
+        random_contexts("ab", ["x", "y"], 1)

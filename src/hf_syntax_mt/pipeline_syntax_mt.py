@@ -128,10 +128,10 @@ class SyntaxTranslationPipeline(Pipeline):
             if nested:
                 for j, t in enumerate(item):
                     if not isinstance(t, str):
-                        raise UserTypeError(f"{expected}; inputs[{i}][{j}] is a {type(t).__name__}: {shown(t)}.")
+                        raise UserTypeError(f"{expected}; got inputs[{i}][{j}], a {type(t).__name__}: {shown(t)}.")
             elif not isinstance(item, str):
                 mixed = " (a list mixing strings and lists: give only sentences, or only documents)"
-                raise UserTypeError(f"{expected}; inputs[{i}] is a {type(item).__name__}: {shown(item)}"
+                raise UserTypeError(f"{expected}; got inputs[{i}], a {type(item).__name__}: {shown(item)}"
                                     f"{mixed if isinstance(item, (list, tuple)) else ''}.")  # fmt: skip
         texts = [t for d in documents for t in d] if documents is not None else items
         texts = [str(t) for t in texts]  # numpy.str_ and other str subclasses as plain strings
