@@ -209,7 +209,8 @@ def check_fields(path: str | Path, record: dict, spec: dict, where: str = "") ->
     """Check a unit file's fields against ``spec``: field -> a type or a tuple of types (``float``: any number), or a
     set of the values allowed; a dict, for an object whose fields are checked against that spec; a one-element list
     ``[spec]``, for a list of objects. ``"*"`` checks every field of an object (an object keyed by test set). Fields
-    the record lacks are not checked here (`load_unit`'s ``required`` names those that must be there). Raises
+    the record lacks are not checked here (`load_unit`'s ``required`` names those that must be there), except in the
+    objects of a list (a bucket is read whole: each needs every field of its spec). Raises
     `UnitFileError` naming the file, the field (dotted: ``tests.test_2016_flickr.bleu``), the type expected and the
     value found."""
     for key, want in spec.items():
@@ -222,9 +223,30 @@ def check_fields(path: str | Path, record: dict, spec: dict, where: str = "") ->
                 _expect(Path(path), name, value, list)
                 for i, item in enumerate(value):
                     _expect(Path(path), f"{name}[{i}]", item, dict)
+                    if missing := [k for k in want[0] if k not in item]:  # an entry of a list is read whole
+                        raise UnitFileError(f"{path}: {name}[{i}] has no field {', '.join(map(repr, missing))}: "
+                                            f"correct it, or delete {path} to run the unit again")  # fmt: skip
                     check_fields(path, item, want[0], f"{name}[{i}].")
             else:
                 _expect(Path(path), name, value, want)
+
+
+def check_unit_tests(path: str | Path, tests: dict, expected: Iterable[str], what: str = "field 'tests'") -> None:
+    """A unit's scores must cover every test set of its setting (``expected``): a unit missing one would stop the
+    aggregate with a bare ``KeyError`` (or compare fewer test sets without a word). `UnitFileError` naming the file and
+    the test sets."""
+    if missing := [t for t in expected if t not in tests]:
+        raise UnitFileError(f"{path}: {what} has no {', '.join(map(repr, missing))} (the setting's test sets are "
+                            f"{list(expected)}): the unit is incomplete; delete {path} to run it again")  # fmt: skip
+
+
+def require_hash(path: str | Path, sha256, what: str, allow_unhashed: bool) -> None:
+    """A unit's hypotheses are checked against the sha256 it records; a unit that records none is refused, unless the
+    user asks for it (``--allow-unhashed``: only its line count is checked then)."""
+    if sha256 is None and not allow_unhashed:
+        raise UnitFileError(f"{path}: records no sha256 of {what}, so a replaced or cut hypothesis file would go "
+                            "unnoticed: run the unit again (delete the file), or aggregate with --allow-unhashed to "
+                            "accept it on its line count alone")  # fmt: skip
 
 
 def read_hypotheses(unit_path: str | Path, path: str | Path, sha256: str | None = None,
@@ -362,6 +384,9 @@ def add_study_arguments(p, results: str | Path | None, output_dir: str | Path | 
     p.add_argument("--no-aggregate", action="store_true", help="do not rebuild the tables after each unit (parallel "
                    "invocations into one --results; run --aggregate once at the end)")  # fmt: skip
     p.add_argument("--quick", action="store_true", help="tiny budget: plumbing check (write to another --results)")
+    p.add_argument("--allow-unhashed", action="store_true", help="aggregate unit files that record no sha256 of their "
+                   "hypotheses (written before the studies recorded them): their files are then checked by line count "
+                   "only")  # fmt: skip
 
 
 def refuse_quick_evidence(p, args) -> None:

@@ -28,21 +28,24 @@ UNIT_FIELDS = {"unit": str, "kind": set(KINDS), "seed": int, "tests": {"*": SCOR
                "hypotheses_sha256": {"*": str}, "pronoun_items": {"file": str, "sha256": str, "items": int}}  # fmt: skip
 
 
-def load_units(results: Path, folder: str = "runs") -> list[dict]:
+def load_units(results: Path, folder: str = "runs", allow_unhashed: bool = False) -> list[dict]:
     """The unit files under ``results/folder`` with their hypotheses; units of ``replicates/`` are marked so. Each is
-    checked: the fields the aggregate reads and their types, and every hypothesis file it records against its
-    sha256 and its sentence count; anything wrong stops the aggregate with one line naming the file(s)."""
+    checked: the fields the aggregate reads and their types, every test set scored, and every hypothesis file it
+    records against its sha256 (required unless ``allow_unhashed``) and its sentence count; anything wrong stops the
+    aggregate with one line naming the file(s)."""
     units = []
     for path in sorted((results / folder).glob("*.json")):
         try:
             unit = common.load_unit(path, required=("unit", "kind", "seed", "tests"), fields=UNIT_FIELDS)
             unit["hypotheses"], unit["replicate"] = {}, folder == "replicates"
             recorded = unit.get("hypotheses_sha256") or {}
+            common.check_unit_tests(path, unit["tests"], TEST_SETS)
             for name in TEST_SETS:
                 for key, field in ((name, "tests"), (f"{name}.random", "random_context")):
                     file = path.parent / f"{unit['unit']}.{key}.txt"
                     if key in recorded or file.is_file():  # every file the unit records, and any other beside it
                         lines = unit.get(field, {}).get(name, {}).get("sentences")
+                        common.require_hash(path, recorded.get(key), f"its {key} hypotheses", allow_unhashed)
                         unit["hypotheses"][key] = common.read_hypotheses(path, file, recorded.get(key), lines)
         except common.UnitFileError as e:
             raise SystemExit(str(e)) from None
@@ -259,13 +262,14 @@ def aggregate(args) -> str | None:
     from hf_syntax_mt.data.readers import read_lines
 
     results = Path(args.results)
-    if not (units := common.aggregated_units(results, load_units)):
+    allow_unhashed = getattr(args, "allow_unhashed", False)
+    if not (units := common.aggregated_units(results, lambda r: load_units(r, allow_unhashed=allow_unhashed))):
         return None
     references = {name: read_lines(Path(args.data) / EVAL_SETS[name].target) for name in TEST_SETS}
     systems = [kind for kind in CONTEXT_KINDS if any(u["kind"] == kind for u in units)]
     tests = {kind: comparisons(units, references, args.bootstrap_samples, kind) for kind in systems}
     #: units run again elsewhere (another machine kind, another commit): shown beside, never pooled with the seeds
-    replicates = load_units(results, "replicates")
+    replicates = load_units(results, "replicates", allow_unhashed)
     controls = [u for u in units if u["kind"] == "control"]
     replicate_tests = {kind: comparisons(replicates + controls, references, args.bootstrap_samples, kind)
                        for kind in CONTEXT_KINDS if any(u["kind"] == kind for u in replicates)}  # fmt: skip

@@ -345,16 +345,17 @@ UNIT_FIELDS = {"unit": str, "method": str, "seed": int, "test": SCORES, "test_la
                "hypotheses_sha256": str}  # fmt: skip
 
 
-def load_units(results: Path) -> list[dict]:
+def load_units(results: Path, allow_unhashed: bool = False) -> list[dict]:
     """The unit files under ``results/runs`` with their test translations, each checked: the fields the aggregate
-    reads and their types, and the translations against the sha256 and the sentence count the unit records
-    (`UnitFileError` naming the file, and for translations both files)."""
+    reads and their types, and the translations against the sha256 (required unless ``allow_unhashed``) and the
+    sentence count the unit records (`UnitFileError` naming the file, and for translations both files)."""
     units = []
     for path in sorted((results / "runs").glob("*.json")):
         unit = common.load_unit(path, ("unit", "method", "seed", "test", "buckets", "train_minutes", "tokens_per_second"),
                          UNIT_FIELDS)  # fmt: skip
         hypotheses = path.parent / f"{unit['unit']}.test.txt"
         lines = sum(b["count"] for b in unit["buckets"])
+        common.require_hash(path, unit.get("hypotheses_sha256"), "its test hypotheses", allow_unhashed)
         unit["hypotheses"] = common.read_hypotheses(path, hypotheses, unit.get("hypotheses_sha256"), lines)
         units.append(unit)
     order = list(METHODS)
@@ -384,7 +385,8 @@ def paired_tests(units: list[dict], references: list[str], samples: int) -> dict
 
 def aggregate(args) -> str | None:
     results = Path(args.results)
-    if not (units := common.aggregated_units(results, load_units)):
+    allow_unhashed = getattr(args, "allow_unhashed", False)
+    if not (units := common.aggregated_units(results, lambda r: load_units(r, allow_unhashed=allow_unhashed))):
         return None
     references = files(Path(args.data), "test_2016_flickr")["tgt"].read_text(encoding="utf-8").split("\n")[:-1]
     tests = paired_tests(units, references, args.bootstrap_samples)

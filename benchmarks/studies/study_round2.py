@@ -334,17 +334,20 @@ UNIT_FIELDS = {"unit": str, "setting": set(SETTINGS), "method": set(METHODS), "s
                "subset": (dict, type(None)), "commit": (str, type(None))}  # fmt: skip
 
 
-def load_units(results: Path) -> list[dict]:
+def load_units(results: Path, allow_unhashed: bool = False) -> list[dict]:
     """The unit files under ``results/runs`` with their hypotheses, each checked: the fields the aggregate reads and
-    their types, the setting and method known, each test set's hypotheses against the sha256 and the sentence count
-    (its buckets') the unit records. Anything wrong stops the aggregate with one line naming the file(s)."""
+    their types, the setting and method known, every test set of the setting scored, each test set's hypotheses
+    against the sha256 (required unless ``allow_unhashed``) and the sentence count (its buckets') the unit records.
+    Anything wrong stops the aggregate with one line naming the file(s)."""
     units = []
     for path in sorted((results / "runs").glob("*.json")):
         try:
             required = ("unit", "setting", "method", "seed", "tests", "precision", "device")
             unit = common.load_unit(path, required, UNIT_FIELDS)
+            common.check_unit_tests(path, unit["tests"], TEST_SETS[unit["setting"]])
             unit["hypotheses"] = {}
             for t, scores in unit["tests"].items():
+                common.require_hash(path, scores.get("hypotheses_sha256"), f"its {t} hypotheses", allow_unhashed)
                 lines = sum(b["count"] for b in scores["buckets"]) if "buckets" in scores else None
                 hypotheses = path.parent / f"{unit['unit']}.{t}.txt"
                 unit["hypotheses"][t] = common.read_hypotheses(
@@ -375,7 +378,8 @@ def trainer_agreement(unit: dict) -> str:
 def aggregate(args) -> str | None:
     from hf_syntax_mt.evaluation import bucket_scores, paired_bootstrap
 
-    if not (units := common.aggregated_units(args.results, load_units)):
+    allow_unhashed = getattr(args, "allow_unhashed", False)
+    if not (units := common.aggregated_units(args.results, lambda r: load_units(r, allow_unhashed=allow_unhashed))):
         return None
     refs, lengths = {}, {}
     for setting in {u["setting"] for u in units}:

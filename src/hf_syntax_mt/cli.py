@@ -69,6 +69,9 @@ def _check_saved_model(directory: Path, flag_value: str) -> None:
         raise UserError(f"--model {flag_value}: {directory} has no tokenizer (no tokenizer.json): copy tokenizer.json "
                          "and tokenizer_config.json from the training run's output directory, where "
                          "save_pretrained wrote them beside the model")  # fmt: skip
+    from .model_files import check_model_files  # every file read, not only found: a damaged one is named (issue 49)
+
+    check_model_files(directory, f"--model {flag_value}")
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from .errors import UserError
+from .validation import check_count, check_spans, check_string_lists, check_strings
 
 #: inputs with at least this many sentences get a progress bar (on stderr)
 PROGRESS_MIN_SENTENCES = 100
@@ -112,9 +113,10 @@ def pipeline_for_model(model, tokenizer, parser=None):
     return SyntaxTranslationPipeline(model=model, tokenizer=tokenizer, parser=parser, device=device)
 
 
-def translate_document(model, sentences: list[str], tokenizer, parser=None, **generate_kwargs) -> list[str]:
+def translate_document(model, sentences: list[str], tokenizer, parser=None, **generate_kwargs) -> list[dict]:
     """Translate one document with `SyntaxTranslationPipeline.translate_document` (see there), on the model's device
-    (the model is never moved)."""
+    (the model is never moved): one ``{"translation_text": str}`` per sentence, as ``pipe(sentences, document=True)``
+    returns."""
     return pipeline_for_model(model, tokenizer, parser=parser).translate_document(sentences, **generate_kwargs)
 
 
@@ -158,9 +160,17 @@ def translate_lines(
 
     from .data.readers import split_lines
 
-    spans = [(i, i + 1) for i in range(len(lines))] if documents is None else list(documents)
-    if contexts is not None and len(contexts) != len(lines):
-        raise UserError(f"{len(lines)} lines but {len(contexts)} contexts")
+    # the boundary: a str is not a list of lines (it would be translated character by character), no None entries,
+    # spans inside the lines, one list of strings per line as contexts
+    lines = check_strings(lines, "lines", "strings (the input lines)")
+    spans = [(i, i + 1) for i in range(len(lines))] if documents is None else check_spans(documents, len(lines))
+    batch_size = check_count(batch_size, "batch_size")
+    chunk_sentences = check_count(chunk_sentences, "chunk_sentences", allow_none=True)
+    if contexts is not None:
+        contexts = check_string_lists(contexts, "contexts", "lists of strings (one context per line)")
+        if len(contexts) != len(lines):
+            raise UserError(f"contexts= needs one list of context sentences per line: {len(lines)} lines but "
+                            f"{len(contexts)} contexts")  # fmt: skip
     k = getattr(pipe.model.config, "context_sentences", 0)
     if contexts is not None and not k:
         raise UserError("contexts were given, but the model has no document context (context_sentences=0)")

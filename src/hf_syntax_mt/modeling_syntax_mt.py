@@ -392,9 +392,10 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
                 trainable.append(name)
         return trainable
 
-    def translate_document(self, sentences: list[str], tokenizer, parser=None, **generate_kwargs) -> list[str]:
+    def translate_document(self, sentences: list[str], tokenizer, parser=None, **generate_kwargs) -> list[dict]:
         """Translate one document (a list of source sentences, in order), each sentence with its previous
-        `config.context_sentences` sentences as context; see `SyntaxTranslationPipeline.translate_document`.
+        `config.context_sentences` sentences as context; one ``{"translation_text": str}`` per sentence, as the
+        pipeline returns (see `SyntaxTranslationPipeline.translate_document`).
         `parser` defaults to `config.source_parser` (models with PASCAL heads parse the input)."""
         from .inference import translate_document
 

@@ -8,6 +8,7 @@ works (transformers 5 removed the core translation task).
 from __future__ import annotations
 
 import logging
+import re
 
 import torch
 from transformers import Pipeline
@@ -18,6 +19,8 @@ from .data.parsers import Parser, get_parser
 from .data.preprocess import parse_texts
 from .data.subwords import align_parse, parse_flags
 from .errors import UserError, UserTypeError
+from .languages import check_languages
+from .validation import check_string_lists, check_strings, shown
 
 logger = logging.getLogger(__name__)
 
@@ -33,12 +36,16 @@ class SyntaxTranslationPipeline(Pipeline):
         max_length (`int`, *optional*): source truncation length in subword tokens (default and upper bound: the
             model's `max_position_embeddings`); a longer sentence is truncated with a warning. The output length is
             `max_new_tokens`, capped (with a warning) where the decoder would run out of position embeddings.
+        src_lang, tgt_lang (`str`, *optional*): as in transformers' translation pipelines, at creation or per call;
+            the model translates one direction, so they are checked against the languages it records (tokenizer,
+            `hf_syntax_mt_run.json`, the model card's `language`) and refused when they differ.
         Any other keyword (`num_beams`, `max_new_tokens`, ...) goes to `model.generate()`.
 
     Documents (models with `config.context_sentences = k > 0`, issue 5): `pipe(sentences, document=True)` translates
     the list as one document, each sentence with the previous k source sentences as its context (the first has
-    none); a list of lists of strings is a list of documents. `pipe.translate_document(sentences)` returns the
-    translations as strings. Sentences of a document are translated in parallel: the context is source-side only.
+    none); a list of lists of strings is a list of documents. `pipe.translate_document(sentences)` is
+    `pipe(sentences, document=True)` (the same list of dicts). A sentence of a document that looks like several
+    sentences (a paragraph) is translated as given, with a warning. Sentences of a document are translated in parallel: the context is source-side only.
     `pipe(sentences, contexts=[[...], ...])` gives each sentence its own context. Such a model given a string or a
     flat list of sentences without one of these refuses (it would lose its context without a word, issue 44) unless
     the call says `no_context=True` (every sentence without context, as `hf-syntax-mt translate --no-context`).
@@ -88,7 +95,13 @@ class SyntaxTranslationPipeline(Pipeline):
             )
         return parser_from_config(recorded, model_dir=getattr(self.model, "name_or_path", None) or None)
 
-    def _sanitize_parameters(self, max_length=None, clean_up_tokenization_spaces=None, **generate_kwargs):
+    def _sanitize_parameters(
+        self, max_length=None, clean_up_tokenization_spaces=None, src_lang=None, tgt_lang=None, **generate_kwargs
+    ):
+        # transformers' translation pipelines take src_lang / tgt_lang (at creation or per call); a bilingual model
+        # translates one direction, so they are checked against the languages the model records, never passed on
+        if src_lang is not None or tgt_lang is not None:
+            check_languages(self.model, self.tokenizer, src_lang, tgt_lang)
         preprocess = {} if max_length is None else {"max_length": max_length}
         postprocess = {}
         if clean_up_tokenization_spaces is not None:
@@ -111,10 +124,16 @@ class SyntaxTranslationPipeline(Pipeline):
         items = [inputs] if single else list(inputs)
         nested = bool(items) and all(isinstance(d, (list, tuple)) for d in items)  # a list of documents
         documents = [list(d) for d in items] if nested else [items] if document else None
+        for i, item in enumerate(items):  # name the entry: inputs[i], or inputs[i][j] inside a document
+            if nested:
+                for j, t in enumerate(item):
+                    if not isinstance(t, str):
+                        raise UserTypeError(f"{expected}; got inputs[{i}][{j}], a {type(t).__name__}: {shown(t)}.")
+            elif not isinstance(item, str):
+                mixed = " (a list mixing strings and lists: give only sentences, or only documents)"
+                raise UserTypeError(f"{expected}; got inputs[{i}], a {type(item).__name__}: {shown(item)}"
+                                    f"{mixed if isinstance(item, (list, tuple)) else ''}.")  # fmt: skip
         texts = [t for d in documents for t in d] if documents is not None else items
-        if not all(isinstance(t, str) for t in texts):
-            bad = next(t for t in texts if not isinstance(t, str))
-            raise UserTypeError(f"{expected}; got an item of type {type(bad).__name__}: {bad!r:.80}.")
         texts = [str(t) for t in texts]  # numpy.str_ and other str subclasses as plain strings
         for k, t in enumerate(texts):
             try:
@@ -145,6 +164,8 @@ class SyntaxTranslationPipeline(Pipeline):
             contexts = self._given_contexts(contexts, texts, documents)
         else:
             contexts = [None] * len(texts) if documents is None else self._document_contexts(documents)
+        if documents is not None:
+            _warn_paragraphs(documents)
         # A per-call parser parses this call only (as every per-call pipeline parameter in transformers); the
         # pipeline's own parser is unchanged afterwards.
         parser = self.parser if parser is None else self._resolve_parser(parser)
@@ -161,12 +182,16 @@ class SyntaxTranslationPipeline(Pipeline):
             start += len(d)
         return out
 
-    def translate_document(self, sentences: list[str], **kwargs) -> list[str]:
+    def translate_document(self, sentences: list[str], **kwargs) -> list[dict]:
         """Translate the sentences of one document in order, each with its previous `config.context_sentences`
-        source sentences as context; returns one translation per sentence (empty lines included)."""
-        if isinstance(sentences, str):
-            raise UserTypeError("translate_document takes the document's sentences as a list of strings.")
-        return [r["translation_text"] for r in self(list(sentences), document=True, **kwargs)]
+        source sentences as context: exactly ``pipe(sentences, document=True)``, one ``{"translation_text": str}``
+        per sentence (empty lines included). For several documents, call ``pipe(documents)``."""
+        if isinstance(sentences, (list, tuple)) and sentences and all(isinstance(s, (list, tuple)) for s in sentences):
+            raise UserTypeError(f"translate_document takes one document (a list of sentences), got a list of "
+                                f"{len(sentences)} documents: translate several with pipe(documents), which "
+                                "returns one list of translations per document")  # fmt: skip
+        sentences = check_strings(sentences, "sentences", "strings (the document's sentences)")
+        return self(sentences, document=True, **kwargs)
 
     def _given_contexts(self, contexts, texts: list[str], documents) -> list[list[str]]:
         """``contexts`` checked: one list of source sentences per sentence of a flat list of sentences, for a model
@@ -177,16 +202,11 @@ class SyntaxTranslationPipeline(Pipeline):
         if documents is not None:
             raise UserError("contexts= replaces the documents' own contexts: give a flat list of sentences with it, "
                              "not documents")  # fmt: skip
-        if isinstance(contexts, (str, bytes)) or len(contexts) != len(texts):
-            n = "a string" if isinstance(contexts, (str, bytes)) else len(contexts)
+        contexts = check_string_lists(contexts, "contexts", "lists of strings (one context per input sentence)")
+        if len(contexts) != len(texts):
             raise UserError(f"contexts= needs one list of context sentences per input sentence: {len(texts)} "
-                             f"sentences, {n} contexts")  # fmt: skip
-        out = []
-        for i, context in enumerate(contexts):
-            if isinstance(context, str) or not all(isinstance(c, str) for c in context):
-                raise UserTypeError(f"contexts[{i}] must be a list of source sentences (strings), got {context!r:.80}")
-            out.append([str(c) for c in context][-k:])
-        return out
+                             f"sentences, {len(contexts)} contexts")  # fmt: skip
+        return [context[-k:] for context in contexts]
 
     def _document_contexts(self, documents: list[list[str]]) -> list[list[str] | None]:
         """The previous k source sentences of each sentence, within its document (Section 2.1: X_<k)."""
@@ -257,6 +277,29 @@ class SyntaxTranslationPipeline(Pipeline):
             clean_up_tokenization_spaces=clean_up_tokenization_spaces,
         )  # fmt: skip
         return [{"translation_text": t} for t in texts]
+
+
+#: a sentence end (., !, ?, …, maybe closed by a quote or bracket), space, then an upper-case letter or an opening
+#: quote: the sign of a second sentence inside one sentence of a document
+_SENTENCE_INSIDE = re.compile(r"[.!?…]+[\"'»”’)\]]*\s+[\"'«“‘(]?(?=[^\W\d_])")
+
+
+def _looks_like_several_sentences(text: str) -> bool:
+    return "\n" in text.strip() or any(text[m.end()].isupper() for m in _SENTENCE_INSIDE.finditer(text))
+
+
+def _warn_paragraphs(documents: list[list[str]]) -> None:
+    """Warn (once per call) when a sentence of a document looks like several sentences: the model reads its context
+    sentence by sentence, so a paragraph passed as one sentence is translated as one long sentence with the wrong
+    context (issue 49)."""
+    found = [(d, i) for d, doc in enumerate(documents) for i, t in enumerate(doc) if _looks_like_several_sentences(t)]
+    if found:
+        d, i = found[0]
+        logger.warning(
+            f"{len(found)} sentence(s) of the document(s) look like several sentences, e.g. document {d} sentence {i}: "
+            f"{shown(documents[d][i], 70)}. A document is a list of sentences: split a paragraph into its sentences "
+            "(one list entry each), or the model translates it as one sentence and reads the wrong context."
+        )
 
 
 __all__ = ["SyntaxTranslationPipeline"]

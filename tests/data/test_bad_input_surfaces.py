@@ -4,6 +4,7 @@ averaging). Each expected result is built by hand."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import sys
@@ -119,7 +120,8 @@ def test_a_truncated_unit_file_is_named_and_not_listed_as_done(studies, tmp_path
     runs.mkdir()
     good = {"unit": "vanilla-seed0", "method": "vanilla", "seed": 0, "test": {"bleu": 30.0},
             "buckets": [{"bucket": "1-10", "count": 2, "bleu": 30.0}],
-            "train_minutes": 1.0, "tokens_per_second": 10.0}  # fmt: skip
+            "train_minutes": 1.0, "tokens_per_second": 10.0,
+            "hypotheses_sha256": hashlib.sha256(b"a\nb\n").hexdigest()}  # fmt: skip
     (runs / "vanilla-seed0.json").write_text(json.dumps(good, indent=1), encoding="utf-8")
     (runs / "vanilla-seed0.test.txt").write_text("a\nb\n", encoding="utf-8")
     text = json.dumps({**good, "unit": "pascal-seed0", "method": "pascal"}, indent=1)

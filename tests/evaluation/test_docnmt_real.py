@@ -93,8 +93,9 @@ def test_translation_with_given_contexts_equals_translate_document_with_the_true
     gen = dict(num_beams=1, max_new_tokens=6)
     doc_ids = ["a", "a", "b", "b"]
     expected = study.translate_documents(model, tokenizer, texts, doc_ids, batch_size, **gen)
-    assert expected == model.translate_document(texts[:2], tokenizer, **gen) + model.translate_document(texts[2:],
-                                                                                                         tokenizer, **gen)  # fmt: skip
+    by_document = model.translate_document(texts[:2], tokenizer, **gen) + model.translate_document(texts[2:], tokenizer,
+                                                                                                   **gen)  # fmt: skip
+    assert expected == [r["translation_text"] for r in by_document]
     true_contexts = [[], [texts[0]], [], [texts[2]]]
     assert study.translate_with_contexts(model, tokenizer, texts, true_contexts, batch_size, **gen) == expected
     swapped = [[], [texts[2]], [], [texts[0]]]  # another document's sentence
@@ -158,6 +159,8 @@ def _study_files(tmp_path, units) -> tuple[Path, Path]:
         path.write_text("".join(r + "\n" for r in REFS), encoding="utf-8")
     for unit in units:
         hyps = unit.pop("hypotheses")
+        unit["hypotheses_sha256"] = {k: hashlib.sha256("".join(h + "\n" for h in v).encode()).hexdigest()
+                                     for k, v in hyps.items()}  # fmt: skip
         for key, lines in hyps.items():
             (runs / f"{unit['unit']}.{key}.txt").write_text("".join(h + "\n" for h in lines), encoding="utf-8")
         (runs / f"{unit['unit']}.json").write_text(json.dumps(unit), encoding="utf-8")
@@ -178,6 +181,8 @@ def test_aggregate_writes_the_tables_from_unit_files(tmp_path):
 
     # a replicate (the same unit run elsewhere) is shown beside the seeds and compared with its seed's control
     replicate = _unit("document", 0, WRONG)
+    replicate["hypotheses_sha256"] = {k: hashlib.sha256("".join(h + "\n" for h in v).encode()).hexdigest()
+                                      for k, v in replicate["hypotheses"].items()}  # fmt: skip
     (results / "replicates").mkdir()
     for key, lines in replicate.pop("hypotheses").items():
         (results / "replicates" / f"document-seed0.{key}.txt").write_text("".join(h + "\n" for h in lines))

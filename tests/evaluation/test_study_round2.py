@@ -5,6 +5,7 @@ directly."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import math
 import sys
@@ -148,7 +149,9 @@ def test_the_aggregate_tests_each_seed_against_vanilla_and_pools_the_seeds(tmp_p
         record = {"unit": name, "setting": "full", "method": method, "seed": seed, "precision": precision,
                   "device": "cpu", "steps": 10, "train_minutes": 1.0, "trainer_test_agrees": True,
                   "tests": {t: {"bleu": sacrebleu.corpus_bleu(hyps, [refs]).score,
-                                "chrf": sacrebleu.corpus_chrf(hyps, [refs]).score} for t in r2.MULTI30K_TESTS}}  # fmt: skip
+                                "chrf": sacrebleu.corpus_chrf(hyps, [refs]).score,
+                                "hypotheses_sha256": hashlib.sha256("".join(h + "\n" for h in hyps).encode()).hexdigest()}
+                            for t in r2.MULTI30K_TESTS}}  # fmt: skip
         (results / "runs" / f"{name}.json").write_text(json.dumps(record))
         for t in r2.MULTI30K_TESTS:
             (results / "runs" / f"{name}.{t}.txt").write_text("".join(h + "\n" for h in hyps))

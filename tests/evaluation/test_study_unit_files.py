@@ -72,10 +72,14 @@ def test_round2_refuses_a_cut_hypothesis_file_by_sha_or_by_line_count(tmp_path):
     cut.write_text(_text(HYPS["a"][:2]), encoding="utf-8")
     with pytest.raises(SystemExit, match=rf"{cut}: sha256 .* is not the .* that .*full-vanilla-seed0.json records"):
         study_round2.load_units(tmp_path)
-    _round2(tmp_path, "vanilla", HYPS["a"], sha=False)  # a unit that records no sha256: its buckets' count is checked
-    cut.write_text(_text(HYPS["a"][:2]), encoding="utf-8")
-    with pytest.raises(SystemExit, match=rf"{cut}: 2 lines, but .*full-vanilla-seed0.json scored 4 sentences"):
+    _round2(tmp_path, "vanilla", HYPS["a"], sha=False)  # a unit that records no sha256: refused unless allowed
+    with pytest.raises(SystemExit, match=r"full-vanilla-seed0.json: records no sha256 of its test_2016_flickr "
+                                         r"hypotheses.*--allow-unhashed"):  # fmt: skip
         study_round2.load_units(tmp_path)
+    assert study_round2.load_units(tmp_path, allow_unhashed=True)[0]["hypotheses"]["test_2018_flickr"] == HYPS["a"]
+    cut.write_text(_text(HYPS["a"][:2]), encoding="utf-8")  # allowed: its buckets' count is still checked
+    with pytest.raises(SystemExit, match=rf"{cut}: 2 lines, but .*full-vanilla-seed0.json scored 4 sentences"):
+        study_round2.load_units(tmp_path, allow_unhashed=True)
 
 
 @pytest.mark.parametrize(

@@ -62,8 +62,10 @@ def test_translate_document_equals_generation_by_hand(saved_model, batch_size):
     directory, model, tokenizer = saved_model
     translator = pipeline("syntax-translation", model=str(directory), device="cpu")  # as `by_hand`, on any machine
     expected = by_hand(model, tokenizer, DOCUMENT, k=2)
-    assert translator.translate_document(DOCUMENT, batch_size=batch_size) == expected
-    assert model.translate_document(DOCUMENT, tokenizer) == expected
+    got = translator.translate_document(DOCUMENT, batch_size=batch_size)
+    assert got == [{"translation_text": t} for t in expected]  # the pipeline's shape (issue 49)
+    assert got == translator(DOCUMENT, document=True, batch_size=batch_size)
+    assert [r["translation_text"] for r in model.translate_document(DOCUMENT, tokenizer)] == expected
     # context matters for this random model: without it some translation differs
     assert by_hand(model, tokenizer, DOCUMENT, k=0) != expected
 
@@ -112,7 +114,7 @@ def test_translate_document_leaves_the_model_where_the_caller_put_it(saved_model
     model = AutoModelForSeq2SeqLM.from_pretrained(directory).eval()  # a fresh copy: the fixture's model stays put
     expected = by_hand(model, tokenizer, DOCUMENT, k=2)
     monkeypatch.setattr(pipeline_base, "is_torch_cuda_available", lambda: True)  # what Pipeline picks a device with
-    assert model.translate_document(DOCUMENT, tokenizer) == expected
+    assert [r["translation_text"] for r in model.translate_document(DOCUMENT, tokenizer)] == expected
     assert {p.device for p in model.parameters()} == {torch.device("cpu")}
     from hf_syntax_mt.inference import pipeline_for_model  # what every helper that translates with a model uses
 
@@ -158,4 +160,4 @@ def test_pascal_and_context_pipeline_with_a_real_parser(tmp_path):
         ids = model.generate(input_ids=torch.tensor([enc["input_ids"]]),
                              parent_positions=torch.tensor([enc["parent_positions"]]), **kwargs)  # fmt: skip
         expected.append(tokenizer.decode(ids[0], skip_special_tokens=True))
-    assert got == expected
+    assert [r["translation_text"] for r in got] == expected

@@ -48,6 +48,11 @@ def sentence_model(tmp_path_factory):
     return str(directory)
 
 
+def texts(results):
+    """The strings of the pipeline's ``[{"translation_text": ...}]`` (what `translate_document` returns)."""
+    return [r["translation_text"] for r in results]
+
+
 def write(path, lines):
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return str(path)
@@ -66,7 +71,9 @@ def test_docids_translate_each_document_with_its_context(context_model, tmp_path
     src = write(tmp_path / "in.txt", DOC_A + DOC_B + DOC_C)
     ids = write(tmp_path / "in.docid", ["a"] * len(DOC_A) + ["b"] * len(DOC_B) + ["c"] * len(DOC_C))
     got = translate(model_dir, tmp_path, "--input", src, "--docids", ids)
-    expected = [t for doc in (DOC_A, DOC_B, DOC_C) for t in model.translate_document(doc, tokenizer, **GENERATE)]
+    expected = [
+        t for doc in (DOC_A, DOC_B, DOC_C) for t in texts(model.translate_document(doc, tokenizer, **GENERATE))
+    ]
     assert got == expected
     # the context is used: the same lines as plain sentences translate differently somewhere
     plain = translate(model_dir, tmp_path, "--input", src, "--no-context")
@@ -82,7 +89,7 @@ def test_blank_line_documents_keep_the_blank_lines(context_model, tmp_path):
     doc_a = [s for s in DOC_A if s]  # no empty sentence in this format: a blank line ends a document
     src = write(tmp_path / "in.txt", doc_a + [""] + DOC_B + ["  "] + DOC_C)
     got = translate(model_dir, tmp_path, "--input", src, "--documents", "blank-lines")
-    expected = [model.translate_document(d, tokenizer, **GENERATE) for d in (doc_a, DOC_B, DOC_C)]
+    expected = [texts(model.translate_document(d, tokenizer, **GENERATE)) for d in (doc_a, DOC_B, DOC_C)]
     assert got == expected[0] + [""] + expected[1] + [""] + expected[2]
 
 
@@ -93,7 +100,9 @@ def test_translate_lines_never_splits_a_document(context_model, chunk_sentences)
     spans = [(0, 4), (4, 7), (7, 9)]
     pipe = pipeline("syntax-translation", model=model_dir, device="cpu")
     got = translate_lines(pipe, lines, spans, chunk_sentences=chunk_sentences, **GENERATE)
-    assert got == [t for doc in (DOC_A, DOC_B, DOC_C) for t in model.translate_document(doc, tokenizer, **GENERATE)]
+    assert got == [
+        t for doc in (DOC_A, DOC_B, DOC_C) for t in texts(model.translate_document(doc, tokenizer, **GENERATE))
+    ]
 
 
 def test_progress_bar_on_stderr(context_model, capsys):
@@ -309,7 +318,7 @@ def test_one_blank_line_after_the_last_document_is_a_separator(context_model, tm
     model_dir, model, tokenizer = context_model
     src = write(tmp_path / "in.txt", DOC_B + [""] + DOC_C + [""])
     got = translate(model_dir, tmp_path, "--input", src, "--documents", "blank-lines")
-    expected = [model.translate_document(d, tokenizer, **GENERATE) for d in (DOC_B, DOC_C)]
+    expected = [texts(model.translate_document(d, tokenizer, **GENERATE)) for d in (DOC_B, DOC_C)]
     assert got == expected[0] + [""] + expected[1] + [""]
 
 

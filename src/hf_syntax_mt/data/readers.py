@@ -29,6 +29,7 @@ import gzip
 import json
 import os
 import re
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,8 +63,14 @@ __all__ = [
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-class TextDecodeError(ValueError):
+class TextDecodeError(UserError):
     """A text file is not valid UTF-8; the message names the file, line, column and byte offset."""
+
+
+def _bad_gzip(path, error: Exception) -> UserError:
+    """A file that starts like gzip (bytes 1f 8b) but does not decompress: cut short, or not gzip at all."""
+    return UserError(f"{path}: not a valid gzip file ({type(error).__name__}: {error}): it starts with the gzip "
+                     "signature but is truncated or damaged; compress it again, or give the plain text file")  # fmt: skip
 
 
 def decode_utf8(raw: bytes, path: str | os.PathLike, first_line: int = 1, offset: int = 0) -> str:
@@ -91,7 +98,10 @@ def read_text(path: str | os.PathLike) -> str:
     with open(path, "rb") as f:
         raw = f.read()
     if raw[:2] == _GZIP_MAGIC:
-        raw = gzip.decompress(raw)
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as error:  # BadGzipFile is an OSError
+            raise _bad_gzip(path, error) from None
     return decode_utf8(raw, path)
 
 
@@ -115,8 +125,18 @@ def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
     """
     offset = 0
     with open(path, "rb") as plain:  # iterating a binary file splits at b"\n" only
-        f = gzip.open(plain) if plain.peek(2)[:2] == _GZIP_MAGIC else plain
-        for lineno, raw in enumerate(f, start=1):
+        compressed = plain.peek(2)[:2] == _GZIP_MAGIC
+        f = gzip.open(plain) if compressed else plain
+        raws = enumerate(f, start=1)
+        while True:
+            try:
+                lineno, raw = next(raws)
+            except StopIteration:
+                return
+            except (OSError, EOFError, zlib.error) as error:  # a damaged gzip stream (BadGzipFile is an OSError)
+                if not compressed:
+                    raise
+                raise _bad_gzip(path, error) from None
             line = decode_utf8(raw, path, first_line=lineno, offset=offset)
             offset += len(raw)
             line = line[:-1] if line.endswith("\n") else line

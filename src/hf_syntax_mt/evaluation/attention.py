@@ -196,6 +196,7 @@ def attention_report(model_dir, gold_conllu, input_conllu, heatmap, arcs, arcs_s
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     from ..data.parsers import _file_sha, read_conllu
+    from ..model_files import check_model_files
 
     gold = read_conllu(gold_conllu)
     if not gold:
@@ -204,6 +205,9 @@ def attention_report(model_dir, gold_conllu, input_conllu, heatmap, arcs, arcs_s
     if max_sentences is not None:
         gold = gold[:max_sentences]
         parses = None if parses is None else parses[:max_sentences]
+    check_model_files(
+        model_dir, f"model {model_dir}"
+    )  # each file read, a damaged one named (not a loader's traceback)
     model = AutoModelForSeq2SeqLM.from_pretrained(model_dir, attn_implementation="eager")
     if device is not None:
         model.to(device)  # the model this function loaded, not a caller's

@@ -47,6 +47,7 @@ from pathlib import Path
 
 from ..data.documents import DocumentContext
 from ..errors import UserError, UserTypeError
+from ..validation import check_count, check_sequence, check_strings
 from .german_nouns import NounGenders, german_tokens
 
 __all__ = [
@@ -305,23 +306,34 @@ def _is_int(x) -> bool:
 
 
 def check_pronoun_item(item: Mapping, where: str) -> None:
-    """Raise ``ValueError`` naming ``where`` (``file:line``) and the field when ``item`` is not a well-formed pronoun
-    item: strings ``source`` / ``reference`` / ``pronoun``, ``span`` two ints inside the reference that hold the
+    """Raise `UserError` naming ``where`` (``file:line``) and the field when ``item`` is not a well-formed pronoun
+    item: strings ``source`` / ``reference`` / ``pronoun`` / ``case`` / ``doc_id``, ``span`` two ints inside the reference that hold the
     pronoun, ``variants`` a non-empty list of strings, ``context`` a list of strings, and (when present) ``kind`` one
     of :data:`~hf_syntax_mt.evaluation.pronoun_kinds.KINDS` with ``antecedent_distance`` an int >= 0 for a referential
     item."""
     from .pronoun_kinds import KINDS
 
-    missing = [f for f in ("source", "reference", "pronoun", "span", "variants", "context") if f not in item]
+    if not isinstance(item, Mapping):
+        raise UserTypeError(f"{where}: an item is a JSON object (a dict), got {type(item).__name__}: {item!r:.60}")
+    # case: what the scores are grouped by (pronoun_key); doc_id: whose context the random control must not take
+    required = ("source", "reference", "pronoun", "span", "variants", "context", "case", "doc_id")
+    missing = [f for f in required if f not in item]
     if missing:
-        raise UserError(f"{where}: item lacks the field(s) {missing}")
-    for field in ("source", "reference", "pronoun"):
+        raise UserError(f"{where}: item lacks the field(s) {missing}; items come from build_pronoun_items "
+                         "(benchmarks/data/pronoun_items.py), which writes every one of them")  # fmt: skip
+    for field in ("source", "reference", "pronoun", "case", "doc_id"):
         if not isinstance(item[field], str):
+            raise UserError(f"{where}: field {field!r} must be a string, got {item[field]!r}")
+    for field in ("corpus", "kind"):
+        if field in item and not isinstance(item[field], str):
             raise UserError(f"{where}: field {field!r} must be a string, got {item[field]!r}")
     span = item["span"]
     if not isinstance(span, list) or len(span) != 2 or not all(_is_int(x) for x in span):
         raise UserError(f"{where}: field 'span' must be [start, end] (two ints, character offsets into the "
                          f"reference), got {span!r}")  # fmt: skip
+    if not 0 <= span[0] <= span[1] <= len(item["reference"]):
+        raise UserError(f"{where}: field 'span' {span!r} is outside the reference ({len(item['reference'])} "
+                         "characters): [start, end] with 0 <= start <= end <= its length")  # fmt: skip
     for field, allow_empty in (("variants", False), ("context", True)):
         value = item[field]
         if not isinstance(value, list) or not all(isinstance(x, str) for x in value) or not (value or allow_empty):
@@ -363,6 +375,9 @@ def random_contexts(doc_ids: Sequence[str], sentences: Sequence[str], k: int, se
     different one (a seeded random derangement), and sentence i gets the previous ``k`` sentences of sentence
     ``i % len(other)`` of it. The amount of context is kept where the other document is long enough (the first
     sentence still gets none); only its content comes from elsewhere (Li et al. 2020's control)."""
+    doc_ids = check_strings(doc_ids, "doc_ids", "document ids, one per sentence")
+    sentences = check_strings(sentences, "sentences")
+    k = check_count(k, "k (context sentences)", minimum=0)
     if len(doc_ids) != len(sentences):
         raise UserError(f"{len(doc_ids)} document ids but {len(sentences)} sentences")
     documents: dict[str, list[str]] = {}
@@ -463,7 +478,7 @@ def score_pronoun_items(model, tokenizer, items: Sequence[Mapping], context: str
 
     if context not in ("document", "random", "none"):
         raise UserError(f"context must be 'document', 'random' or 'none', got {context!r}")
-    items = list(items)
+    items = check_sequence(items, "items", "pronoun items (dicts, as load_pronoun_items returns)")
     for idx, item in enumerate(items):
         if not isinstance(item, Mapping):
             raise UserTypeError(f"item {idx} must be a dict (a line of load_pronoun_items), got {type(item).__name__}")

@@ -79,6 +79,7 @@ class CheckpointAverageCallback(TrainerCallback):
         self.sum: dict[str, torch.Tensor] | None = None
         self.steps: list[int] = []
         self.saved_flags: dict | None = None  # the flags of a sum restored by load_from
+        self.loaded_from: Path | None = None  # the file of a sum restored by load_from
         self.last_state: dict[str, torch.Tensor] | None = None
 
     def window(self, max_steps: int) -> list[int]:
@@ -131,12 +132,40 @@ class CheckpointAverageCallback(TrainerCallback):
                 f"checkpoint-* weights in {Path(checkpoint).parent} (or the resume is refused, naming the missing "
                 "checkpoint)."
             ) from error
-        self.steps, self.sum, self.saved_flags = [int(s) for s in steps], tensors, flags
+        if not isinstance(steps, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in steps):
+            raise UserError(f"{path}: its metadata 'steps' must be a list of step numbers, got {steps!r:.60}; the file "
+                             "is corrupt: delete it and resume again (the sum is rebuilt from the checkpoints)")  # fmt: skip
+        self.steps, self.sum, self.saved_flags = list(steps), tensors, flags
+        self.loaded_from = path
+
+    def check_sum(self, model) -> None:
+        """The restored running sum must hold the model's floating-point weights, by name and shape: a readable sum of
+        another model (another size, or another library's) would end in a bare ``KeyError`` or a shape error at the
+        first averaged step. `UserError` naming the file and the first names that differ."""
+        if self.sum is None or model is None:
+            return
+        shapes = {k: tuple(v.shape) for k, v in model.state_dict().items() if v.is_floating_point()}
+        saved = {k: tuple(v.shape) for k, v in self.sum.items()}
+        fix = (f"the file belongs to another model (another size or configuration); delete {self.loaded_from} and "
+               "resume again (the sum is rebuilt from the checkpoints), or resume the run that wrote it")  # fmt: skip
+        missing, extra = sorted(shapes.keys() - saved.keys()), sorted(saved.keys() - shapes.keys())
+        if missing or extra:
+            raise UserError(f"{self.loaded_from}: the running sum of checkpoint averaging does not hold this model's "
+                            f"weights (missing {missing[:3]}{' ...' if len(missing) > 3 else ''}, not in the model "
+                            f"{extra[:3]}{' ...' if len(extra) > 3 else ''}): {fix}")  # fmt: skip
+        if wrong := [k for k in shapes if shapes[k] != saved[k]]:
+            k = wrong[0]
+            raise UserError(f"{self.loaded_from}: the running sum of checkpoint averaging holds {k} of shape "
+                            f"{list(saved[k])}, the model's is {list(shapes[k])} ({len(wrong)} weight(s) differ): "
+                            f"{fix}")  # fmt: skip
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         # the sum must hold this run's window up to the resumed step; another window (other flags) is rebuilt
         wanted = [s for s in self.window(state.max_steps) if s <= state.global_step]
-        if model is None or sorted(self.steps) == wanted:
+        if model is None:
+            return control
+        if sorted(self.steps) == wanted:  # the restored sum goes on: it must be this model's
+            self.check_sum(model)
             return control
         directory = Path(args.output_dir)
         if not wanted:  # this run's window starts after the resumed step: nothing of the saved sum belongs to it
@@ -217,10 +246,16 @@ def _weights_file(checkpoint: Path) -> Path | None:
 def _load_weights(path: Path) -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file
 
-    if path.name.endswith(".index.json"):
-        shards = sorted(set(json.loads(path.read_text(encoding="utf-8"))["weight_map"].values()))
-        return {k: v for shard in shards for k, v in load_file(str(path.parent / shard)).items()}
-    return load_file(str(path))
+    try:
+        if path.name.endswith(".index.json"):
+            shards = sorted(set(json.loads(path.read_text(encoding="utf-8"))["weight_map"].values()))
+            return {k: v for shard in shards for k, v in load_file(str(path.parent / shard)).items()}
+        return load_file(str(path))
+    except Exception as error:  # SafetensorError, a broken index: the checkpoint's weights cannot be read
+        raise UserError(
+            f"{path}: the checkpoint's weights cannot be read ({type(error).__name__}: {error}); the file "
+            "is truncated or corrupt: delete that checkpoint directory, or resume from another"
+        ) from error
 
 
 class CurveCallback(TrainerCallback):
@@ -251,8 +286,16 @@ class CurveCallback(TrainerCallback):
     def load_from(self, checkpoint: str | os.PathLike) -> None:
         path = Path(checkpoint) / "curve.json"
         if path.is_file():
-            saved = json.loads(path.read_text(encoding="utf-8"))
-            self.points, self.offset_seconds = saved["points"], saved["train_seconds"]
+            try:
+                saved = json.loads(path.read_text(encoding="utf-8"))
+                points, seconds = saved["points"], saved["train_seconds"]
+                if not isinstance(points, list) or isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+                    raise TypeError(f"points {type(points).__name__}, train_seconds {type(seconds).__name__}")
+            except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as error:
+                raise UserError(f"{path}: the learning curve of the resumed run cannot be read ({type(error).__name__}: "
+                                f"{error}); the file is truncated or edited: delete it to resume with the curve "
+                                "restarted, or resume from another checkpoint") from None  # fmt: skip
+            self.points, self.offset_seconds = points, float(seconds)
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.start = self.last_step_end = time.perf_counter()
