@@ -10,10 +10,10 @@ ignoring drops), the heads each score_mod applies to are an `(h,)` tensor, paddi
 guard on: grad mode (training / evaluation), the dtype (autocast), causality and a dimension of size 1, which dynamo
 always specialises: a call with one sentence, one head or one position runs eager instead (cheap there).
 
-When a call does not run compiled (the limit reached, dynamo disabled, a graph it cannot compile) the function body
-runs eagerly; it then raises `NotCompiled` instead of running the unfused flex (which materialises every head's
-scores), the caller takes the eager path and `warn_not_compiled` says so once. A kernel that fails is remembered for
-what failed (device type, head dim, dtype) only.
+A call that does not run compiled never runs the unfused flex (which materialises every head's scores): compiled
+with `fullgraph=True`, the recompile limit and a graph break are errors, and where dynamo runs the body uncompiled
+(disabled) it raises `NotCompiled`. The caller then takes the eager path; `warn_not_compiled` says so once for the
+limit, `failed` once for an error, which is remembered for what failed (device type, head dim, dtype) only.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ except ImportError:  # torch < 2.5: no fused score_mod kernel, method heads stay
 #: devices where FlexAttention runs compiled, with a backward. Elsewhere (the CPU) `syntax_attention_kernel="fused"`
 #: runs flex's unfused reference path, without gradient: it checks the score_mods (flex has no CPU backward)
 COMPILED_DEVICES: tuple[str, ...] = ("cuda",)
-#: the options of the one `torch.compile` of the kernel (tests compile with backend="aot_eager" on the CPU)
-COMPILE_OPTIONS: dict = {"dynamic": True}
+#: the options of the one `torch.compile` of the kernel (tests compile with backend="aot_eager" on the CPU).
+#: `fullgraph`: a graph break (which would run flex unfused, silently) is an error, and so is the recompile limit
+COMPILE_OPTIONS: dict = {"dynamic": True, "fullgraph": True}
 if torch.__version__.startswith("2.6."):  # as transformers: training flex on 2.6 needs it (pytorch #146260)
     COMPILE_OPTIONS["mode"] = "max-autotune-no-cudagraphs"
 #: the smallest head dim Inductor's flex kernel takes, per device type; smaller heads take the eager path untried
@@ -46,6 +47,12 @@ _warned: set = set()
 
 class NotCompiled(RuntimeError):
     """The compiled kernel's body ran uncompiled (dynamo's recompile limit, or dynamo disabled or failing)."""
+
+
+def limit_reached(error: Exception) -> bool:
+    """Whether `error` is dynamo's "recompile limit reached" (raised under `fullgraph=True`; its name before torch
+    2.7: `FailOnCacheLimitHit`): not a failure of the kernel, whose existing graphs still serve other calls."""
+    return isinstance(error, NotCompiled) or type(error).__name__ in ("FailOnRecompileLimitHit", "FailOnCacheLimitHit")
 
 
 def reset() -> None:

@@ -190,7 +190,7 @@ class SyntaxMTAttention(MarianAttention):
                 try:
                     out_rest = self._flex(ctx, q, k, v, local, attention_mask, causal)
                 except Exception as error:  # noqa: BLE001 - a kernel that cannot run here must not stop the run
-                    if isinstance(error, fused_kernels.NotCompiled):  # e.g. dynamo's recompile limit reached
+                    if fused_kernels.limit_reached(error):  # dynamo's recompile limit, or dynamo disabled
                         fused_kernels.warn_not_compiled()
                     else:  # e.g. it cannot compile here: not tried again for this device, head dim and dtype
                         fused_kernels.failed(error, query.device, self.head_dim, query.dtype)

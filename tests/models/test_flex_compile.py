@@ -131,7 +131,6 @@ def pascal_calls_expected(batches, eval_every=5):
     return 2 * (n + n // eval_every)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("kernel", ["auto", "fused"])
 def test_pascal_stays_compiled_through_a_run_of_changing_token_batches(compiled_flex_on_cpu, monkeypatch, kernel):
     """>= 30 token batches of changing (B, S): at most 4 graphs (grad / no grad x fp32 / bf16), the limit never hit,
@@ -181,3 +180,28 @@ def test_pascal_stays_compiled_fast(compiled_flex_on_cpu, monkeypatch):
     assert [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)] == []
     assert compiled_flex_on_cpu.hits == [] and counters["stats"]["unique_graphs"] <= 2
     assert compiled["calls"] == pascal_calls_expected(batches, eval_every=3)
+
+
+def test_the_recompile_limit_hit_warns_once_and_runs_eager(compiled_flex_on_cpu, monkeypatch):
+    """With dynamo's limit at 1 graph, a call that needs a second one (with gradient after one without) takes the eager
+    path with one warning in the package's words, gives the eager path's values, and is not a failure: the no-grad
+    graph still runs compiled afterwards."""
+    torch.manual_seed(0)
+    model = SyntaxMTForConditionalGeneration(SyntaxMTConfig(**TINY, **PASCAL, syntax_attention_kernel="fused")).eval()
+    batch = next(iter(loader(make_pairs(20, seed=2), model, max_tokens=40)))
+    compiled = count_compiled_calls(monkeypatch)
+    with torch._dynamo.config.patch(recompile_limit=1):
+        with torch.no_grad():
+            model(**batch)
+        assert compiled["calls"] == 2
+        model.config.syntax_attention_kernel = "eager"
+        eager = model(**batch).logits
+        model.config.syntax_attention_kernel = "fused"
+        with pytest.warns(RuntimeWarning, match=r"recompile limit .*recompile_limit \(now 1\)") as caught:
+            fused = model(**batch).logits
+            model(**batch)
+        assert len(caught) == 1 and compiled["calls"] == 2 and not fused_kernels._failed
+        torch.testing.assert_close(fused, eager, atol=1e-5, rtol=0)
+        with torch.no_grad():
+            model(**batch)
+        assert compiled["calls"] == 4

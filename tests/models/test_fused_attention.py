@@ -314,8 +314,9 @@ def test_flex_is_skipped_untried_where_it_cannot_run():
 
 
 def test_the_limit_reached_warns_once_and_takes_the_eager_path(monkeypatch, fresh_kernels):
-    """A call that dynamo runs uncompiled (here: dynamo disabled, as past its recompile limit) takes the eager path,
-    not flex's unfused one, with one warning in the package's words that names the limit and the remedies."""
+    """A call that dynamo runs uncompiled (here: dynamo disabled) takes the eager path, not flex's unfused one, with
+    one warning in the package's words that names the limit and the remedies (the limit itself:
+    tests/models/test_flex_compile.py)."""
     monkeypatch.setattr(fused_kernels, "COMPILED_DEVICES", ("cuda", "cpu"))
     monkeypatch.setattr(fused_kernels, "_compiled", fused_kernels._compiled_body)  # what dynamo runs past the limit
     calls = count_calls(monkeypatch)
