@@ -19,3 +19,20 @@ def count_calls(monkeypatch):
     monkeypatch.setattr(SyntaxMTAttention, "_flex", counted_flex)
     monkeypatch.setattr(SyntaxMTAttention, "_sdpa_bias", counted_bias)
     return calls
+
+
+def count_compiled_calls(monkeypatch):
+    """Count the FlexAttention calls that ran the compiled kernel (`fused_kernels.flex` returned on a compiled
+    device; where the compiled kernel did not run it raises `NotCompiled`)."""
+    from hf_syntax_mt import fused_kernels
+
+    calls = {"calls": 0}
+    flex = fused_kernels.flex
+
+    def counted(query, *args):
+        out = flex(query, *args)
+        calls["calls"] += query.device.type in fused_kernels.COMPILED_DEVICES
+        return out
+
+    monkeypatch.setattr(fused_kernels, "flex", counted)
+    return calls

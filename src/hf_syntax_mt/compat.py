@@ -5,6 +5,8 @@ transformers' own models do. Keep `MIN_VERSIONS` and `MAX_VERSIONS` equal to the
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import inspect
 import warnings
 from importlib import metadata
@@ -124,3 +126,24 @@ def show_in_signature(function, names, cache_name: str) -> None:
     extra = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None) for n in names if n not in present]
     var = inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD, annotation=Unpack[TransformersKwargs])
     function.__signature__ = base.replace(parameters=[*params, *extra, var])
+
+
+@functools.cache
+def _sdpa_priority() -> bool:
+    from packaging.version import Version
+    from torch.nn.attention import sdpa_kernel
+
+    has_flag = "set_priority" in inspect.signature(sdpa_kernel).parameters
+    return has_flag and Version(metadata.version("torch")).release >= (2, 7)
+
+
+def sdpa_backends(backends):
+    """`torch.nn.attention.sdpa_kernel(backends)` with the list's order as the priority (`set_priority=True`) where
+    torch has it and `torch.compile` honours it (2.7 on; 2.6 has the flag but compiled code fails with it, pytorch
+    #149725: there the list only restricts, and the default order already puts the memory-efficient kernel before
+    the math one); `backends=None`: no choice (a null context)."""
+    if backends is None:
+        return contextlib.nullcontext()
+    from torch.nn.attention import sdpa_kernel
+
+    return sdpa_kernel(backends, set_priority=True) if _sdpa_priority() else sdpa_kernel(backends)

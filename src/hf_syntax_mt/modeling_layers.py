@@ -4,14 +4,12 @@ into the encoder, decoder and models."""
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-import warnings
 from collections.abc import Callable
 
 import torch
 from torch import nn
-from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention import SDPBackend
 from transformers.cache_utils import EncoderDecoderCache
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from transformers.models.marian.modeling_marian import (
@@ -21,32 +19,12 @@ from transformers.models.marian.modeling_marian import (
     eager_attention_forward,
 )
 
+from . import fused_kernels
+from .compat import sdpa_backends
 from .configuration_syntax_mt import SyntaxMTConfig
 from .errors import UserError
 from .methods.document_context import ContextMasks, context_sublayer
 from .methods.registry import AttentionContext, AttentionRecord, HeadRecord, Method, head_layout, registered
-
-try:
-    from torch.nn.attention.flex_attention import flex_attention
-except ImportError:  # torch < 2.5: no fused score_mod kernel, method heads stay eager
-    flex_attention = None
-
-# set when FlexAttention failed on this machine (e.g. it cannot be compiled here): its heads then take the eager path
-_FLEX_FAILED: list[str] = []
-
-
-def _flex_failed(error: Exception) -> None:
-    """Remember that FlexAttention failed and say so once; the eager path it falls back to is exact, only slower."""
-    if not _FLEX_FAILED:
-        warnings.warn(
-            f"FlexAttention failed here ({type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}); "
-            "the PASCAL heads take the eager path from now on (the same values, slower). "
-            "syntax_attention_kernel='eager' chooses it from the start.",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-    _FLEX_FAILED.append(type(error).__name__)
-
 
 # transformers 5.24 renamed the decoding cache from `past_key_values` to `cache` (argument and output field; the old
 # name is deprecated until 5.40). The spine passes and reads it under the installed name and accepts either.
@@ -106,22 +84,6 @@ def _without(x: torch.Tensor, start: int, stop: int) -> torch.Tensor:
     if start == stop:
         return x
     return x[:, stop:] if start == 0 else torch.cat([x[:, :start], x[:, stop:]], dim=1)
-
-
-def _flex_kernel(device: torch.device) -> Callable:
-    """FlexAttention, compiled on CUDA (transformers' compile-once wrapper); on the CPU its unfused reference path,
-    which `syntax_attention_kernel="fused"` uses to check the score_mods (compiled flex is slower than eager there)."""
-    if device.type == "cuda":
-        from transformers.integrations.flex_attention import compile_friendly_flex_attention
-
-        return compile_friendly_flex_attention
-
-    def reference(query, key, value, training=False, **kwargs):
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="flex_attention called without torch.compile")
-            return flex_attention(query, key, value, **kwargs)
-
-    return reference
 
 
 class SyntaxMTAttention(MarianAttention):
@@ -204,17 +166,16 @@ class SyntaxMTAttention(MarianAttention):
 
         input_shape = hidden_states.shape[:-1]  # (B, T)
         query, key, value = self._project(hidden_states, key_value_states, past_key_values)
-        mask = _additive_mask(
-            attention_mask, query.shape[2], key.shape[2], self.is_causal and key_value_states is None,
-            query.dtype, query.device,
-        )  # (B|1, 1, T, S) or None  # fmt: skip
-        ctx = AttentionContext(self, self.site, mask, past_key_values, kwargs, attention_record)
-        query = _by_group(query, self.head_groups, lambda m, q, a, b: m.query(ctx, q, a, b))  # (B, H, T, d)
+        causal = self.is_causal and key_value_states is None
+        ctx = AttentionContext(self, self.site, None, past_key_values, kwargs, attention_record)
         dropout = self.dropout if self.training else 0.0
         if output_attentions or record_cross:  # every head's probabilities are wanted
             e0, e1, fused, kind = 0, self.num_heads, [], None
         else:
             e0, e1, fused, kind = self._plan(ctx, query, key, value, dropout)
+        if kind != "score_mod" or e1 > e0:  # FlexAttention alone takes padding as (B, S): no additive mask
+            ctx.mask = _additive_mask(attention_mask, query.shape[2], key.shape[2], causal, query.dtype, query.device)
+        query = _by_group(query, self.head_groups, lambda m, q, a, b: m.query(ctx, q, a, b))  # (B, H, T, d)
         # heads [e0, e1) take the eager score path; the rest one kernel: FlexAttention with the `fused` groups'
         # score_mods, SDPA with their additive bias, or the configured kernel when no group is fused there
         out_eager = probs = out_rest = None
@@ -227,10 +188,17 @@ class SyntaxMTAttention(MarianAttention):
             local = [(m, a - (e1 - e0) * (a >= e1), b - (e1 - e0) * (a >= e1), a, b) for m, a, b in fused]
             if kind == "score_mod":
                 try:
-                    out_rest = self._flex(ctx, q, k, v, local)
+                    out_rest = self._flex(ctx, q, k, v, local, attention_mask, causal)
                 except Exception as error:  # noqa: BLE001 - a kernel that cannot run here must not stop the run
-                    _flex_failed(error)  # every head by the eager path: the reference, exact
-                    out_eager, probs = self._eager(ctx, query, key, value, dropout)
+                    if fused_kernels.limit_reached(error):  # dynamo's recompile limit, or dynamo disabled
+                        fused_kernels.warn_not_compiled()
+                    else:  # e.g. it cannot compile here: not tried again for this device, head dim and dtype
+                        fused_kernels.failed(error, query.device, self.head_dim, query.dtype)
+                    if ctx.mask is None:
+                        ctx.mask = _additive_mask(
+                            attention_mask, query.shape[2], key.shape[2], causal, query.dtype, query.device
+                        )
+                    out_eager, probs = self._eager(ctx, query, key, value, dropout)  # every head: the reference
             elif kind == "bias":
                 out_rest = self._sdpa_bias(ctx, q, k, v, local, dropout)
             else:
@@ -253,22 +221,27 @@ class SyntaxMTAttention(MarianAttention):
         being `e0..e1-1` and `kind` `"score_mod"` (FlexAttention), `"bias"` (SDPA) or None (no group fused).
 
         A group whose heads need the eager path (`needs_eager`) runs fused when `config.syntax_attention_kernel`
-        allows it (`"fused"`, or `"auto"` on CUDA) and its method has a fused form that applies: FlexAttention has
-        no attention dropout and no CPU backward, so a score_mod runs only without attention dropout and, on the
-        CPU, without gradient."""
+        allows it (`"fused"`, or `"auto"` on CUDA) and its method has a fused form that applies. A score_mod runs
+        in FlexAttention (`fused_kernels.can_run`) without attention dropout, where nothing failed for this device,
+        head dim and dtype, with a gradient only where flex is compiled (CUDA; the CPU has no flex backward), and,
+        compiled, without a dimension of size 1 (another graph). Under `"auto"` it runs there in training only:
+        evaluation and `generate` (no gradient) take the eager path, which compiles nothing and stores nothing for
+        a backward; `"fused"` runs them compiled too (docs/gpu.md, "What stays compiled")."""
         wanted = [g for g in self.head_groups if g[0].needs_eager(ctx)]
         if not wanted:
             return 0, 0, [], None
         setting = getattr(self.config, "syntax_attention_kernel", "auto")
         kind = None
-        if setting == "fused" or (setting == "auto" and query.device.type == "cuda"):
+        if setting == "fused" or (setting == "auto" and query.device.type in fused_kernels.COMPILED_DEVICES):
             kinds = {m.fused for m, _, _ in wanted}
             needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
-            flex_applies = flex_attention is not None and dropout == 0.0 and not _FLEX_FAILED
-            flex_applies &= query.device.type == "cuda" or not needs_grad
-            if "score_mod" in kinds and flex_applies:
-                kind = "score_mod"
-            elif "bias" in kinds:
+            if "score_mod" in kinds and dropout == 0.0 and (setting == "fused" or needs_grad):
+                others = [(a, b) for m, a, b in wanted if m.fused != "score_mod"]  # heads that stay eager
+                span = max(b for _, b in others) - min(a for a, _ in others) if others else 0
+                sizes = (query.shape[0], self.num_heads - span, query.shape[2], key.shape[2])  # (B, h, T, S)
+                if fused_kernels.can_run(query.device, self.head_dim, query.dtype, needs_grad, sizes):
+                    kind = "score_mod"
+            if kind is None and "bias" in kinds:
                 kind = "bias"
         eager = [g for g in wanted if g[0].fused != kind or kind is None]
         e0 = min((a for _, a, _ in eager), default=0)
@@ -296,23 +269,28 @@ class SyntaxMTAttention(MarianAttention):
         out = torch.matmul(nn.functional.dropout(probs, p=dropout, training=self.training), value)  # (B, n, T, d)
         return out.transpose(1, 2), probs
 
-    def _flex(self, ctx: AttentionContext, query, key, value, groups) -> torch.Tensor:
-        """The heads of `query` `(B, h, T, d)` in one FlexAttention call whose score_mod applies each fused group's
-        `score_mod` to its heads (`groups`: (method, first, stop) in these heads, then in the layer) and then adds
-        the mask; returns `(B, T, h, d)`."""
-        mods = [(a, b, m.score_mod(ctx, start, stop)) for m, a, b, start, stop in groups]
-        B, _, T, _ = query.shape
-        mask = None if ctx.mask is None else ctx.mask.expand(B, 1, T, key.shape[2])  # (B, 1, T, S) additive
-
-        def score_mod(score, b, h, q_idx, kv_idx):
-            for first, stop, mod in mods:
-                inside = (h >= first) & (h < stop)
-                score = torch.where(inside, mod(score, b, h - first, q_idx, kv_idx), score)
-            return score if mask is None else score + mask[b, 0, q_idx, kv_idx]
-
-        kernel = _flex_kernel(query.device)
-        out = kernel(query, key, value, training=self.training, score_mod=score_mod, scale=self.scaling)
+    def _flex(self, ctx: AttentionContext, query, key, value, groups, attention_mask, causal: bool) -> torch.Tensor:
+        """The heads of `query` `(B, h, T, d)` in one FlexAttention call (`fused_kernels.flex`) whose score_mod applies
+        each fused group's `score_mod` to its heads (`groups`: (method, first, stop) in these heads, then in the
+        layer), padding given as `(B, S)` key-valid and causality by position; returns `(B, T, h, d)`."""
+        mods = [m.score_mod(ctx, start, stop) for m, a, b, start, stop in groups]
+        B, h, T, _ = query.shape
+        group, rank = self._flex_heads(tuple((a, b) for _, a, b, _, _ in groups), h, query.device)
+        valid = fused_kernels.key_valid(attention_mask, B, key.shape[2], query.device)  # (B, S)
+        out = fused_kernels.flex(query, key, value, mods, group, rank, valid, causal, self.scaling)  # (B, h, T, d)
         return out.transpose(1, 2)  # (B, T, h, d)
+
+    def _flex_heads(self, spans: tuple, h: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+        """`(h,)` long tensors for `spans` ((first, stop) per fused group): each head's group (-1: none) and its index
+        in the group; data, so that every layer shares one compiled graph. Built once per layout and device."""
+        cache = self.__dict__.setdefault("_flex_heads_cache", {})
+        key = (spans, h, str(device))
+        if key not in cache:
+            group, rank = torch.full((h,), -1, dtype=torch.long), torch.zeros(h, dtype=torch.long)
+            for g, (a, b) in enumerate(spans):
+                group[a:b], rank[a:b] = g, torch.arange(b - a)
+            cache[key] = (group.to(device), rank.to(device))
+        return cache[key]
 
     def _sdpa_bias(self, ctx: AttentionContext, query, key, value, groups, dropout) -> torch.Tensor:
         """The heads of `query` `(B, h, T, d)` in one SDPA call whose additive mask is `mask + bias`, the bias of
@@ -329,14 +307,12 @@ class SyntaxMTAttention(MarianAttention):
             parts.append(query.new_zeros(B, h - pos, T, S))
         bias = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]  # (B, h, T, S)
         attn_mask = (bias if ctx.mask is None else bias + ctx.mask).to(query.dtype)  # (B, h, T, S)
-        # cuDNN's SDPA returns no gradient for the mask and misreads some masks on H100 (pytorch #191612): a bias
-        # that needs a gradient goes to the memory-efficient kernel (or the math one)
-        backends = (
-            sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
-            if query.device.type == "cuda" and attn_mask.requires_grad
-            else contextlib.nullcontext()
-        )
-        with backends:
+        if S % 8:  # rows start 16-byte aligned, as the fused kernels need (the op would copy it; compiled, it fails)
+            attn_mask = nn.functional.pad(attn_mask, (0, 8 - S % 8))[..., :S]  # (B, h, T, S) view of (B, h, T, S8)
+        # cuDNN's SDPA returns no gradient for the mask and misreads some masks on H100 (pytorch #191612, #196678):
+        # on CUDA the memory-efficient kernel (which takes an arbitrary bias, with its gradient), else the math one
+        backends = [SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH] if query.device.type == "cuda" else None
+        with sdpa_backends(backends):
             out = nn.functional.scaled_dot_product_attention(
                 query, key, value, attn_mask=attn_mask, dropout_p=dropout, scale=self.scaling
             )  # (B, h, T, d)

@@ -6,10 +6,10 @@ versions of these comparisons are in tests/models/test_fused_attention.py."""
 
 import pytest
 import torch
-from kernel_calls import count_calls
+from kernel_calls import count_calls, count_compiled_calls
 from tiny_config import EOS, PAD, TINY
 
-from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
+from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration, fused_kernels
 
 pytestmark = pytest.mark.gpu
 
@@ -77,12 +77,15 @@ def test_fused_training_step_equals_eager_fp32(method, lengths, monkeypatch):
     """`auto` on CUDA runs the fused kernel (checked by counting calls) and gives the eager path's loss, logits (on
     real target rows) and gradients in fp32."""
     calls = count_calls(monkeypatch)
+    compiled = count_compiled_calls(monkeypatch)
     model = make_model(METHODS[method])
     inputs = batch(*lengths)
     eager_loss, eager_logits, eager_grads = step(model, inputs, "eager")
     assert calls == {"flex": 0, "bias": 0}
     loss, logits, grads = step(model, inputs, "auto")
     assert calls["flex" if method.startswith("pascal") else "bias"] > 0
+    if method.startswith("pascal"):  # the compiled kernel ran, not the eager fallback
+        assert compiled["calls"] == calls["flex"] and not fused_kernels._failed
     valid = inputs["labels"] != -100
     torch.testing.assert_close(loss, eager_loss, atol=1e-4, rtol=0)
     torch.testing.assert_close(logits[valid], eager_logits[valid], atol=1e-4, rtol=0)
@@ -109,16 +112,19 @@ def test_fused_training_step_bf16_is_finite_and_close_to_eager(method, lengths):
 
 @pytest.mark.parametrize("method", ["pascal", "alignment_bias"])
 @pytest.mark.parametrize("num_beams", [1, 3])
-def test_fused_generation_equals_eager_generation_on_cuda(method, num_beams):
+def test_fused_generation_equals_eager_generation_on_cuda(method, num_beams, monkeypatch):
+    """`"fused"` runs the fused kernels in `generate` too (under `"auto"` PASCAL's no-grad calls take the eager path)."""
+    calls = count_calls(monkeypatch)
     model = make_model(METHODS[method]).eval()
     inputs = {k: v for k, v in batch([9, 5, 3], [8, 4, 2]).items() if k in ("input_ids", "attention_mask",
                                                                               "parent_positions")}  # fmt: skip
     kw = dict(num_beams=num_beams, max_new_tokens=8, do_sample=False)
     runs = {}
-    for kernel in ("eager", "auto"):
+    for kernel in ("eager", "fused"):
         model.config.syntax_attention_kernel = kernel
         runs[kernel] = model.generate(**inputs, **kw)
-    assert torch.equal(runs["auto"], runs["eager"])
+    assert calls["flex" if method == "pascal" else "bias"] > 0
+    assert torch.equal(runs["fused"], runs["eager"])
 
 
 def test_output_attentions_returns_every_head_under_auto():
@@ -132,3 +138,65 @@ def test_output_attentions_returns_every_head_under_auto():
     for a, b in zip(outs["eager"].encoder_attentions, outs["auto"].encoder_attentions, strict=True):
         assert a.shape[1] == SMALL["encoder_attention_heads"]
         torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("grad", [True, False])
+def test_the_alignment_bias_runs_in_the_memory_efficient_sdpa_kernel(grad):
+    """The profiler shows which SDPA kernel took the bias: the memory-efficient one (forward and, in training,
+    backward), never cuDNN's or flash's, also with a source length that is not a multiple of 8 (the bias's rows are
+    allocated aligned)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    model = make_model(METHODS["alignment_bias"])
+    inputs = batch([9, 5, 3], [8, 4, 2])  # S = 9
+    model.config.syntax_attention_kernel = "auto"
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        with torch.set_grad_enabled(grad):
+            out = model(**inputs)
+            if grad:
+                out.loss.backward()
+        torch.cuda.synchronize()
+    names = {e.key for e in prof.key_averages()}
+    assert "aten::_efficient_attention_forward" in names, sorted(n for n in names if "attention" in n)
+    assert not any("cudnn_attention" in n or "flash_attention" in n for n in names)
+    if grad:
+        assert "aten::_efficient_attention_backward" in names
+
+
+def test_pascal_stays_compiled_through_changing_token_batches_on_cuda(monkeypatch):
+    """The CPU test of tests/models/test_flex_compile.py with Inductor: 12 training batches of changing (B, S) with
+    and without padding, no-grad evaluation between them: at most 2 graphs (Inductor may add a guard the CPU cannot
+    show), no fallback warning, and every PASCAL call of a batch of several sentences ran compiled."""
+    import warnings
+
+    from torch._dynamo.utils import counters
+
+    fused_kernels.reset()
+    torch._dynamo.reset()
+    counters.clear()
+    compiled = count_compiled_calls(monkeypatch)
+    model = make_model(METHODS["pascal"])
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    shapes = [
+        ([9, 5, 3], [8, 4, 2]),
+        ([12, 12], [10, 11]),
+        ([30, 28, 17, 5], [25, 20, 9, 4]),
+        ([7, 7, 7], [6, 6, 6]),
+        ([64, 40, 17], [64, 33, 5]),
+        ([130, 100], [120, 90]),
+        ([16] * 6, [15] * 6),
+        ([200, 150], [190, 64]),
+    ]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for i, lengths in enumerate(shapes + shapes[:4]):
+            model.train()
+            model(**batch(*lengths, seed=i)).loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            model.eval()
+            with torch.no_grad():
+                model(**batch(*lengths, seed=i))
+    assert [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)] == []
+    assert compiled["calls"] == 2 * 12 and not fused_kernels._failed
+    assert counters["stats"]["unique_graphs"] <= 2

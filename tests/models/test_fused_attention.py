@@ -11,7 +11,7 @@ import torch
 from kernel_calls import count_calls
 from tiny_config import EOS, PAD, TINY
 
-from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
+from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration, fused_kernels
 from hf_syntax_mt.modeling_layers import SyntaxMTAttention
 
 ATOL = 1e-5
@@ -240,30 +240,95 @@ def test_kernel_choice(monkeypatch):
     assert calls == {"flex": 2, "bias": 1}
 
 
-def test_a_flex_kernel_that_fails_falls_back_to_eager_once_with_a_warning(monkeypatch):
-    """Where FlexAttention cannot run (e.g. it fails to compile on a GPU), the PASCAL heads take the eager path: one
-    RuntimeWarning, the eager path's outputs, and no second try of the failing kernel."""
-    import hf_syntax_mt.modeling_layers as layers
+@pytest.fixture
+def fresh_kernels():
+    """No flex failure or warning remembered from earlier tests, and none left for later ones."""
+    fused_kernels.reset()
+    yield
+    fused_kernels.reset()
 
-    monkeypatch.setattr(layers, "_FLEX_FAILED", [])
+
+def test_a_flex_kernel_that_fails_falls_back_to_eager_once_with_a_warning(monkeypatch, fresh_kernels):
+    """Where FlexAttention cannot run (e.g. it fails to compile on a GPU), the PASCAL heads take the eager path: one
+    RuntimeWarning, the eager path's outputs, and no second try of the failing kernel for that head dim."""
     model = make_model(**PASCAL)
     inputs = {k: v for k, v in batch().items() if k not in ("labels", "dbsa_heads")}
     dec = torch.tensor([[PAD, 20, 21]] * 3)
     eager, eager_heads = per_head(model, inputs, "eager", decoder_input_ids=dec)
     tries = []
 
-    def broken(self, *args):
+    def broken(*args):
         tries.append(1)
         raise RuntimeError("no compiler here")
 
-    monkeypatch.setattr(SyntaxMTAttention, "_flex", broken)
-    with pytest.warns(RuntimeWarning, match="FlexAttention failed here .*no compiler here.*eager path") as caught:
+    monkeypatch.setattr(fused_kernels, "flex", broken)
+    with pytest.warns(
+        RuntimeWarning, match="FlexAttention failed here .*no compiler here.*head dim 4.*eager path"
+    ) as w:
         out, heads = per_head(model, inputs, "fused", decoder_input_ids=dec)
-    assert len(caught) == 1 and tries == [1]  # layer 1's PASCAL heads did not try the kernel again
+    assert len(w) == 1 and tries == [1]  # layer 1's PASCAL heads did not try the kernel again
     torch.testing.assert_close(heads, eager_heads, atol=ATOL, rtol=0)
     torch.testing.assert_close(out.logits, eager.logits, atol=ATOL, rtol=0)
     per_head(model, inputs, "fused", decoder_input_ids=dec)
     assert tries == [1]
+
+
+def test_a_flex_failure_disables_flex_only_for_what_failed(monkeypatch, fresh_kernels):
+    """Issue 48: a head-dim-4 model on which flex fails (as Inductor's flex does below head dim 16) leaves flex on for
+    a head-dim-64 model in the same process, which still runs it and gives the eager path's values."""
+    calls = count_calls(monkeypatch)
+    flex = fused_kernels.flex
+
+    def inductor_like(query, *args):
+        if query.shape[-1] < 16:
+            raise NotImplementedError("head dim below 16")
+        return flex(query, *args)
+
+    monkeypatch.setattr(fused_kernels, "flex", inductor_like)
+    inputs = {k: v for k, v in batch().items() if k not in ("labels", "dbsa_heads")}
+    dec = torch.tensor([[PAD, 20, 21]] * 3)
+    tiny = make_model(**PASCAL)  # d_model 16, 4 heads: head dim 4
+    with pytest.warns(RuntimeWarning, match="head dim 4"):
+        per_head(tiny, inputs, "fused", decoder_input_ids=dec)
+    assert calls["flex"] == 1  # tried once, then remembered
+    wide = make_model(**PASCAL, d_model=256, encoder_ffn_dim=32, decoder_ffn_dim=32)  # head dim 64
+    _, eager = per_head(wide, inputs, "eager", decoder_input_ids=dec)
+    _, fused = per_head(wide, inputs, "fused", decoder_input_ids=dec)
+    assert calls["flex"] == 1 + 2  # both PASCAL layers of the head-dim-64 model ran flex
+    valid = inputs["attention_mask"].bool()
+    torch.testing.assert_close(fused[valid], eager[valid], atol=ATOL, rtol=0)
+    per_head(tiny, inputs, "fused", decoder_input_ids=dec)
+    assert calls["flex"] == 3  # the head-dim-4 model does not try again
+
+
+def test_flex_is_skipped_untried_where_it_cannot_run():
+    """`_plan`'s test: no flex on CUDA below head dim 16 (Inductor's kernel refuses it), none for what failed, none with
+    a gradient where flex is not compiled (the CPU), and none compiled with a dimension of size 1 (another graph)."""
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    sizes = (3, 4, 7, 7)
+    assert not fused_kernels.can_run(cuda, 8, torch.float32, True, sizes)
+    assert fused_kernels.can_run(cuda, 16, torch.float32, True, sizes)
+    assert not fused_kernels.can_run(cuda, 64, torch.float32, True, (1, 4, 7, 7))
+    assert fused_kernels.can_run(cpu, 4, torch.float32, False, (1, 4, 7, 7))
+    assert not fused_kernels.can_run(cpu, 4, torch.float32, True, sizes)
+
+
+def test_the_limit_reached_warns_once_and_takes_the_eager_path(monkeypatch, fresh_kernels):
+    """A call that dynamo runs uncompiled (here: dynamo disabled) takes the eager path, not flex's unfused one, with
+    one warning in the package's words that names the limit and the remedies (the limit itself:
+    tests/models/test_flex_compile.py)."""
+    monkeypatch.setattr(fused_kernels, "COMPILED_DEVICES", ("cuda", "cpu"))
+    monkeypatch.setattr(fused_kernels, "_compiled", fused_kernels._compiled_body)  # what dynamo runs past the limit
+    calls = count_calls(monkeypatch)
+    model = make_model(**PASCAL)
+    inputs = {k: v for k, v in batch().items() if k not in ("labels", "dbsa_heads")}
+    dec = torch.tensor([[PAD, 20, 21]] * 3)
+    _, eager = per_head(model, inputs, "eager", decoder_input_ids=dec)
+    with pytest.warns(RuntimeWarning, match=r"recompile limit.*recompile_limit \(now \d+\).*TORCH_LOGS.*'eager'") as w:
+        _, fused = per_head(model, inputs, "fused", decoder_input_ids=dec)
+        per_head(model, inputs, "fused", decoder_input_ids=dec)
+    assert len(w) == 1 and calls["flex"] == 4  # tried every call (an existing graph may match the next one)
+    torch.testing.assert_close(fused, eager, atol=ATOL, rtol=0)
 
 
 def test_kernel_option_is_validated_and_round_trips(tmp_path):
@@ -324,3 +389,33 @@ def test_fused_kernels_under_bf16_autocast(config):
         loss = model(**inputs).loss
     loss.backward()
     assert torch.isfinite(loss) and all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+def test_parent_positions_are_checked_where_the_batch_is_built_not_on_the_device():
+    """Issue 48: PASCAL's forward reads no value of a device tensor (a host sync per step): a `meta` tensor, whose
+    values cannot be read, passes `prepare`; a CPU tensor is still checked there; and the collator, which builds every
+    training batch on the CPU, names the bad position."""
+    import types
+
+    from hf_syntax_mt.data import DataCollatorForSyntaxMT
+    from hf_syntax_mt.methods import get_method
+
+    pascal, config = get_method("pascal"), SyntaxMTConfig(**TINY, **PASCAL)
+    shape = torch.Size([2, 5])
+    bad = torch.tensor([[0.0, 1.0, 9.0, 3.0, 4.0], [0.0, 0.0, 1.0, 3.0, 4.0]])
+    out = pascal.prepare(config, {"parent_positions": bad.to("meta")}, shape, None)
+    assert out["parent_positions"].device.type == "meta"
+    with pytest.raises(ValueError, match=r"parent_positions\[0, 2\] = 9.0 is outside 0..4"):
+        pascal.prepare(config, {"parent_positions": bad}, shape, None)
+    with pytest.raises(ValueError, match="shape \\(2, 4\\) but input_ids has shape \\(2, 5\\)"):
+        pascal.prepare(config, {"parent_positions": bad[:, :4].to("meta")}, shape, None)
+    collate = DataCollatorForSyntaxMT(types.SimpleNamespace(pad_token_id=PAD, padding_side="right"))
+    rows = [dict(input_ids=[5, 6, EOS], parent_positions=[1.0, 2.0, 2.0]),
+            dict(input_ids=[5, 6, 7, EOS], parent_positions=[1.0, 7.5, 1.0, 3.0])]  # fmt: skip
+    with pytest.raises(ValueError, match=r"parent_positions\[1, 1\] = 7.5 is outside 0..3"):
+        collate(rows)
+    rows[1]["parent_positions"][1] = float("nan")
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        collate(rows)
+    rows[1]["parent_positions"][1] = 2.5
+    assert collate(rows)["parent_positions"].tolist() == [[1.0, 2.0, 2.0, 3.0], [1.0, 2.5, 1.0, 3.0]]

@@ -165,6 +165,17 @@ class DataCollatorForSyntaxMT:
                 out[name] = array(value)
             else:
                 out[name] = value
+        if "parent_positions" in out and "input_ids" in out:
+            # the values are checked here, on the CPU: the model's forward does not read those of device tensors
+            import torch
+
+            from ..methods.pascal import check_parent_positions
+
+            mask = out.get("attention_mask")
+            check_parent_positions(
+                torch.as_tensor(out["parent_positions"]), tuple(out["input_ids"].shape),
+                None if mask is None else torch.as_tensor(mask),
+            )  # fmt: skip
         if (
             return_tensors == "pt"
             and self.model is not None

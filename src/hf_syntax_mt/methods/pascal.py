@@ -44,24 +44,58 @@ def pascal_weights(
     return parent_weight(j.view(1, 1, -1) - parent_positions.float().unsqueeze(-1), sigma, weighting)  # (B, T, S)
 
 
-def parent_weight(dist: torch.Tensor, sigma: float, weighting: str = "gaussian") -> torch.Tensor:
+def parent_weight(dist: torch.Tensor, sigma, weighting="gaussian") -> torch.Tensor:
     """d^p_tj elementwise from `dist` = j - p_t (float32, any shape): the one formula of `pascal_weights` and of the
-    FlexAttention `score_mod`, which computes it per query/key pair."""
-    if weighting == "parent_only":
+    FlexAttention `score_mod`, which computes it per query/key pair. `sigma`: a float, or (score_mod) its
+    `gaussian_factors` as 0-dim tensors; `weighting`: a name of `PASCAL_WEIGHTINGS`, or (score_mod) a 0-dim bool
+    tensor, True for `"parent_only"` (tensors, so that a compiled kernel reads them as data, not as constants to
+    specialise on)."""
+    if isinstance(weighting, str) and weighting == "parent_only":
         return (dist.abs() <= 0.5).to(torch.float32)
+    inv_two_var, inv_norm = gaussian_factors(sigma) if isinstance(sigma, (float, int)) else sigma
     # Eq. 3: dist(p_t, j) = 1 / sqrt(2 pi sigma^2) * exp(-(j - p_t)^2 / (2 sigma^2))
-    exponent = dist * dist / (2.0 * sigma**2)
-    weights = torch.exp(-exponent) / math.sqrt(2.0 * math.pi * sigma**2)
-    return torch.where(exponent > _MAX_EXPONENT, 0.0, weights)  # the far tail as exactly 0 (no denormals)
+    exponent = dist * dist * inv_two_var
+    # the far tail as exactly 0: `exponent > _MAX_EXPONENT`, written as a literal (a compiled score_mod with dynamic
+    # shapes takes a module-level float as a graph input, which breaks its backward into a host sync)
+    weights = torch.where(exponent > 80.0, 0.0, torch.exp(-exponent) * inv_norm)
+    return weights if isinstance(weighting, str) else torch.where(weighting, (dist.abs() <= 0.5).to(weights), weights)
 
 
-def check_parent_positions(parent_positions: torch.Tensor, input_shape: torch.Size, attention_mask=None) -> None:
-    """Raise a clear error for `parent_positions` of the wrong shape or out of range (before any kernel runs)."""
+def gaussian_factors(sigma: float) -> tuple[float, float]:
+    """1 / (2 sigma^2) and 1 / sqrt(2 pi sigma^2), the factors of Eq. 3."""
+    return 1.0 / (2.0 * sigma**2), 1.0 / math.sqrt(2.0 * math.pi * sigma**2)
+
+
+_CONSTANTS: dict = {}
+
+
+def _score_mod_constants(
+    sigma: float, weighting: str, device
+) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """sigma's `gaussian_factors` and "is parent_only" as 0-dim tensors on `device`, made once per value and
+    device."""
+    key = (float(sigma), weighting, str(device))
+    if key not in _CONSTANTS:
+        factors = tuple(torch.tensor(f, device=device) for f in gaussian_factors(float(sigma)))
+        _CONSTANTS[key] = (factors, torch.tensor(weighting == "parent_only", device=device))
+    return _CONSTANTS[key]
+
+
+def check_parent_positions(
+    parent_positions: torch.Tensor, input_shape: torch.Size, attention_mask=None, values: bool = True
+) -> None:
+    """Raise a clear error for `parent_positions` of the wrong shape or, with `values`, out of range or not finite.
+
+    Reading the values is a host sync on a GPU (and a graph break under `torch.compile`), so the model's forward
+    checks them only for CPU tensors, outside compilation; the collator (`DataCollatorForSyntaxMT`) checks every
+    batch it builds, on the CPU, before it reaches a device."""
     if parent_positions.shape != input_shape:
         raise UserError(
             f"parent_positions has shape {tuple(parent_positions.shape)} but input_ids has shape "
             f"{tuple(input_shape)}: give one parent position per input token (B, S)."
         )
+    if not values:
+        return
     if parent_positions.is_floating_point() and not torch.isfinite(parent_positions).all():
         raise UserError("parent_positions contains NaN or infinite values.")
     valid = parent_positions >= 0
@@ -117,7 +151,10 @@ class Pascal(Method):
                 "needs `parent_positions` (B, S): prepare data with `hf_syntax_mt.data.SyntaxMTPreprocessor` or "
                 "translate raw text with `pipeline('syntax-translation', model=...)`."
             )
-        check_parent_positions(parent_positions, input_shape, attention_mask)
+        # values only where reading them costs no device sync and breaks no compiled graph (the collator checks
+        # every batch it builds, on the CPU)
+        values = parent_positions.device.type == "cpu" and not torch.compiler.is_compiling()
+        check_parent_positions(parent_positions, input_shape, attention_mask, values=values)
         return {"parent_positions": parent_positions}
 
     fused = "score_mod"
@@ -152,17 +189,20 @@ class Pascal(Method):
 
     def score_mod(self, ctx: AttentionContext, start, stop):
         """Eqs. 2-3 per query/key pair, for FlexAttention: the same weights as `pascal_weights`, computed in the
-        kernel from `parent_positions` instead of a materialised `(B, T, S)` tensor."""
+        kernel from `parent_positions` instead of a materialised `(B, T, S)` tensor. It reads tensors only (no
+        Python number, no branch on the pass), so every PASCAL layer, in training and evaluation, shares one
+        compiled graph."""
         parent_positions = self._parents(ctx, start, stop)
         config = ctx.module.config
         parents = parent_positions.float()  # p_t, (B, T)
         ignore = self._ignored(ctx, parent_positions)  # (B, T) or None
-        sigma, weighting = config.pascal_sigma, config.pascal_weighting
+        if ignore is None:  # no row ignored in this pass: still a tensor (a `None` would be another graph)
+            ignore = torch.zeros(parents.shape, dtype=torch.bool, device=parents.device)  # (B, T)
+        sigma, parent_only = _score_mod_constants(config.pascal_sigma, config.pascal_weighting, parents.device)
 
         def pascal(score, b, h, q_idx, kv_idx):
-            weight = parent_weight(kv_idx.to(torch.float32) - parents[b, q_idx], sigma, weighting)  # Eq. 3, j - p_t
-            if ignore is not None:
-                weight = torch.where(ignore[b, q_idx], 1.0, weight)
+            weight = parent_weight(kv_idx.to(torch.float32) - parents[b, q_idx], sigma, parent_only)  # Eq. 3
+            weight = torch.where(ignore[b, q_idx], 1.0, weight)  # parent ignoring: d_t set to 1
             return score * weight  # Eq. 2: n_tj = s_tj * d^p_tj
 
         return pascal

@@ -82,7 +82,9 @@ class AttentionRecord:
 @dataclass
 class AttentionContext:
     """What a hook sees besides its tensors: the attention module, its site and layer, the additive mask
-    `(B|1, 1, T, S)` or None, the cache, the method inputs (keyword arguments) and the record (or None)."""
+    `(B|1, 1, T, S)` or None, the cache, the method inputs (keyword arguments) and the record (or None). The mask
+    is set for the eager path and SDPA's bias; a score_mod, in FlexAttention, gets padding from the kernel instead
+    (`mask` is then None)."""
 
     module: nn.Module
     site: str
@@ -227,7 +229,10 @@ class Method:
     def score_mod(self, ctx: AttentionContext, start: int, stop: int) -> Callable:
         """(`fused = "score_mod"`) A FlexAttention `score_mod(score, b, h, q_idx, kv_idx)` equal to this method's
         `scores` hook on its heads: `score` is the scaled dot product of one query/key pair, `h` the head *within
-        this method's group* (0..stop-start-1). The attention adds the mask after it."""
+        this method's group* (0..stop-start-1). The attention masks padding after it. It is compiled (on CUDA),
+        once for every layer and pass: let it read tensors only (captured in its closure), never a Python number,
+        string or branch that differs between layers or passes, or each value compiles another graph, nor a
+        module-level float (dynamo makes it a graph input, which breaks the backward; `hf_syntax_mt.fused_kernels`)."""
         raise NotImplementedError(f"Method {self.name!r} declares fused={self.fused!r} but has no score_mod.")
 
     def attention_bias(
