@@ -24,6 +24,7 @@ FLOW = [
     "parsed",
     "readers",
     "parsers",
+    "stanza_resources",
     "parser_config",
     "subwords",
     "documents",
