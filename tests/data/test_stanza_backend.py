@@ -124,6 +124,23 @@ def test_signature_follows_the_model_files(stanza_tiny, tiny_parser, tmp_path):
     assert changed.signature().startswith("stanza:en-default-")
 
 
+def test_a_token_stanza_writes_as_unk_keeps_its_surface_text():
+    """stanza's tokenizer turned an EWT dev URL into the token text ``<UNK>`` (found by stanza_english.py's scorer):
+    the word is the text at the token's span, so CoNLL-U files and word-level tools see the real token."""
+    from stanza.models.common.doc import Document
+
+    from hf_syntax_mt.data.parsers import StanzaParser
+
+    text = "see http://x.org/?q=a&b=c now"
+    conll = [[
+        {"id": 1, "text": "see", "head": 0, "deprel": "root", "upos": "VERB", "start_char": 0, "end_char": 3},
+        {"id": 2, "text": "<UNK>", "head": 1, "deprel": "obj", "upos": "X", "start_char": 4, "end_char": 25},
+        {"id": 3, "text": "now", "head": 1, "deprel": "advmod", "upos": "ADV", "start_char": 26, "end_char": 29},
+    ]]  # fmt: skip
+    parse = StanzaParser._convert(Document(conll, text=text), text)
+    assert parse.words == ["see", "http://x.org/?q=a&b=c", "now"] and parse.spans[1] == (4, 25)
+
+
 def test_backend_conllu_reads_back_equal(tiny_parser, tmp_path):
     parses = tiny_parser.parse(TEXTS)
     path = tmp_path / "parsed.conllu"

@@ -233,8 +233,11 @@ class StanzaParser(Parser):
             for token in sent.tokens:
                 span = (token.start_char, token.end_char)
                 first = len(words)
+                surface = text[token.start_char : token.end_char]
+                unk = len(token.words) == 1 and token.text != surface and bool(surface.strip())
                 for word in token.words:
-                    words.append(word.text)
+                    # stanza's tokenizer writes <UNK> for some long tokens (URLs): the word is its surface text
+                    words.append(surface if unk else word.text)
                     heads.append(int(word.head))  # sentence-local, 1-based, 0 = root
                     deprels.append(word.deprel or "_")
                     upos.append(word.upos or "_")
