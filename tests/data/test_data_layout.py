@@ -23,8 +23,8 @@ DATA = SRC / "data"
 FLOW = [
     "parsed",
     "readers",
-    "parsers",
     "stanza_resources",
+    "parsers",
     "parser_config",
     "subwords",
     "documents",

@@ -6,9 +6,9 @@ checks it):
 
 - :mod:`.parsed` -- :class:`ParsedSentence`, the dependency tree every reader and parser produces;
 - :mod:`.readers` -- every file reader: text lines, parallel text, TSV, JSONL, document ids, CoNLL-U;
-- :mod:`.parsers` -- the parser backends (stanza, spaCy, pre-parsed CoNLL-U, a cache); :mod:`.stanza_resources` --
-  locally trained stanza models registered for offline loading; :mod:`.parser_config` -- a parser from a model
-  config, checked;
+- :mod:`.stanza_resources` -- locally trained stanza models registered for offline loading, model digests;
+- :mod:`.parsers` -- the parser backends (stanza, spaCy, pre-parsed CoNLL-U, a cache); :mod:`.parser_config` --
+  a parser from a model config, checked;
 - :mod:`.subwords` -- word-level trees mapped onto subword tokens (PASCAL parents, LISA, DBSA, features);
 - :mod:`.documents` -- document-level context (previous source sentences);
 - :mod:`.preprocess` -- the batched ``datasets.map`` function; :mod:`.multitask` -- parse + translate rows;

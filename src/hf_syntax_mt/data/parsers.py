@@ -37,6 +37,7 @@ from typing import Any
 from ..errors import UserError
 from .parsed import ParsedSentence, merge_sentences
 from .readers import iter_conllu, read_conllu
+from .stanza_resources import file_sha256, stanza_model_digest
 
 logger = logging.getLogger(__name__)
 
@@ -195,7 +196,7 @@ class StanzaParser(Parser):
                     + self._install_hint()
                 ) from e
             raise
-        self._model_digest = _stanza_model_digest(self._nlp)
+        self._model_digest = stanza_model_digest(self._nlp)
         return self._nlp
 
     def __getstate__(self) -> dict[str, Any]:
@@ -267,24 +268,6 @@ class StanzaParser(Parser):
             **self.pipeline_kwargs,
             "version": stanza.__version__,
         }
-
-
-_DIGESTS: dict[tuple[str, int, int], str] = {}  # (path, size, mtime) -> sha256: each model file is hashed once
-
-
-def _stanza_model_digest(nlp) -> str:
-    """The first 12 hex digits of a sha256 over the model files a loaded ``stanza.Pipeline`` uses."""
-    paths = sorted(
-        {v for k, v in nlp.config.items() if k.endswith("_path") and isinstance(v, str) and os.path.isfile(v)}
-    )
-    h = hashlib.sha256()
-    for path in paths:
-        st = os.stat(path)
-        key = (path, st.st_size, st.st_mtime_ns)
-        if key not in _DIGESTS:
-            _DIGESTS[key] = _file_sha(path)
-        h.update(f"{Path(path).parent.name}/{Path(path).name}:{_DIGESTS[key]}\n".encode())
-    return h.hexdigest()[:12]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -408,12 +391,7 @@ class SpacyParser(Parser):
 # --------------------------------------------------------------------------------------------------------------
 # CoNLL-U
 # --------------------------------------------------------------------------------------------------------------
-def _file_sha(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+_file_sha = file_sha256
 
 
 class ConllParser(Parser):

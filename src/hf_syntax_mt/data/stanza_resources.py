@@ -9,6 +9,7 @@ naming them the language's default package, after which
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -67,3 +68,31 @@ def write_stanza_resources(model_dir: str | os.PathLike, lang: str, package: str
     tmp.write_text(json.dumps(resources, indent=1), encoding="utf-8")
     os.replace(tmp, path)
     return path
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """The sha256 of a file, read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+_DIGESTS: dict[tuple[str, int, int], str] = {}  # (path, size, mtime) -> sha256: each model file is hashed once
+
+
+def stanza_model_digest(nlp) -> str:
+    """The first 12 hex digits of a sha256 over the model files a loaded ``stanza.Pipeline`` uses (its
+    ``*_path`` options); ``StanzaParser`` puts it in its signature."""
+    paths = sorted(
+        {v for k, v in nlp.config.items() if k.endswith("_path") and isinstance(v, str) and os.path.isfile(v)}
+    )
+    h = hashlib.sha256()
+    for path in paths:
+        st = os.stat(path)
+        key = (path, st.st_size, st.st_mtime_ns)
+        if key not in _DIGESTS:
+            _DIGESTS[key] = file_sha256(path)
+        h.update(f"{Path(path).parent.name}/{Path(path).name}:{_DIGESTS[key]}\n".encode())
+    return h.hexdigest()[:12]
