@@ -31,7 +31,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent  # benchmarks/speed/
 RESULTS = HERE.parent / "results"
-NOT_THROUGHPUT = {"bench_bf16.py", "bench_context_sublayer.py"}
+NOT_THROUGHPUT = {"bench_bf16.py", "bench_context_sublayer.py", "bench_parsing.py"}
 
 
 def discover() -> dict[str, Path]:

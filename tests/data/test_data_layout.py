@@ -23,6 +23,7 @@ DATA = SRC / "data"
 FLOW = [
     "parsed",
     "readers",
+    "stanza_resources",
     "parsers",
     "parser_config",
     "subwords",

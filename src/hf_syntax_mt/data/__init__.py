@@ -6,6 +6,7 @@ checks it):
 
 - :mod:`.parsed` -- :class:`ParsedSentence`, the dependency tree every reader and parser produces;
 - :mod:`.readers` -- every file reader: text lines, parallel text, TSV, JSONL, document ids, CoNLL-U;
+- :mod:`.stanza_resources` -- locally trained stanza models registered for offline loading, model digests;
 - :mod:`.parsers` -- the parser backends (stanza, spaCy, pre-parsed CoNLL-U, a cache); :mod:`.parser_config` --
   a parser from a model config, checked;
 - :mod:`.subwords` -- word-level trees mapped onto subword tokens (PASCAL parents, LISA, DBSA, features);

@@ -28,6 +28,8 @@ import json
 import logging
 import os
 import re
+import time
+import uuid
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,7 @@ from typing import Any
 from ..errors import UserError
 from .parsed import ParsedSentence, merge_sentences
 from .readers import iter_conllu, read_conllu
+from .stanza_resources import file_sha256, stanza_model_digest
 
 logger = logging.getLogger(__name__)
 
@@ -116,19 +119,28 @@ class Parser(ABC):
 # stanza
 # --------------------------------------------------------------------------------------------------------------
 class StanzaParser(Parser):
-    """Parse with an installed stanza model (``tokenize,mwt,pos,lemma,depparse``).
+    """Parse with an installed stanza model (``tokenize``, ``mwt`` where the package has one, ``pos``, ``lemma``,
+    ``depparse``).
 
     Models are never downloaded (``download_method=None``); install them first with
-    ``python -c "import stanza; stanza.download('fr')"``. Each input text is one sentence
+    ``python -c "import stanza; stanza.download('fr')"``, or train them and register them with
+    :func:`~hf_syntax_mt.data.stanza_resources.write_stanza_resources`. Each input text is one sentence
     (``tokenize_no_ssplit=True``); should stanza still produce several sentences, they are merged
     (:func:`merge_sentences`). Multi-word tokens become :attr:`ParsedSentence.mwt` ranges whose words share the
-    surface token's span.
+    surface token's span. The multi-word-token expander is loaded exactly when the language's package has one (stanza's
+    own rule; English, French and German do, Chinese does not). With ``tokenize_pretokenized=True`` a text is split on
+    whitespace into tokens and nothing else (no multi-word tokens).
+
+    Texts are parsed in one stanza call per :meth:`parse` call (stanza batches internally; its per-processor batch
+    sizes are ``pipeline_kwargs`` such as ``depparse_batch_size``). The signature names the language, package,
+    stanza version and a digest of the model files, so a retrained model in the same directory never reuses parses
+    cached for the old one.
 
     Args:
         lang: stanza language code (``"fr"``, ``"de"``, ``"en"``...).
-        model_dir: stanza resources directory (stanza's default ``~/stanza_resources`` or ``$STANZA_RESOURCES_DIR``
-            when ``None``).
-        use_gpu: run stanza on the GPU.
+        model_dir: stanza resources directory (``$STANZA_RESOURCES_DIR`` when set, else stanza's default
+            ``~/stanza_resources``, when ``None``).
+        use_gpu: run stanza on the GPU (the first CUDA device; ``device="cuda:1"`` in ``pipeline_kwargs`` picks one).
         **pipeline_kwargs: more ``stanza.Pipeline`` arguments (e.g. ``package="gsd"``); they override the defaults.
     """
 
@@ -141,11 +153,15 @@ class StanzaParser(Parser):
         self.use_gpu = use_gpu
         self.pipeline_kwargs = dict(pipeline_kwargs)
         self._nlp = None
+        self._model_digest = ""
         self._load()
         self._signature = self.signature()  # part of the pickled state: datasets' cache sees model changes
 
+    def _resources_dir(self) -> str | None:
+        return self.model_dir if self.model_dir is not None else os.environ.get("STANZA_RESOURCES_DIR")
+
     def _install_hint(self) -> str:
-        where = f", model_dir={self.model_dir!r}" if self.model_dir else ""
+        where = f", model_dir={self._resources_dir()!r}" if self._resources_dir() else ""
         return (
             f"Install the stanza models with: python -c \"import stanza; stanza.download('{self.lang}'"
             f'{where})" (and the library with: pip install stanza)'
@@ -160,30 +176,38 @@ class StanzaParser(Parser):
             raise ParserNotAvailableError(f"StanzaParser needs stanza: pip install stanza ({e})") from e
         kwargs: dict[str, Any] = dict(
             lang=self.lang,
-            processors="tokenize,mwt,pos,lemma,depparse",
+            # mwt is added by stanza itself when the package has one (and never for pretokenized input)
+            processors="tokenize,pos,lemma,depparse",
             tokenize_no_ssplit=True,
             download_method=None,
             use_gpu=self.use_gpu,
             verbose=False,
         )
-        if self.model_dir is not None:
-            kwargs["dir"] = self.model_dir
+        if self._resources_dir() is not None:
+            kwargs["dir"] = self._resources_dir()
         kwargs.update(self.pipeline_kwargs)
         try:
             self._nlp = stanza.Pipeline(**kwargs)
         except Exception as e:  # stanza raises FileNotFoundError subclasses and its own *NotDownloaded* errors
-            if isinstance(e, OSError) or "NotDownloaded" in type(e).__name__ or "NotFound" in type(e).__name__:
+            if (isinstance(e, OSError) or "NotDownloaded" in type(e).__name__ or "NotFound" in type(e).__name__
+                    or "No processors to load" in str(e)):  # fmt: skip
                 raise ParserNotAvailableError(
                     f"stanza model for language {self.lang!r} is not installed ({type(e).__name__}: {e}). "
                     + self._install_hint()
                 ) from e
             raise
+        self._model_digest = stanza_model_digest(self._nlp)
         return self._nlp
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_nlp"] = None  # reloaded lazily in the worker; keeps pickles small and hashes stable
         return state
+
+    @property
+    def processors(self) -> list[str]:
+        """The processors the loaded pipeline runs, in order (e.g. ``['tokenize', 'mwt', 'pos', ...]``)."""
+        return list(self._load().processors)
 
     def parse(self, texts: list[str]) -> list[ParsedSentence]:
         import stanza
@@ -210,8 +234,11 @@ class StanzaParser(Parser):
             for token in sent.tokens:
                 span = (token.start_char, token.end_char)
                 first = len(words)
+                surface = text[token.start_char : token.end_char]
+                unk = len(token.words) == 1 and token.text != surface and bool(surface.strip())
                 for word in token.words:
-                    words.append(word.text)
+                    # stanza's tokenizer writes <UNK> for some long tokens (URLs): the word is its surface text
+                    words.append(surface if unk else word.text)
                     heads.append(int(word.head))  # sentence-local, 1-based, 0 = root
                     deprels.append(word.deprel or "_")
                     upos.append(word.upos or "_")
@@ -227,7 +254,8 @@ class StanzaParser(Parser):
         import stanza
 
         package = self.pipeline_kwargs.get("package", "default")
-        return f"stanza:{self.lang}-{package}-{stanza.__version__}"
+        digest = f"@{self._model_digest}" if self._model_digest else ""
+        return f"stanza:{self.lang}-{package}-{stanza.__version__}{digest}"
 
     def to_config(self) -> dict[str, Any]:
         import stanza
@@ -363,12 +391,7 @@ class SpacyParser(Parser):
 # --------------------------------------------------------------------------------------------------------------
 # CoNLL-U
 # --------------------------------------------------------------------------------------------------------------
-def _file_sha(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+_file_sha = file_sha256
 
 
 class ConllParser(Parser):
@@ -439,11 +462,16 @@ class ConllParser(Parser):
 # Cache
 # --------------------------------------------------------------------------------------------------------------
 class CachedParser(Parser):
-    """Wrap a parser with an on-disk cache so that texts are parsed once.
+    """Wrap a parser with an on-disk cache so that texts are parsed once, and an interrupted corpus parse resumes.
 
-    Parses are appended as JSON lines to ``{cache_dir}/{sha256(signature)[:16]}.jsonl``, keyed by
-    ``sha256(text)``; a cache file is only ever read for the same parser signature. Appends are single
-    ``write`` calls, so several worker processes may share a cache directory; unreadable lines are ignored.
+    Parses live under ``{cache_dir}/{sha256(signature)[:16]}/`` (a cache directory is only ever read for the same
+    parser signature), keyed by ``sha256(text)``: every :meth:`parse` call that parses something writes one shard,
+    a JSON-lines file named after the process and the time, first as a hidden ``.tmp`` file and then renamed into
+    place (``os.replace``, atomic). A process killed mid-run (``SIGKILL``, out of memory, a lost machine) therefore
+    leaves complete shards and at most one orphan ``.tmp`` file, which is never read; the next run reads the shards
+    and parses only the texts that are not in them. Worker processes (``datasets.map(num_proc=N)``) and several
+    machines on a shared file system write their own shards and never interleave. The older single-file layout
+    (``{cache_dir}/{sha256(signature)[:16]}.jsonl``) is still read; unreadable lines are ignored.
 
     ``name``, ``model``, :meth:`signature` and :meth:`to_config` are those of the wrapped parser.
     """
@@ -456,19 +484,33 @@ class CachedParser(Parser):
         self._memory: dict[str, ParsedSentence] | None = None
 
     @property
+    def _cache_key(self) -> str:
+        return hashlib.sha256(self.parser.signature().encode("utf-8")).hexdigest()[:16]
+
+    @property
     def cache_file(self) -> Path:
-        key = hashlib.sha256(self.parser.signature().encode("utf-8")).hexdigest()[:16]
-        return Path(self.cache_dir) / f"{key}.jsonl"
+        """The single-file cache of earlier versions (read, never written)."""
+        return Path(self.cache_dir) / f"{self._cache_key}.jsonl"
+
+    @property
+    def shard_dir(self) -> Path:
+        """The directory of this parser's cache shards."""
+        return Path(self.cache_dir) / self._cache_key
 
     @staticmethod
     def _key(text: str) -> str:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
+    def shards(self) -> list[Path]:
+        """The complete shard files (``.tmp`` leftovers of a killed process excluded), oldest name first."""
+        return sorted(self.shard_dir.glob("*.jsonl")) if self.shard_dir.is_dir() else []
+
     def _load(self) -> dict[str, ParsedSentence]:
         if self._memory is None:
             self._memory = {}
-            if self.cache_file.is_file():
-                with open(self.cache_file, encoding="utf-8") as f:
+            files = ([self.cache_file] if self.cache_file.is_file() else []) + self.shards()
+            for path in files:
+                with open(path, encoding="utf-8") as f:
                     for line in f:
                         try:
                             record = json.loads(line)
@@ -482,6 +524,17 @@ class CachedParser(Parser):
         state["_memory"] = None
         return state
 
+    def _write_shard(self, lines: list[str]) -> Path:
+        """One shard, written to a hidden temporary file and renamed into place (atomic: all lines or none)."""
+        directory = self.shard_dir
+        directory.mkdir(parents=True, exist_ok=True)
+        name = f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
+        tmp = directory / f".{name}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write("".join(lines))
+        os.replace(tmp, directory / name)
+        return directory / name
+
     def parse(self, texts: list[str]) -> list[ParsedSentence]:
         memory = self._load()
         keys = [self._key(t) for t in texts]
@@ -491,13 +544,11 @@ class CachedParser(Parser):
             for k, t in zip(keys, texts, strict=True):
                 first_text.setdefault(k, t)
             parsed = self.parser.parse([first_text[k] for k in missing])
-            Path(self.cache_dir).mkdir(parents=True, exist_ok=True)
             lines = []
             for k, p in zip(missing, parsed, strict=True):
                 memory[k] = p
                 lines.append(json.dumps({"key": k, "parse": p.to_dict()}, ensure_ascii=False) + "\n")
-            with open(self.cache_file, "a", encoding="utf-8") as f:
-                f.write("".join(lines))
+            self._write_shard(lines)
         return [memory[k] for k in keys]
 
     def signature(self) -> str:
