@@ -331,10 +331,11 @@ def check_args(args: argparse.Namespace) -> None:
         raise UserError("align: give --input (one 'source ||| target' file) or --src and --tgt, not both")
 
 
-def split_debug(argv: list[str], environ=os.environ) -> tuple[list[str], bool]:
+def split_debug(argv: list[str], environ=None) -> tuple[list[str], bool]:
     """``argv`` without the CLI's ``--debug`` (before the subcommand, or after any subcommand but `train`, where it
     is a TrainingArguments flag), and whether the traceback of a user error is wanted (``--debug`` or
     ``HF_SYNTAX_MT_DEBUG=1``)."""
+    environ = os.environ if environ is None else environ  # read at the call (not bound when the module loaded)
     debug = environ.get(DEBUG_ENV, "") not in ("", "0")
     if argv and argv[0] == "--debug":
         return argv[1:], True

@@ -23,7 +23,10 @@ def _worker(rank, port, results):
     dist.init_process_group("gloo", rank=rank, world_size=2)
     # rank 0 has no budget left, rank 1 has plenty: both must stop
     callback = TimeBudgetCallback(0.0 if rank == 0 else 1e9)
-    args, state = SimpleNamespace(device="cpu"), SimpleNamespace(global_step=7)
+    args, state = (
+        SimpleNamespace(device="cpu"),
+        SimpleNamespace(global_step=7, max_steps=10, is_world_process_zero=True),
+    )
     callback.on_train_begin(args, state, TrainerControl())
     control = callback.on_step_end(args, state, TrainerControl())
     results[rank] = (control.should_training_stop, callback.stopped_at_step)
@@ -42,7 +45,10 @@ def test_single_process_budget():
 
     from hf_syntax_mt.training import TimeBudgetCallback
 
-    args, state = SimpleNamespace(device="cpu"), SimpleNamespace(global_step=3)
+    args, state = (
+        SimpleNamespace(device="cpu"),
+        SimpleNamespace(global_step=3, max_steps=10, is_world_process_zero=True),
+    )
     for seconds, expected in ((0.0, True), (1e9, False)):
         callback = TimeBudgetCallback(seconds)
         callback.on_train_begin(args, state, TrainerControl())
