@@ -2,7 +2,7 @@
 pyproject.toml allows? Run by `scripts/gpu_check.sh` before the test parts; cheap (no test runs).
 
 What it requires comes from pyproject.toml, not from a list kept here: the runtime `dependencies`, and from the `dev`
-extra the test runner (`pytest`) and, when the fast suite runs on parallel workers, `pytest-xdist`. The other dev
+extra the test runner (`pytest`), `hypothesis` (the fuzz tests import it) and, when the fast suite runs on parallel workers, `pytest-xdist`. The other dev
 packages (spaCy, stanza, nltk, the docs tools) are optional: the tests that need them skip without them. Then the
 runtime requirements of each of those, recursively (their `Requires-Dist`, markers evaluated for this Python): a
 missing one fails (an import would), a version outside a transitive range is reported as a warning (pip's ranges
@@ -28,7 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: from the dev extra: what every test imports (the rest of the extra is optional: those tests skip)
-TEST_RUNNER = ("pytest",)
+TEST_RUNNER = ("pytest", "hypothesis")
 PARALLEL = ("pytest-xdist",)
 #: never walked into (its CUDA libraries are the machine's) and never installed by the check
 KEEP_AS_INSTALLED = ("torch",)

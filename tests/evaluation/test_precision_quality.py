@@ -3,6 +3,7 @@ checked against sacrebleu computed directly; pairs that differ in more than the 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -24,12 +25,13 @@ RECIPE = {"d_model": 8, "max_steps": 10}
 def write_unit(results: Path, method: str, seed: int, hyps: list[str], recipe: dict, tokens: int = 100) -> None:
     name = f"{method}-seed{seed}"
     (results / "runs").mkdir(parents=True, exist_ok=True)
-    record = {"unit": name, "method": method, "seed": seed, "recipe": recipe, "steps": 10, "tokens_seen": tokens,
+    text = "".join(h + "\n" for h in hyps)
+    record = {"hypotheses_sha256": hashlib.sha256(text.encode()).hexdigest(), "unit": name, "method": method, "seed": seed, "recipe": recipe, "steps": 10, "tokens_seen": tokens,
               "train_minutes": 1.0, "tokens_per_second": 5.0,
               "buckets": [{"bucket": "1-10", "count": len(hyps), "bleu": 0.0}],
               "test": {"bleu": sacrebleu.corpus_bleu(hyps, [REFS]).score}}  # fmt: skip
     (results / "runs" / f"{name}.json").write_text(json.dumps(record))
-    (results / "runs" / f"{name}.test.txt").write_text("".join(h + "\n" for h in hyps))
+    (results / "runs" / f"{name}.test.txt").write_text(text)
 
 
 @pytest.fixture

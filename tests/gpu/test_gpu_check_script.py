@@ -125,7 +125,7 @@ def test_the_requirements_are_pyprojects_and_cover_every_import(preflight):
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     specs = preflight.required(ROOT / "pyproject.toml", parallel=True)
-    assert specs == project["dependencies"] + ["pytest>=8", "pytest-xdist>=3.5"]
+    assert specs == project["dependencies"] + ["pytest>=8", "pytest-xdist>=3.5", "hypothesis>=6.170"]
     report = preflight.check(specs)
     assert report["missing"] == [] and report["wrong_version"] == []
     closure = set(report["versions"])
