@@ -34,8 +34,9 @@ $(STAMP): pyproject.toml Makefile requirements/parser-models.txt
 demo: $(DEMO_STAMP)
 	$(BIN)/hf-syntax-mt demo
 
+# the fast suite on two pytest-xdist workers (the CI machine's two cores)
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow

@@ -2,11 +2,11 @@
 their equations, per example and per head. Tiny random configs, fixed seeds."""
 
 import math
-from collections import deque
 
 import pytest
 import torch
 from tiny_config import EOS, PAD, TINY
+from trees import bfs_distance
 
 from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
 from hf_syntax_mt.modeling_syntax_mt import tree_distances
@@ -162,24 +162,6 @@ def test_synchronous_loss_matches_eqs_7_to_9():
     torch.testing.assert_close(out.sync_loss, torch.tensor(total / n_tokens), atol=1e-5, rtol=1e-4)
     weighted = out.translation_loss + 0.5 * out.dbsa_loss + 1.0 * out.lisa_loss + 0.5 * out.sync_loss
     torch.testing.assert_close(out.loss, weighted)
-
-
-def bfs_distance(heads, u, v):
-    """Tree distance between words u and v (0-based) by breadth-first search over undirected edges."""
-    n = len(heads)
-    adj = {w: set() for w in range(n)}
-    for w, h in enumerate(heads):
-        if h > 0:
-            adj[w].add(h - 1)
-            adj[h - 1].add(w)
-    seen, todo = {u: 0}, deque([u])
-    while todo:
-        w = todo.popleft()
-        for x in adj[w]:
-            if x not in seen:
-                seen[x] = seen[w] + 1
-                todo.append(x)
-    return seen[v]
 
 
 def test_tree_distances_match_breadth_first_search():

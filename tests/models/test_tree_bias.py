@@ -5,11 +5,11 @@ tree distances computed once per forward when `tree` heads read them too. As eve
 is saved and loaded as remote code without the package by tests/models/test_remote_code.py."""
 
 import math
-from collections import deque
 
 import pytest
 import torch
 from tiny_config import EOS, PAD, TINY
+from trees import bfs_distance
 
 from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
 from hf_syntax_mt.methods import tree_distance
@@ -37,23 +37,6 @@ def batch():
         word_index=torch.tensor([[1, 1, 2, 3, 4, 0], [1, 2, 2, 0, 0, 0]]),
         word_heads=torch.tensor([[2, 0, 4, 2], [2, 0, 0, 0]]),
     )
-
-
-def bfs_distance(heads: list[int], a: int, b: int) -> int:
-    """Edges between words a and b (0-based) of the tree `heads` (1-based, 0 = root), by breadth-first search."""
-    neighbours = {w: set() for w in range(len(heads))}
-    for w, h in enumerate(heads):
-        if h:
-            neighbours[w].add(h - 1)
-            neighbours[h - 1].add(w)
-    seen, todo = {a: 0}, deque([a])
-    while todo:
-        w = todo.popleft()
-        for v in neighbours[w]:
-            if v not in seen:
-                seen[v] = seen[w] + 1
-                todo.append(v)
-    return seen[b]
 
 
 def test_tree_bias_heads_match_the_direct_formula_per_example_and_head():
