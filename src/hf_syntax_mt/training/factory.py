@@ -12,7 +12,7 @@ from transformers import MarianConfig, MarianMTModel, PreTrainedTokenizerFast
 from ..configuration_syntax_mt import SyntaxMTConfig
 from ..errors import UserError
 from ..modeling_syntax_mt import SyntaxMTForConditionalGeneration
-from .script_args import SAVED_ONLY
+from .script_args import SAVED_ONLY, check_config_fields
 
 logger = logging.getLogger(__name__)
 
@@ -131,15 +131,7 @@ def load_with_options(path: str, **options) -> SyntaxMTForConditionalGeneration:
     (``load_with_options("runs/sentence-level", context_sentences=2)``). The parameters the options add start from
     the init, and one log line names them instead of transformers' load report (a "MISSING" row for each,
     `load_pretrained`). An unknown option is a `UserError` naming the closest fields."""
-    import dataclasses
-    import difflib
-
-    known = {f.name for f in dataclasses.fields(SyntaxMTConfig)}
-    for key in options:
-        if key not in known:
-            close = difflib.get_close_matches(key, sorted(known), n=3)
-            hint = f"; did you mean {' or '.join(close)}?" if close else ""
-            raise UserError(f"load_with_options({path!r}, {key}=...): SyntaxMTConfig has no field {key!r}{hint}")
+    check_config_fields(options, SyntaxMTConfig, f"load_with_options({path!r}, ...)")
     base = SyntaxMTConfig.from_pretrained(path)
     values = {k: v for k, v in {**base.to_dict(), **options}.items() if k not in SAVED_ONLY}
     return load_pretrained(SyntaxMTForConditionalGeneration, path, SyntaxMTConfig(**values), base)

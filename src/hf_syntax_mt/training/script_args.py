@@ -332,10 +332,15 @@ def parse_config_overrides(text: str | None, config_class=None) -> dict[str, Any
                                  "and quote the whole --config_overrides value for the shell.") from e  # fmt: skip
             out[key] = value.strip()
     if config_class is not None:
-        known = {f.name for f in dataclasses.fields(config_class)}
-        for key in out:
-            if key not in known:
-                close = difflib.get_close_matches(key, sorted(known), n=3)
-                hint = f"; did you mean {' or '.join(close)}?" if close else ""
-                raise UserError(f"--config_overrides: {config_class.__name__} has no field {key!r}{hint}")
+        check_config_fields(out, config_class, "--config_overrides")
     return out
+
+
+def check_config_fields(keys, config_class, what: str) -> None:
+    """Every key is a field of ``config_class``, or a `UserError` that starts with ``what`` and names the closest."""
+    known = sorted(f.name for f in dataclasses.fields(config_class))
+    for key in keys:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=3)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            raise UserError(f"{what}: {config_class.__name__} has no field {key!r}{hint}")
