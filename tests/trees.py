@@ -21,3 +21,11 @@ def bfs_distance(heads: list[int], a: int, b: int) -> int:
                 seen[v] = seen[w] + 1
                 todo.append(v)
     return seen[b]
+
+
+def chain_sentence(text: str):
+    """A chain tree over the whitespace words of ``text``: word i depends on word i-1, the first is the root."""
+    from hf_syntax_mt.data.parsed import ParsedSentence
+
+    words = text.split()
+    return ParsedSentence(words, list(range(len(words))), ["dep"] * len(words), ["X"] * len(words), text=text)

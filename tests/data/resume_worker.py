@@ -7,7 +7,8 @@ import os
 import sys
 import time
 
-from hf_syntax_mt.data.parsed import ParsedSentence
+from trees import chain_sentence
+
 from hf_syntax_mt.data.parsers import Parser
 
 
@@ -28,13 +29,7 @@ class SlowLoggingParser(Parser):
         time.sleep(self.delay)
         with open(os.path.join(self.log_dir, f"{os.getpid()}.log"), "a", encoding="utf-8") as f:
             f.write("".join(t + "\n" for t in texts))
-        out = []
-        for t in texts:
-            words = t.split()
-            out.append(
-                ParsedSentence(words, list(range(len(words))), ["dep"] * len(words), ["X"] * len(words), text=t)
-            )
-        return out
+        return [chain_sentence(t) for t in texts]
 
     def signature(self):
         return "slowlog:chain-1"

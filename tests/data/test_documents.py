@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 from datasets import Dataset, DatasetDict
+from trees import chain_sentence
 
 from hf_syntax_mt.data.collator import DataCollatorForSyntaxMT
 from hf_syntax_mt.data.documents import DocumentContext, add_document_context, encode_context, read_documents
-from hf_syntax_mt.data.parsers import ParsedSentence, Parser
+from hf_syntax_mt.data.parsers import Parser
 from hf_syntax_mt.data.preprocess import SyntaxMTPreprocessor, prepare_dataset
 
 REAL_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "docnmt-en-de"  # ../shared beside the repo
@@ -53,13 +54,7 @@ class WhitespaceParser(Parser):
     model = "ws"
 
     def parse(self, texts):
-        out = []
-        for t in texts:
-            words = t.split()
-            out.append(
-                ParsedSentence(words, list(range(len(words))), ["dep"] * len(words), ["X"] * len(words), text=t)
-            )
-        return out
+        return [chain_sentence(t) for t in texts]
 
     def signature(self):
         return "ws"

@@ -6,6 +6,7 @@ import json
 
 import pytest
 from datasets import Dataset, load_from_disk
+from trees import chain_sentence
 
 from hf_syntax_mt.data.parsers import ConllParser, ParsedSentence, Parser
 from hf_syntax_mt.data.preprocess import (
@@ -31,15 +32,9 @@ class LoggingParser(Parser):
     def parse(self, texts):
         with open(self.log_file, "a", encoding="utf-8") as f:
             f.write(json.dumps(texts) + "\n")
-        out = []
-        for t in texts:
-            if t == self.fail_on:
-                raise RuntimeError("cannot parse this")
-            words = t.split()
-            out.append(
-                ParsedSentence(words, list(range(len(words))), ["dep"] * len(words), ["X"] * len(words), text=t)
-            )
-        return out
+        if self.fail_on in texts:
+            raise RuntimeError("cannot parse this")
+        return [chain_sentence(t) for t in texts]
 
     def signature(self):
         return "logging:ws"
