@@ -56,6 +56,7 @@ class CTranslate2Pipeline:
         info_file = directory / EXPORT_INFO
         info = json.loads(info_file.read_text(encoding="utf-8")) if info_file.is_file() else {}
         self.max_source_length = info.get("max_position_embeddings") or 512  # the pipeline's truncation
+        self.vocabulary = set(_vocabulary(directory))
         has_generation = (directory / "generation_config.json").is_file()
         self.generation_config = GenerationConfig.from_pretrained(directory) if has_generation else GenerationConfig()
         # what translate_lines reads of a model: a sentence-level model (no document context)
@@ -83,8 +84,10 @@ class CTranslate2Pipeline:
             repetition_penalty=g.repetition_penalty or 1.0, no_repeat_ngram_size=g.no_repeat_ngram_size or 0,
             min_decoding_length=g.min_new_tokens or max((g.min_length or 0) - 1, 0),
         )  # fmt: skip
-        if g.bad_words_ids:
-            options["suppress_sequences"] = [self.tokenizer.convert_ids_to_tokens(ids) for ids in g.bad_words_ids]
+        # a banned sequence with a token the CTranslate2 vocabulary dropped (opus-mt's <pad>) cannot be generated
+        banned = [self.tokenizer.convert_ids_to_tokens(ids) for ids in g.bad_words_ids or []]
+        if banned := [b for b in banned if set(b) <= self.vocabulary]:
+            options["suppress_sequences"] = banned
         return options
 
     def __call__(self, texts, batch_size: int = 16, num_beams=None, max_new_tokens=None, max_length=None, **other):
@@ -105,3 +108,13 @@ class CTranslate2Pipeline:
     def _encode(self, texts: list[str]) -> list[list[int]]:
         """Token ids as the translation pipeline makes them (truncated to the model's positions, `</s>` last)."""
         return [self.tokenizer(t, truncation=True, max_length=self.max_source_length)["input_ids"] for t in texts]
+
+
+def _vocabulary(directory: Path) -> list[str]:
+    """The target tokens of a CTranslate2 directory (`shared_vocabulary` or `target_vocabulary`, JSON or text)."""
+    for name in ("shared_vocabulary", "target_vocabulary"):
+        if (directory / f"{name}.json").is_file():
+            return json.loads((directory / f"{name}.json").read_text(encoding="utf-8"))
+        if (directory / f"{name}.txt").is_file():
+            return (directory / f"{name}.txt").read_text(encoding="utf-8").splitlines()
+    raise UserError(f"{directory} has no CTranslate2 vocabulary file (shared_vocabulary.json): export it again.")
