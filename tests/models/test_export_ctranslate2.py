@@ -204,7 +204,9 @@ def test_export_and_translate_on_the_command_line(trained, tmp_path, monkeypatch
     status, _, err = console(monkeypatch, capsys, "export", "--model", directory, "--to", "ctranslate2",
                              "--quantization", "float32", "--output", str(ct2))  # fmt: skip
     assert status == 0 and "hf-syntax-mt translate --model" in err
-    assert exported_kind(ct2) == "ctranslate2" and exported_kind(marian) is None and exported_kind(directory) is None
+    assert (
+        exported_kind(ct2) == "ctranslate2" and exported_kind(marian) == "marian" and exported_kind(directory) is None
+    )
     source = tmp_path / "in.txt"
     source.write_text("".join(s + "\n" for s, _ in pairs(12, seed=6)) + "\n", encoding="utf-8")  # a blank line too
     for beams in ("1", "4"):

@@ -24,14 +24,15 @@ def exported_kind(path) -> str | None:
     config_file = directory / "config.json"
     if not config_file.is_file():
         return None
-    if (directory / "model.bin").is_file() or (directory / EXPORT_INFO).is_file():
-        try:
-            config = json.loads(config_file.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            return None
-        if isinstance(config, dict) and "model_type" not in config:
-            return "ctranslate2"
-    return None
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None  # the model loaders name the damaged file
+    if not isinstance(config, dict):
+        return None
+    if "model_type" not in config and ((directory / "model.bin").is_file() or (directory / EXPORT_INFO).is_file()):
+        return "ctranslate2"
+    return "marian" if config.get("model_type") == "marian" else None
 
 
 class CTranslate2Pipeline:
@@ -95,16 +96,14 @@ class CTranslate2Pipeline:
         if other:
             raise UserError(f"A CTranslate2 model takes no {sorted(other)} (only num_beams, max_new_tokens and "
                             "max_length); leave them out.")  # fmt: skip
-        single = isinstance(texts, str)
-        texts = [texts] if single else list(texts)
+        texts = [texts] if isinstance(texts, str) else list(texts)
         sources = [self.tokenizer.convert_ids_to_tokens(ids) for ids in self._encode(texts)]
         forced = self.generation_config.forced_bos_token_id  # the multi-task translate token, first
         prefix = None if forced is None else [[self.tokenizer.convert_ids_to_tokens(forced)]] * len(texts)
         results = self.translator.translate_batch(sources, target_prefix=prefix, max_batch_size=batch_size,
                                                   **self.options(num_beams, max_new_tokens, max_length))  # fmt: skip
         ids = [self.tokenizer.convert_tokens_to_ids(r.hypotheses[0]) for r in results]
-        out = [{"translation_text": t} for t in self.tokenizer.batch_decode(ids, skip_special_tokens=True)]
-        return out
+        return [{"translation_text": t} for t in self.tokenizer.batch_decode(ids, skip_special_tokens=True)]
 
     def _encode(self, texts: list[str]) -> list[list[int]]:
         """Token ids as the translation pipeline makes them (truncated to the model's positions, `</s>` last)."""
