@@ -278,3 +278,31 @@ def test_a_ctranslate2_without_the_converter_api_is_named(trained, tmp_path, mon
     with pytest.raises(UserError, match=rf"ctranslate2 {ctranslate2.__version__} lacks .*MarianMTLoader.*pip install"):
         export_to_ctranslate2(trained[0], tmp_path / "x")
     assert not (tmp_path / "x").exists()
+
+
+def test_a_multitask_model_starts_with_its_translate_token_in_ctranslate2(tmp_path):
+    """The translate task token (the generation config's forced_bos_token_id after the export) is CTranslate2's target
+    prefix: greedy outputs equal `generate`'s, which forces it (an untrained model: the token order is the check)."""
+    from hf_syntax_mt.data.multitask import add_task_tokens
+
+    data = pairs(300, seed=0)
+    tokenizer = train_tokenizer([s for pair in data for s in pair], vocab_size=80, min_frequency=1)
+    model = build_model(model_config(tokenizer, d_model=32, layers=2, heads=4, ffn_dim=64, init_std=0.3)).eval()
+    ids = add_task_tokens(tokenizer, model)
+    model.generation_config.max_length = 12
+    model.save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    out = export_to_ctranslate2(tmp_path / "model", tmp_path / "ct2")
+    pipe = CTranslate2Pipeline(out)
+    assert pipe.generation_config.forced_bos_token_id == ids["translate"]
+    texts = [s for s, _ in pairs(20, seed=7)]
+    sources = [tokenizer.convert_ids_to_tokens(i) for i in pipe._encode(texts)]
+    prefix = [[tokenizer.convert_ids_to_tokens(ids["translate"])]] * len(texts)
+    results = pipe.translator.translate_batch(sources, target_prefix=prefix, **pipe.options(num_beams=1))
+    with torch.no_grad():
+        expected = model.generate(**tokenizer(texts, return_tensors="pt", padding=True), num_beams=1)
+    for hypothesis, row in zip(results, expected, strict=True):
+        tokens = tokenizer.convert_ids_to_tokens([i for i in row.tolist()[1:] if i != tokenizer.pad_token_id])
+        assert hypothesis.hypotheses[0] == [t for t in tokens if t != tokenizer.eos_token]
+    assert all(r.hypotheses[0][0] == tokenizer.convert_ids_to_tokens(ids["translate"]) for r in results)
+    assert [r["translation_text"] for r in pipe(texts, num_beams=1)] == generate(model, tokenizer, texts, num_beams=1)
