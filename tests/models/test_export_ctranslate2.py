@@ -90,6 +90,26 @@ def test_a_trained_model_translates_alike_in_ctranslate2(trained, converted):
     assert same >= len(texts) - 2  # 60 of 60 here
 
 
+def test_the_trained_model_exports_to_an_equal_marian_model(trained):
+    """The trained model (its U trained away from the identity) as a plain MarianMTModel: logits within 1e-5 on a
+    padded batch, greedy and beam-4 outputs of 60 sentences identical."""
+    from hf_syntax_mt.export import export_to_marian
+
+    _, model, tokenizer = trained
+    u = model.model.encoder.layers[0].self_attn.biaffine_u
+    assert (u - torch.eye(u.shape[-1])).abs().max() > 1e-2  # training moved U: the fold matters
+    exported = export_to_marian(model)
+    data = pairs(60, seed=8)
+    batch = tokenizer([s for s, _ in data], text_target=[t for _, t in data], return_tensors="pt", padding=True)
+    with torch.no_grad():
+        torch.testing.assert_close(exported(**batch).logits, model(**batch).logits, rtol=0, atol=1e-5)
+    texts = [s for s, _ in data]
+    for beams in (1, 4):
+        assert generate(exported, tokenizer, texts, num_beams=beams) == generate(
+            model, tokenizer, texts, num_beams=beams
+        )
+
+
 def test_ctranslate2_scores_equal_our_log_probabilities(trained, converted):
     """Independent of decoding: CTranslate2's log-probability of each reference token (forced decoding) equals the
     log-softmax of our model's logits (so the kept <pad> row, the start token and the folded U are right)."""
