@@ -35,30 +35,43 @@ def preflight():
     return module
 
 
-def top_level_names(distribution: str) -> set[str]:
-    """The site-packages entries a distribution installed (its packages, modules and .dist-info)."""
-    try:
-        files = md.distribution(distribution).files or []
-    except md.PackageNotFoundError:
-        return set()
-    return {f.parts[0] for f in files if f.parts and f.parts[0] != ".."}
+def top_level_names(distribution: str, folder: Path) -> set[str]:
+    """The entries of `folder` a distribution installed there (its packages, modules and .dist-info)."""
+    names = set()
+    for dist in md.distributions(name=distribution, path=[str(folder)]):
+        names |= {f.parts[0] for f in dist.files or [] if f.parts and f.parts[0] != ".."}
+    return names
+
+
+def site_folders() -> list[Path]:
+    """Where this Python finds installed distributions, in its order: the folders of `sys.path` that hold some (the
+    GPU check's target folder of wheels on PYTHONPATH, ahead of the machine's older releases; site-packages; folders
+    a .pth file adds), then site-packages in any case."""
+    paths = sysconfig.get_paths()
+    folders = [Path(p) for p in sys.path if p and Path(p).is_dir() and any(Path(p).glob("*.dist-info"))]
+    folders += [Path(paths["purelib"]), Path(paths["platlib"])]
+    return list(dict.fromkeys(folder.resolve() for folder in folders))
 
 
 def python_without(folder: Path, *hidden: str) -> str:
-    """A Python with this one's packages but `hidden` (distribution names): a venv without pip whose one .pth adds a
-    folder of links to every entry of this environment's site-packages except the hidden distributions' files."""
-    site = Path(sysconfig.get_paths()["purelib"])
-    drop = set().union(*(top_level_names(name) for name in hidden))
-    view = folder / "site-view"
-    view.mkdir(parents=True)
-    for entry in site.iterdir():
-        if entry.name not in drop:
-            (view / entry.name).symlink_to(entry)
+    """A Python with this one's packages but `hidden` (distribution names): a venv without pip whose one .pth adds,
+    for each of `site_folders()` in order, a folder of links to its entries except the hidden distributions' files.
+    (The GPU check runs the tests with its target folder on PYTHONPATH; the child's PYTHONPATH is src/ only.)"""
+    views = []
+    for i, site in enumerate(site_folders()):
+        drop = set().union(*(top_level_names(name, site) for name in hidden))
+        view = folder / f"site-view-{i}"
+        view.mkdir(parents=True)
+        for entry in site.iterdir():  # no .pth file: the folders they add are among site_folders() already
+            if entry.name not in drop and entry.suffix != ".pth":
+                (view / entry.name).symlink_to(entry)
+        views.append(view)
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder / "venv")], check=True, timeout=120)
     python = folder / "venv" / "bin" / "python"
     venv_site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
-    Path(venv_site, "site-view.pth").write_text(f"import site; site.addsitedir({str(view)!r})\n")
+    lines = "".join(f"import site; site.addsitedir({str(view)!r})\n" for view in views)
+    Path(venv_site, "site-view.pth").write_text(lines)
     return str(python)
 
 
@@ -84,6 +97,27 @@ def test_the_view_hides_the_distribution_and_keeps_the_rest(without_datasets):
              "try:\n    m.version('datasets'); print(False)\nexcept m.PackageNotFoundError:\n    print(True)")  # fmt: skip
     out = subprocess.run([without_datasets, "-c", probe], capture_output=True, text=True, timeout=300, env=env())
     assert out.stdout.split() == ["True", "True", "True"], out.stderr
+
+
+def test_the_view_keeps_a_target_folder_on_pythonpath_first(tmp_path, monkeypatch):
+    """The GPU check installs its wheels into a folder on PYTHONPATH, ahead of the machine's older releases (the H200
+    run's hypothesis 6.168.3): the view keeps that order, so the child sees the folder's release, and hides a
+    distribution there too."""
+    target = tmp_path / "target"
+    for name, version in (("hypothesis", "999.0"), ("gpu_check_probe", "1.0")):
+        info = target / f"{name}-{version}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        (info / "RECORD").write_text(f"{info.name}/METADATA,,\n{info.name}/RECORD,,\n")
+    monkeypatch.syspath_prepend(str(target))  # as PYTHONPATH puts it
+    assert site_folders()[0] == target.resolve()
+    probe = "import importlib.metadata as m\nfor n in ('hypothesis', 'gpu_check_probe'):\n    try:\n        print(m.version(n))\n    except m.PackageNotFoundError:\n        print('none')"
+    seen = {}
+    for label, hidden in (("all", ()), ("hidden", ("gpu_check_probe",))):
+        python = python_without(tmp_path / label, *hidden)
+        out = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=300, env=env())
+        seen[label] = out.stdout.split()
+    assert seen == {"all": ["999.0", "1.0"], "hidden": ["999.0", "none"]}
 
 
 def test_without_evaluate_the_preflight_passes(tmp_path):
