@@ -192,3 +192,70 @@ def test_given_flags_are_kept_not_replaced(bench, tmp_path):
     assert (args.rounds, args.steps, args.variable_steps) == (7, 3, 0)  # 0: the phase is skipped, as asked
     default = bench.parse_args(["--device", "cpu", *out])
     assert (default.rounds, default.steps, default.variable_steps, default.variable_tokens) == (2, 1, 6, 300)
+
+
+def test_quick_at_transformer_base_runs_a_short_variable_phase(bench, tmp_path):
+    """The first H200 run's quick mode (16 variable-shape steps after the training phases) ran past its 120 s; now 6."""
+    args = bench.parse_args(["--device", "cpu", "--size", "base", "--quick", "--output", str(tmp_path / "b.json")])
+    assert (args.variable_steps, args.rounds, args.steps, args.generate_rows) == (6, 3, 5, [64])
+
+
+def test_the_budget_allows_work_that_ends_its_margin_before_the_end(bench):
+    import time
+
+    budget = bench.Budget(100.0, time.perf_counter() - 85.0)  # 85 s spent of 100: 10 s margin, 5 s left
+    assert budget.allows(4.0) and not budget.allows(6.0)
+    assert bench.Budget(None, time.perf_counter() - 1e6).allows(1e6)  # no --budget: never cut
+    short = bench.Budget(5.0, time.perf_counter() - 4.0)  # a budget under 100 s keeps a tenth as its margin
+    assert short.allows(0.4) and not short.allows(0.6)
+
+
+def test_a_run_over_its_budget_is_cut_at_unit_boundaries_and_says_so(bench, tmp_path, monkeypatch):
+    """A budget spent from the start: the first training batch runs one round (at least one is timed); the second
+    batch, generation, the variable-shape phase and compile are cut, each named in `cut`, or skipped; the JSON is not
+    `complete`."""
+    monkeypatch.setattr(bench.Budget, "spent", lambda self: self.seconds)
+    out = tmp_path / "b.json"
+    argv = ["--device", "cpu", "--quick", "--only", "none", "--budget", "100", "--compile", "none"]
+    assert bench.main([*argv, "--output", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert not data["complete"] and data["budget_seconds"] == 100.0
+    (label,) = data["train"]
+    assert all(len(row["seconds"]) == 1 for row in data["train"][label].values())
+    assert data["generate"] == {} and data["variable"] == {} and data["compile"] == {}
+    cut = data["cut"]
+    assert cut[0] == f"train {label}: 1 of {data['rounds']} rounds (budget 100 s)"
+    assert cut[1].startswith("train ") and cut[1].endswith(" tokens: not run (budget 100 s)")
+    assert cut[2:] == ["generate 4 sentences: not run (budget 100 s)", "variable shapes: not run (budget 100 s)"]
+    assert data["skipped"]["compile"].startswith("about 60 s per compiled model did not fit in --budget 100 s")
+    assert "## Cut (the run is incomplete)" in out.with_suffix(".md").read_text()
+
+
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
+def test_a_time_limit_signal_stops_the_run_and_writes_what_it_measured(tmp_path, signum):
+    """What `timeout` sends (the GPU check: SIGINT): the run stops where it is, writes the JSON with the training
+    batch it finished, `complete` false and where it stopped, and exits 130."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    out = tmp_path / "b.json"
+    command = [sys.executable, str(ROOT / "benchmarks" / "gpu" / "bench_gpu.py"), "--device", "cpu", "--only", "none",
+               "--rounds", "50", "--output", str(out)]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    run = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    lines = []
+    for line in run.stderr:  # the first training batch is written: stop it in the second
+        lines.append(line)
+        if line.startswith("bench_gpu: train"):
+            run.send_signal(getattr(signal, signum))
+            break
+    lines += run.stderr.readlines()
+    assert run.wait(timeout=120) == 130, "".join(lines)
+    data = json.loads(out.read_text())
+    assert not data["complete"] and len(data["train"]) == 1
+    assert (
+        len(data["cut"]) == 1 and f"interrupted by {signum}" in data["cut"][0] and data["cut"][0].startswith("train")
+    )
+    assert "INCOMPLETE" in lines[-1]
