@@ -7,8 +7,8 @@
 #                        [--fast-args "PYTEST ARGS"] [--gpu-args "PYTEST ARGS"]
 #   make test-gpu        # the same, with WHEELS=DIR / PARTS=... / OUT=... / BUNDLE=DIR / JOBS=N passed through
 #
-# Parts, in order, each with its own time limit (seconds; the environment variables override them; 9 minutes in all):
-#   install   (INSTALL_LIMIT=75) with --wheels DIR: every wheel file of DIR, exactly that file (its version), without
+# Parts, in order, each with its own time limit (seconds; the environment variables override them; 570 s in all):
+#   install   (INSTALL_LIMIT=45) with --wheels DIR: every wheel file of DIR, exactly that file (its version), without
 #             dependencies, into a target folder (pip install --no-index --no-deps --target DIR, default
 #             runs/gpu_site, emptied first: a machine kept warm keeps it) that goes first on PYTHONPATH, after src/.
 #             A torch, triton, nvidia-* or cuda-* wheel is left out: torch is never installed; its version and file
@@ -19,7 +19,7 @@
 #   fast      (FAST_LIMIT=150)   the fast suite (pytest -m "not slow and not gpu") with CUDA visible, on --jobs
 #             pytest-xdist workers (default: the CPU count, at most 8; 1: serial)
 #   gpu       (GPU_LIMIT=150)    the GPU-only tests (pytest -m gpu, tests/gpu/) on --gpu-jobs workers (default 4)
-#   bench     (BENCH_LIMIT=120)  benchmarks/gpu/bench_gpu.py --quick --budget BENCH_LIMIT (transformer-base, bf16,
+#   bench     (BENCH_LIMIT=180)  benchmarks/gpu/bench_gpu.py --quick --budget BENCH_LIMIT (transformer-base, bf16,
 #             every method against MarianMTModel; it cuts itself to the limit and says what it cut)
 # Each part's log and report go to OUT as it runs, and the summary (passed / failed / skipped per part, wall time
 # per part, device, versions, what was skipped and why) is written to OUT/gpu_check.{json,md} as each part starts
@@ -29,7 +29,7 @@
 # parts are reported with the command they would run. Exit status 0 only when something was checked and nothing
 # failed: no part failed or timed out, one passed at least, and no GPU part (gpu, bench) was asked for on a Python
 # whose torch sees no CUDA (outside a dry run); 2 for bad options, no part, or a --python that cannot import torch.
-# The limits (not timings) add up to 540 s; what was measured: docs/gpu.md. Documented in docs/gpu.md and
+# The limits (not timings) add up to 570 s; what was measured: docs/gpu.md. Documented in docs/gpu.md and
 # benchmarks/gpu/README.md (how to download the wheel folder).
 set -uo pipefail
 
@@ -172,7 +172,7 @@ TORCH_BEFORE=$(torch_id)
 # --- install: every wheel file of the folder as it is (its exact version), no dependencies, into the target folder --
 if wants install; then
   if [ -z "$WHEELS" ]; then
-    record install skipped 0 "${INSTALL_LIMIT:-75}" "no --wheels folder given: the packages already installed are used"
+    record install skipped 0 "${INSTALL_LIMIT:-45}" "no --wheels folder given: the packages already installed are used"
   else
     mapfile -t ALL < <(find -L "$WHEELS" -maxdepth 1 -type f -name '*.whl' | sort)  # files only: not a folder '.whl'
     WHEEL_FILES=()
@@ -183,14 +183,14 @@ if wants install; then
       esac
     done
     if [ ${#WHEEL_FILES[@]} -eq 0 ]; then
-      record install skipped 0 "${INSTALL_LIMIT:-75}" "no wheel files in $WHEELS"
+      record install skipped 0 "${INSTALL_LIMIT:-45}" "no wheel files in $WHEELS"
     elif [ -n "$(ls -A "$TARGET")" ] && [ ! -e "$TARGET/.gpu_check_target" ] \
          && [ "$TARGET" != "$ROOT/$DEFAULT_TARGET" ]; then
-      record install failed 0 "${INSTALL_LIMIT:-75}" "--target $TARGET holds files the check did not install: give an empty or new folder"
+      record install failed 0 "${INSTALL_LIMIT:-45}" "--target $TARGET holds files the check did not install: give an empty or new folder"
     else
       # emptied first: a machine kept warm between runs keeps it, and an older install would be tested instead
       find "$TARGET" -mindepth 1 -maxdepth 1 -exec rm -rf {} + && : > "$TARGET/.gpu_check_target"
-      run_part install "${INSTALL_LIMIT:-75}" "$PY" -m pip install --no-index --no-deps --upgrade --target "$TARGET" \
+      run_part install "${INSTALL_LIMIT:-45}" "$PY" -m pip install --no-index --no-deps --upgrade --target "$TARGET" \
         --no-cache-dir --no-compile --disable-pip-version-check --no-warn-script-location "${WHEEL_FILES[@]}"
     fi
   fi
@@ -243,9 +243,9 @@ if wants gpu; then
 fi
 if wants bench; then
   if [ "$HAS_CUDA" != 1 ]; then
-    record bench skipped 0 "${BENCH_LIMIT:-120}" "needs a CUDA device (torch.cuda.is_available() is False)"
+    record bench skipped 0 "${BENCH_LIMIT:-180}" "needs a CUDA device (torch.cuda.is_available() is False)"
   else
-    part bench "${BENCH_LIMIT:-120}" "$PY" benchmarks/gpu/bench_gpu.py --quick --budget "${BENCH_LIMIT:-120}" \
+    part bench "${BENCH_LIMIT:-180}" "$PY" benchmarks/gpu/bench_gpu.py --quick --budget "${BENCH_LIMIT:-180}" \
       --output "$OUT_DIR/bench_gpu-quick.json"
   fi
 fi

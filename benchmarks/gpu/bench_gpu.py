@@ -173,7 +173,12 @@ def real_tokens(batch: dict) -> int:
 
 
 def build_models(names: list[str], size: dict, device: str) -> dict:
-    """Ours with each method and `MarianMTModel` (SDPA), the same dims and dropout (0.1, attention dropout 0)."""
+    """Ours with each method and `MarianMTModel` (SDPA), the same dims and dropout (0.1, attention dropout 0).
+
+    Each is made on the `meta` device, given empty storage on `device` and initialised there once (`init_weights`):
+    built on the CPU, transformers initialises every weight several times (each sub-model's `post_init`) and the first
+    H200 run spent about 40 s of its 120 making 12 models; tests/gpu/test_bench_gpu.py checks this build against a
+    plain one (buffers, constant initialisations, tied weights)."""
     import torch
     from transformers import MarianConfig, MarianMTModel
 
@@ -187,14 +192,20 @@ def build_models(names: list[str], size: dict, device: str) -> dict:
         dropout=0.1, attention_dropout=0.0, activation_dropout=0.0,
     )  # fmt: skip
     configs = method_configs(size["layers"], size["heads"])
-    models = {}
-    torch.manual_seed(0)
+
+    def make(cls, config):
+        torch.manual_seed(0)
+        with torch.device("meta"):
+            model = cls(config)
+        model.to_empty(device=device)
+        model.init_weights()  # every weight and buffer, once, on the device; ties the embeddings
+        return model
+
     marian = MarianConfig(**base)
     marian._attn_implementation = "sdpa"
-    models["marian"] = MarianMTModel(marian).to(device)
+    models = {"marian": make(MarianMTModel, marian)}
     for name in names:
-        torch.manual_seed(0)
-        models[name] = SyntaxMTForConditionalGeneration(SyntaxMTConfig(**base, **configs[name])).to(device)
+        models[name] = make(SyntaxMTForConditionalGeneration, SyntaxMTConfig(**base, **configs[name]))
     return models
 
 

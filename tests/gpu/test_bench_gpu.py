@@ -259,3 +259,39 @@ def test_a_time_limit_signal_stops_the_run_and_writes_what_it_measured(tmp_path,
         len(data["cut"]) == 1 and f"interrupted by {signum}" in data["cut"][0] and data["cut"][0].startswith("train")
     )
     assert "INCOMPLETE" in lines[-1]
+
+
+def test_models_made_on_meta_and_initialised_once_equal_a_plain_build(bench):
+    """`build_models` makes each model on `meta` and initialises it on the device once: every parameter and buffer
+    of a plain build (made and initialised on the CPU) is there with its shape, finite; the buffers, Marian's
+    sinusoidal positions and every weight a plain build initialises to a constant (biases 0, norms 1, bi-affine
+    U = I, tree-bias weights) are equal; the output embedding stays tied to the input one."""
+    import torch
+    from transformers import MarianConfig, MarianMTModel
+
+    from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
+
+    size = bench.SIZES["tiny"]
+    names = list(bench.method_configs(size["layers"], size["heads"]))
+    built = bench.build_models(names, size, "cpu")
+    base = dict(vocab_size=size["vocab_size"], d_model=size["d_model"], encoder_layers=size["layers"],
+                decoder_layers=size["layers"], encoder_attention_heads=size["heads"],
+                decoder_attention_heads=size["heads"], encoder_ffn_dim=size["ffn_dim"], decoder_ffn_dim=size["ffn_dim"],
+                max_position_embeddings=256, pad_token_id=1, eos_token_id=0, decoder_start_token_id=1,
+                forced_eos_token_id=None, dropout=0.1, attention_dropout=0.0, activation_dropout=0.0)  # fmt: skip
+    configs = bench.method_configs(size["layers"], size["heads"])
+    constants = 0
+    for name, model in built.items():
+        plain = MarianMTModel(MarianConfig(**base)) if name == "marian" else \
+            SyntaxMTForConditionalGeneration(SyntaxMTConfig(**base, **configs[name]))  # fmt: skip
+        ours, theirs = dict(model.named_parameters()), dict(plain.named_parameters())
+        assert {n: p.shape for n, p in ours.items()} == {n: p.shape for n, p in theirs.items()}, name
+        assert all(torch.isfinite(p).all() and p.device.type == "cpu" for p in ours.values()), name
+        for n, b in plain.named_buffers():
+            assert torch.equal(dict(model.named_buffers())[n], b), (name, n)
+        for n, p in theirs.items():
+            if "embed_positions" in n or (p.numel() > 1 and torch.all(p == p.flatten()[0])) or "biaffine_u" in n:
+                assert torch.equal(ours[n], p), (name, n)
+                constants += 1
+        assert model.lm_head.weight.data_ptr() == model.model.shared.weight.data_ptr(), name
+    assert constants > 100 and any("biaffine_u" in n for m in built.values() for n, _ in m.named_parameters())
