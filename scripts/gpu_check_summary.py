@@ -109,7 +109,8 @@ def summarise(
     for part, status, seconds, limit, note in rows:
         entry = part_entry(out, part, status, seconds, limit, note)
         tests = entry.get("tests")
-        if part == "gpu" and tests and not device["cuda_available"] and tests["passed"] == 0 and not tests["failed"]:
+        if (part == "gpu" and entry["status"] == "passed" and tests and not device["cuda_available"]
+                and tests["passed"] == 0 and not tests["failed"]):  # fmt: skip
             entry["status"], entry["note"] = "skipped", "no CUDA device: every GPU test skipped"
         summary["parts"][part] = entry
     problems = []
