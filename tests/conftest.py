@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 
 import pytest
@@ -83,3 +84,17 @@ def pytest_collection_modifyitems(config, items):
     )
     for item in gpu_items:
         item.add_marker(skip)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Every run that skipped tests ends with one line per reason and how many it skipped (issue 56): each reason says
+    what to install or provide (tests/needs.py), e.g. a CUDA device, the dev extra, ../shared/data."""
+    counts = collections.Counter()
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        counts[reason.removeprefix("Skipped: ")] += 1
+    if counts:
+        terminalreporter.section(f"{sum(counts.values())} skipped, by reason")
+        for reason, n in counts.most_common():
+            terminalreporter.write_line(f"{n:5d}  {reason}")

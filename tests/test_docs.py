@@ -17,6 +17,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import needs
 import pytest
 from transformers import MarianConfig
 
@@ -193,8 +194,8 @@ def test_equations_are_mathml_in_the_built_pages(site):
 
 
 def test_the_mathml_hook_converts_inline_and_display_math_and_names_bad_tex():
-    pytest.importorskip("mkdocs")
-    pytest.importorskip("latex2mathml")
+    needs.package("mkdocs")
+    needs.package("latex2mathml")
     from mkdocs.exceptions import PluginError
 
     hook = _load(DOCS / "hooks" / "mathml.py")
@@ -230,7 +231,7 @@ def test_the_api_reference_renders_transformers_style_docstrings(site):
 
 
 def test_the_docstring_extension_rewrites_transformers_conventions():
-    pytest.importorskip("griffe")
+    needs.package("griffe")
     convert = _load(DOCS / "hooks" / "docstrings.py").convert
     doc = (
         "A [`~transformers.MarianConfig`] or a [`transformers.PreTrainedModel`]; `mask[~pad]` stays.\n\n"

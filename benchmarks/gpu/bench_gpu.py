@@ -14,6 +14,13 @@ one process and timed interleaved (the order rotates each round), medians over r
   alignment biases: tokens/s ratios, compiled graphs and recompiles per model, any fallback, a step's peak memory;
 - `torch.compile` on against off for ours without a method and PASCAL (training step at the first batch size).
 
+The phases run in that order but generation comes second (training, generation, changing shapes, compile), so that a
+run cut short still has the issue's targets. `--budget S` (the GPU check passes its time limit) cuts the run at the
+boundaries of its units (a timed round, a batch size, a model of the variable-shape phase) once the next one would
+not end 10 s before S, and skips the compile phase unless about a minute per compiled model is left; a SIGINT or
+SIGTERM (a time limit) stops it where it is. Either way the JSON is written with what was measured, what was cut
+(`cut`), and `complete` false; an optional phase skipped for time (compile) is listed under `skipped` instead.
+
 The batches are synthetic, built here with every method's columns (random sentences of 8-40 tokens; a random
 tree per sentence (every head to the left) with one subword per word, so `parent_positions`, `word_index`/`word_heads`, the
 LISA/DBSA targets and the features follow from it; the previous sentence as document context; label t aligned to
@@ -37,6 +44,7 @@ import json
 import math
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -63,6 +71,8 @@ CONTEXT = ("context_input_ids", "context_attention_mask")
 TARGETS = [("none", "train", 0.98), ("pascal", "train", 0.95), ("synchronous", "train", 0.90),
            ("alignment_bias", "train", 0.90)]  # fmt: skip
 GENERATION_TARGET = 0.95  # every method but document context
+#: what compiling one model's training step takes (Inductor, transformer-base): the compile phase needs this per model
+COMPILE_SECONDS = 60
 
 
 def method_configs(layers: int, heads: int) -> dict[str, dict]:
@@ -163,7 +173,12 @@ def real_tokens(batch: dict) -> int:
 
 
 def build_models(names: list[str], size: dict, device: str) -> dict:
-    """Ours with each method and `MarianMTModel` (SDPA), the same dims and dropout (0.1, attention dropout 0)."""
+    """Ours with each method and `MarianMTModel` (SDPA), the same dims and dropout (0.1, attention dropout 0).
+
+    Each is made on the `meta` device, given empty storage on `device` and initialised there once (`init_weights`):
+    built on the CPU, transformers initialises every weight several times (each sub-model's `post_init`) and the first
+    H200 run spent about 40 s of its 120 making 12 models; tests/gpu/test_bench_gpu.py checks this build against a
+    plain one (buffers, constant initialisations, tied weights)."""
     import torch
     from transformers import MarianConfig, MarianMTModel
 
@@ -177,14 +192,20 @@ def build_models(names: list[str], size: dict, device: str) -> dict:
         dropout=0.1, attention_dropout=0.0, activation_dropout=0.0,
     )  # fmt: skip
     configs = method_configs(size["layers"], size["heads"])
-    models = {}
-    torch.manual_seed(0)
+
+    def make(cls, config):
+        torch.manual_seed(0)
+        with torch.device("meta"):
+            model = cls(config)
+        model.to_empty(device=device)
+        model.init_weights()  # every weight and buffer, once, on the device; ties the embeddings
+        return model
+
     marian = MarianConfig(**base)
     marian._attn_implementation = "sdpa"
-    models["marian"] = MarianMTModel(marian).to(device)
+    models = {"marian": make(MarianMTModel, marian)}
     for name in names:
-        torch.manual_seed(0)
-        models[name] = SyntaxMTForConditionalGeneration(SyntaxMTConfig(**base, **configs[name])).to(device)
+        models[name] = make(SyntaxMTForConditionalGeneration, SyntaxMTConfig(**base, **configs[name]))
     return models
 
 
@@ -232,16 +253,42 @@ class Timer:
         return int(self.torch.cuda.max_memory_allocated() - before)
 
 
-def interleaved(fns: dict, rounds: int, repeat: int, timer: Timer) -> dict[str, list[float]]:
-    """Seconds per call of every callable, `rounds` rounds of `repeat` calls; the order rotates each round."""
+class Budget:
+    """`--budget`: the seconds the whole run may take, from `started`. `allows(seconds)`: whether work of that length
+    still ends `MARGIN` seconds before the end (writing the JSON and exiting fit in it). What a phase left out for
+    time is listed in `cut` (the run is then not complete)."""
+
+    MARGIN = 10.0
+
+    def __init__(self, seconds: float | None, started: float):
+        self.seconds, self.started, self.cut = seconds, started, []
+
+    def spent(self) -> float:
+        return time.perf_counter() - self.started
+
+    def allows(self, seconds: float) -> bool:
+        return self.seconds is None or self.spent() + seconds <= self.seconds - min(self.MARGIN, self.seconds / 10)
+
+
+def interleaved(fns: dict, rounds: int, repeat: int, timer: Timer, budget: Budget | None = None,
+                what: str = "") -> dict[str, list[float]]:  # fmt: skip
+    """Seconds per call of every callable, `rounds` rounds of `repeat` calls; the order rotates each round. With a
+    `budget`, a round after the first starts only if one more (as long as the last) fits; a cut is noted there."""
     names = list(fns)
+    start = time.perf_counter()
     for name in names:  # warm-up (kernels chosen, caches and optimizer state made)
         fns[name]()
+    last = time.perf_counter() - start  # a round's length, for the budget: the warm-up's at first
     times = {name: [] for name in names}
     for r in range(rounds):
+        if r and budget is not None and not budget.allows(last):
+            budget.cut.append(f"{what}: {r} of {rounds} rounds (budget {budget.seconds:.0f} s)")
+            break
+        start = time.perf_counter()
         order = names[r % len(names) :] + names[: r % len(names)]
         for name in order:
             times[name].append(timer(fns[name], repeat))
+        last = time.perf_counter() - start
     return times
 
 
@@ -256,7 +303,7 @@ def summarise(times: dict[str, list[float]], units: float, unit: str) -> dict:
     }  # fmt: skip
 
 
-def train_phase(models, batch, args, timer, autocast) -> dict:
+def train_phase(models, batch, args, timer, autocast, budget=None, what="train") -> dict:
     import torch
 
     optimizers = {n: torch.optim.AdamW(m.parameters(), lr=1e-6) for n, m in models.items()}  # weights hardly move
@@ -275,14 +322,14 @@ def train_phase(models, batch, args, timer, autocast) -> dict:
         return run
 
     fns = {name: step(name) for name in models}
-    times = interleaved(fns, args.rounds, args.steps, timer)
+    times = interleaved(fns, args.rounds, args.steps, timer, budget, what)
     out = summarise(times, real_tokens(batch), "tokens")
     for name in models:
         out[name]["peak_memory_bytes"] = timer.peak(fns[name])
     return out
 
 
-def generate_phase(models, batch, args, timer, autocast) -> dict:
+def generate_phase(models, batch, args, timer, autocast, budget=None, what="generate") -> dict:
     import torch
 
     def gen(name):
@@ -298,7 +345,7 @@ def generate_phase(models, batch, args, timer, autocast) -> dict:
         return run
 
     fns = {name: gen(name) for name in models}
-    times = interleaved(fns, args.generate_rounds, 1, timer)
+    times = interleaved(fns, args.generate_rounds, 1, timer, budget, what)
     out = summarise(times, batch["input_ids"].shape[0], "sentences")
     for name in models:
         out[name]["peak_memory_bytes"] = timer.peak(fns[name])
@@ -418,6 +465,10 @@ def markdown(result: dict) -> str:
             if isinstance(row, dict):
                 lines.append(f"- {name}: compiled {row['speedup']:.2f}x the eager step")
         lines.append("")
+    if result.get("cut"):
+        lines += ["## Cut (the run is incomplete)", ""] + [f"- {cut}" for cut in result["cut"]] + [""]
+    for name, why in (result.get("skipped") or {}).items():
+        lines += [f"Skipped: {name}: {why}", ""]
     if result["targets"]:
         lines += ["## The issue's targets", "", "| model | measure | batch | ratio | target | met |",
                   "|---|---|---|---|---|---|"]  # fmt: skip
@@ -455,7 +506,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--device", default=None, help="cuda, cuda:N or cpu (default: cuda where torch sees one)")
     p.add_argument("--size", choices=list(SIZES), help="default: base on CUDA, tiny on the CPU")
     p.add_argument("--quick", action="store_true", help="3 rounds of 5 steps, generation at the first size only, "
-                   "16 variable-shape steps")  # fmt: skip
+                   "6 variable-shape steps")  # fmt: skip
     p.add_argument("--only", nargs="+", help="methods to run (default: every registered one)")
     p.add_argument("--train-tokens", type=ranged(int, 16), nargs=2, metavar=("SMALL", "LARGE"), help="source+target "
                    "tokens of the two training batches (default: 5000 20000; tiny: 200 400)")  # fmt: skip
@@ -468,7 +519,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--steps", type=ranged(int, 1), default=None, help="training steps per timed round (default: "
                    "10; quick: 5; tiny: 1)")  # fmt: skip
     p.add_argument("--variable-steps", type=ranged(int, 0), default=None, help="training steps of the variable-shape "
-                   "phase (default: 40; quick: 16; tiny: 6; 0: skip the phase)")  # fmt: skip
+                   "phase (default: 40; quick: 6; tiny: 6; 0: skip the phase)")  # fmt: skip
     p.add_argument("--variable-tokens", type=ranged(int, 64), default=None, help="the phase's --max_tokens: padded "
                    "tokens per batch (default: 5000; tiny: 300; Multi30k's longest pair has 46 tokens)")  # fmt: skip
     p.add_argument("--eval-every", type=ranged(int, 1), default=3, help="an evaluation step after every N training "
@@ -476,8 +527,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--compile", nargs="*", default=None, help="models timed with torch.compile on and off "
                    "(default: none pascal on CUDA, none on the CPU; give no name to skip)")  # fmt: skip
     p.add_argument("--fp32", action="store_true", help="no bf16 autocast")
-    p.add_argument("--budget", type=ranged(float, 1), help="seconds: the torch.compile phase starts only if under "
-                   "half are spent (the GPU check passes its time limit)")  # fmt: skip
+    p.add_argument("--budget", type=ranged(float, 1), help="seconds the run may take (the GPU check passes its time "
+                   "limit): rounds, batch sizes and models of the variable-shape phase that would end later are cut "
+                   f"(listed in the JSON's `cut`), the compile phase needs about {COMPILE_SECONDS} s per model")  # fmt: skip
     p.add_argument("--output", default=None, help="JSON path (default: benchmarks/results/gpu/bench_gpu[-quick].json;"
                    " a .md beside it)")  # fmt: skip
     args = p.parse_args(argv)
@@ -500,7 +552,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.new_tokens = default(args.new_tokens, 4, 40, 40)
     args.rounds = default(args.rounds, 2, 3, 5)
     args.steps = default(args.steps, 1, 5, 10)
-    args.variable_steps = default(args.variable_steps, 6, 16, 40)
+    args.variable_steps = default(args.variable_steps, 6, 6, 40)
     args.variable_tokens = default(args.variable_tokens, 300, 5000, 5000)
     args.generate_rounds = max(2, args.rounds)
     if args.compile is None:
@@ -516,6 +568,14 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error(f"--output {args.output}: the tiny size is a plumbing check, not a result; write it outside "
                 "benchmarks/results")  # fmt: skip
     return args
+
+
+class Interrupted(Exception):
+    """A SIGTERM (a time limit's first signal may be SIGINT or SIGTERM): stop where the run is and write it."""
+
+
+def _interrupted(signum, frame):
+    raise Interrupted(signal.Signals(signum).name)
 
 
 def main(argv=None) -> int:
@@ -538,53 +598,82 @@ def main(argv=None) -> int:
         return torch.autocast(device_type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
 
     timer = Timer(args.device)
-    models = build_models(args.only, size, args.device)
+    budget = Budget(args.budget, started)
     result = {
         "benchmark": "bench_gpu", "environment": environment(args.device), "size": {**size, "name": args.size},
         "bf16": bf16, "quick": args.quick, "rounds": args.rounds, "steps": args.steps, "beams": args.beams,
-        "new_tokens": args.new_tokens, "methods": args.only, "missing_methods": missing,
-        "batches": {}, "train": {}, "variable": {}, "generate": {}, "compile": {}, "targets": [], "complete": False,
+        "new_tokens": args.new_tokens, "methods": args.only, "missing_methods": missing, "budget_seconds": args.budget,
+        "batches": {}, "train": {}, "variable": {}, "generate": {}, "compile": {}, "targets": [], "cut": budget.cut,
+        "skipped": {}, "complete": False,
     }  # fmt: skip
-    for i, tokens in enumerate(args.train_tokens):
-        batch = synthetic_batch(rows_for_tokens(tokens, size["max_len"]), size["vocab_size"], size["max_len"], seed=i)
-        label = f"{real_tokens(batch)} tokens"
-        result["batches"][label] = {"rows": batch["input_ids"].shape[0], "tokens": real_tokens(batch),
-                                    "padded": int(batch["input_ids"].numel() + batch["labels"].numel())}  # fmt: skip
-        batch = {k: v.to(args.device) for k, v in batch.items()}
-        result["train"][label] = train_phase(models, batch, args, timer, autocast)
-        print(f"bench_gpu: train {label}: " + ", ".join(f"{n} {r['ratio_to_marian']:.2f}x" for n, r in
-                                                        result["train"][label].items()), file=sys.stderr)  # fmt: skip
-        write(result, args.output)  # a run cut off by a time limit keeps what it measured
-    if args.variable_steps:
-        result["variable"] = variable_shapes.run_phase(models, args, size, timer, autocast, synthetic_batch, inputs_for,
-                                                       real_tokens)  # fmt: skip
-        print("bench_gpu: variable shapes: " + ", ".join(
-            f"{n} {r.get('ratio_to_marian', 1):.2f}x ({r['graphs']} graphs, {r['recompiles']} recompiles"
-            f"{', FALLBACK' if r['fallback'] else ''})" for n, r in result["variable"]["models"].items()),
-            file=sys.stderr)  # fmt: skip
-        write(result, args.output)
-    for i, rows in enumerate(args.generate_rows):
-        batch = synthetic_batch(rows, size["vocab_size"], size["max_len"], seed=100 + i)
-        batch = {k: v.to(args.device) for k, v in batch.items()}
-        label = f"{rows} sentences"
-        result["generate"][label] = generate_phase(models, batch, args, timer, autocast)
-        print(f"bench_gpu: generate {label}: " + ", ".join(f"{n} {r['ratio_to_marian']:.2f}x" for n, r in
-                                                           result["generate"][label].items()), file=sys.stderr)  # fmt: skip
-        write(result, args.output)
-    if args.compile and args.budget and time.perf_counter() - started > args.budget / 2:
-        result["compile"] = {"skipped": f"over half of --budget {args.budget:.0f} s spent before it (compiling takes "
-                                        "about a minute per model)"}  # fmt: skip
-    elif args.compile:
-        rows = rows_for_tokens(args.train_tokens[0], size["max_len"])
-        batch = {k: v.to(args.device) for k, v in synthetic_batch(rows, size["vocab_size"], size["max_len"]).items()}
-        result["compile"] = compile_phase(models, batch, args, timer, autocast)
+    previous = signal.signal(signal.SIGTERM, _interrupted)
+    phase, last = "building the models", 0.0
+    try:
+        models = build_models(args.only, size, args.device)
+        for i, tokens in enumerate(args.train_tokens):
+            batch = synthetic_batch(rows_for_tokens(tokens, size["max_len"]), size["vocab_size"], size["max_len"],
+                                    seed=i)  # fmt: skip
+            label = f"{real_tokens(batch)} tokens"
+            if i and not budget.allows(last):  # as long as the batch before it (a larger batch takes longer)
+                budget.cut.append(f"train {label}: not run (budget {args.budget:.0f} s)")
+                continue
+            start = time.perf_counter()
+            phase = f"train {label}"
+            result["batches"][label] = {"rows": batch["input_ids"].shape[0], "tokens": real_tokens(batch),
+                                        "padded": int(batch["input_ids"].numel() + batch["labels"].numel())}  # fmt: skip
+            batch = {k: v.to(args.device) for k, v in batch.items()}
+            result["train"][label] = train_phase(models, batch, args, timer, autocast, budget, phase)
+            print(f"bench_gpu: {phase}: " + ", ".join(f"{n} {r['ratio_to_marian']:.2f}x" for n, r in
+                                                       result["train"][label].items()), file=sys.stderr)  # fmt: skip
+            write(result, args.output)  # a run cut off by a time limit keeps what it measured
+            last = time.perf_counter() - start
+        for i, rows in enumerate(args.generate_rows):
+            label = f"{rows} sentences"
+            if not budget.allows(0):
+                budget.cut.append(f"generate {label}: not run (budget {args.budget:.0f} s)")
+                continue
+            phase = f"generate {label}"
+            batch = synthetic_batch(rows, size["vocab_size"], size["max_len"], seed=100 + i)
+            batch = {k: v.to(args.device) for k, v in batch.items()}
+            result["generate"][label] = generate_phase(models, batch, args, timer, autocast, budget, phase)
+            print(f"bench_gpu: {phase}: " + ", ".join(f"{n} {r['ratio_to_marian']:.2f}x" for n, r in
+                                                       result["generate"][label].items()), file=sys.stderr)  # fmt: skip
+            write(result, args.output)
+        if args.variable_steps and not budget.allows(0):
+            budget.cut.append(f"variable shapes: not run (budget {args.budget:.0f} s)")
+        elif args.variable_steps:
+            phase = "variable shapes"
+            result["variable"] = variable_shapes.run_phase(models, args, size, timer, autocast, synthetic_batch,
+                                                           inputs_for, real_tokens, budget)  # fmt: skip
+            print("bench_gpu: variable shapes: " + ", ".join(
+                f"{n} {r.get('ratio_to_marian', 1):.2f}x ({r['graphs']} graphs, {r['recompiles']} recompiles"
+                f"{', FALLBACK' if r['fallback'] else ''})" for n, r in result["variable"]["models"].items()),
+                file=sys.stderr)  # fmt: skip
+            write(result, args.output)
+        compiled = [name for name in args.compile if name in models]
+        if compiled and not budget.allows(COMPILE_SECONDS * len(compiled)):
+            result["skipped"]["compile"] = (f"about {COMPILE_SECONDS} s per compiled model did not fit in --budget "
+                                            f"{args.budget:.0f} s ({budget.spent():.0f} s spent)")  # fmt: skip
+        elif compiled:
+            phase = "compile"
+            rows = rows_for_tokens(args.train_tokens[0], size["max_len"])
+            batch = synthetic_batch(rows, size["vocab_size"], size["max_len"])
+            batch = {k: v.to(args.device) for k, v in batch.items()}
+            result["compile"] = compile_phase(models, batch, args, timer, autocast)
+    except (KeyboardInterrupt, Interrupted) as stop:
+        name = "SIGINT" if isinstance(stop, KeyboardInterrupt) else str(stop)
+        budget.cut.append(f"{phase}: interrupted by {name} after {budget.spent():.0f} s; the phases after it not run")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     result["targets"] = targets(result)
     result["seconds"] = time.perf_counter() - started
-    result["complete"] = True
+    result["complete"] = not budget.cut
     write(result, args.output)
     met = sum(t["met"] for t in result["targets"])
-    print(f"bench_gpu: {met} of {len(result['targets'])} targets met; {args.output} ({result['seconds']:.0f} s)",
-          file=sys.stderr)  # fmt: skip
+    print(f"bench_gpu: {met} of {len(result['targets'])} targets met; {args.output} ({result['seconds']:.0f} s)"
+          + ("" if result["complete"] else f"; INCOMPLETE: {'; '.join(budget.cut)}"), file=sys.stderr)  # fmt: skip
+    if any("interrupted" in cut for cut in budget.cut):
+        return 130
     return 0 if all(math.isfinite(r["median_seconds"]) for p in result["train"].values() for r in p.values()) else 1
 
 

@@ -100,8 +100,12 @@ class CompileWatch:
         }  # fmt: skip
 
 
-def run_phase(models: dict, args, size: dict, timer, autocast, make_batch, inputs_for, real_tokens) -> dict:
-    """The phase for the models of `MODELS` that `models` has: `{"plan": ..., "models": {name: row}}`."""
+def run_phase(
+    models: dict, args, size: dict, timer, autocast, make_batch, inputs_for, real_tokens, budget=None
+) -> dict:
+    """The phase for the models of `MODELS` that `models` has: `{"plan": ..., "models": {name: row}}`. With a
+    `budget` (bench_gpu.Budget), a model starts only if as long a run as the longest so far still fits; the models
+    left out are noted in its `cut`."""
     import torch
 
     cuda = args.device.startswith("cuda")
@@ -142,7 +146,12 @@ def run_phase(models: dict, args, size: dict, timer, autocast, make_batch, input
                 peaks[kind] = max(peaks[kind], torch.cuda.max_memory_allocated() - before)
         return seconds, peaks
 
-    for name in [m for m in MODELS if m in models]:
+    names, longest = [m for m in MODELS if m in models], 0.0
+    for i, name in enumerate(names):
+        if budget is not None and not budget.allows(longest):
+            budget.cut.append(f"variable shapes: {', '.join(names[i:])} not run (budget {budget.seconds:.0f} s)")
+            break
+        started = time.perf_counter()
         model = models[name]
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6)  # weights hardly move
         with CompileWatch() as watch:
@@ -156,6 +165,7 @@ def run_phase(models: dict, args, size: dict, timer, autocast, make_batch, input
         }  # fmt: skip
         optimizer.zero_grad(set_to_none=True)
         del optimizer
+        longest = max(longest, time.perf_counter() - started)
     marian = out["models"].get("marian")
     for row in out["models"].values():
         if marian:

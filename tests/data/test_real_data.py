@@ -1,21 +1,20 @@
 """Slow tests on the real corpora in ../shared/data (read in place, never copied): every Multi30k validation
 sentence with its spaCy parse maps onto subwords of a tokenizer trained on the fly, and a PASCAL model runs on it."""
 
-from pathlib import Path
-
+import needs
 import pytest
 import torch
 
 from hf_syntax_mt.data import ConllParser, DataCollatorForSyntaxMT, align_parse
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+DATA = needs.SHARED_DATA
 CONLLU = DATA / "multi30k-parsed" / "val.fr.conllu.gz"
 TEXT = DATA / "multi30k" / "val.fr"
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not CONLLU.exists(), reason="../shared/data/multi30k-parsed is not present"),
+    needs.skip_without_data("multi30k-parsed/val.fr.conllu.gz"),
 ]
 
 

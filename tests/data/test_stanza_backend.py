@@ -11,9 +11,10 @@ import pickle
 import shutil
 from pathlib import Path
 
+import needs
 import pytest
 
-pytest.importorskip("stanza")
+needs.package("stanza")
 
 from stanza_tiny import build_tiny_model  # noqa: E402
 
@@ -250,7 +251,7 @@ def test_a_package_without_mwt_loads_without_it(stanza_tiny, tiny_parser, tmp_pa
 # --------------------------------------------------------------------------------------------------------------
 ROOT = Path(__file__).resolve().parents[2]
 TRAINED = Path(os.environ.get("HF_SYNTAX_MT_STANZA_EN", ROOT / "runs" / "stanza_en"))
-EWT_DEV = ROOT.parent / "shared" / "data" / "ud" / "UD_English-EWT" / "en_ewt-ud-dev.conllu"
+EWT_DEV = needs.SHARED_DATA / "ud" / "UD_English-EWT" / "en_ewt-ud-dev.conllu"
 #: measured here (2026-11-28) with the committed run of stanza_english.py, on the first 400 EWT dev sentences parsed
 #: from raw text: 90.25% of them come out with the gold words, and on those the UAS is 59.4% (3,440 / 5,793 words);
 #: the floors leave room for a retrained model's variation (the settings are small: stanza_english.json)
@@ -265,8 +266,7 @@ def test_trained_ewt_model_parses_dev_above_its_floor():
 
     if not (TRAINED / "resources.json").is_file():
         pytest.skip(f"no trained English stanza model in {TRAINED} (python benchmarks/data/stanza_english.py)")
-    if not EWT_DEV.is_file():
-        pytest.skip(f"UD English-EWT dev is not at {EWT_DEV}")
+    needs.shared_data(EWT_DEV.relative_to(needs.SHARED_DATA).as_posix())
     gold = read_conllu(EWT_DEV)[:400]
     parser = get_parser("stanza", lang="en", model_dir=str(TRAINED))
     predicted = parser.parse([g.text for g in gold])

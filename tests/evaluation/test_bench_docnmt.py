@@ -8,6 +8,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+import needs
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -15,11 +16,11 @@ from safetensors.torch import load_file
 from hf_syntax_mt.methods.document_context import is_document_parameter
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT.parent / "shared" / "data"
+DATA = needs.SHARED_DATA
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not (DATA / "docnmt-en-de").is_dir(), reason="../shared/data/docnmt-en-de is not present"),
+    needs.skip_without_data("docnmt-en-de"),
 ]
 
 

@@ -4,6 +4,7 @@ import json
 import shutil
 from pathlib import Path
 
+import needs
 import pytest
 import torch
 
@@ -12,8 +13,8 @@ from hf_syntax_mt.demo.synthetic_corpus import contrastive_examples, generate_do
 from hf_syntax_mt.evaluation.contrastive import load_discevalmt, score_contrastive
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
-DISCEVALMT = Path(__file__).resolve().parents[3] / "shared" / "data" / "discevalmt-en-fr"
-needs_discevalmt = pytest.mark.skipif(not DISCEVALMT.is_dir(), reason=f"DiscEvalMT not found at {DISCEVALMT}")
+DISCEVALMT = needs.SHARED_DATA / "discevalmt-en-fr"
+needs_discevalmt = needs.skip_without_data("discevalmt-en-fr")
 TINY = dict(d_model=16, layers=2, heads=4, ffn_dim=32, max_position_embeddings=64, dropout=0.0, init_std=0.3)
 
 

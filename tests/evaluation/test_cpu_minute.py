@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import needs
 import pytest
 import sacrebleu
 
@@ -15,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: 
 
 from benchmarks.studies import cpu_minute as cm  # noqa: E402
 
-pytest.importorskip("sacremoses")
+needs.package("sacremoses")
 
 
 def test_the_anchor_scale_lowercases_and_splits_punctuation_as_moses_does():

@@ -1,5 +1,6 @@
 """Tests of evaluation: scores equal sacrebleu's functional API, buckets, table, signatures."""
 
+import needs
 import pytest
 import sacrebleu
 
@@ -124,11 +125,17 @@ def test_bucket_scores_rejects_misaligned_lengths():
 
 
 def test_signature():
-    from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
+    import hf_syntax_mt
+
+    try:
+        installed = version("hf-syntax-mt")
+    except PackageNotFoundError:  # run from src/ without installing it (the GPU check): the source tree's version
+        installed = hf_syntax_mt.__version__
     sig = signature(variant="pascal(layer0:4 heads,sigma=1.0)", parser="gold", seed=0)
-    assert sig == f"hf-syntax-mt:{version('hf-syntax-mt')}|variant:pascal(layer0:4 heads,sigma=1.0)|parser:gold|seed:0"
-    assert signature() == f"hf-syntax-mt:{version('hf-syntax-mt')}"
+    assert sig == f"hf-syntax-mt:{installed}|variant:pascal(layer0:4 heads,sigma=1.0)|parser:gold|seed:0"
+    assert signature() == f"hf-syntax-mt:{installed}"
     with pytest.raises(ValueError, match="must not contain"):
         signature(parser="a|b")
 
@@ -201,6 +208,7 @@ def _tok(text):
 
 @pytest.mark.parametrize("hyp, ref", RIBES_CASES)
 def test_sentence_ribes_equals_nltk(hyp, ref):
+    needs.package("nltk")
     from nltk.translate.ribes_score import sentence_ribes as nltk_sentence_ribes
     from nltk.translate.ribes_score import word_rank_alignment as nltk_worder
 
@@ -213,6 +221,7 @@ def test_sentence_ribes_equals_nltk(hyp, ref):
 
 
 def test_corpus_ribes_equals_nltk_on_a_corpus():
+    needs.package("nltk")
     from nltk.translate.ribes_score import corpus_ribes as nltk_corpus_ribes
 
     from hf_syntax_mt.evaluation import corpus_ribes

@@ -192,3 +192,106 @@ def test_given_flags_are_kept_not_replaced(bench, tmp_path):
     assert (args.rounds, args.steps, args.variable_steps) == (7, 3, 0)  # 0: the phase is skipped, as asked
     default = bench.parse_args(["--device", "cpu", *out])
     assert (default.rounds, default.steps, default.variable_steps, default.variable_tokens) == (2, 1, 6, 300)
+
+
+def test_quick_at_transformer_base_runs_a_short_variable_phase(bench, tmp_path):
+    """The first H200 run's quick mode (16 variable-shape steps after the training phases) ran past its 120 s; now 6."""
+    args = bench.parse_args(["--device", "cpu", "--size", "base", "--quick", "--output", str(tmp_path / "b.json")])
+    assert (args.variable_steps, args.rounds, args.steps, args.generate_rows) == (6, 3, 5, [64])
+
+
+def test_the_budget_allows_work_that_ends_its_margin_before_the_end(bench):
+    import time
+
+    budget = bench.Budget(100.0, time.perf_counter() - 85.0)  # 85 s spent of 100: 10 s margin, 5 s left
+    assert budget.allows(4.0) and not budget.allows(6.0)
+    assert bench.Budget(None, time.perf_counter() - 1e6).allows(1e6)  # no --budget: never cut
+    short = bench.Budget(5.0, time.perf_counter() - 4.0)  # a budget under 100 s keeps a tenth as its margin
+    assert short.allows(0.4) and not short.allows(0.6)
+
+
+def test_a_run_over_its_budget_is_cut_at_unit_boundaries_and_says_so(bench, tmp_path, monkeypatch):
+    """A budget spent from the start: the first training batch runs one round (at least one is timed); the second
+    batch, generation, the variable-shape phase and compile are cut, each named in `cut`, or skipped; the JSON is not
+    `complete`."""
+    monkeypatch.setattr(bench.Budget, "spent", lambda self: self.seconds)
+    out = tmp_path / "b.json"
+    argv = ["--device", "cpu", "--quick", "--only", "none", "--budget", "100", "--compile", "none"]
+    assert bench.main([*argv, "--output", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert not data["complete"] and data["budget_seconds"] == 100.0
+    (label,) = data["train"]
+    assert all(len(row["seconds"]) == 1 for row in data["train"][label].values())
+    assert data["generate"] == {} and data["variable"] == {} and data["compile"] == {}
+    cut = data["cut"]
+    assert cut[0] == f"train {label}: 1 of {data['rounds']} rounds (budget 100 s)"
+    assert cut[1].startswith("train ") and cut[1].endswith(" tokens: not run (budget 100 s)")
+    assert cut[2:] == ["generate 4 sentences: not run (budget 100 s)", "variable shapes: not run (budget 100 s)"]
+    assert data["skipped"]["compile"].startswith("about 60 s per compiled model did not fit in --budget 100 s")
+    assert "## Cut (the run is incomplete)" in out.with_suffix(".md").read_text()
+
+
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
+def test_a_time_limit_signal_stops_the_run_and_writes_what_it_measured(tmp_path, signum):
+    """What `timeout` sends (the GPU check: SIGINT): the run stops where it is, writes the JSON with the training
+    batch it finished, `complete` false and where it stopped, and exits 130."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    out = tmp_path / "b.json"
+    command = [sys.executable, str(ROOT / "benchmarks" / "gpu" / "bench_gpu.py"), "--device", "cpu", "--only", "none",
+               "--rounds", "50", "--output", str(out)]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    run = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    lines = []
+    for line in run.stderr:  # the first training batch is written: stop it in the second
+        lines.append(line)
+        if line.startswith("bench_gpu: train"):
+            run.send_signal(getattr(signal, signum))
+            break
+    lines += run.stderr.readlines()
+    assert run.wait(timeout=120) == 130, "".join(lines)
+    data = json.loads(out.read_text())
+    assert not data["complete"] and len(data["train"]) == 1
+    assert (
+        len(data["cut"]) == 1 and f"interrupted by {signum}" in data["cut"][0] and data["cut"][0].startswith("train")
+    )
+    assert "INCOMPLETE" in lines[-1]
+
+
+def test_models_made_on_meta_and_initialised_once_equal_a_plain_build(bench):
+    """`build_models` makes each model on `meta` and initialises it on the device once: every parameter and buffer
+    of a plain build (made and initialised on the CPU) is there with its shape, finite; the buffers, Marian's
+    sinusoidal positions and every weight a plain build initialises to a constant (biases 0, norms 1, bi-affine
+    U = I, tree-bias weights) are equal; the output embedding stays tied to the input one."""
+    import torch
+    from transformers import MarianConfig, MarianMTModel
+
+    from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
+
+    size = bench.SIZES["tiny"]
+    names = list(bench.method_configs(size["layers"], size["heads"]))
+    built = bench.build_models(names, size, "cpu")
+    base = dict(vocab_size=size["vocab_size"], d_model=size["d_model"], encoder_layers=size["layers"],
+                decoder_layers=size["layers"], encoder_attention_heads=size["heads"],
+                decoder_attention_heads=size["heads"], encoder_ffn_dim=size["ffn_dim"], decoder_ffn_dim=size["ffn_dim"],
+                max_position_embeddings=256, pad_token_id=1, eos_token_id=0, decoder_start_token_id=1,
+                forced_eos_token_id=None, dropout=0.1, attention_dropout=0.0, activation_dropout=0.0)  # fmt: skip
+    configs = bench.method_configs(size["layers"], size["heads"])
+    constants = 0
+    for name, model in built.items():
+        plain = MarianMTModel(MarianConfig(**base)) if name == "marian" else \
+            SyntaxMTForConditionalGeneration(SyntaxMTConfig(**base, **configs[name]))  # fmt: skip
+        ours, theirs = dict(model.named_parameters()), dict(plain.named_parameters())
+        assert {n: p.shape for n, p in ours.items()} == {n: p.shape for n, p in theirs.items()}, name
+        assert all(torch.isfinite(p).all() and p.device.type == "cpu" for p in ours.values()), name
+        for n, b in plain.named_buffers():
+            assert torch.equal(dict(model.named_buffers())[n], b), (name, n)
+        for n, p in theirs.items():
+            if "embed_positions" in n or (p.numel() > 1 and torch.all(p == p.flatten()[0])) or "biaffine_u" in n:
+                assert torch.equal(ours[n], p), (name, n)
+                constants += 1
+        assert model.lm_head.weight.data_ptr() == model.model.shared.weight.data_ptr(), name
+    assert constants > 100 and any("biaffine_u" in n for m in built.values() for n, _ in m.named_parameters())

