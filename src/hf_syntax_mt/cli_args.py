@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
+import sys
 
 from .errors import UserError
 
@@ -329,6 +331,48 @@ def check_args(args: argparse.Namespace) -> None:
         )
     elif args.command == "align" and args.input and (args.src or args.tgt):
         raise UserError("align: give --input (one 'source ||| target' file) or --src and --tgt, not both")
+    check_device(getattr(args, "device", None))
+
+
+def _torch_build() -> dict[str, str | None] | None:
+    """What the installed torch was built with (``torch/version.py``: ``cuda``, ``hip``), read as text without
+    importing torch (seconds); None where the file cannot be read."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("torch")
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        path = os.path.join(next(iter(spec.submodule_search_locations)), "version.py")
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+    except (OSError, ImportError, ValueError):
+        return None
+    found = {}
+    for name in ("cuda", "hip"):
+        match = re.search(rf"^{name}\s*(?::[^=]*)?=\s*(None|'[^']*'|\"[^\"]*\")\s*$", source, re.M)
+        if match is None:
+            return None  # another layout: leave the check to torch
+        found[name] = None if match.group(1) == "None" else match.group(1)[1:-1]
+    return found
+
+
+def check_device(name: str | None) -> None:
+    """``--device NAME`` checked before torch is imported, where the answer is certain without it: a name that is no
+    device, ``cuda`` with a torch built without CUDA (nor ROCm), ``mps`` off macOS. Whether a CUDA build sees a GPU
+    is left to `inference.resolve_device` (it needs torch)."""
+    if name is None:
+        return
+    choices = "cpu, cuda, cuda:N or mps"  # inference.DEVICE_CHOICES
+    if not re.fullmatch(r"(cpu|mps)(:0)?|cuda(:\d+)?", name):
+        raise UserError(f"--device {name}: not a device; give {choices}")
+    if name.startswith("cuda"):
+        build = _torch_build()
+        if build is not None and build["cuda"] is None and build["hip"] is None:
+            raise UserError(f"--device {name}: the installed torch is built without CUDA (a CPU build), so it sees no "
+                            "CUDA device; use --device cpu, leave --device out, or install a CUDA build of torch")  # fmt: skip
+    if name.startswith("mps") and sys.platform != "darwin":
+        raise UserError(f"--device {name}: MPS (Apple GPU) is only on macOS; use --device cpu")
 
 
 def split_debug(argv: list[str], environ=None) -> tuple[list[str], bool]:

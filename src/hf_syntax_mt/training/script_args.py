@@ -36,6 +36,15 @@ SIZE_DEFAULTS = {
 }
 
 
+#: the least value of each numeric flag of the model and data arguments (`check_minimums`; `train_help` keeps them to
+#: check a command line before transformers is imported)
+MODEL_MINIMUMS = {"vocab_size": 1, "tokenizer_min_frequency": 1, "d_model": 1, "encoder_layers": 1, "decoder_layers": 1,
+                  "attention_heads": 1, "ffn_dim": 1, "max_position_embeddings": 2, "context_sentences": 0}  # fmt: skip
+DATA_MINIMUMS = {"max_source_length": 2, "max_target_length": 2, "max_train_samples": 1, "max_eval_samples": 1,
+                 "max_predict_samples": 1, "preprocessing_num_workers": 1}  # fmt: skip
+MINIMUMS = {**MODEL_MINIMUMS, **DATA_MINIMUMS}
+
+
 def check_minimums(arguments, **minimums: int) -> None:
     """Each given numeric flag at least its minimum (None: not given), else a `UserError` naming the flag."""
     for name, minimum in minimums.items():
@@ -110,8 +119,7 @@ class ModelArguments:
     )  # fmt: skip
 
     def __post_init__(self):
-        check_minimums(self, vocab_size=1, tokenizer_min_frequency=1, d_model=1, encoder_layers=1, decoder_layers=1,
-                       attention_heads=1, ffn_dim=1, max_position_embeddings=2, context_sentences=0)  # fmt: skip
+        check_minimums(self, **MODEL_MINIMUMS)
 
     def syntax_options(self) -> dict[str, Any]:
         names = ("encoder_pascal_heads", "pascal_sigma", "pascal_weighting", "parent_ignoring", "label_smoothing",
@@ -197,8 +205,7 @@ class DataArguments:
     )
 
     def __post_init__(self):
-        check_minimums(self, max_source_length=2, max_target_length=2, max_train_samples=1, max_eval_samples=1,
-                       max_predict_samples=1, preprocessing_num_workers=1)  # fmt: skip
+        check_minimums(self, **DATA_MINIMUMS)
 
 
 @dataclass
