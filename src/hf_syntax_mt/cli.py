@@ -106,6 +106,18 @@ def _random_contexts(args: argparse.Namespace, lines: list[str], documents, k: i
     return contexts
 
 
+def _decoding_line(model, num_beams: int | None) -> str:
+    """The decoding `translate` uses, on stderr: the model's generation config (what the training run's test scores
+    were decoded with) unless ``--num-beams`` overrides its beams."""
+    from hf_syntax_mt.generation_defaults import decoding, fill_generation_defaults
+
+    fill_generation_defaults(model)  # a model saved before the defaults: what generate() will use
+    config = model.generation_config
+    given = num_beams is not None
+    text = decoding(num_beams if given else config.num_beams, config.max_length)
+    return f"decoding: {text} ({'--num-beams; the length limit from ' if given else ''}the model's generation config)"
+
+
 def _translate(args: argparse.Namespace) -> int:
     """Translate a file line by line, or document by document with the model's own context (`--docids`,
     `--documents blank-lines`); one output line per input line."""
@@ -155,10 +167,12 @@ def _translate(args: argparse.Namespace) -> int:
     if args.bf16:
         check_bf16(translator.device)
     print(device_line(translator.device, args.bf16), file=sys.stderr)
+    generate = {} if args.num_beams is None else {"num_beams": args.num_beams}  # else the model's generation config
+    print(_decoding_line(translator.model, args.num_beams), file=sys.stderr)
     try:
         with bf16_autocast(translator.device, args.bf16):
             outputs = translate_lines(translator, lines, documents, use_context=not args.no_context,
-                                      contexts=contexts, batch_size=args.batch_size, num_beams=args.num_beams)  # fmt: skip
+                                      contexts=contexts, batch_size=args.batch_size, **generate)  # fmt: skip
     except ValueError as e:
         from hf_syntax_mt.data.parsers import MissingParseError
 

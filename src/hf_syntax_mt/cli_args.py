@@ -176,7 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
         "refused unless --no-context). A sentence-level model given documents translates them sentence by sentence. "
         "A progress bar shows on stderr from 100 sentences on.",
     )  # fmt: skip
-    t.add_argument("--model", required=True)
+    t.add_argument("--model", required=True, help="a saved model's directory (the one holding config.json: a training "
+                   "run's --output_dir, or what save_pretrained wrote)")  # fmt: skip
     t.add_argument("--input", default="-", help="text file, one sentence a line (default: standard input)")
     t.add_argument("--output", default="-", help="one translation a line, aligned with --input (default: stdout)")
     docs = t.add_mutually_exclusive_group()
@@ -193,7 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--parser", choices=["stanza", "spacy", "conllu"], help="override the parser recorded in the model")
     t.add_argument("--parser-model", help="spaCy package, stanza language or CoNLL-U path for --parser")
     t.add_argument("--batch-size", type=POSITIVE, default=16, help="sentences per generate() call")
-    t.add_argument("--num-beams", type=POSITIVE, default=4, help="beam size (1: greedy decoding)")
+    t.add_argument("--num-beams", type=POSITIVE, help="beam size (1: greedy decoding; default: the model's generation "
+                   "config, which a training run writes: the decoding its test scores name)")  # fmt: skip
     _device_arguments(t, "translate")
 
     c = sub.add_parser(

@@ -106,7 +106,9 @@ def card_metadata(
 
     Args:
         model_name: the `model-index` name (the card's title).
-        scores: split name -> the dict of `evaluation.corpus_scores` (``bleu``, ``chrf`` and their signatures).
+        scores: split name -> the dict of `evaluation.corpus_scores` (``bleu``, ``chrf`` and their signatures),
+            and ``decoding`` (`generation_defaults.decoding`: beams, length limit, weights), kept beside the
+            signature in each `EvalResult`'s ``metric_args``.
         eval_datasets: split name -> the dataset it was scored on: ``type`` (a Hub dataset id, or a name without
             ``/`` for local files), ``name`` (shown on the Hub) and optionally ``config`` and ``split``. Only these
             splits become `EvalResult`s (a split without an entry, such as the last step's weights before checkpoint
@@ -137,7 +139,8 @@ def card_metadata(
                 task_type="translation", task_name="Translation", dataset_type=dataset["type"],
                 dataset_name=dataset["name"], dataset_config=dataset.get("config"), dataset_split=dataset.get("split"),
                 metric_type=metric, metric_name=metric_name, metric_value=round(float(scores[split][metric]), 2),
-                metric_args={"signature": scores[split][f"{metric}_signature"]},
+                metric_args={"signature": scores[split][f"{metric}_signature"],
+                             **({"decoding": scores[split]["decoding"]} if "decoding" in scores[split] else {})},
             ))  # fmt: skip
     codes = []
     for code in languages:
@@ -199,6 +202,8 @@ def build_model_card(
         line = f"- {split}: BLEU {s['bleu']:.2f} (`{s['bleu_signature']}`), chrF {s['chrf']:.2f} (`{s['chrf_signature']}`)"
         if "ribes" in s:
             line += f", RIBES {s['ribes']:.4f} (`{s['ribes_signature']}`)"
+        if "decoding" in s:  # beams, length limit, and which weights (the saved ones, or the ones not saved)
+            line += f"; decoded with `{s['decoding']}`"
         score_lines.append(line)
     body = TEMPLATE.format(
         title=title,

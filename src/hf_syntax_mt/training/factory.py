@@ -81,9 +81,13 @@ def build_model(config: SyntaxMTConfig | MarianConfig, seed: int = 0):
     """`SyntaxMTForConditionalGeneration` (or `MarianMTModel` for a `MarianConfig`) with seeded random weights."""
     import torch
 
+    from ..generation_defaults import fill_generation_defaults
+
     torch.manual_seed(seed)
     cls = SyntaxMTForConditionalGeneration if isinstance(config, SyntaxMTConfig) else MarianMTModel
-    return cls(config)
+    model = cls(config)
+    fill_generation_defaults(model)  # MarianMTModel too: no 20-token default length
+    return model
 
 
 def load_pretrained(model_class, path: str, config, base_config):

@@ -225,10 +225,17 @@ class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
     average_checkpoints: int = field(
         default=0,
         metadata={"help": "Average the weights of the last N checkpoints, --average_every steps apart, ending at "
-                  "max_steps (in memory), and save and score the average; the test set is also scored with the "
-                  "last step's weights (`test_last_step`). 0 = off."},
+                  "max_steps (in memory). The average and the last step's own weights are both scored on the "
+                  "validation set and the better is saved (--keep_average: the average regardless); the test set is "
+                  "scored with both (`test` the saved weights, `test_last_step` or `test_average` the other). "
+                  "0 = off."},
     )  # fmt: skip
     average_every: int = field(default=100, metadata={"help": "Steps between averaged checkpoints."})
+    keep_average: bool = field(
+        default=False,
+        metadata={"help": "With --average_checkpoints: save the average even where the last step's own weights score "
+                  "better on the validation set."},
+    )  # fmt: skip
     model_card_title: str | None = None
     model_card_limitations: str | None = None
     model_card_license: str = field(
