@@ -375,7 +375,7 @@ def _run(argv: list[str]) -> int:
     if argv and argv[0] == "train":  # HfArgumentParser owns the flags of `train`
         from hf_syntax_mt.training.script import main as train_main
 
-        return train_main(argv[1:])
+        return train_main(argv[1:], prog="hf-syntax-mt train")
     logging.basicConfig(level=logging.WARNING)
     args = build_parser().parse_args(argv)
     check_args(args)

@@ -468,14 +468,60 @@ def _default_limitations(steps: int) -> str:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of `scripts/train.py` and `hf-syntax-mt train`."""
+def _complete_checkpoint(output_dir: str) -> Path | None:
+    """The last ``checkpoint-N`` of ``output_dir`` that was written to the end (its ``trainer_state.json`` and
+    weights are there: one being written when the run was stopped is passed over)."""
+    directory = Path(output_dir)
+    if not directory.is_dir():
+        return None
+    found = [p for p in directory.glob("checkpoint-*") if p.name.split("-", 1)[1].isdigit() and p.is_dir()]
+    for checkpoint in sorted(found, key=lambda p: int(p.name.split("-", 1)[1]), reverse=True):
+        if (checkpoint / "trainer_state.json").is_file() and any(checkpoint.glob("model.safetensors*")):
+            return checkpoint
+    return None
+
+
+def interrupted_message(training_args, argv: list[str], prog: str) -> str:
+    """What a stopped run (Ctrl-C) says: the checkpoint it can resume from and the command that resumes it (the
+    same flags, ``--resume_from_checkpoint`` that checkpoint), or that none was saved yet."""
+    import shlex
+
+    checkpoint = _complete_checkpoint(training_args.output_dir)
+    if checkpoint is None:
+        save = getattr(training_args.save_strategy, "value", training_args.save_strategy)
+        when = f"every {training_args.save_steps} steps" if save == "steps" else f"--save_strategy {save}"
+        return (f"interrupted before a checkpoint was saved in {training_args.output_dir} ({when}): there is nothing "
+                "to resume; run the command again (with --overwrite_output_dir if the directory is not empty)")  # fmt: skip
+    kept, skip = [], False
+    for arg in argv:  # the same flags, without a --resume_from_checkpoint given before
+        if skip:
+            skip = False
+        elif arg == "--resume_from_checkpoint" or arg == "--resume-from-checkpoint":
+            skip = True
+        elif not arg.startswith(("--resume_from_checkpoint=", "--resume-from-checkpoint=")):
+            kept.append(arg)
+    command = shlex.join([*shlex.split(prog), *kept, "--resume_from_checkpoint", str(checkpoint)])
+    return f"interrupted; the last checkpoint is {checkpoint}: resume the run with\n  {command}"
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Entry point of `scripts/train.py` and `hf-syntax-mt train` (``prog``: how the resume command starts).
+    Stopped with Ctrl-C, it prints the checkpoint it can resume from and the command, and returns 130."""
+    import sys
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    prog = prog or (f"python {sys.argv[0]}" if sys.argv[0].endswith(".py") else "hf-syntax-mt train")
     model_args, data_args, training_args = parse_args(argv)
     logging.basicConfig(
         format="%(asctime)s - %(levelname)s - %(name)s - %(message)s",
         level=logging.INFO if training_args.should_log else logging.WARNING,
     )
-    metrics = run(model_args, data_args, training_args)
+    try:
+        metrics = run(model_args, data_args, training_args)
+    except KeyboardInterrupt:
+        if training_args.process_index == 0:
+            print(f"error: {interrupted_message(training_args, argv, prog)}", file=sys.stderr)
+        return 130
     if training_args.process_index == 0:
         print(json.dumps({k: v for k, v in metrics.items() if isinstance(v, (int, float))}, indent=2))
     return 0
