@@ -130,7 +130,22 @@ def make_decoder(tokenizer):
 
 
 def make_compute_metrics(decode):
-    """The Trainer's ``compute_metrics``: BLEU, chrF and RIBES of the decoded predictions against the labels."""
+    """The Trainer's ``compute_metrics``: BLEU, chrF and RIBES of the decoded predictions against the labels; BLEU and
+    chrF by the package's `evaluate` modules (`hf_syntax_mt.evaluate_modules.make_compute_metrics`) where the
+    optional `evaluate` package is installed, else by the same functions directly (the same numbers)."""
+
+    def ribes(hypotheses, references) -> dict:
+        from ..evaluation import corpus_ribes
+
+        return {"ribes": corpus_ribes(hypotheses, references)["ribes"]}
+
+    try:
+        from ..evaluate_modules import make_compute_metrics as built_on_modules
+
+        return built_on_modules(decode, extra=ribes)
+    except ModuleNotFoundError as error:
+        if error.name != "evaluate":
+            raise
 
     def compute_metrics(eval_preds) -> dict:
         preds, labels = eval_preds.predictions, eval_preds.label_ids
