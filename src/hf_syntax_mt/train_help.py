@@ -38,6 +38,18 @@ def source_key() -> dict:
     return {"transformers": transformers, "script_args": hashlib.sha256(SCRIPT_ARGS.read_bytes()).hexdigest()}
 
 
+class TrainHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """The train script's help: each flag's default, as `HfArgumentParser`'s formatter shows it, except where there is
+    none to show (None, a flag's False) or the help text already says it ("(default 1024)" was followed by
+    "(default: None)")."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.default in (None, False) or "default" in text.lower():
+            return text
+        return super()._get_help_string(action)
+
+
 def spec_of(parser: argparse.ArgumentParser) -> dict:
     """The help's content of a real parser: its groups and their actions (the `-h` action is argparse's own)."""
     groups = []
@@ -87,7 +99,9 @@ def parser_from_spec(spec: dict, prog: str | None = None, check: bool = False) -
     """An `argparse` parser whose help is the kept parser's (at this terminal's width); with ``check``, one that
     parses a command line as the real parser does (value types, choices; no defaults: only the given flags are
     read)."""
-    formatter = getattr(argparse, spec["formatter"])
+    formatter = (
+        TrainHelpFormatter if spec["formatter"] == "TrainHelpFormatter" else getattr(argparse, spec["formatter"])
+    )
     parser = argparse.ArgumentParser(prog=prog, formatter_class=formatter, **spec["parser"])
     defaults = {g.title: g for g in parser._action_groups}
     for group in spec["groups"]:

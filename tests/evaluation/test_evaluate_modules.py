@@ -31,10 +31,16 @@ PRED_LINKS = ["0-0 1-1 2-2", "0-1 1-0", "", "2-2 0-0"]
 GOLD_LINKS = ["0-0 1-1 2p2", "0-0 1p0", "0-0", "0-0 1-1 2-2"]
 
 OFFLINE = """
-import json, sys, evaluate
+import json, os, shutil, sys, evaluate
 from hf_syntax_mt.evaluate_modules import metric_path
-inputs = json.loads(sys.argv[1])
+inputs, lists = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 out = {name: evaluate.load(metric_path(name)).compute(**kwargs) for name, kwargs in inputs.items()}
+# transformers' run_translation.py: evaluate.load("sacrebleu") finds ./sacrebleu/sacrebleu.py before the Hub, and
+# passes one list of references per prediction
+os.makedirs("sacrebleu")
+shutil.copy(metric_path("bleu"), "sacrebleu/sacrebleu.py")
+out["run_translation"] = evaluate.load("sacrebleu").compute(**lists["one"])
+out["two_references"] = evaluate.load(metric_path("chrf")).compute(**lists["two"])
 print(json.dumps(out))
 """
 
@@ -76,14 +82,16 @@ def offline(tmp_path_factory, contrastive_cli):
     }  # fmt: skip
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "HF_HOME": str(root / "hf"), "PYTHONPATH": os.pathsep.join(sys.path)}  # fmt: skip
-    run = subprocess.run([sys.executable, "-c", OFFLINE, json.dumps(inputs)], capture_output=True, text=True,
-                         env=env, cwd=root)  # fmt: skip
+    lists = {"one": {"predictions": HYP, "references": [[r] for r in REF]},
+             "two": {"predictions": HYP, "references": [[r, b] for r, b in zip(REF, BASE, strict=True)]}}  # fmt: skip
+    run = subprocess.run([sys.executable, "-c", OFFLINE, json.dumps(inputs), json.dumps(lists)], capture_output=True,
+                         text=True, env=env, cwd=root)  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
 def test_every_shipped_metric_loads_offline(offline):
-    assert sorted(offline) == sorted(METRICS)
+    assert sorted(offline) == sorted([*METRICS, "run_translation", "two_references"])
     assert all(Path(metric_path(name)).is_file() for name in METRICS)
 
 
@@ -98,6 +106,15 @@ def test_bleu_chrf_and_the_bootstrap_equal_the_evaluate_cli(offline, tmp_path):
     significance = {k: cli["significance"][k] for k in ("bleu", "chrf")}
     assert offline["paired_bootstrap"] == significance
     assert 0 < offline["bleu"]["score"] < 100 and "nrefs:1" in offline["bleu"]["signature"]
+    # run_translation.py's way (references as lists, the module as ./sacrebleu/sacrebleu.py): the same BLEU
+    assert offline["run_translation"] == offline["bleu"]
+    # several references: sacrebleu's own multi-reference chrF
+    from sacrebleu.metrics import CHRF
+
+    chrf = CHRF()
+    two = chrf.corpus_score(HYP, [REF, BASE])
+    assert offline["two_references"] == {"score": two.score, "signature": str(chrf.get_signature()), "count": 5}
+    assert "nrefs:2" in offline["two_references"]["signature"]
 
 
 def test_contrastive_accuracy_equals_the_contrastive_cli(offline, contrastive_cli):

@@ -55,6 +55,35 @@ def load_metric(name: str, **kwargs):
     return evaluate.load(metric_path(name), **kwargs)
 
 
+def sacrebleu_score(metric: str, predictions: Sequence[str], references: Sequence) -> dict:
+    """What the ``bleu`` and ``chrf`` modules compute: ``{"score", "signature", "count"}`` of sacrebleu's corpus BLEU
+    (``metric="bleu"``) or chrF (``"chrf"``). ``references`` holds one string per prediction (`corpus_scores`, the
+    CLI's numbers), or one list of reference strings per prediction, as transformers' `run_translation.py` passes them
+    (one each: the same numbers; several: sacrebleu's multi-reference score, the same count for every prediction)."""
+    from ..evaluation.metrics import corpus_scores
+
+    if metric not in ("bleu", "chrf"):
+        raise UserError(f"sacrebleu_score: metric must be 'bleu' or 'chrf', got {metric!r}")
+    references = list(references)
+    if references and isinstance(references[0], (list, tuple)):
+        counts = {len(r) for r in references}
+        if counts == {1}:
+            references = [r[0] for r in references]
+        else:
+            if len(counts) > 1 or 0 in counts:
+                raise UserError(
+                    f"references: every prediction needs the same number of references, got {sorted(counts)}"
+                )
+            from sacrebleu.metrics import BLEU, CHRF
+
+            scorer = BLEU() if metric == "bleu" else CHRF()
+            streams = [list(stream) for stream in zip(*references, strict=True)]  # one list per reference position
+            score = scorer.corpus_score(list(predictions), streams).score
+            return {"score": float(score), "signature": str(scorer.get_signature()), "count": len(predictions)}
+    scores = corpus_scores(predictions, references)
+    return {"score": scores[metric], "signature": scores[f"{metric}_signature"], "count": scores["count"]}
+
+
 def make_compute_metrics(
     tokenizer_or_decode, metrics: Sequence[str] = ("bleu", "chrf"), extra: Callable | None = None
 ):
@@ -94,4 +123,4 @@ def make_compute_metrics(
     return compute_metrics
 
 
-__all__ = ["METRICS", "load_metric", "make_compute_metrics", "metric_path"]
+__all__ = ["METRICS", "load_metric", "make_compute_metrics", "metric_path", "sacrebleu_score"]

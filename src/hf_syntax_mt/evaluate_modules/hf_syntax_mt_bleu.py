@@ -4,7 +4,7 @@
 import datasets
 import evaluate
 
-from hf_syntax_mt.evaluation.metrics import corpus_scores
+from hf_syntax_mt.evaluate_modules import sacrebleu_score
 
 _CITATION = """@inproceedings{post-2018-call,
     title = "A Call for Clarity in Reporting {BLEU} Scores",
@@ -17,7 +17,8 @@ _CITATION = """@inproceedings{post-2018-call,
 _INPUTS = """
 Args:
     predictions: the system's translations, one string per segment.
-    references: one reference string per segment, aligned with ``predictions``.
+    references: one reference string per segment, aligned with ``predictions``, or a list of reference strings per
+        segment (the same number for each; one each gives the same score).
 Returns:
     score: corpus BLEU (sacrebleu's defaults: 13a tokenization, exponential smoothing), signature: sacrebleu's
     signature of the settings, count: the number of segments.
@@ -30,12 +31,17 @@ class HfSyntaxMtBleu(evaluate.Metric):
             description="Corpus BLEU with sacrebleu's signature, as hf-syntax-mt reports it.",
             citation=_CITATION,
             inputs_description=_INPUTS,
-            features=datasets.Features(
-                {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
-            ),  # fmt: skip
+            features=[  # one reference string per prediction, or a list of them (as run_translation.py passes)
+                datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
+                datasets.Features(
+                    {
+                        "predictions": datasets.Value("string"),
+                        "references": datasets.Sequence(datasets.Value("string"), id="references"),
+                    }
+                ),
+            ],
             reference_urls=["https://github.com/mjpost/sacrebleu"],
         )
 
     def _compute(self, predictions, references):
-        scores = corpus_scores(predictions, references)
-        return {"score": scores["bleu"], "signature": scores["bleu_signature"], "count": scores["count"]}
+        return sacrebleu_score("bleu", predictions, references)

@@ -4,7 +4,7 @@
 import datasets
 import evaluate
 
-from hf_syntax_mt.evaluation.metrics import corpus_scores
+from hf_syntax_mt.evaluate_modules import sacrebleu_score
 
 _CITATION = """@inproceedings{popovic-2015-chrf,
     title = "chr{F}: character n-gram {F}-score for automatic {MT} evaluation",
@@ -17,7 +17,8 @@ _CITATION = """@inproceedings{popovic-2015-chrf,
 _INPUTS = """
 Args:
     predictions: the system's translations, one string per segment.
-    references: one reference string per segment, aligned with ``predictions``.
+    references: one reference string per segment, aligned with ``predictions``, or a list of reference strings per
+        segment (the same number for each; one each gives the same score).
 Returns:
     score: corpus chrF (sacrebleu's defaults: character 6-grams, beta 2), signature: sacrebleu's signature,
     count: the number of segments.
@@ -30,12 +31,17 @@ class HfSyntaxMtChrf(evaluate.Metric):
             description="Corpus chrF with sacrebleu's signature, as hf-syntax-mt reports it.",
             citation=_CITATION,
             inputs_description=_INPUTS,
-            features=datasets.Features(
-                {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
-            ),  # fmt: skip
+            features=[  # one reference string per prediction, or a list of them (as run_translation.py passes)
+                datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
+                datasets.Features(
+                    {
+                        "predictions": datasets.Value("string"),
+                        "references": datasets.Sequence(datasets.Value("string"), id="references"),
+                    }
+                ),
+            ],
             reference_urls=["https://github.com/mjpost/sacrebleu"],
         )
 
     def _compute(self, predictions, references):
-        scores = corpus_scores(predictions, references)
-        return {"score": scores["chrf"], "signature": scores["chrf_signature"], "count": scores["count"]}
+        return sacrebleu_score("chrf", predictions, references)

@@ -21,7 +21,7 @@ TEMPLATE = """# {title}
 ## Method and options
 {method}
 
-Configuration (options that differ from the defaults): {options}
+Configuration (options that differ from the defaults): {options}{initialisation}
 Model size: d_model={d_model}, {encoder_layers}+{decoder_layers} layers, {heads} heads, {parameters:,} parameters.
 
 ## Data
@@ -36,7 +36,7 @@ Model size: d_model={d_model}, {encoder_layers}+{decoder_layers} layers, {heads}
 ## Use
 ```python
 from transformers import pipeline
-translate = pipeline("translation", model="{path}", trust_remote_code=True)  # the code is in this repository
+translate = pipeline("translation", model="{path}", trust_remote_code=True)  # this model's folder or Hub id
 {use}
 ```
 {use_notes}{loading}
@@ -188,6 +188,7 @@ def build_model_card(
     # only what the config switches on (a document model has no PASCAL option); `attention_init` only chose the
     # starting weights, which the checkpoint holds
     options = {k: v for k, v in described.options.items() if k != "attention_init"}
+    init_choice = described.options.get("attention_init")
     summary, use, use_notes, method_tags = _use(config)
     dropped = sorted(options)
     loading = (
@@ -212,6 +213,8 @@ def build_model_card(
         use_notes=use_notes,
         method=describe_method(config),
         options=f"`{json.dumps(options)}`" if options else "none",
+        # the signature names it: the starting weights only, which the checkpoint holds (issue 56)
+        initialisation=f"; trained from the `attention_init={init_choice}` initialisation" if init_choice else "",
         d_model=config.d_model,
         encoder_layers=config.encoder_layers,
         decoder_layers=config.decoder_layers,
@@ -239,7 +242,7 @@ def write_model_card(directory: str | Path, **kwargs) -> Path:
     """Write `README.md` (the Hub's model card, `build_model_card`) into a saved model directory. The card names the
     directory, never its local path: the card travels with the model."""
     path = Path(directory) / "README.md"
-    build_model_card(path=Path(directory).resolve().name, **kwargs).save(path)
+    build_model_card(path=f"path/to/{Path(directory).resolve().name}", **kwargs).save(path)
     return path
 
 
