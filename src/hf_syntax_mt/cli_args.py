@@ -89,6 +89,18 @@ class _HelpFormatter(argparse.HelpFormatter):
         return text
 
 
+class TrainHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """The train script's help: each flag's default, as `HfArgumentParser`'s formatter shows it, except where there is
+    none to show (None, a flag's False) or the help text already says it ("(default 1024)" was followed by
+    "(default: None)")."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.default in (None, False) or "default" in text.lower():
+            return text
+        return super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every subcommand but `train` (whose flags are `HfArgumentParser`'s: `train_help`)."""
     p = argparse.ArgumentParser(

@@ -23,6 +23,8 @@ import json
 from importlib import metadata
 from pathlib import Path
 
+from .cli_args import TrainHelpFormatter  # loaded before this module by the console script (hf_syntax_mt_cli)
+
 SPEC = Path(__file__).with_name("train_help.json")
 SCRIPT_ARGS = Path(__file__).with_name("training") / "script_args.py"
 _ACTIONS = {"_StoreAction": "store", "_StoreTrueAction": "store_true", "_StoreFalseAction": "store_false",
@@ -36,18 +38,6 @@ def source_key() -> dict:
     except metadata.PackageNotFoundError:
         transformers = None
     return {"transformers": transformers, "script_args": hashlib.sha256(SCRIPT_ARGS.read_bytes()).hexdigest()}
-
-
-class TrainHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """The train script's help: each flag's default, as `HfArgumentParser`'s formatter shows it, except where there is
-    none to show (None, a flag's False) or the help text already says it ("(default 1024)" was followed by
-    "(default: None)")."""
-
-    def _get_help_string(self, action):
-        text = action.help or ""
-        if action.default in (None, False) or "default" in text.lower():
-            return text
-        return super()._get_help_string(action)
 
 
 def spec_of(parser: argparse.ArgumentParser) -> dict:

@@ -270,7 +270,7 @@ class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
 
 def train_parser() -> HfArgumentParser:
     """The parser of the train script's flags (``hf_syntax_mt.train_help`` keeps its help for a fast ``--help``)."""
-    from ..train_help import TrainHelpFormatter  # no "(default: None)" after a help that says the default
+    from ..cli_args import TrainHelpFormatter  # no "(default: None)" after a help that says the default
 
     return HfArgumentParser(
         (ModelArguments, DataArguments, SyntaxMTTrainingArguments), formatter_class=TrainHelpFormatter
