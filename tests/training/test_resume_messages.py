@@ -101,3 +101,27 @@ def test_ctrl_c_before_the_first_checkpoint_says_there_is_nothing_to_resume(pair
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == (f"error: interrupted before a checkpoint was saved in {out} (every 5 steps): there is nothing "
                        "to resume; run the command again (with --overwrite_output_dir if the directory is not empty)")  # fmt: skip
+
+
+def test_the_resume_command_passes_over_a_checkpoint_being_written_and_replaces_an_old_resume_flag(tmp_path):
+    from types import SimpleNamespace
+
+    from hf_syntax_mt.training.script import interrupted_message
+
+    for step, complete in ((5, True), (10, True), (15, False)):  # checkpoint-15 was being written at Ctrl-C
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        (tmp_path / f"checkpoint-{step}" / "model.safetensors").write_bytes(b"")
+        if complete:
+            (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+    args = SimpleNamespace(output_dir=str(tmp_path), save_strategy="steps", save_steps=5)
+    argv = ["--output_dir", str(tmp_path), "--resume_from_checkpoint", str(tmp_path / "checkpoint-5"), "--max_steps",
+            "20"]  # fmt: skip
+    message = interrupted_message(args, argv, "python scripts/train.py")
+    assert message.splitlines()[1] == "  " + shlex.join(["python", "scripts/train.py", "--output_dir", str(tmp_path),
+                                                         "--max_steps", "20", "--resume_from_checkpoint",
+                                                         str(tmp_path / "checkpoint-10")])  # fmt: skip
+    assert interrupted_message(args, ["run.json"], "hf-syntax-mt train") == (
+        f"interrupted; the last checkpoint is {tmp_path / 'checkpoint-10'}: resume the run by adding "
+        f'"resume_from_checkpoint": "{tmp_path / "checkpoint-10"}" to run.json and running hf-syntax-mt train '
+        "run.json again"
+    )

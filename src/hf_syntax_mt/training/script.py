@@ -507,6 +507,9 @@ def interrupted_message(training_args, argv: list[str], prog: str) -> str:
         when = f"every {training_args.save_steps} steps" if save == "steps" else f"--save_strategy {save}"
         return (f"interrupted before a checkpoint was saved in {training_args.output_dir} ({when}): there is nothing "
                 "to resume; run the command again (with --overwrite_output_dir if the directory is not empty)")  # fmt: skip
+    if len(argv) == 1 and argv[0].endswith(".json"):  # the arguments in a JSON file
+        return (f"interrupted; the last checkpoint is {checkpoint}: resume the run by adding "
+                f'"resume_from_checkpoint": "{checkpoint}" to {argv[0]} and running {prog} {argv[0]} again')  # fmt: skip
     kept, skip = [], False
     for arg in argv:  # the same flags, without a --resume_from_checkpoint given before
         if skip:
