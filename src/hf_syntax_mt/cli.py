@@ -109,12 +109,11 @@ def _random_contexts(args: argparse.Namespace, lines: list[str], documents, k: i
 def _decoding_line(model, num_beams: int | None) -> str:
     """The decoding `translate` uses, on stderr: the model's generation config (what the training run's test scores
     were decoded with) unless ``--num-beams`` overrides its beams."""
-    from hf_syntax_mt.generation_defaults import decoding, fill_generation_defaults
+    from hf_syntax_mt.generation_defaults import decoding, fill_generation_defaults, max_length_of
 
     fill_generation_defaults(model)  # a model saved before the defaults: what generate() will use
-    config = model.generation_config
     given = num_beams is not None
-    text = decoding(num_beams if given else config.num_beams, config.max_length)
+    text = decoding(num_beams if given else model.generation_config.num_beams, max_length_of(model))
     return f"decoding: {text} ({'--num-beams; the length limit from ' if given else ''}the model's generation config)"
 
 

@@ -22,15 +22,42 @@ def generation_defaults(config) -> dict:
     return {"max_length": int(config.max_position_embeddings), "num_beams": DEFAULT_NUM_BEAMS}
 
 
-def fill_generation_defaults(model) -> None:
-    """In place: the `generation_defaults` of ``model.config`` in ``model.generation_config`` where it leaves them
-    unset (None); a value a checkpoint or the user set is kept."""
+def fill_generation_defaults(model, generate_kwargs: dict | None = None, length_in_config: bool = False) -> None:
+    """In place: the `generation_defaults` of ``model.config`` where nothing sets them; a value a checkpoint, the
+    training run or the caller set is kept.
+
+    The beam size goes into ``model.generation_config`` (it is saved with the model). The length limit is added to a
+    `generate()` call's ``generate_kwargs`` (as ``max_length``) when neither the call nor the generation config sets a
+    length: written into the generation config, transformers would warn on every call that passes ``max_new_tokens``
+    ("Both `max_new_tokens` and `max_length` seem to have been set"). A model whose `generate()` is not ours (a
+    `MarianMTModel` the package builds) gets it in its generation
+    config instead (``length_in_config``), as opus-mt checkpoints carry theirs."""
     generation_config, config = getattr(model, "generation_config", None), getattr(model, "config", None)
     if generation_config is None or getattr(config, "max_position_embeddings", None) is None:
         return
-    for key, value in generation_defaults(config).items():
-        if getattr(generation_config, key, None) is None:
-            setattr(generation_config, key, value)
+    defaults = generation_defaults(config)
+    if getattr(generation_config, "num_beams", None) is None:
+        generation_config.num_beams = defaults["num_beams"]
+    length_set = generation_config.max_length is not None or generation_config.max_new_tokens is not None
+    if generate_kwargs is None:
+        if length_in_config and not length_set:
+            generation_config.max_length = defaults["max_length"]
+        return
+    given = generate_kwargs.get("generation_config")
+    if length_set or any(generate_kwargs.get(k) is not None for k in ("max_length", "max_new_tokens")):
+        return
+    if given is not None and (given.max_length is not None or given.max_new_tokens is not None):
+        return
+    generate_kwargs["max_length"] = defaults["max_length"]
+
+
+def max_length_of(model) -> int | None:
+    """The length limit a model decodes with when the call sets none: its generation config's, else the default."""
+    generation_config = getattr(model, "generation_config", None)
+    length = getattr(generation_config, "max_length", None)
+    if length is None and getattr(getattr(model, "config", None), "max_position_embeddings", None) is not None:
+        return generation_defaults(model.config)["max_length"]
+    return length
 
 
 def weights_text(steps: Sequence[int], averaged: bool) -> str:
@@ -48,8 +75,8 @@ def decoding(num_beams: int | None, max_length: int | None, weights: str | None 
     return "|".join(f"{key}:{value}" for key, value in fields.items())
 
 
-def model_decoding(model_or_config, **extra: object) -> str:
-    """`decoding` of a model's generation config (a `GenerationConfig`, or a model holding one): what `translate`
-    and the pipeline use when no flag overrides it."""
-    config = getattr(model_or_config, "generation_config", model_or_config)
-    return decoding(getattr(config, "num_beams", None), getattr(config, "max_length", None), **extra)
+def model_decoding(model, **extra: object) -> str:
+    """`decoding` of a model's generation config, with the defaults where it sets none: what `translate` and the
+    pipeline use when no flag overrides it."""
+    beams = getattr(model.generation_config, "num_beams", None) or DEFAULT_NUM_BEAMS
+    return decoding(beams, max_length_of(model), **extra)

@@ -248,7 +248,7 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
         self.encoder = SyntaxMTEncoder(config)
         self.decoder = SyntaxMTDecoder(config)
         self.post_init()
-        fill_generation_defaults(self)  # a length limit within the positions and a beam size, however it is built
+        fill_generation_defaults(self)  # a beam size however it is built (the length limit: at generate())
         legacy_checkpointing(self, checkpointing)
 
     @staticmethod
@@ -366,7 +366,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         self.record_cross_layers: list[int] = []  # extra cross-attention layers to keep (`recording_alignment`)
         self.last_attention_record: AttentionRecord | None = None
         self.post_init()
-        fill_generation_defaults(self)  # a length limit within the positions and a beam size, however it is built
+        fill_generation_defaults(self)  # a beam size however it is built (the length limit: at generate())
         legacy_checkpointing(self, checkpointing)
 
     def document_parameter_names(self) -> list[str]:
@@ -521,7 +521,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         unless `forced_bos_token_id` or `decoder_input_ids` say otherwise."""
         if self.config.task_token_ids and "forced_bos_token_id" not in kwargs and "decoder_input_ids" not in kwargs:
             kwargs["forced_bos_token_id"] = self.config.task_token_ids["translate"]
-        fill_generation_defaults(self)  # a model saved before the defaults (its generation config leaves them unset)
+        fill_generation_defaults(self, kwargs)  # the beams of a model saved before the defaults; the length limit
         self._cap_generation_length(kwargs)
         return super().generate(*args, **kwargs)
 

@@ -8,11 +8,13 @@ import warnings
 import pytest
 import torch
 from datasets import Dataset
-from transformers import MarianConfig, Seq2SeqTrainer, Seq2SeqTrainingArguments, pipeline
+from transformers import GenerationConfig, MarianConfig, Seq2SeqTrainer, Seq2SeqTrainingArguments, pipeline
+from transformers.generation.utils import logger as generation_logger
+from transformers.testing_utils import CaptureLogger
 
 from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
 from hf_syntax_mt.data import DataCollatorForSyntaxMT
-from hf_syntax_mt.generation_defaults import DEFAULT_NUM_BEAMS, decoding, model_decoding
+from hf_syntax_mt.generation_defaults import DEFAULT_NUM_BEAMS, decoding, fill_generation_defaults, model_decoding
 from hf_syntax_mt.training import train_tokenizer
 from hf_syntax_mt.training.factory import build_model
 
@@ -44,9 +46,26 @@ def quickstart_model(tmp_path_factory):
     return out
 
 
-def test_the_quickstart_models_generation_config_has_a_length_and_beams(quickstart_model):
+def test_the_quickstart_models_generation_config_has_beams_and_generate_a_length_within_the_positions(
+    quickstart_model,
+):
     saved = json.loads((quickstart_model / "generation_config.json").read_text())
-    assert (saved["max_length"], saved["num_beams"]) == (48, DEFAULT_NUM_BEAMS)  # max_position_embeddings=48
+    assert saved["num_beams"] == DEFAULT_NUM_BEAMS
+    # the length limit is added per call where nothing sets one (in the file, transformers would warn whenever a
+    # call passes max_new_tokens): max_position_embeddings=48
+    assert "max_length" not in saved and "max_new_tokens" not in saved
+    model = SyntaxMTForConditionalGeneration.from_pretrained(quickstart_model)
+    kwargs = {}
+    fill_generation_defaults(model, kwargs)
+    assert kwargs == {"max_length": 48} and model_decoding(model) == "beams:4|max_length:48"
+    for given in ({"max_new_tokens": 5}, {"max_length": 10}, {"generation_config": GenerationConfig(max_length=9)}):
+        call = dict(given)
+        fill_generation_defaults(model, call)
+        assert call == given  # a length the call sets is kept
+    with warnings.catch_warnings(record=True) as caught, CaptureLogger(generation_logger) as logged:
+        warnings.simplefilter("always")
+        out = model.generate(torch.tensor([[5, 6, model.config.eos_token_id]]), max_new_tokens=3, num_beams=1)
+    assert out.shape[-1] <= 4 and not caught and "seem to have been set" not in logged.out
 
 
 def test_the_quickstart_model_translates_without_the_default_length_warning(quickstart_model):
@@ -65,7 +84,7 @@ def test_the_quickstart_model_translates_without_the_default_length_warning(quic
 def test_a_model_saved_before_the_defaults_gets_them_when_it_generates(quickstart_model, tmp_path):
     """A generation_config.json without max_length / num_beams (what the Quickstart saved before)."""
     model = SyntaxMTForConditionalGeneration.from_pretrained(quickstart_model)
-    model.generation_config.max_length = model.generation_config.num_beams = None
+    model.generation_config.num_beams = None
     model.save_pretrained(tmp_path)
     saved = json.loads((tmp_path / "generation_config.json").read_text())
     assert "max_length" not in saved and "num_beams" not in saved
@@ -86,11 +105,10 @@ def test_a_vanilla_marian_the_package_builds_has_the_defaults_and_a_checkpoints_
     assert (marian.generation_config.max_length, marian.generation_config.num_beams) == (40, DEFAULT_NUM_BEAMS)
     model = SyntaxMTForConditionalGeneration(SyntaxMTConfig(**{k: v for k, v in config.to_dict().items()
                                                                if k not in ("model_type", "transformers_version")}))  # fmt: skip
-    model.generation_config.num_beams = 6  # an opus-mt checkpoint's own
-    from hf_syntax_mt.generation_defaults import fill_generation_defaults
-
-    fill_generation_defaults(model)
-    assert (model.generation_config.max_length, model.generation_config.num_beams) == (40, 6)
+    model.generation_config.num_beams, model.generation_config.max_length = 6, 512  # an opus-mt checkpoint's own
+    kwargs = {}
+    fill_generation_defaults(model, kwargs)
+    assert (model.generation_config.max_length, model.generation_config.num_beams, kwargs) == (512, 6, {})
 
 
 def test_a_decoding_field_may_not_break_the_signature():

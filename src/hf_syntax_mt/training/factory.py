@@ -86,7 +86,8 @@ def build_model(config: SyntaxMTConfig | MarianConfig, seed: int = 0):
     torch.manual_seed(seed)
     cls = SyntaxMTForConditionalGeneration if isinstance(config, SyntaxMTConfig) else MarianMTModel
     model = cls(config)
-    fill_generation_defaults(model)  # MarianMTModel too: no 20-token default length
+    # MarianMTModel too (its length limit in its generation config: no generate() of ours adds it per call)
+    fill_generation_defaults(model, length_in_config=cls is MarianMTModel)
     return model
 
 
