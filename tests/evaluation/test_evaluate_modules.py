@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+import hf_syntax_mt
 from hf_syntax_mt.cli import main
 from hf_syntax_mt.demo.synthetic_corpus import generate_documents
 from hf_syntax_mt.evaluate_modules import METRICS, make_compute_metrics, metric_path
@@ -81,7 +82,10 @@ def offline(tmp_path_factory, contrastive_cli):
         "aer": {"predictions": PRED_LINKS, "references": GOLD_LINKS},
     }  # fmt: skip
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "HF_HOME": str(root / "hf"), "PYTHONPATH": os.pathsep.join(sys.path)}  # fmt: skip
+           "HF_HOME": str(root / "hf"), "HF_MODULES_CACHE": str(root / "hf" / "modules"),
+           # the package's own folder only: this process's sys.path may hold another modules cache (an
+           # `evaluate_modules` package of its own, from a metric loaded here before)
+           "PYTHONPATH": os.pathsep.join([str(Path(hf_syntax_mt.__file__).parents[1]), os.environ.get("PYTHONPATH", "")])}  # fmt: skip
     lists = {"one": {"predictions": HYP, "references": [[r] for r in REF]},
              "two": {"predictions": HYP, "references": [[r, b] for r, b in zip(REF, BASE, strict=True)]}}  # fmt: skip
     run = subprocess.run([sys.executable, "-c", OFFLINE, json.dumps(inputs), json.dumps(lists)], capture_output=True,
