@@ -5,8 +5,9 @@ torch or transformers.
 classes on import), which takes seconds, and ``hf_syntax_mt.cli`` is inside that package. This module lives outside
 it: it loads the package's standard-library modules on their own, ``errors.py`` (the user-error types),
 ``cli_args.py`` (the parser, its flag types and `check_args`) and, for ``train``, ``train_help.py`` (the train
-script's flags, kept from `HfArgumentParser`'s: its help, and the check of a command line), under their real names, so that the package uses the same
-classes once it is imported. A command that parses and passes the checks goes to `hf_syntax_mt.cli.main`.
+script's flags, kept from `HfArgumentParser`'s: its help, and the check of a command line), under their real names,
+so that the package uses the same classes once it is imported. A command that parses and passes the checks goes to
+`hf_syntax_mt.cli.main`.
 """
 
 from __future__ import annotations

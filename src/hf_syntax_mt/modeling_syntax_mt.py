@@ -248,7 +248,6 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
         self.encoder = SyntaxMTEncoder(config)
         self.decoder = SyntaxMTDecoder(config)
         self.post_init()
-        fill_generation_defaults(self)  # a beam size however it is built (the length limit: at generate())
         legacy_checkpointing(self, checkpointing)
 
     @staticmethod
