@@ -5,7 +5,8 @@ on the gold UD trees, for a wall-clock budget. The trees read from the head (`hf
 scored (UAS) against the gold trees of the treebank's test file, next to the untrained model and two trivial
 baselines (every word attached to its left / right neighbour).
 
-    python scripts/probe_dbsa_ud.py --treebank ../shared/data/ud/UD_English-EWT --budget 300
+    git clone --depth 1 https://github.com/UniversalDependencies/UD_English-EWT
+    python scripts/probe_dbsa_ud.py --treebank UD_English-EWT --budget 300
 
 Writes the figures as JSON (default runs/probe_dbsa_ud.json).
 """
@@ -41,7 +42,8 @@ def neighbour_baseline(sentences, side: int) -> dict:
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--treebank", default="../shared/data/ud/UD_English-EWT")
+    p.add_argument("--treebank", required=True, help="a UD treebank's folder (its *-ud-train.conllu and "
+                   "*-ud-test.conllu), e.g. a git clone of github.com/UniversalDependencies/UD_English-EWT")  # fmt: skip
     p.add_argument("--train-sentences", type=int, default=6000)
     p.add_argument("--test-sentences", type=int, default=500)
     p.add_argument("--budget", type=float, default=300.0, help="training seconds")

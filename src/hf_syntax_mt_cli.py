@@ -4,9 +4,10 @@ torch or transformers.
 `import hf_syntax_mt` imports torch and transformers (the package registers its classes with transformers' Auto
 classes on import), which takes seconds, and ``hf_syntax_mt.cli`` is inside that package. This module lives outside
 it: it loads the package's standard-library modules on their own, ``errors.py`` (the user-error types),
-``cli_args.py`` (the parser, its flag types and `check_args`) and, for ``train --help``, ``train_help.py`` (the
-train script's help, kept from `HfArgumentParser`'s), under their real names, so that the package uses the same
-classes once it is imported. A command that parses and passes the checks goes to `hf_syntax_mt.cli.main`.
+``cli_args.py`` (the parser, its flag types and `check_args`) and, for ``train``, ``train_help.py`` (the train
+script's flags, kept from `HfArgumentParser`'s: its help, and the check of a command line), under their real names,
+so that the package uses the same classes once it is imported. A command that parses and passes the checks goes to
+`hf_syntax_mt.cli.main`.
 """
 
 from __future__ import annotations
@@ -57,11 +58,13 @@ def main() -> int:
     argv, debug = cli_args.split_debug(sys.argv[1:])
     try:
         if argv and argv[0] == "train":
+            train_help = _load("train_help")
             if any(a in ("-h", "--help") for a in argv[1:]):
-                text = _load("train_help").fast_help()  # None where the kept help is not this installation's
+                text = train_help.fast_help()  # None where the kept help is not this installation's
                 if text is not None:
                     sys.stdout.write(text)
                     return 0
+            train_help.check_train_args(argv[1:])  # unknown flags, types, minimums: before the import
         else:
             args = cli_args.build_parser().parse_args(argv)  # help and argparse errors exit here
             cli_args.check_args(args)

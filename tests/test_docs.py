@@ -443,3 +443,8 @@ def test_the_train_on_your_own_two_files_example_runs_as_written(tmp_path, monke
     expected = corpus_scores(hypotheses, references)
     assert got["BLEU"] == pytest.approx(expected["bleu"], abs=0.05)
     assert got["chrF2"] == pytest.approx(expected["chrf"], abs=0.05)
+    # issue 56: one model, one BLEU. `train` recorded 3.76 where `translate` + sacrebleu gave 6.4 (greedy against 4
+    # beams); both decode with the model's generation config now, and the run's score names it
+    assert hypotheses == (out / "test_generations.txt").read_text(encoding="utf-8").splitlines()
+    assert got["BLEU"] == pytest.approx(info["scores"]["test"]["bleu"], abs=0.05)
+    assert info["scores"]["test"]["decoding"] == "beams:4|max_length:128|weights:last(4)"

@@ -66,7 +66,9 @@ def check_treebanks(data: Path, verify: bool = True) -> dict[str, str]:
     for rel, (_, digest) in TREEBANKS.items():
         path = data / rel
         if not path.is_file():
-            raise SystemExit(f"missing treebank {path}: the German parser trains on ../shared/data/ud (see --data)")
+            raise SystemExit(
+                f"missing treebank {path}: the German parser trains on DATA/ud (--data DATA; docs/data.md)"
+            )
         if verify and sha256_file(path) != digest:
             raise SystemExit(f"{path}: sha256 differs from the file multi30k-parsed's parser was trained on ({digest}); "
                              "the rebuilt parser would not be that parser")  # fmt: skip
@@ -188,7 +190,8 @@ def ensure(data: str | Path = DATA, output: str | Path = DEFAULT_OUTPUT, progres
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", default=str(DATA), help="the shared data directory")
+    p.add_argument("--data", required=True, help="the folder holding ud/UD_German-GSD and ud/UD_German-PUD (git clones "
+                   "of github.com/UniversalDependencies: docs/data.md)")  # fmt: skip
     p.add_argument("--output", default=str(DEFAULT_OUTPUT), help="where the model is trained (outside git)")
     p.add_argument("--results", default=str(RESULTS / "german_parser" / "german_parser.json"))
     p.add_argument("--force", action="store_true", help="train again even when --output has a model")

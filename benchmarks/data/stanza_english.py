@@ -41,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))  # the package of this checkout
-from benchmarks.common import DATA, RESULTS, ROOT, sha256_file, software, write_json  # noqa: E402
+from benchmarks.common import RESULTS, ROOT, sha256_file, software, write_json  # noqa: E402
 
 DEFAULT_OUTPUT = ROOT / "runs" / "stanza_en"
 PACKAGE = "ewt"
@@ -84,7 +84,7 @@ def treebanks(data: Path) -> dict[str, Path]:
         path = data / EWT / name
         if not path.is_file():
             raise SystemExit(
-                f"missing treebank {path}: training reads UD English-EWT from ../shared/data/ud (see --data)"
+                f"missing treebank {path}: training reads UD English-EWT from DATA/ud (--data DATA; docs/data.md)"
             )
         out[split] = path
     return out
@@ -322,7 +322,8 @@ def _words(block: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--data", type=Path, default=DATA, help="the shared data directory (default: ../shared/data)")
+    ap.add_argument("--data", type=Path, required=True, help="the folder holding ud/UD_English-EWT (a git clone of "
+                    "github.com/UniversalDependencies/UD_English-EWT: docs/data.md)")  # fmt: skip
     ap.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="model directory (default: runs/stanza_en)")
     ap.add_argument("--force", action="store_true", help="retrain every step even if its output exists")
     ap.add_argument("--results", type=Path, default=RESULTS / "stanza_english" / "stanza_english.json")

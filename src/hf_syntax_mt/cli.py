@@ -107,6 +107,17 @@ def _random_contexts(args: argparse.Namespace, lines: list[str], documents, k: i
     return contexts
 
 
+def _decoding_line(model, num_beams: int | None) -> str:
+    """The decoding `translate` uses, on stderr: the model's generation config (what the training run's test scores
+    were decoded with) unless ``--num-beams`` overrides its beams."""
+    from hf_syntax_mt.generation_defaults import decoding, fill_generation_defaults, max_length_of
+
+    fill_generation_defaults(model)  # a model saved before the defaults: what generate() will use
+    given = num_beams is not None
+    text = decoding(num_beams if given else model.generation_config.num_beams, max_length_of(model))
+    return f"decoding: {text} ({'--num-beams; the length limit from ' if given else ''}the model's generation config)"
+
+
 def _translate(args: argparse.Namespace) -> int:
     """Translate a file line by line, or document by document with the model's own context (`--docids`,
     `--documents blank-lines`); one output line per input line."""
@@ -158,10 +169,12 @@ def _translate(args: argparse.Namespace) -> int:
     if args.bf16:
         check_bf16(translator.device)
     print(device_line(translator.device, args.bf16), file=sys.stderr)
+    generate = {} if args.num_beams is None else {"num_beams": args.num_beams}  # else the model's generation config
+    print(_decoding_line(translator.model, args.num_beams), file=sys.stderr)
     try:
         with bf16_autocast(translator.device, args.bf16):
             outputs = translate_lines(translator, lines, documents, use_context=not args.no_context,
-                                      contexts=contexts, batch_size=args.batch_size, num_beams=args.num_beams)  # fmt: skip
+                                      contexts=contexts, batch_size=args.batch_size, **generate)  # fmt: skip
     except ValueError as e:
         from hf_syntax_mt.data.parsers import MissingParseError
 
@@ -381,7 +394,7 @@ def _run(argv: list[str]) -> int:
     if argv and argv[0] == "train":  # HfArgumentParser owns the flags of `train`
         from hf_syntax_mt.training.script import main as train_main
 
-        return train_main(argv[1:])
+        return train_main(argv[1:], prog="hf-syntax-mt train")
     logging.basicConfig(level=logging.WARNING)
     args = build_parser().parse_args(argv)
     check_args(args)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
+import sys
 
 from .errors import UserError
 
@@ -96,6 +98,18 @@ class _HelpFormatter(argparse.HelpFormatter):
         if action.option_strings and action.default not in (None, False, argparse.SUPPRESS) and "default" not in text:
             text += " (default: %(default)s)"
         return text
+
+
+class TrainHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """The train script's help: each flag's default, as `HfArgumentParser`'s formatter shows it, except where there is
+    none to show (None, a flag's False) or the help text already says it ("(default 1024)" was followed by
+    "(default: None)")."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.default in (None, False) or "default" in text.lower():
+            return text
+        return super()._get_help_string(action)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -185,7 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
         "refused unless --no-context). A sentence-level model given documents translates them sentence by sentence. "
         "A progress bar shows on stderr from 100 sentences on.",
     )  # fmt: skip
-    t.add_argument("--model", required=True)
+    t.add_argument("--model", required=True, help="a saved model's directory (the one holding config.json: a training "
+                   "run's --output_dir, or what save_pretrained wrote)")  # fmt: skip
     t.add_argument("--input", default="-", help="text file, one sentence a line (default: standard input)")
     t.add_argument("--output", default="-", help="one translation a line, aligned with --input (default: stdout)")
     docs = t.add_mutually_exclusive_group()
@@ -202,7 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--parser", choices=["stanza", "spacy", "conllu"], help="override the parser recorded in the model")
     t.add_argument("--parser-model", help="spaCy package, stanza language or CoNLL-U path for --parser")
     t.add_argument("--batch-size", type=POSITIVE, default=16, help="sentences per generate() call")
-    t.add_argument("--num-beams", type=POSITIVE, default=4, help="beam size (1: greedy decoding)")
+    t.add_argument("--num-beams", type=POSITIVE, help="beam size (1: greedy decoding; default: the model's generation "
+                   "config, which a training run writes: the decoding its test scores name)")  # fmt: skip
     _device_arguments(t, "translate")
 
     x = sub.add_parser(
@@ -355,6 +371,48 @@ def check_args(args: argparse.Namespace) -> None:
         )
     elif args.command == "align" and args.input and (args.src or args.tgt):
         raise UserError("align: give --input (one 'source ||| target' file) or --src and --tgt, not both")
+    check_device(getattr(args, "device", None))
+
+
+def _torch_build() -> dict[str, str | None] | None:
+    """What the installed torch was built with (``torch/version.py``: ``cuda``, ``hip``), read as text without
+    importing torch (seconds); None where the file cannot be read."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("torch")
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        path = os.path.join(next(iter(spec.submodule_search_locations)), "version.py")
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+    except (OSError, ImportError, ValueError):
+        return None
+    found = {}
+    for name in ("cuda", "hip"):
+        match = re.search(rf"^{name}\s*(?::[^=]*)?=\s*(None|'[^']*'|\"[^\"]*\")\s*$", source, re.M)
+        if match is None:
+            return None  # another layout: leave the check to torch
+        found[name] = None if match.group(1) == "None" else match.group(1)[1:-1]
+    return found
+
+
+def check_device(name: str | None) -> None:
+    """``--device NAME`` checked before torch is imported, where the answer is certain without it: a name that is no
+    device, ``cuda`` with a torch built without CUDA (nor ROCm), ``mps`` off macOS. Whether a CUDA build sees a GPU
+    is left to `inference.resolve_device` (it needs torch)."""
+    if name is None:
+        return
+    choices = "cpu, cuda, cuda:N or mps"  # inference.DEVICE_CHOICES
+    if not re.fullmatch(r"(cpu|mps)(:0)?|cuda(:\d+)?", name):
+        raise UserError(f"--device {name}: not a device; give {choices}")
+    if name.startswith("cuda"):
+        build = _torch_build()
+        if build is not None and build["cuda"] is None and build["hip"] is None:
+            raise UserError(f"--device {name}: the installed torch is built without CUDA (a CPU build), so it sees no "
+                            "CUDA device; use --device cpu, leave --device out, or install a CUDA build of torch")  # fmt: skip
+    if name.startswith("mps") and sys.platform != "darwin":
+        raise UserError(f"--device {name}: MPS (Apple GPU) is only on macOS; use --device cpu")
 
 
 def split_debug(argv: list[str], environ=None) -> tuple[list[str], bool]:

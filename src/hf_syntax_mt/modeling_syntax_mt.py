@@ -32,6 +32,7 @@ from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 from .compat import checkpoint_keyword_tensors, legacy_cache_warning, legacy_checkpointing, show_in_signature
 from .configuration_syntax_mt import SyntaxMTConfig
 from .errors import UserError
+from .generation_defaults import fill_generation_defaults
 from .methods.biaffine import decoder_dbsa_arcs, dependency_nll  # noqa: F401  (public names kept here)
 from .methods.builtin import BUILTIN  # noqa: F401  (registers the built-in methods)
 from .methods.document_context import (
@@ -364,6 +365,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         self.record_cross_layers: list[int] = []  # extra cross-attention layers to keep (`recording_alignment`)
         self.last_attention_record: AttentionRecord | None = None
         self.post_init()
+        fill_generation_defaults(self)  # a beam size however it is built (the length limit: at generate())
         legacy_checkpointing(self, checkpointing)
 
     def document_parameter_names(self) -> list[str]:
@@ -518,6 +520,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         unless `forced_bos_token_id` or `decoder_input_ids` say otherwise."""
         if self.config.task_token_ids and "forced_bos_token_id" not in kwargs and "decoder_input_ids" not in kwargs:
             kwargs["forced_bos_token_id"] = self.config.task_token_ids["translate"]
+        fill_generation_defaults(self, kwargs)  # the beams of a model saved before the defaults; the length limit
         self._cap_generation_length(kwargs)
         return super().generate(*args, **kwargs)
 

@@ -21,7 +21,11 @@ def test_model_card_reflects_config_and_scores(tmp_path):
     assert "encoder layer 0: 3 heads; gaussian weighting, sigma=0.5, parent ignoring q=0.1" in card
     assert f"BLEU {scores['bleu']:.2f} (`{scores['bleu_signature']}`)" in card
     assert f"{model.num_parameters():,} parameters" in card
-    assert 'pipeline("translation", model="' + tmp_path.name + '", trust_remote_code=True)' in card
+    # issue 56: a placeholder path with the folder's name (the bare name read as a Hub id), and the init the
+    # signature names shown beside the options
+    assert 'pipeline("translation", model="path/to/' + tmp_path.name + '", trust_remote_code=True)' in card
+    assert "Configuration (options that differ from the defaults): " in card
+    assert "; trained from the `attention_init=xavier` initialisation" in card and 'attention_init="xavier"' in card
     assert str(tmp_path) not in card  # the directory's name, never its local path
     # MarianMTModel.from_pretrained would drop the syntax options: the card says which, and what to load with
     assert "drops the method options (`encoder_pascal_heads`, `parent_ignoring`, `pascal_sigma`)" in card

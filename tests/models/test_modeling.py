@@ -283,8 +283,9 @@ def test_generation_attentions_under_sdpa_equal_marian_eager():
     marian = MarianMTModel(MarianConfig(**TINY, attn_implementation="eager")).eval()
     marian.load_state_dict(ours.state_dict())
     assert ours.config._attn_implementation == "sdpa" and marian.config._attn_implementation == "eager"
+    # greedy, as MarianMTModel's default (ours decodes with 4 beams unless told)
     kw = dict(input_ids=ids, attention_mask=mask, max_new_tokens=6, do_sample=False, output_attentions=True,
-              return_dict_in_generate=True)  # fmt: skip
+              return_dict_in_generate=True, num_beams=1)  # fmt: skip
     a, e = ours.generate(**kw), marian.generate(**kw)
     assert torch.equal(a.sequences, e.sequences)
     for name in ("encoder_attentions", "cross_attentions", "decoder_attentions"):

@@ -26,6 +26,7 @@ def pairs(tmp_path):
 
 
 def argv(out, data, *extra):
+    """The run's flags; --keep_average: the saved weights are the average, whatever validation says (issue 56)."""
     return ["--output_dir", str(out), "--train_file", str(data), "--validation_file", str(data), "--vanilla_marian",
             "--d_model", "32", "--encoder_layers", "1", "--decoder_layers", "1", "--attention_heads", "2",
             "--ffn_dim", "64", "--vocab_size", "100", "--tokenizer_min_frequency", "1", "--max_steps", "20",
@@ -33,7 +34,7 @@ def argv(out, data, *extra):
             "--average_checkpoints", "3", "--average_every", "5", "--save_strategy", "steps", "--save_steps", "5",
             "--eval_strategy", "steps", "--eval_steps", "10", "--max_eval_samples", "8", "--do_train", "--do_eval",
             "--generation_max_length", "8", "--report_to", "none", "--use_cpu", "--disable_tqdm", "true",
-            *extra]  # fmt: skip
+            "--keep_average", *extra]  # fmt: skip
 
 
 def test_resumed_run_equals_the_uninterrupted_one(pairs, tmp_path, monkeypatch):

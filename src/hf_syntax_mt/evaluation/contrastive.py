@@ -20,7 +20,7 @@ scores 50% there by construction; lexical choice has 22 such twins.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import torch
@@ -132,9 +132,26 @@ def score_contrastive(
     finally:
         model.train(was_training)
 
+    accuracy = contrastive_accuracy(scores[0::2].tolist(), scores[1::2].tolist(), tie_tolerance)
+    return {**accuracy, "uses_context": uses_context}
+
+
+def contrastive_accuracy(correct_scores: Sequence[float], contrastive_scores: Sequence[float],
+                         tie_tolerance: float = 1e-6) -> dict:  # fmt: skip
+    """The contrastive accuracy of scored pairs: the fraction whose correct candidate scores strictly higher than
+    its contrastive one, by more than ``tie_tolerance`` (a tie counts as wrong). What `score_contrastive` and the
+    ``hf_syntax_mt_contrastive`` evaluate module report.
+
+    Returns:
+        ``{"accuracy", "n", "correct", "ties", "results"}``, ``results[i]`` with ``correct_score``,
+        ``contrastive_score``, ``correct`` and ``tie`` of pair ``i``.
+    """
+    if len(correct_scores) != len(contrastive_scores):
+        raise UserError(f"got {len(correct_scores)} correct scores but {len(contrastive_scores)} contrastive ones: "
+                        "give one of each per example")  # fmt: skip
     results = []
-    for i in range(len(examples)):
-        good, bad = float(scores[2 * i]), float(scores[2 * i + 1])
+    for good, bad in zip(correct_scores, contrastive_scores, strict=True):
+        good, bad = float(good), float(bad)
         tie = abs(good - bad) <= tie_tolerance
         results.append(
             {"correct_score": good, "contrastive_score": bad, "correct": good > bad and not tie, "tie": tie}
@@ -145,7 +162,6 @@ def score_contrastive(
         "n": len(results),
         "correct": n_correct,
         "ties": sum(r["tie"] for r in results),
-        "uses_context": uses_context,
         "results": results,
     }
 

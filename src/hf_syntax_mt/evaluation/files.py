@@ -8,6 +8,7 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 
 from ..errors import UserError
 from .attention import attention_report
@@ -56,6 +57,28 @@ def _run_signature(model_dir: str | os.PathLike | None, hyp_path: str | os.PathL
         return model_signature(AutoConfig.from_pretrained(model_dir))
     digest = hashlib.sha256(Path(hyp_path).read_bytes()).hexdigest()[:12]
     return signature(system=Path(hyp_path).name, sha=digest)
+
+
+def model_decoding_of(model_dir: str | os.PathLike | None) -> str | None:
+    """The decoding a saved model's generation config gives (`generation_defaults.decoding`; the defaults where it
+    leaves them unset), with the weights its training run saved: what `translate` and the pipeline decode with unless
+    ``--num-beams`` says otherwise. None without a model directory (the decoding of a file of hypotheses is not
+    known)."""
+    if model_dir is None:
+        return None
+    from ..generation_defaults import decoding, generation_defaults
+
+    directory = Path(model_dir)
+    values = {}
+    if (directory / "generation_config.json").is_file():
+        values = json.loads((directory / "generation_config.json").read_text(encoding="utf-8"))
+    config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    defaults = generation_defaults(SimpleNamespace(max_position_embeddings=config.get("max_position_embeddings", 0)))
+    weights = None
+    if (directory / RUN_INFO).is_file():
+        weights = json.loads((directory / RUN_INFO).read_text(encoding="utf-8")).get("weights")
+    return decoding(values.get("num_beams") or defaults["num_beams"], values.get("max_length") or defaults["max_length"],
+                    weights)  # fmt: skip
 
 
 def evaluate_files(
@@ -109,6 +132,7 @@ def evaluate_files(
         scores = corpus_scores(lines, ref_lines)
         scores.update(corpus_ribes(lines, ref_lines))
         scores["model_signature"] = _run_signature(model_dir, path)
+        scores["decoding"] = model_decoding_of(model_dir)
         scores["file"] = str(path)
         result["systems"][name] = scores
     if sources is not None:
@@ -150,6 +174,9 @@ def format_evaluation(result: dict) -> str:
     lines += ["", f"BLEU signature: {first['bleu_signature']}", f"chrF signature: {first['chrf_signature']}",
               f"RIBES signature: {first['ribes_signature']}"]  # fmt: skip
     lines += [f"model ({name}): {s['model_signature']}" for name, s in systems.items()]
+    lines += [f"decoding ({name}): " + (f"{s['decoding']} (the model's generation config: translate's decoding "
+              "unless --num-beams)" if s.get("decoding") else "not known (give --model DIR: its generation config "
+              "is translate's decoding)") for name, s in systems.items()]  # fmt: skip
     if "buckets" in result:
         scores = {name: {k: s[k] for k in ("bleu", "chrf", "count", "bleu_signature", "chrf_signature",
                                            "model_signature")} for name, s in systems.items()}  # fmt: skip

@@ -21,7 +21,7 @@ TEMPLATE = """# {title}
 ## Method and options
 {method}
 
-Configuration (options that differ from the defaults): {options}
+Configuration (options that differ from the defaults): {options}{initialisation}
 Model size: d_model={d_model}, {encoder_layers}+{decoder_layers} layers, {heads} heads, {parameters:,} parameters.
 
 ## Data
@@ -36,7 +36,7 @@ Model size: d_model={d_model}, {encoder_layers}+{decoder_layers} layers, {heads}
 ## Use
 ```python
 from transformers import pipeline
-translate = pipeline("translation", model="{path}", trust_remote_code=True)  # the code is in this repository
+translate = pipeline("translation", model="{path}", trust_remote_code=True)  # this model's folder or Hub id
 {use}
 ```
 {use_notes}{loading}
@@ -106,7 +106,9 @@ def card_metadata(
 
     Args:
         model_name: the `model-index` name (the card's title).
-        scores: split name -> the dict of `evaluation.corpus_scores` (``bleu``, ``chrf`` and their signatures).
+        scores: split name -> the dict of `evaluation.corpus_scores` (``bleu``, ``chrf`` and their signatures),
+            and ``decoding`` (`generation_defaults.decoding`: beams, length limit, weights), kept beside the
+            signature in each `EvalResult`'s ``metric_args``.
         eval_datasets: split name -> the dataset it was scored on: ``type`` (a Hub dataset id, or a name without
             ``/`` for local files), ``name`` (shown on the Hub) and optionally ``config`` and ``split``. Only these
             splits become `EvalResult`s (a split without an entry, such as the last step's weights before checkpoint
@@ -137,7 +139,8 @@ def card_metadata(
                 task_type="translation", task_name="Translation", dataset_type=dataset["type"],
                 dataset_name=dataset["name"], dataset_config=dataset.get("config"), dataset_split=dataset.get("split"),
                 metric_type=metric, metric_name=metric_name, metric_value=round(float(scores[split][metric]), 2),
-                metric_args={"signature": scores[split][f"{metric}_signature"]},
+                metric_args={"signature": scores[split][f"{metric}_signature"],
+                             **({"decoding": scores[split]["decoding"]} if "decoding" in scores[split] else {})},
             ))  # fmt: skip
     codes = []
     for code in languages:
@@ -185,6 +188,7 @@ def build_model_card(
     # only what the config switches on (a document model has no PASCAL option); `attention_init` only chose the
     # starting weights, which the checkpoint holds
     options = {k: v for k, v in described.options.items() if k != "attention_init"}
+    init_choice = described.options.get("attention_init")
     summary, use, use_notes, method_tags = _use(config)
     dropped = sorted(options)
     loading = (
@@ -199,6 +203,8 @@ def build_model_card(
         line = f"- {split}: BLEU {s['bleu']:.2f} (`{s['bleu_signature']}`), chrF {s['chrf']:.2f} (`{s['chrf_signature']}`)"
         if "ribes" in s:
             line += f", RIBES {s['ribes']:.4f} (`{s['ribes_signature']}`)"
+        if "decoding" in s:  # beams, length limit, and which weights (the saved ones, or the ones not saved)
+            line += f"; decoded with `{s['decoding']}`"
         score_lines.append(line)
     body = TEMPLATE.format(
         title=title,
@@ -207,6 +213,8 @@ def build_model_card(
         use_notes=use_notes,
         method=describe_method(config),
         options=f"`{json.dumps(options)}`" if options else "none",
+        # the signature names it: the starting weights only, which the checkpoint holds (issue 56)
+        initialisation=f"; trained from the `attention_init={init_choice}` initialisation" if init_choice else "",
         d_model=config.d_model,
         encoder_layers=config.encoder_layers,
         decoder_layers=config.decoder_layers,
@@ -234,7 +242,7 @@ def write_model_card(directory: str | Path, **kwargs) -> Path:
     """Write `README.md` (the Hub's model card, `build_model_card`) into a saved model directory. The card names the
     directory, never its local path: the card travels with the model."""
     path = Path(directory) / "README.md"
-    build_model_card(path=Path(directory).resolve().name, **kwargs).save(path)
+    build_model_card(path=f"path/to/{Path(directory).resolve().name}", **kwargs).save(path)
     return path
 
 

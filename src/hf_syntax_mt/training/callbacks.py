@@ -81,6 +81,7 @@ class CheckpointAverageCallback(TrainerCallback):
         self.saved_flags: dict | None = None  # the flags of a sum restored by load_from
         self.loaded_from: Path | None = None  # the file of a sum restored by load_from
         self.last_state: dict[str, torch.Tensor] | None = None
+        self.average_state: dict[str, torch.Tensor] | None = None  # kept by `averaging.choose_weights`
 
     def window(self, max_steps: int) -> list[int]:
         """The steps averaged by a run of ``max_steps``: the last ``last`` multiples of ``every`` back from it."""

@@ -81,9 +81,14 @@ def build_model(config: SyntaxMTConfig | MarianConfig, seed: int = 0):
     """`SyntaxMTForConditionalGeneration` (or `MarianMTModel` for a `MarianConfig`) with seeded random weights."""
     import torch
 
+    from ..generation_defaults import fill_generation_defaults
+
     torch.manual_seed(seed)
     cls = SyntaxMTForConditionalGeneration if isinstance(config, SyntaxMTConfig) else MarianMTModel
-    return cls(config)
+    model = cls(config)
+    # MarianMTModel too (its length limit in its generation config: no generate() of ours adds it per call)
+    fill_generation_defaults(model, length_in_config=cls is MarianMTModel)
+    return model
 
 
 def load_pretrained(model_class, path: str, config, base_config):

@@ -222,6 +222,20 @@ def build_config_and_model(model_args: ModelArguments, tokenizer, seed: int, sou
     return config, model
 
 
+def _preprocessing_step(config, parser) -> str:
+    """What preprocessing does, for its progress bar: a model without syntax input only tokenizes (issue 56: it
+    showed "Parsing and aligning")."""
+    from ..configuration_syntax_mt import SyntaxMTConfig
+    from ..methods.registry import active_methods
+
+    if parser is not None:
+        return "Parsing and aligning"
+    reads_parses = isinstance(config, SyntaxMTConfig) and {m.name for m in active_methods(config)} - {
+        "document_context"
+    }
+    return "Aligning the parses" if reads_parses else "Tokenizing"
+
+
 def freeze_sentence_level(model, config, model_args: ModelArguments) -> None:
     """``--freeze_sentence_level``: two-step document training (Section 2.4), train theta_d only."""
     from ..configuration_syntax_mt import SyntaxMTConfig
@@ -324,7 +338,7 @@ def preprocess_splits(raw: dict, config, tokenizer, parser, data_args: DataArgum
             processed[split] = ds.map(fn, batched=True, with_indices=True, remove_columns=ds.column_names,
                                       num_proc=data_args.preprocessing_num_workers,
                                       features=fn.output_features(ds.column_names),
-                                      desc=f"Parsing and aligning ({split})")  # fmt: skip
+                                      desc=f"{_preprocessing_step(config, parser)} ({split})")  # fmt: skip
         if alignments and split == "train" and "alignment" in ds.column_names:
             processed[split] = _with_alignment_targets(processed[split], ds, tokenizer, data_args)
     return processed, kept_raw

@@ -57,6 +57,11 @@ class Results:
     buckets: dict[str, list] = field(default_factory=dict)
     parser_signature: str | None = None
     model_signature: str = ""
+    #: the saved weights (`generation_defaults.weights_text`: ``last(300)``, ``average(200+250+300)``), None for a
+    #: model that was not trained here
+    weights: str | None = None
+    #: checkpoint averaging: which weights were saved and why, with both validation scores (`choose_weights`)
+    averaging: dict | None = None
 
 
 def run(model_args: ModelArguments, data_args: DataArguments, training_args: SyntaxMTTrainingArguments) -> dict:
@@ -81,7 +86,8 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
     trainer, curve, averager = build_run_trainer(model, tokenizer, processed, decode, training_args, training)
     results = Results()
     if training:
-        results.metrics = train(trainer, curve, averager, training_args, len(processed["train"]))
+        results.metrics = train(trainer, curve, averager, training_args, len(processed["train"]),
+                                validation=processed.get("validation"), results=results)  # fmt: skip
     predict_splits(trainer, averager, processed, kept_raw, decode, data_args, training_args, results)
     sign_run(results, config, parser, data_args, raw, training_args.seed, trainer.state.global_step)
     if trainer.is_world_process_zero():
@@ -95,13 +101,19 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
 # Training
 # ------------------------------------------------------------------------------------------------------------------
 def configure_generation(model, data_args: DataArguments, training_args) -> None:
-    """Generation lengths and beams for evaluation and prediction: ``--max_target_length`` unless
-    ``--generation_max_length``, ``--generation_num_beams`` when given."""
-    model.generation_config.max_length = data_args.max_target_length
+    """The run's decoding, written into the model's generation config (saved with it, so `translate`, the pipeline
+    and `evaluate --model` use it too): the length limit ``--generation_max_length``, else ``--max_target_length``;
+    the beams ``--generation_num_beams``, else the generation config's own (a checkpoint's, else
+    `generation_defaults.DEFAULT_NUM_BEAMS`). Validation and test decoding read the same values."""
+    from ..generation_defaults import fill_generation_defaults
+
+    fill_generation_defaults(model)
+    generation = model.generation_config
+    generation.max_length = training_args.generation_max_length or data_args.max_target_length
     if training_args.generation_num_beams is not None:
-        model.generation_config.num_beams = training_args.generation_num_beams
-    if training_args.generation_max_length is None:
-        training_args.generation_max_length = data_args.max_target_length
+        generation.num_beams = training_args.generation_num_beams
+    training_args.generation_max_length = generation.max_length
+    training_args.generation_num_beams = generation.num_beams
 
 
 def make_decoder(tokenizer):
@@ -118,7 +130,22 @@ def make_decoder(tokenizer):
 
 
 def make_compute_metrics(decode):
-    """The Trainer's ``compute_metrics``: BLEU, chrF and RIBES of the decoded predictions against the labels."""
+    """The Trainer's ``compute_metrics``: BLEU, chrF and RIBES of the decoded predictions against the labels; BLEU and
+    chrF by the package's `evaluate` modules (`hf_syntax_mt.evaluate_modules.make_compute_metrics`) where the
+    optional `evaluate` package is installed, else by the same functions directly (the same numbers)."""
+
+    def ribes(hypotheses, references) -> dict:
+        from ..evaluation import corpus_ribes
+
+        return {"ribes": corpus_ribes(hypotheses, references)["ribes"]}
+
+    try:
+        from ..evaluate_modules import make_compute_metrics as built_on_modules
+
+        return built_on_modules(decode, extra=ribes)
+    except ModuleNotFoundError as error:
+        if error.name != "evaluate":
+            raise
 
     def compute_metrics(eval_preds) -> dict:
         preds, labels = eval_preds.predictions, eval_preds.label_ids
@@ -155,14 +182,28 @@ def resume_checkpoint(training_args) -> str | None:
     return resume
 
 
-def train(trainer, curve, averager, training_args, n_train: int) -> dict:
-    """Train (resumed with the curve's minutes and the running average when ``--resume_from_checkpoint``), save the
-    model, tokenizer and state; returns the ``train_*`` metrics."""
+def train(
+    trainer, curve, averager, training_args, n_train: int, validation=None, results: Results | None = None
+) -> dict:
+    """Train (resumed with the curve's minutes and the running average when ``--resume_from_checkpoint``), choose
+    between the checkpoint average and the last step (`choose_weights`), save the model, tokenizer and state;
+    returns the ``train_*`` metrics."""
+    from ..generation_defaults import weights_text
+    from .averaging import choose_weights
+
     resume = resume_checkpoint(training_args)
     for callback in (curve, averager):
         if callback is not None and resume:
             callback.load_from(resume)  # the curve's minutes and the running average go on
     result = trainer.train(resume_from_checkpoint=resume)
+    step = trainer.state.global_step
+    averaging = None
+    if averager is not None and averager.last_state is not None:
+        averaging = choose_weights(trainer, averager, validation, keep_average=training_args.keep_average)
+    if results is not None:
+        results.averaging = averaging
+        averaged = averaging is not None and averaging["saved"] == "average"
+        results.weights = weights_text(averager.steps if averaged else [step], averaged)
     trainer.save_model()  # model (safetensors), config, pipeline declaration, tokenizer
     train_metrics = dict(result.metrics, train_samples=n_train, global_step=trainer.state.global_step)
     trainer.log_metrics("train", train_metrics)
@@ -188,20 +229,26 @@ def predict_splits(trainer, averager, processed, kept_raw, decode, data_args, tr
     the test set also with the last step's own weights when checkpoints were averaged. Process 0 writes each
     split's generations and metrics."""
     from ..evaluation import DEFAULT_EDGES, bucket_scores
+    from ..generation_defaults import decoding
 
-    gen = dict(max_length=training_args.generation_max_length, num_beams=training_args.generation_num_beams or 1)
+    gen = dict(max_length=training_args.generation_max_length, num_beams=training_args.generation_num_beams)
+    signed = decoding(gen["num_beams"], gen["max_length"], results.weights)
     edges = tuple(data_args.length_bucket_edges or DEFAULT_EDGES)
     for split in splits_to_score(processed, training_args):
         prediction = trainer.predict(processed[split], metric_key_prefix=split, **gen)
         _check_order(prediction.label_ids, processed[split]["labels"], split)
+        prediction.metrics[f"{split}_decoding"] = signed  # {split}_results.json and all_results.json name it too
         hypotheses = decode(prediction.predictions)
         references = list(kept_raw[split]["target"])
-        results.scores[split] = _scores_with_ribes(hypotheses, references)
-        if split == "test" and averager is not None and averager.last_state is not None:
-            results.scores["test_last_step"] = _score_last_step(trainer, averager, processed[split], decode, references,
-                                                                gen)  # fmt: skip
-            results.metrics.update({f"test_last_step_{k}": results.scores["test_last_step"][k]
-                                    for k in ("bleu", "chrf", "ribes")})  # fmt: skip
+        results.scores[split] = {**_scores_with_ribes(hypotheses, references), "decoding": signed}
+        if split == "test" and results.averaging is not None:
+            other = results.averaging["other"]  # the weights not saved: the last step's, or the average
+            state = averager.last_state if other == "last_step" else averager.average_state
+            name = f"test_{other}"
+            results.scores[name] = {**_score_other_weights(trainer, state, processed[split], decode, references, gen),
+                                    "decoding": decoding(gen["num_beams"], gen["max_length"],
+                                                         results.averaging["weights"][other])}  # fmt: skip
+            results.metrics.update({f"{name}_{k}": results.scores[name][k] for k in ("bleu", "chrf", "ribes")})
         lengths = [len(s.split()) for s in kept_raw[split]["source"]]
         results.buckets[split] = bucket_scores(lengths, hypotheses, references, edges)
         results.metrics.update({f"{split}_{k}": results.scores[split][k] for k in ("bleu", "chrf", "ribes")})
@@ -212,13 +259,14 @@ def predict_splits(trainer, averager, processed, kept_raw, decode, data_args, tr
             trainer.save_metrics(split, prediction.metrics)
 
 
-def _score_last_step(trainer, averager, dataset, decode, references: list[str], gen: dict) -> dict:
-    """The same test set with the last step's own weights: what the averaging changed (the average is put back)."""
-    averaged = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
-    trainer.model.load_state_dict(averager.last_state)
-    last = decode(trainer.predict(dataset, metric_key_prefix="test_last_step", **gen).predictions)
-    trainer.model.load_state_dict(averaged)
-    return _scores_with_ribes(last, references)
+def _score_other_weights(trainer, state: dict, dataset, decode, references: list[str], gen: dict) -> dict:
+    """The same test set with the weights that were not saved (the last step's, or the average): what the choice
+    changed. The saved weights are put back."""
+    saved = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
+    trainer.model.load_state_dict(state)
+    other = decode(trainer.predict(dataset, metric_key_prefix="test_other_weights", **gen).predictions)
+    trainer.model.load_state_dict(saved)
+    return _scores_with_ribes(other, references)
 
 
 def _scores_with_ribes(hypotheses: list[str], references: list[str]) -> dict:
@@ -251,8 +299,13 @@ def sign_run(results: Results, config, parser, data_args: DataArguments, raw: di
         parser_sig = ConllParser(conllu_files(data_args)).signature()
     data_sig = ",".join(f"{s}:{len(ds)}" for s, ds in raw.items())
     results.parser_signature = parser_sig
+    weights = {}
+    if results.weights is not None:  # which weights were saved, and why (checkpoint averaging)
+        weights["weights"] = results.weights
+        if results.averaging is not None:
+            weights["weights_chosen_by"] = results.averaging["chosen_by"]
     results.model_signature = model_signature(config, parser=(parser_sig or "none").replace("|", "/"), seed=seed,
-                                              data=data_sig, steps=steps)  # fmt: skip
+                                              data=data_sig, steps=steps, **weights)  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -314,6 +367,9 @@ def write_run_file(trainer, curve, averager, model_args, data_args, training_arg
         "num_input_tokens_seen": trainer.state.num_input_tokens_seen, "curve": curve.points,
         "train_runtime": results.metrics.get("train_runtime"), "train_seconds": round(curve.train_seconds(), 1),
         "averaged_steps": averager.steps if averager is not None else [],
+        "weights": results.weights, "averaging": results.averaging,
+        "decoding": {"num_beams": training_args.generation_num_beams,
+                     "max_length": training_args.generation_max_length},
         "time_budget": budget.record(trainer.state.max_steps) if budget is not None else None,
         "model_args": portable_paths(dataclasses.asdict(model_args)),
         "data_args": portable_paths(dataclasses.asdict(data_args)),
@@ -333,7 +389,8 @@ def write_card(trainer, data_args, training_args, raw, source_parser, results: R
         data=_describe_data(data_args, raw), scores=results.scores,
         parser=parser_text(data_args, results.parser_signature, source_parser),
         limitations=training_args.model_card_limitations or _default_limitations(trainer.state.global_step),
-        training=training_text(trainer.state.global_step, training_args, results.metrics.get("train_runtime", 0)),
+        training=training_text(trainer.state.global_step, training_args, results.metrics.get("train_runtime", 0),
+                               results.averaging),
         model_signature=results.model_signature, languages=card_languages(data_args), datasets=datasets,
         eval_datasets=eval_datasets, license=training_args.model_card_license,
     )  # fmt: skip
@@ -352,7 +409,7 @@ def card_datasets(data_args: DataArguments, raw: dict, scores: dict) -> tuple[li
     evals = {}
     for split in raw:
         if split == "train" or split not in scores:
-            continue  # `test_last_step` scored the weights before averaging, not the saved model: no EvalResult
+            continue  # `test_last_step` / `test_average` scored the weights that were not saved: no EvalResult
         if name:
             shown = hub or Path(name).name
             evals[split] = {"type": shown, "name": f"{shown} ({split})", "config": data_args.dataset_config_name,
@@ -377,16 +434,20 @@ def card_languages(data_args: DataArguments) -> list[str]:
     return codes
 
 
-def training_text(steps: int, training_args, train_runtime: float | None) -> str:
-    """The model card's training line: steps, processes, batch, accumulation, learning rate, seed, budget, time."""
+def training_text(steps: int, training_args, train_runtime: float | None, averaging: dict | None = None) -> str:
+    """The model card's training line: steps, processes, batch, accumulation, learning rate, seed, budget, time;
+    with checkpoint averaging, which weights were saved and why (`averaging.describe_choice`)."""
+    from .averaging import describe_choice
+
     scheduler = getattr(training_args.lr_scheduler_type, "value", training_args.lr_scheduler_type)
     budget = training_args.time_budget_seconds
+    saved = f" {describe_choice(averaging)}" if averaging is not None else ""
     return (
         f"{steps} optimizer steps on {training_args.world_size} process(es), per-device batch "
         f"{training_args.per_device_train_batch_size}, gradient accumulation "
         f"{training_args.gradient_accumulation_steps}, learning rate {training_args.learning_rate} ({scheduler}), "
         f"seed {training_args.seed}" + (f", wall-clock budget {budget:.0f} s" if budget else "")
-        + f"; train runtime {train_runtime or 0:.0f} s."
+        + f"; train runtime {train_runtime or 0:.0f} s." + saved
     )  # fmt: skip
 
 
@@ -422,14 +483,63 @@ def _default_limitations(steps: int) -> str:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of `scripts/train.py` and `hf-syntax-mt train`."""
+def _complete_checkpoint(output_dir: str) -> Path | None:
+    """The last ``checkpoint-N`` of ``output_dir`` that was written to the end (its ``trainer_state.json`` and
+    weights are there: one being written when the run was stopped is passed over)."""
+    directory = Path(output_dir)
+    if not directory.is_dir():
+        return None
+    found = [p for p in directory.glob("checkpoint-*") if p.name.split("-", 1)[1].isdigit() and p.is_dir()]
+    for checkpoint in sorted(found, key=lambda p: int(p.name.split("-", 1)[1]), reverse=True):
+        if (checkpoint / "trainer_state.json").is_file() and any(checkpoint.glob("model.safetensors*")):
+            return checkpoint
+    return None
+
+
+def interrupted_message(training_args, argv: list[str], prog: str) -> str:
+    """What a stopped run (Ctrl-C) says: the checkpoint it can resume from and the command that resumes it (the
+    same flags, ``--resume_from_checkpoint`` that checkpoint), or that none was saved yet."""
+    import shlex
+
+    checkpoint = _complete_checkpoint(training_args.output_dir)
+    if checkpoint is None:
+        save = getattr(training_args.save_strategy, "value", training_args.save_strategy)
+        when = f"every {training_args.save_steps} steps" if save == "steps" else f"--save_strategy {save}"
+        return (f"interrupted before a checkpoint was saved in {training_args.output_dir} ({when}): there is nothing "
+                "to resume; run the command again (with --overwrite_output_dir if the directory is not empty)")  # fmt: skip
+    if len(argv) == 1 and argv[0].endswith(".json"):  # the arguments in a JSON file
+        return (f"interrupted; the last checkpoint is {checkpoint}: resume the run by adding "
+                f'"resume_from_checkpoint": "{checkpoint}" to {argv[0]} and running {prog} {argv[0]} again')  # fmt: skip
+    kept, skip = [], False
+    for arg in argv:  # the same flags, without a --resume_from_checkpoint given before
+        if skip:
+            skip = False
+        elif arg == "--resume_from_checkpoint" or arg == "--resume-from-checkpoint":
+            skip = True
+        elif not arg.startswith(("--resume_from_checkpoint=", "--resume-from-checkpoint=")):
+            kept.append(arg)
+    command = shlex.join([*shlex.split(prog), *kept, "--resume_from_checkpoint", str(checkpoint)])
+    return f"interrupted; the last checkpoint is {checkpoint}: resume the run with\n  {command}"
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Entry point of `scripts/train.py` and `hf-syntax-mt train` (``prog``: how the resume command starts).
+    Stopped with Ctrl-C, it prints the checkpoint it can resume from and the command, and returns 130."""
+    import sys
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    prog = prog or (f"python {sys.argv[0]}" if sys.argv[0].endswith(".py") else "hf-syntax-mt train")
     model_args, data_args, training_args = parse_args(argv)
     logging.basicConfig(
         format="%(asctime)s - %(levelname)s - %(name)s - %(message)s",
         level=logging.INFO if training_args.should_log else logging.WARNING,
     )
-    metrics = run(model_args, data_args, training_args)
+    try:
+        metrics = run(model_args, data_args, training_args)
+    except KeyboardInterrupt:
+        if training_args.process_index == 0:
+            print(f"error: {interrupted_message(training_args, argv, prog)}", file=sys.stderr)
+        return 130
     if training_args.process_index == 0:
         print(json.dumps({k: v for k, v in metrics.items() if isinstance(v, (int, float))}, indent=2))
     return 0

@@ -36,6 +36,15 @@ SIZE_DEFAULTS = {
 }
 
 
+#: the least value of each numeric flag of the model and data arguments (`check_minimums`; `train_help` keeps them to
+#: check a command line before transformers is imported)
+MODEL_MINIMUMS = {"vocab_size": 1, "tokenizer_min_frequency": 1, "d_model": 1, "encoder_layers": 1, "decoder_layers": 1,
+                  "attention_heads": 1, "ffn_dim": 1, "max_position_embeddings": 2, "context_sentences": 0}  # fmt: skip
+DATA_MINIMUMS = {"max_source_length": 2, "max_target_length": 2, "max_train_samples": 1, "max_eval_samples": 1,
+                 "max_predict_samples": 1, "preprocessing_num_workers": 1}  # fmt: skip
+MINIMUMS = {**MODEL_MINIMUMS, **DATA_MINIMUMS}
+
+
 def check_minimums(arguments, **minimums: int) -> None:
     """Each given numeric flag at least its minimum (None: not given), else a `UserError` naming the flag."""
     for name, minimum in minimums.items():
@@ -110,8 +119,7 @@ class ModelArguments:
     )  # fmt: skip
 
     def __post_init__(self):
-        check_minimums(self, vocab_size=1, tokenizer_min_frequency=1, d_model=1, encoder_layers=1, decoder_layers=1,
-                       attention_heads=1, ffn_dim=1, max_position_embeddings=2, context_sentences=0)  # fmt: skip
+        check_minimums(self, **MODEL_MINIMUMS)
 
     def syntax_options(self) -> dict[str, Any]:
         names = ("encoder_pascal_heads", "pascal_sigma", "pascal_weighting", "parent_ignoring", "label_smoothing",
@@ -197,8 +205,7 @@ class DataArguments:
     )
 
     def __post_init__(self):
-        check_minimums(self, max_source_length=2, max_target_length=2, max_train_samples=1, max_eval_samples=1,
-                       max_predict_samples=1, preprocessing_num_workers=1)  # fmt: skip
+        check_minimums(self, **DATA_MINIMUMS)
 
 
 @dataclass
@@ -218,10 +225,17 @@ class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
     average_checkpoints: int = field(
         default=0,
         metadata={"help": "Average the weights of the last N checkpoints, --average_every steps apart, ending at "
-                  "max_steps (in memory), and save and score the average; the test set is also scored with the "
-                  "last step's weights (`test_last_step`). 0 = off."},
+                  "max_steps (in memory). The average and the last step's own weights are both scored on the "
+                  "validation set and the better is saved (--keep_average: the average regardless); the test set is "
+                  "scored with both (`test` the saved weights, `test_last_step` or `test_average` the other). "
+                  "0 = off."},
     )  # fmt: skip
     average_every: int = field(default=100, metadata={"help": "Steps between averaged checkpoints."})
+    keep_average: bool = field(
+        default=False,
+        metadata={"help": "With --average_checkpoints: save the average even where the last step's own weights score "
+                  "better on the validation set."},
+    )  # fmt: skip
     model_card_title: str | None = None
     model_card_limitations: str | None = None
     model_card_license: str = field(
@@ -256,7 +270,11 @@ class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
 
 def train_parser() -> HfArgumentParser:
     """The parser of the train script's flags (``hf_syntax_mt.train_help`` keeps its help for a fast ``--help``)."""
-    return HfArgumentParser((ModelArguments, DataArguments, SyntaxMTTrainingArguments))
+    from ..cli_args import TrainHelpFormatter  # no "(default: None)" after a help that says the default
+
+    return HfArgumentParser(
+        (ModelArguments, DataArguments, SyntaxMTTrainingArguments), formatter_class=TrainHelpFormatter
+    )
 
 
 def parse_args(argv: list[str] | None = None):

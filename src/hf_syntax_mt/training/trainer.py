@@ -50,6 +50,22 @@ class SyntaxMTTrainer(Seq2SeqTrainer):
             if not any(isinstance(c, AlignmentTrainingCallback) for c in self.callback_handler.callbacks):
                 self.add_callback(AlignmentTrainingCallback())  # the global-fertility schedule needs the step
 
+    def _issue_warnings_after_load(self, load_result) -> None:
+        """The Trainer's warning about a resumed checkpoint's missing keys, without the keys that are missing by
+        design: the tied weights (the output projection and the embeddings, saved once under their source, which
+        was loaded: `all_tied_weights_keys`) and Marian's fixed sinusoidal positions (`_keys_to_ignore_on_save`).
+        transformers only skips the warning where the missing keys are exactly the second set, so every resume warned
+        although it was exact. Any other missing key is still reported."""
+        model = self.accelerator.unwrap_model(self.model)
+        tied = getattr(model, "all_tied_weights_keys", None) or {}
+        ignored = set(getattr(model, "_keys_to_ignore_on_save", None) or ())
+        missing = set(load_result.missing_keys)
+        by_design = {k for k in missing if k in ignored or (k in tied and tied[k] not in missing)}
+        if by_design & tied.keys():
+            model.tie_weights()  # as transformers does where it recognises the missing keys
+        rest = [k for k in load_result.missing_keys if k not in by_design]
+        super()._issue_warnings_after_load(load_result._replace(missing_keys=rest))
+
     def _get_eval_sampler(self, eval_dataset):
         if eval_dataset is None or not hasattr(eval_dataset, "__len__"):
             return None
