@@ -14,8 +14,6 @@ from transformers import GenerationConfig, MarianConfig
 
 from .errors import UserError
 from .methods.builtin import BUILTIN  # noqa: F401  (registers the built-in methods)
-from .methods.input_features import FEATURE_COMBINATIONS  # noqa: F401
-from .methods.pascal import MIN_PASCAL_SIGMA, PASCAL_WEIGHTINGS  # noqa: F401
 from .methods.registry import (
     SITES,
     check_choice,
@@ -28,7 +26,6 @@ from .methods.registry import (
     parse_columns,
     registered,
 )
-from .vocabularies import DEPRELS, INPUT_FEATURES, SUBWORD_TAGS, UPOS_TAGS  # noqa: F401
 
 logger = logging.getLogger(__name__)
 
@@ -335,10 +332,6 @@ class SyntaxMTConfig(_method_option_fields()):
             config_dict = {**config_dict, "model_type": cls.model_type, "architectures": None}
         return config_dict, kwargs
 
-    @property
-    def uses_pascal(self) -> bool:
-        return any(self.encoder_pascal_heads or [])
-
     def parse_columns(self) -> list[str]:
         """The input columns this config's methods compute from the source parse (asked by the pipeline; the config
         answers from its own registry, so a model loaded as remote code answers for its own methods)."""
@@ -350,10 +343,6 @@ class SyntaxMTConfig(_method_option_fields()):
         features: the methods whose inputs come from the parse). Bi-affine heads (DBSA, LISA) need parses for
         training only."""
         return bool(parse_columns(self))
-
-    @property
-    def uses_tree(self) -> bool:
-        return any(self.encoder_tree_heads or [])
 
     @property
     def uses_lisa(self) -> bool:
@@ -517,4 +506,4 @@ _LIST_FIELDS = tuple(name for name, t in _TYPES.items() if t.startswith("list[")
 _NUMBERS = tuple(name for name, t in _TYPES.items() if t in ("float", "float|int", "int|float"))
 
 
-__all__ = ["INPUT_FEATURES", "SyntaxMTConfig"]
+__all__ = ["SyntaxMTConfig"]

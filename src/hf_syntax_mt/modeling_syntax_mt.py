@@ -32,7 +32,6 @@ from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 from .compat import checkpoint_keyword_tensors, legacy_cache_warning, legacy_checkpointing, show_in_signature
 from .configuration_syntax_mt import SyntaxMTConfig
 from .errors import UserError
-from .methods.biaffine import decoder_dbsa_arcs, dependency_nll  # noqa: F401  (public names kept here)
 from .methods.builtin import BUILTIN  # noqa: F401  (registers the built-in methods)
 from .methods.document_context import (
     ContextEncoder,
@@ -40,7 +39,6 @@ from .methods.document_context import (
     is_document_parameter,
     key_value_pairs,
 )
-from .methods.pascal import check_parent_positions, pascal_weights  # noqa: F401
 from .methods.registry import (
     AttentionRecord,
     ForwardInputs,
@@ -50,8 +48,6 @@ from .methods.registry import (
     registered,
     supervision_names,
 )
-from .methods.synchronous import synchronous_loss  # noqa: F401
-from .methods.tree_distance import tree_distances, tree_weights  # noqa: F401
 from .modeling_layers import CACHE, SyntaxMTAttention, SyntaxMTDecoderLayer, SyntaxMTEncoderLayer, pop_cache
 from .modeling_outputs import AUXILIARY_LOSSES, SyntaxMTEncoderOutput, SyntaxMTSeq2SeqLMOutput
 
@@ -547,11 +543,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
             kwargs["max_length"] = limit
 
 
-__all__ = [
-    "AUXILIARY_LOSSES", "SyntaxMTAttention", "SyntaxMTSeq2SeqLMOutput", "dependency_nll", "synchronous_loss",
-    "tree_distances", "tree_weights", "SyntaxMTForConditionalGeneration", "SyntaxMTModel", "SyntaxMTPreTrainedModel",
-    "pascal_weights",
-]  # fmt: skip
+__all__ = ["SyntaxMTForConditionalGeneration", "SyntaxMTModel", "SyntaxMTPreTrainedModel"]
 
 
 def _refresh_forward_signatures() -> None:

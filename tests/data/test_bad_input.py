@@ -275,7 +275,7 @@ def test_parser_output_and_gold_columns_with_bad_trees_name_the_row(tokenizer):
 
 
 def test_tree_distances_refuse_cyclic_word_heads():
-    from hf_syntax_mt.modeling_syntax_mt import tree_distances
+    from hf_syntax_mt.methods.tree_distance import tree_distances
 
     word_index = torch.tensor([[1, 2, 3, 4, 0], [1, 2, 3, 4, 0]])
     chain = tree_distances(word_index, torch.tensor([[0, 1, 2, 3], [0, 1, 2, 3]]))[0, :4, :4]

@@ -85,8 +85,8 @@ class DataCollatorForSyntaxMT:
 
     def __call__(self, features: list[dict[str, Any]], return_tensors: str | None = None) -> dict[str, Any]:
         return_tensors = return_tensors or self.return_tensors
-        if return_tensors not in ("pt", "np"):
-            raise UserError(f"return_tensors must be 'pt' or 'np', got {return_tensors!r}")
+        if return_tensors != "pt":
+            raise UserError(f"return_tensors must be 'pt' (torch tensors), got {return_tensors!r}")
         if not features:
             raise UserError("cannot collate an empty list of features")
         if "input_ids" not in features[0]:
@@ -144,18 +144,11 @@ class DataCollatorForSyntaxMT:
                 padded.append(row)
             batch[name] = (padded, is_float)
 
-        if return_tensors == "pt":
-            import torch
+        import torch
 
-            def array(rows, is_float=None):
-                dtype = None if is_float is None else torch.float32 if is_float else torch.long
-                return torch.tensor(rows, dtype=dtype)
-        else:
-            import numpy as np
-
-            def array(rows, is_float=None):
-                dtype = None if is_float is None else np.float32 if is_float else np.int64
-                return np.array(rows, dtype=dtype)
+        def array(rows, is_float=None):
+            dtype = None if is_float is None else torch.float32 if is_float else torch.long
+            return torch.tensor(rows, dtype=dtype)
 
         out: dict[str, Any] = {}
         for name, value in batch.items():
@@ -167,8 +160,6 @@ class DataCollatorForSyntaxMT:
                 out[name] = value
         if "parent_positions" in out and "input_ids" in out:
             # the values are checked here, on the CPU: the model's forward does not read those of device tensors
-            import torch
-
             from ..methods.pascal import check_parent_positions
 
             mask = out.get("attention_mask")
@@ -177,8 +168,7 @@ class DataCollatorForSyntaxMT:
                 None if mask is None else torch.as_tensor(mask),
             )  # fmt: skip
         if (
-            return_tensors == "pt"
-            and self.model is not None
+            self.model is not None
             and "labels" in out
             and "decoder_input_ids" not in out
             and hasattr(self.model, "prepare_decoder_input_ids_from_labels")

@@ -52,6 +52,7 @@ __all__ = [
     "align_parse",
     "parse_flags",
     "word_spans_in_text",
+    "word_representatives",
 ]
 
 
@@ -216,21 +217,10 @@ def _resolve_text_and_spans(parse: ParsedSentence, text: str | None) -> tuple[st
 
 
 def _sp_offsets(sp, text: str) -> tuple[list[str], list[tuple[int, int]]]:
-    """Pieces and character offsets from a ``sentencepiece.SentencePieceProcessor``."""
-    try:
-        enc = sp.encode(text, return_type="offset_mapping")
-        return list(enc["pieces"]), [tuple(o) for o in enc["offsets"]]
-    except (TypeError, ValueError, KeyError):  # older sentencepiece: byte offsets from the proto
-        proto = sp.encode(text, out_type="immutable_proto")
-        data = text.encode("utf-8")
-        byte_to_char = {}
-        c = 0
-        for b in range(len(data) + 1):
-            if b == len(data) or (data[b] & 0xC0) != 0x80:
-                byte_to_char[b] = c
-                c += 1
-        pieces = [p.piece for p in proto.pieces]
-        return pieces, [(byte_to_char.get(p.begin, 0), byte_to_char.get(p.end, len(text))) for p in proto.pieces]
+    """Pieces and character offsets from a ``sentencepiece.SentencePieceProcessor`` (``offset_mapping``: every
+    sentencepiece from the floor, 0.2.2, has it)."""
+    enc = sp.encode(text, return_type="offset_mapping")
+    return list(enc["pieces"]), [tuple(o) for o in enc["offsets"]]
 
 
 def _tokenize_with_offsets(
@@ -279,8 +269,9 @@ def _tokenize_with_offsets(
     return ids, special, offsets
 
 
-def _representatives(parse: ParsedSentence) -> list[tuple[int, int, int]]:
-    """For each surface token: ``(first word, end word, representative word)``."""
+def word_representatives(parse: ParsedSentence) -> list[tuple[int, int, int]]:
+    """For each surface token: ``(first word, end word, representative word)``; the representative of a multi-word
+    token is its first word whose head lies outside it (the word that carries the token's subwords)."""
     out = []
     for ws, we in parse.surface_tokens():
         rep = ws
@@ -329,7 +320,7 @@ def align_parse(
         ``word_ids`` (syntactic word index of each subword, ``None`` for special tokens), and the requested ones.
     """
     text, spans = _resolve_text_and_spans(parse, text)
-    tokens = _representatives(parse)
+    tokens = word_representatives(parse)
     token_spans = [spans[ws] for ws, _, _ in tokens]
     ids, special, offsets = _tokenize_with_offsets(tokenizer, text, token_spans, target=target)
     T = len(ids)

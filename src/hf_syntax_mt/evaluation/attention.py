@@ -195,7 +195,8 @@ def attention_report(model_dir, gold_conllu, input_conllu, heatmap, arcs, arcs_s
     import numpy as np
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    from ..data.parsers import _file_sha, read_conllu
+    from ..data.parsers import read_conllu
+    from ..data.stanza_resources import file_sha256
     from ..model_files import check_model_files
 
     gold = read_conllu(gold_conllu)
@@ -237,9 +238,9 @@ def attention_report(model_dir, gold_conllu, input_conllu, heatmap, arcs, arcs_s
     if arcs is not None and not 0 <= arcs_sentence < len(gold):
         raise UserError(f"arcs_sentence={arcs_sentence} but {gold_conllu} has {len(gold)} sentences")
     scores = model_attachment_scores(model, tokenizer, gold, parses, return_attentions=want, contexts=contexts)
-    gold_sig = f"gold:{Path(gold_conllu).name}@{_file_sha(str(gold_conllu))[:12]}"
+    gold_sig = f"gold:{Path(gold_conllu).name}@{file_sha256(str(gold_conllu))[:12]}"
     if input_conllu is not None:
-        gold_sig += f",input:{Path(input_conllu).name}@{_file_sha(str(input_conllu))[:12]}"
+        gold_sig += f",input:{Path(input_conllu).name}@{file_sha256(str(input_conllu))[:12]}"
     if k:
         gold_sig += f",context:{'none' if contexts is None else f'{k}@{Path(docids).name}'}"
     sig = f"{model_sig}|attachment:argmax-word(sum-to,mean-from)|{gold_sig}|n:{scores['count']}"

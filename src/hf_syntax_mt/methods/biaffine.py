@@ -76,7 +76,6 @@ class Biaffine(Method):
     losses = ("dbsa_loss", "lisa_loss")
     tester_config = {"encoder_lisa_heads": [1, 0], "encoder_dbsa_heads": [1, 0], "decoder_dbsa_heads": [1, 0]}
     trainable = ("biaffine_u",)
-    always_eager = False  # only when a loss reads the heads
 
     @staticmethod
     def kinds(config, site: str, layer: int) -> dict[str, int]:

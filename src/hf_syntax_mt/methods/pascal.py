@@ -18,9 +18,6 @@ PASCAL_WEIGHTINGS = ("gaussian", "parent_only")
 # Below this sigma the Gaussian is already 0 one position away from the parent and its peak 1 / (sigma sqrt(2 pi))
 # overflows half precision; at 1e-30, 2 sigma^2 underflows float32 and the weights are NaN.
 MIN_PASCAL_SIGMA = 1e-3
-# Gaussian weights whose exponent is below -_MAX_EXPONENT are set to exactly 0: exp(-80) ~ 1.8e-35 is still a normal
-# float32, while the far tail underflows to denormals that make CPU matmuls 3-5x slower.
-_MAX_EXPONENT = 80.0
 
 
 def pascal_weights(
@@ -55,8 +52,9 @@ def parent_weight(dist: torch.Tensor, sigma, weighting="gaussian") -> torch.Tens
     inv_two_var, inv_norm = gaussian_factors(sigma) if isinstance(sigma, (float, int)) else sigma
     # Eq. 3: dist(p_t, j) = 1 / sqrt(2 pi sigma^2) * exp(-(j - p_t)^2 / (2 sigma^2))
     exponent = dist * dist * inv_two_var
-    # the far tail as exactly 0: `exponent > _MAX_EXPONENT`, written as a literal (a compiled score_mod with dynamic
-    # shapes takes a module-level float as a graph input, which breaks its backward into a host sync)
+    # the far tail as exactly 0: exp(-80) ~ 1.8e-35 is still a normal float32, while the tail underflows to denormals
+    # that make CPU matmuls 3-5x slower (a literal: a compiled score_mod with dynamic shapes takes a module-level
+    # float as a graph input, which breaks its backward into a host sync)
     weights = torch.where(exponent > 80.0, 0.0, torch.exp(-exponent) * inv_norm)
     return weights if isinstance(weighting, str) else torch.where(weighting, (dist.abs() <= 0.5).to(weights), weights)
 

@@ -145,8 +145,6 @@ class Method:
     supervision: tuple[str, ...] = ()
     #: names of the auxiliary losses it adds
     losses: tuple[str, ...] = ()
-    #: the eager path must run for its heads even without a record (scores or probabilities are changed)
-    always_eager: bool = True
     #: its inputs are computed from the source parse (the pipeline parses new text for them)
     from_parse: bool = False
     #: the fused form of its hooks, if any: "score_mod" (`score_mod`, run in FlexAttention) or "bias"
@@ -205,7 +203,9 @@ class Method:
         return {}
 
     def needs_eager(self, ctx: AttentionContext) -> bool:
-        return self.always_eager
+        """Whether its heads take the eager score path in this call (default: always, since its hooks change the
+        scores or probabilities; a method whose hooks only record overrides it)."""
+        return True
 
     def query(self, ctx: AttentionContext, query: torch.Tensor, start: int, stop: int) -> torch.Tensor:
         """The queries `(B, k, T, d)` of this method's heads `start..stop-1`."""
