@@ -31,7 +31,7 @@ from transformers.masking_utils import create_bidirectional_mask
 from transformers.models.marian.modeling_marian import MarianEncoderLayer
 
 from ..errors import UserError
-from .registry import Method, check_int, check_layer_list
+from .registry import Method, Option, check_bool, check_int, check_layer_list, checking
 
 
 def is_document_parameter(name: str) -> bool:
@@ -247,10 +247,52 @@ class DocumentContext(Method):
     Eqs. 12 and 16), since they change the layer structure rather than one attention's heads."""
 
     name = "document_context"
-    fields = (
-        "context_sentences", "context_encoder_layers", "encoder_context_layers", "decoder_context_layers",
-        "context_gating", "max_context_length",
-    )  # fmt: skip
+    config_options = {
+        "context_sentences": Option(
+            "int",
+            0,
+            """Document-level context (Zhang et al. 2018): k, the number of previous source sentences of the same
+            document the model reads (paper best: 2). 0 (default): a sentence-level model, no parameter added.
+            Inputs: `context_input_ids` / `context_attention_mask` (`hf_syntax_mt.data.documents`).""",
+            check=checking(
+                check_int,
+                0,
+                hint="the number of previous source sentences read as context; the paper's best is 2; 0 switches document context off",
+            ),
+        ),
+        "context_encoder_layers": Option(
+            "int",
+            1,
+            """N_c, the number of self-attention layers of the context encoder (Eqs. 5-9; paper best: 1).""",
+            check=checking(check_int, 1, hint="N_c; the paper's best is 1"),
+        ),
+        "encoder_context_layers": Option(
+            "list[int] | None",
+            None,
+            """Encoder layers (0-based) that get a context-attention sublayer (Eq. 12). `None` (default): every layer;
+            `[]`: none.""",
+            check=checking(check_layer_list, "encoder", "None: every layer, []: none"),
+        ),
+        "decoder_context_layers": Option(
+            "list[int] | None",
+            None,
+            """Decoder layers (0-based) that get a context-attention sublayer (Eq. 16). `None` (default): every layer;
+            `[]`: none.""",
+            check=checking(check_layer_list, "decoder", "None: every layer, []: none"),
+        ),
+        "context_gating": Option(
+            "bool",
+            True,
+            """Replace the residual connection after each context attention by the context gate of Eqs. 21-22
+            (paper best); `False` keeps a plain residual (Eq. 20).""",
+            check=checking(check_bool, "True: the context gate of Eqs. 21-22, False: a residual"),
+        ),
+        "max_context_length": Option(
+            "int | None",
+            None,
+            """Most context tokens kept (the most recent ones); `None` (default): `max_position_embeddings`.""",
+        ),
+    }
     tester_config = {"context_sentences": 1}
     trainable = ("context_encoder", "context_attn")
     inputs = ("context_input_ids", "context_attention_mask")
@@ -262,20 +304,11 @@ class DocumentContext(Method):
         return ("context_input_ids",) if self.active(config) else ()
 
     def validate(self, config) -> None:
-        """Document-level context (issue 5)."""
-
-        check_int(config, "context_sentences", 0, hint="the number of previous source sentences read as context; the "
-                  "paper's best is 2; 0 switches document context off")  # fmt: skip
-        check_int(config, "context_encoder_layers", 1, hint="N_c; the paper's best is 1")
-        for side in ("encoder", "decoder"):
-            check_layer_list(config, f"{side}_context_layers", side, "None: every layer, []: none")
         if config.uses_context and not (config.context_layers("encoder") or config.context_layers("decoder")):
             raise UserError(
                 f"context_sentences={config.context_sentences} but encoder_context_layers and decoder_context_layers are "
                 "both empty: the context would reach nothing. Leave one of them None (every layer) or list layers."
             )
-        if not isinstance(config.context_gating, bool):
-            raise UserError(f"context_gating={config.context_gating!r} must be True (Eqs. 21-22) or False (residual).")
         if config.max_context_length is not None:
             check_int(config, "max_context_length", 1, config.max_position_embeddings, hint="at most "
                       f"max_position_embeddings={config.max_position_embeddings}: context tokens get position "

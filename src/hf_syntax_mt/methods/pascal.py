@@ -12,7 +12,16 @@ import math
 import torch
 
 from ..errors import UserError
-from .registry import AttentionContext, Method, check_choice, check_per_layer_heads, check_probability, per_layer
+from .registry import (
+    AttentionContext,
+    Method,
+    Option,
+    check_choice,
+    check_per_layer_heads,
+    check_probability,
+    checking,
+    per_layer,
+)
 
 PASCAL_WEIGHTINGS = ("gaussian", "parent_only")
 # Below this sigma the Gaussian is already 0 one position away from the parent and its peak 1 / (sigma sqrt(2 pi))
@@ -108,9 +117,47 @@ def check_parent_positions(
         )
 
 
+def _check_sigma(config, name: str) -> None:
+    if not getattr(config, name) >= MIN_PASCAL_SIGMA:
+        raise UserError(
+            f"{name}={getattr(config, name)!r} must be > 0 and at least {MIN_PASCAL_SIGMA} (the paper uses 1.0): "
+            "smaller values give NaN weights or overflow; pascal_weighting='parent_only' is the hard limit."
+        )
+
+
 class Pascal(Method):
     name = "pascal"
-    fields = ("encoder_pascal_heads", "pascal_sigma", "pascal_weighting", "parent_ignoring")
+    config_options = {
+        "encoder_pascal_heads": Option(
+            "list[int] | None",
+            None,
+            """Number of PASCAL (parent-scaled self-attention, Bugliarello & Okazaki 2020) heads in each encoder layer,
+            one entry per layer: heads `0..k-1` of layer `l` are PASCAL heads when `encoder_pascal_heads[l] == k`.
+            `None` (default) or all zeros: no PASCAL head. The paper's setting puts them in the first layer, e.g.
+            `[8, 0, 0, 0, 0, 0]`.""",
+            check=check_per_layer_heads,
+        ),
+        "pascal_sigma": Option(
+            "float | int",
+            1.0,
+            """Standard deviation of the Gaussian N(j; p_t, sigma^2) around the parent's middle position (paper: 1).""",
+            check=_check_sigma,
+        ),
+        "pascal_weighting": Option(
+            "str",
+            "gaussian",
+            """`"gaussian"` (Eq. 3 of the paper) or `"parent_only"` (the paper's ablation: weight 1 on the parent's
+            middle token(s), i.e. every j with |j - p_t| <= 0.5, and 0 elsewhere).""",
+            check=checking(check_choice, PASCAL_WEIGHTINGS),
+        ),
+        "parent_ignoring": Option(
+            "float | int",
+            0.0,
+            """Probability q of replacing a row of D_p by ones during training (the paper's "parent ignoring"
+            regulariser). Never applied in evaluation mode.""",
+            check=checking(check_probability, "of dropping a token's parent attention in training"),
+        ),
+    }
     inputs = ("parent_positions",)
     from_parse = True
     tester_config = {"encoder_pascal_heads": [2, 0]}
@@ -120,16 +167,6 @@ class Pascal(Method):
 
     def heads(self, config, site, layer):
         return per_layer(config, "encoder_pascal_heads", "encoder")[layer] if site == "encoder" else 0
-
-    def validate(self, config) -> None:
-        check_per_layer_heads(config, "encoder_pascal_heads")
-        if not config.pascal_sigma >= MIN_PASCAL_SIGMA:
-            raise UserError(
-                f"pascal_sigma={config.pascal_sigma!r} must be > 0 and at least {MIN_PASCAL_SIGMA} (the paper uses "
-                "1.0): smaller values give NaN weights or overflow; pascal_weighting='parent_only' is the hard limit."
-            )
-        check_choice(config, "pascal_weighting", PASCAL_WEIGHTINGS)
-        check_probability(config, "parent_ignoring", "of dropping a token's parent attention in training")
 
     def describe(self, config):
         if not self.active(config):

@@ -2,11 +2,10 @@
 
 A method owns, in one place:
 
-- its config options and their validation (`validate`): options it declares itself (`config_options`, one `Option` each:
-  type, default, docstring) become `SyntaxMTConfig` fields when the method is built in (registered before
-  `SyntaxMTConfig` is created, i.e. listed in `methods/builtin.py`); a method registered later keeps its options
-  under `config.method_options[name]`. `fields` names every config field it owns (the older built-in methods'
-  fields are written out on `SyntaxMTConfig`);
+- its config options (`config_options`, one `Option` each: type, default, docstring and check), which become
+  `SyntaxMTConfig` fields when the method is built in (registered before `SyntaxMTConfig` is created, i.e. listed in
+  `methods/builtin.py`; the config stays flat and its docstring lists them), and the checks between them
+  (`validate`); a method registered later keeps its options under `config.method_options[name]`;
 - the self- and cross-attention heads it takes in each layer (`heads`, split into named kinds by `kinds`); heads
   are given out in registry order, so in a layer the heads of the first registered method come first. Every reader
   of head positions asks `head_layout` / `head_kinds` (the one source of head order);
@@ -98,12 +97,32 @@ class AttentionContext:
 class Option:
     """A config option a method declares in its own module (`Method.config_options`). For a built-in method it becomes a
     `SyntaxMTConfig` field: `type` its annotation (a `list[...]` given as a tuple is stored as a list; a
-    `float | int` is checked to be finite), `default` its default (off: None, 0 or False; never a mutable list) and
-    `doc` its entry in `help(SyntaxMTConfig)` (one sentence or more, without the type line)."""
+    `float | int` is checked to be finite), `default` its default (off: None, 0 or False; never a mutable list),
+    `doc` its entry in `help(SyntaxMTConfig)` (one sentence or more, without the type line) and `check` its
+    validator, `check(config, name)` raising a `UserError` (e.g. `check_per_layer_heads`, or
+    `checking(check_weight, hint)` for a shared check with a hint), run before the method's `validate`."""
 
     type: Any
     default: Any
     doc: str
+    check: Callable[[Any, str], None] | None = None
+
+
+def checking(check: Callable, *args, **kwargs) -> Callable[[Any, str], None]:
+    """`check(config, name, *args, **kwargs)` as an `Option.check`: `checking(check_int, 1, hint="N_c")`."""
+
+    def run(config, name: str) -> None:
+        check(config, name, *args, **kwargs)
+
+    return run
+
+
+def check_options(method: Method, config) -> None:
+    """Run the `check` of every option `method` declares (built in: a config field), then its `validate`."""
+    for name, option in method.config_options.items():
+        if option.check is not None and hasattr(config, name):
+            option.check(config, name)
+    method.validate(config)
 
 
 class ForwardInputs(dict):
@@ -130,9 +149,7 @@ class Method:
     """Base class of a registered method; every hook defaults to "does nothing"."""
 
     name: str = ""
-    #: config fields the method owns that `SyntaxMTConfig` declares itself (validated by `validate`)
-    fields: tuple[str, ...] = ()
-    #: config options the method declares itself (name -> `Option`): `SyntaxMTConfig` fields when built in
+    #: config options the method declares (name -> `Option`): `SyntaxMTConfig` fields when built in
     config_options: dict[str, Option] = {}
     #: what the tiny-config tester (tests/models/test_every_method.py, 2 + 2 layers of 4 heads) switches the method
     #: on with: config overrides; None fails the tester's coverage test until it is given
@@ -156,7 +173,8 @@ class Method:
         return False
 
     def validate(self, config) -> None:
-        """Raise a `ValueError` naming the option and what to use."""
+        """Checks between its options (each option's own check is its `Option.check`, run first): raise a
+        `UserError` naming the option and what to use."""
 
     def heads(self, config, site: str, layer: int) -> int:
         """Number of heads this method takes in the self-attention (`"encoder"`, `"decoder"`) or cross-attention
@@ -353,8 +371,8 @@ def head_kinds(config, site: str, layer: int, num_heads: int) -> list[tuple[str,
 
 
 def owned_fields(method: Method) -> tuple[str, ...]:
-    """Every config field `method` owns: those `SyntaxMTConfig` declares for it and those it declares itself."""
-    return (*method.fields, *method.config_options)
+    """Every config option `method` declares (`config_options`; a built-in method's are `SyntaxMTConfig` fields)."""
+    return tuple(method.config_options)
 
 
 def _names(kind: str) -> tuple[str, ...]:
@@ -452,6 +470,13 @@ def check_probability(config, name: str, hint: str = "") -> None:
         raise UserError(
             f"{name}={value!r} is a probability: it must be a number in [0, 1]{f' ({hint})' if hint else ''}."
         )
+
+
+def check_bool(config, name: str, hint: str = "") -> None:
+    """A switch: True or False (not 0, 1 or a string)."""
+    value = getattr(config, name)
+    if not isinstance(value, bool):
+        raise UserError(f"{name}={value!r} must be True or False{f' ({hint})' if hint else ''}.")
 
 
 def check_choice(config, name: str, choices, hint: str = "") -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 from ..errors import UserError
-from .registry import AttentionContext, Method, check_int, check_per_layer_heads, per_layer, shared
+from .registry import AttentionContext, Method, Option, check_int, check_per_layer_heads, checking, per_layer, shared
 
 
 def tree_distances(word_index: torch.Tensor, word_heads: torch.Tensor) -> torch.Tensor:
@@ -82,7 +82,23 @@ def shared_tree_distances(inputs: dict, input_shape: torch.Size, method: str, he
 
 class TreeDistance(Method):
     name = "tree"
-    fields = ("encoder_tree_heads", "tree_window")
+    config_options = {
+        "encoder_tree_heads": Option(
+            "list[int] | None",
+            None,
+            """Number of syntax-directed attention heads (Chen et al. 2017, thesis review) in each encoder layer: the
+            attention probabilities are multiplied by exp(-d^2 / (2 (D/2)^2)) with d the distance in the dependency
+            tree between the two tokens' words, and 0 beyond `tree_window` = D. They follow the PASCAL heads.
+            Needs `word_index` and `word_heads` inputs.""",
+            check=check_per_layer_heads,
+        ),
+        "tree_window": Option(
+            "int",
+            2,
+            """D, the largest tree distance a syntax-directed head attends to (sigma = D / 2, as Chen et al.).""",
+            check=checking(check_int, 1, hint="Chen et al. use 2 or more"),
+        ),
+    }
     inputs = ("word_index", "word_heads")
     from_parse = True
     tester_config = {"encoder_tree_heads": [1, 1]}
@@ -92,10 +108,6 @@ class TreeDistance(Method):
 
     def heads(self, config, site, layer):
         return per_layer(config, "encoder_tree_heads", "encoder")[layer] if site == "encoder" else 0
-
-    def validate(self, config) -> None:
-        check_per_layer_heads(config, "encoder_tree_heads")
-        check_int(config, "tree_window", 1, hint="Chen et al. use 2 or more")
 
     def describe(self, config):
         if not self.active(config):
