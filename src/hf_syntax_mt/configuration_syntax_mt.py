@@ -66,10 +66,14 @@ def _options_doc() -> str:
     entries = []
     for method in registered():
         for name, option in method.config_options.items():
-            default = "" if option.default is None else f", defaults to {option.default!r}"
-            doc = "\n".join(f"            {line}" for line in inspect.cleandoc(option.doc).splitlines())
-            where = f" [method `{method.name}`]"
-            entries.append(f"        {name} (`{_type_name(option.type)}`, *optional*{default}){where}:\n{doc}")
+            value = f'`"{option.default}"`' if isinstance(option.default, str) else f"{option.default!r}"
+            default = "" if option.default is None else f", defaults to {value}"
+            lines = [*inspect.cleandoc(option.doc).splitlines(), f"(Method `{method.name}`.)"]
+            doc = "\n".join(f"            {line}" for line in lines)
+            shown = (
+                _type_name(option.type).replace(" | None", "").replace("float | int", "float")
+            )  # as the docs write it
+            entries.append(f"        {name} (`{shown}`, *optional*{default}):\n{doc}")
     return "\n" + "\n".join(entries) + "\n" if entries else ""
 
 
@@ -214,8 +218,9 @@ class SyntaxMTConfig(_method_option_fields()):
         return config_dict, kwargs
 
     def parse_columns(self) -> list[str]:
-        """The input columns this config's methods compute from the source parse (asked by the pipeline; the config
-        answers from its own registry, so a model loaded as remote code answers for its own methods)."""
+        """The input columns this config's methods compute from the source parse, each a `methods.Column` (a `str`
+        with its kind; asked by the pipeline; the config answers from its own registry, so a model loaded as remote
+        code answers for its own methods)."""
         return parse_columns(self)
 
     @property

@@ -50,7 +50,8 @@ __all__ = [
     "lisa_parents_from_word_ids",
     "dbsa_heads_from_word_ids",
     "align_parse",
-    "parse_flags",
+    "FEATURE_COLUMNS",
+    "PARSE_COLUMNS",
     "word_spans_in_text",
     "word_representatives",
 ]
@@ -282,10 +283,12 @@ def word_representatives(parse: ParsedSentence) -> list[tuple[int, int, int]]:
     return out
 
 
-def parse_flags(columns: Sequence[str]) -> dict[str, bool]:
-    """The `align_parse` flags that compute the input ``columns`` a model reads from its source parse (as given by
-    ``config.parse_columns()``): the tree for syntax-directed heads, the feature ids for input features."""
-    return {"compute_tree": "word_index" in columns, "compute_features": any(c.endswith("_ids") for c in columns)}
+#: the input-feature columns `align_parse` computes (Sennrich & Haddow's features of each subword)
+FEATURE_COLUMNS = ("pos_ids", "deprel_ids", "subword_tag_ids")
+#: every column `align_parse` computes by name (`columns=`): on the source side, and `decoder_dbsa_heads` (the DBSA
+#: heads of a target parse, positions in ``labels``) with ``target=True``
+PARSE_COLUMNS = ("parent_positions", "lisa_parents", "dbsa_heads", "word_index", "word_heads", *FEATURE_COLUMNS,
+                 "decoder_dbsa_heads")  # fmt: skip
 
 
 def align_parse(
@@ -298,6 +301,7 @@ def align_parse(
     compute_tree: bool = False,
     compute_features: bool = False,
     target: bool = False,
+    columns: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Tokenize a parsed sentence and map its tree onto the subwords (rules in the module docstring).
 
@@ -314,11 +318,22 @@ def align_parse(
         compute_features: also return the Sennrich & Haddow features ``pos_ids``, ``deprel_ids`` and
             ``subword_tag_ids`` (``(T,)``, ids into ``INPUT_FEATURES``, 0 for special tokens).
         target: tokenize as a target sentence (``tokenizer(text_target=...)``), for target-side supervision.
+        columns: column names to compute, as the methods declare them (`PARSE_COLUMNS`; the preprocessor and the
+            pipeline pass the registry's), instead of the flags; ``decoder_dbsa_heads`` is the DBSA heads of a target
+            sentence (with ``target=True``).
 
     Returns:
         dict of ``(T,)`` lists: ``input_ids``, ``attention_mask`` (all 1), ``parent_positions`` (floats),
         ``word_ids`` (syntactic word index of each subword, ``None`` for special tokens), and the requested ones.
     """
+    if columns is not None:
+        unknown = [c for c in columns if c not in PARSE_COLUMNS]
+        if unknown:
+            raise UserError(f"align_parse computes {list(PARSE_COLUMNS)}, not {unknown}")
+        compute_lisa |= "lisa_parents" in columns
+        compute_dbsa |= "dbsa_heads" in columns or "decoder_dbsa_heads" in columns
+        compute_tree |= "word_index" in columns or "word_heads" in columns
+        compute_features |= any(c in columns for c in FEATURE_COLUMNS)
     text, spans = _resolve_text_and_spans(parse, text)
     tokens = word_representatives(parse)
     token_spans = [spans[ws] for ws, _, _ in tokens]
@@ -405,6 +420,8 @@ def align_parse(
     }
     if compute_tree:
         out["word_heads"] = list(parse.heads)
+    if target and compute_dbsa:
+        out["decoder_dbsa_heads"] = out["dbsa_heads"]  # a target parse's heads, as the decoder's column is named
     return out
 
 

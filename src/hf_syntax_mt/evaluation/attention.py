@@ -126,7 +126,7 @@ def model_attachment_scores(
 
     from ..configuration_syntax_mt import SyntaxMTConfig
     from ..data.collator import DataCollatorForSyntaxMT
-    from ..data.subwords import align_parse, parse_flags
+    from ..data.subwords import align_parse
 
     input_parses = gold if input_parses is None else input_parses
     if len(input_parses) != len(gold):
@@ -138,7 +138,7 @@ def model_attachment_scores(
     # what the model's encoder reads from the parse (PASCAL parents, tree words, input features): the registry decides
     columns = model.config.parse_columns() if isinstance(model.config, SyntaxMTConfig) else []
     keep = ["input_ids", "attention_mask", *columns]
-    rows = [align_parse(tokenizer, p, max_length=max_length, **parse_flags(columns)) for p in input_parses]
+    rows = [align_parse(tokenizer, p, max_length=max_length, columns=columns) for p in input_parses]
     if contexts is not None:
         from ..data.documents import encode_context
 

@@ -16,6 +16,7 @@ from transformers import initialization as init
 
 from .registry import (
     AttentionContext,
+    Column,
     HeadRecord,
     Method,
     Option,
@@ -123,7 +124,11 @@ class Biaffine(Method):
             check=check_bool,
         ),
     }
-    supervision = ("lisa_parents", "dbsa_heads", "decoder_dbsa_heads")
+    supervision = (
+        Column("lisa_parents", "source_position", parse="source"),
+        Column("dbsa_heads", "source_position", parse="source"),
+        Column("decoder_dbsa_heads", "target_position", parse="target"),
+    )
     losses = ("dbsa_loss", "lisa_loss")
     tester_config = {"encoder_lisa_heads": [1, 0], "encoder_dbsa_heads": [1, 0], "decoder_dbsa_heads": [1, 0]}
     trainable = ("biaffine_u",)

@@ -31,7 +31,7 @@ from transformers.masking_utils import create_bidirectional_mask
 from transformers.models.marian.modeling_marian import MarianEncoderLayer
 
 from ..errors import UserError
-from .registry import Method, Option, check_bool, check_int, check_layer_list, checking
+from .registry import Column, Method, Option, check_bool, check_int, check_layer_list, checking
 
 
 def is_document_parameter(name: str) -> bool:
@@ -295,7 +295,7 @@ class DocumentContext(Method):
     }
     tester_config = {"context_sentences": 1}
     trainable = ("context_encoder", "context_attn")
-    inputs = ("context_input_ids", "context_attention_mask")
+    inputs = (Column("context_input_ids", "context", pad="pad_token_id"), Column("context_attention_mask", "context"))
 
     def active(self, config) -> bool:
         return config.uses_context

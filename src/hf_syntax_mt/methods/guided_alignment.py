@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from .registry import Method, Option, check_decoder_layer, check_int, check_weight, checking
+from .registry import Column, Method, Option, check_decoder_layer, check_int, check_weight, checking
 
 
 def guided_alignment_nll(probs: torch.Tensor, target: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -55,7 +55,7 @@ class GuidedAlignment(Method):
             """The first k heads of that layer, averaged, are supervised (Garg et al.: one head).""",
         ),
     }
-    supervision = ("decoder_alignment",)
+    supervision = (Column("decoder_alignment", "target"),)  # from `alignment.targets.AlignmentTargets`
     losses = ("alignment_loss",)
     tester_config = {"guided_alignment_weight": 0.5}
     trainable = ("model.decoder.layers.1.encoder_attn",)  # the tester's supervised (last) layer

@@ -10,7 +10,7 @@ from torch import nn
 
 from ..errors import UserError
 from ..vocabularies import INPUT_FEATURES
-from .registry import Method, Option, check_choice, check_int, checking
+from .registry import Column, Method, Option, check_choice, check_int, checking
 
 FEATURE_COMBINATIONS = ("sum", "concat")
 
@@ -49,8 +49,7 @@ class InputFeatures(Method):
             check=checking(check_int, 1),
         ),
     }
-    inputs = tuple(f"{name}_ids" for name in INPUT_FEATURES)
-    from_parse = True
+    inputs = tuple(Column(f"{name}_ids", "source", parse="source") for name in INPUT_FEATURES)
     tester_config = {"input_features": ["pos", "deprel", "subword_tag"]}
     trainable = ("feature_embeddings",)
 

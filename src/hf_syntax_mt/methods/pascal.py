@@ -14,6 +14,7 @@ import torch
 from ..errors import UserError
 from .registry import (
     AttentionContext,
+    Column,
     Method,
     Option,
     check_choice,
@@ -158,8 +159,7 @@ class Pascal(Method):
             check=checking(check_probability, "of dropping a token's parent attention in training"),
         ),
     }
-    inputs = ("parent_positions",)
-    from_parse = True
+    inputs = (Column("parent_positions", "source_position", dtype="float32", parse="source"),)
     tester_config = {"encoder_pascal_heads": [2, 0]}
 
     def active(self, config) -> bool:
@@ -177,6 +177,10 @@ class Pascal(Method):
             f"{', '.join(layers)}; {config.pascal_weighting} weighting, sigma={config.pascal_sigma}, "
             f"parent ignoring q={config.parent_ignoring}."
         )
+
+    def check_batch(self, batch):
+        if "parent_positions" in batch and "input_ids" in batch:
+            check_parent_positions(batch["parent_positions"], batch["input_ids"].shape, batch.get("attention_mask"))
 
     def prepare(self, config, inputs, input_shape, attention_mask):
         parent_positions = inputs.get("parent_positions")

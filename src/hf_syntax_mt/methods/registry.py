@@ -125,6 +125,46 @@ def check_options(method: Method, config) -> None:
     method.validate(config)
 
 
+#: what a column's values are aligned with, and so how the collator pads it:
+#: "source": one value per `input_ids` token, padded with `pad`; "source_position": one per `input_ids` token, each a
+#: position in the same sequence (a padding token points to itself; left padding shifts the others); "word": one per
+#: syntactic word of the source, its own length, padded with `pad`; "target" / "target_position": the same for
+#: `labels`; "context": one per `context_input_ids` token (document context, length M >= 0), padded with `pad`
+COLUMN_KINDS = ("source", "source_position", "word", "target", "target_position", "context")
+#: the `Column.parse` a column is computed from: the source or the target sentence's parse (`data.subwords.align_parse`
+#: computes it by name), or neither (None: another part of the data side makes it, e.g. the document context)
+PARSE_SIDES = ("source", "target")
+
+
+class Column(str):
+    """A data column a method reads: its name (a `str`: every reader of names takes it as one) with how the data side
+    treats it. `kind` (one of `COLUMN_KINDS`) says what the values are aligned with and how they are padded; `pad`
+    the padding value (`"pad_token_id"`: the tokenizer's); `dtype` `"int64"` or `"float32"`; `parse` whether the
+    preprocessor and the pipeline compute it from the source or the target parse (`PARSE_SIDES`, None: not from a
+    parse). The collator, the preprocessor and the pipeline read these and nothing else."""
+
+    kind: str
+    pad: Any
+    dtype: str
+    parse: str | None
+
+    def __new__(cls, name: str, kind: str, pad: Any = 0, dtype: str = "int64", parse: str | None = None):
+        if kind not in COLUMN_KINDS:
+            raise UserError(f"Column {name!r}: kind={kind!r} must be one of {COLUMN_KINDS}.")
+        if parse is not None and parse not in PARSE_SIDES:
+            raise UserError(f"Column {name!r}: parse={parse!r} must be one of {PARSE_SIDES} or None.")
+        column = super().__new__(cls, name)
+        column.kind, column.pad, column.dtype, column.parse = kind, pad, dtype, parse
+        return column
+
+    def __reduce__(self):  # picklable (datasets hashes and pickles the preprocessor)
+        return (Column, (str(self), self.kind, self.pad, self.dtype, self.parse))
+
+    @property
+    def is_float(self) -> bool:
+        return self.dtype.startswith("float")
+
+
 class ForwardInputs(dict):
     """The method inputs of one encoder forward (input name -> tensor or None), as `Method.prepare` receives them,
     plus what methods derive from them, computed once per forward and shared (`shared`)."""
@@ -156,18 +196,21 @@ class Method:
     tester_config: dict | None = None
     #: fragments of the parameter names one training step must change (the tester checks each)
     trainable: tuple[str, ...] = ()
-    #: model inputs read at training and inference (data columns of the same names)
+    #: model inputs read at training and inference (data columns of the same names; a `Column` says its kind)
     inputs: tuple[str, ...] = ()
     #: training-only supervision columns (given to `forward()` with the labels, never to the encoder)
     supervision: tuple[str, ...] = ()
     #: names of the auxiliary losses it adds
     losses: tuple[str, ...] = ()
-    #: its inputs are computed from the source parse (the pipeline parses new text for them)
-    from_parse: bool = False
     #: the fused form of its hooks, if any: "score_mod" (`score_mod`, run in FlexAttention) or "bias"
     #: (`attention_bias`, run in SDPA as an additive mask); None: its heads always take the eager path when they
     #: need it
     fused: str | None = None
+
+    @property
+    def from_parse(self) -> bool:
+        """Whether its inputs are computed from the source parse (the pipeline parses new text for them)."""
+        return any(getattr(c, "parse", None) == "source" for c in self.inputs)
 
     def active(self, config) -> bool:
         return False
@@ -195,6 +238,10 @@ class Method:
     def describe(self, config) -> str | None:
         """One line for model cards and signatures, or None when inactive."""
         return None
+
+    def check_batch(self, batch: dict) -> None:
+        """Check the values of its columns in a batch the collator built (CPU tensors, before they reach a device,
+        where reading values is a host sync); raise a `UserError` naming the column, row and value."""
 
     # --- parameters -----------------------------------------------------------------------------------------
     def build_attention(self, attention: nn.Module, config, site: str, layer: int, num_heads: int) -> None:
@@ -277,10 +324,12 @@ class Method:
 _REGISTRY: dict[str, Method] = {}
 _LISTENERS: list[Callable[[], None]] = []
 _NAMES: dict[str, tuple[str, ...]] = {}  # input / supervision / loss names, rebuilt when the registry changes
+_COLUMNS: dict[str, Column] = {}  # every declared column by name, rebuilt when the registry changes
 
 
 def _changed() -> None:
     _NAMES.clear()
+    _COLUMNS.clear()
     for listener in _LISTENERS:
         listener()
 
@@ -397,13 +446,34 @@ def input_columns(config) -> list[str]:
 
 
 def parse_columns(config) -> list[str]:
-    """The input columns computed from the source parse (what the pipeline must parse new text for)."""
-    return list(dict.fromkeys(c for m in active_methods(config) if m.from_parse for c in m.input_columns(config)))
+    """The input columns computed from the source parse (`Column.parse == "source"`: what the pipeline must parse new
+    text for)."""
+    specs = column_specs()
+    return [specs[c] for c in input_columns(config) if c in specs and specs[c].parse == "source"]
 
 
 def supervision_columns(config) -> list[str]:
     """The training-only columns (parse supervision) a model with `config` learns from."""
     return list(dict.fromkeys(c for m in active_methods(config) for c in m.supervision_columns(config)))
+
+
+def column_specs() -> dict[str, Column]:
+    """Every column any registered method declares (`inputs` and `supervision`), by name, with its kind; a name
+    declared without a kind is a `"source"` column padded with 0. Two methods declaring one name must agree."""
+    if not _COLUMNS:
+        specs: dict[str, Column] = {}
+        for method in _REGISTRY.values():
+            for name in (*method.inputs, *method.supervision):
+                column = name if isinstance(name, Column) else Column(name, "source")
+                known = specs.get(name)
+                if known is not None and (known.kind, known.pad, known.dtype, known.parse) != (
+                    column.kind, column.pad, column.dtype, column.parse
+                ):  # fmt: skip
+                    raise UserError(f"Method {method.name!r} declares column {name!r} as {column.kind!r}, which "
+                                    f"another method declares as {known.kind!r}.")  # fmt: skip
+                specs[str(name)] = column
+        _COLUMNS.update(specs)
+    return _COLUMNS
 
 
 def loss_names() -> tuple[str, ...]:

@@ -18,7 +18,7 @@ from transformers import initialization as init
 
 from ..errors import UserError
 from .registry import AttentionContext, Method, Option, check_per_layer_heads, check_positive, checking, per_layer
-from .tree_distance import shared_tree_distances
+from .tree_distance import TREE_COLUMNS, shared_tree_distances
 
 
 class TreeBias(Method):
@@ -39,8 +39,7 @@ class TreeBias(Method):
             check=checking(check_positive, "the initial w_h = softplus(raw_h), which is never 0"),
         ),
     }
-    inputs = ("word_index", "word_heads")
-    from_parse = True
+    inputs = TREE_COLUMNS
     fused = "bias"
     tester_config = {"encoder_tree_bias_heads": [1, 1]}
     trainable = ("tree_bias",)

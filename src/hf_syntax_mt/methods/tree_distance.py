@@ -8,7 +8,17 @@ from __future__ import annotations
 import torch
 
 from ..errors import UserError
-from .registry import AttentionContext, Method, Option, check_int, check_per_layer_heads, checking, per_layer, shared
+from .registry import (
+    AttentionContext,
+    Column,
+    Method,
+    Option,
+    check_int,
+    check_per_layer_heads,
+    checking,
+    per_layer,
+    shared,
+)
 
 
 def tree_distances(word_index: torch.Tensor, word_heads: torch.Tensor) -> torch.Tensor:
@@ -80,6 +90,10 @@ def shared_tree_distances(inputs: dict, input_shape: torch.Size, method: str, he
     return shared(inputs, "tree_distances", lambda: tree_distances(word_index, word_heads))
 
 
+#: the tree inputs of `tree` and `tree_bias`: each subword's word (1-based, 0 for special tokens) and the UD heads
+TREE_COLUMNS = (Column("word_index", "source", parse="source"), Column("word_heads", "word", parse="source"))
+
+
 class TreeDistance(Method):
     name = "tree"
     config_options = {
@@ -99,8 +113,7 @@ class TreeDistance(Method):
             check=checking(check_int, 1, hint="Chen et al. use 2 or more"),
         ),
     }
-    inputs = ("word_index", "word_heads")
-    from_parse = True
+    inputs = TREE_COLUMNS
     tester_config = {"encoder_tree_heads": [1, 1]}
 
     def active(self, config) -> bool:
