@@ -122,8 +122,13 @@ class SyntaxMTAttention(MarianAttention):
         """The head indices that method `name` takes in this attention (empty when none)."""
         return next((range(a, b) for m, a, b in self.head_groups if m.name == name), range(0))
 
-    def _project(self, hidden_states, key_value_states, past_key_values):
-        """q, k, v `(B, H, T|S, d)` with Marian's cache handling (self- and cross-attention)."""
+    def _project(self, hidden_states, key_value_states, past_key_values, kwargs: dict):
+        """q, k, v `(B, H, T|S, d)` with Marian's cache handling (self- and cross-attention).
+
+        Copied from `transformers.models.marian.modeling_marian.MarianAttention.forward` (5.24), its projection and
+        cache update up to the attention kernel, which this class replaces for method heads;
+        `tests/models/test_transformers_compat.py` compares it with the installed transformers' (uncached, cached
+        self-attention and reused cross-attention keys)."""
         is_cross_attention = key_value_states is not None
         hidden_shape = (*hidden_states.shape[:-1], -1, self.head_dim)
         query = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)  # (B, H, T, d)
@@ -140,7 +145,7 @@ class SyntaxMTAttention(MarianAttention):
         key = self.k_proj(current).view(kv_shape).transpose(1, 2)  # (B, H, S, d)
         value = self.v_proj(current).view(kv_shape).transpose(1, 2)  # (B, H, S, d)
         if past_key_values is not None:
-            key, value = cache.update(key, value, self.layer_idx)
+            key, value = cache.update(key, value, self.layer_idx, kwargs=kwargs)
             if is_cross_attention and isinstance(past_key_values, EncoderDecoderCache):
                 past_key_values.is_updated[self.layer_idx] = True
         return query, key, value
@@ -165,7 +170,7 @@ class SyntaxMTAttention(MarianAttention):
             return super().forward(hidden_states, key_value_states, past_key_values, attention_mask, **kwargs)
 
         input_shape = hidden_states.shape[:-1]  # (B, T)
-        query, key, value = self._project(hidden_states, key_value_states, past_key_values)
+        query, key, value = self._project(hidden_states, key_value_states, past_key_values, kwargs)
         causal = self.is_causal and key_value_states is None
         ctx = AttentionContext(self, self.site, None, past_key_values, kwargs, attention_record)
         dropout = self.dropout if self.training else 0.0
