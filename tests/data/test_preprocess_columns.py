@@ -78,3 +78,32 @@ def test_tokenize_only_is_the_one_preprocessor_with_columns_left_out(data_marian
         SyntaxMTPreprocessor(tok, columns=["word_index"])
     with pytest.raises(ValueError, match=r"\['context_input_ids'\] are not columns computed from a parse"):
         SyntaxMTPreprocessor(tok, columns=["context_input_ids"])
+
+
+def test_a_method_with_a_column_of_its_own_needs_no_edit_of_the_data_side(data_marian_tokenizer):
+    """A method registered from outside declares a source column that `align_parse` does not know, with its own
+    `compute` (here: each subword's word length, 0 for special tokens); the preprocessor makes it from the parse and
+    the collator pads it with the declared value."""
+    from hf_syntax_mt.methods import Column, Method, register, unregister
+
+    def word_lengths(parse, word_ids):
+        return [0 if w is None else len(parse.words[w]) for w in word_ids]
+
+    class WordLength(Method):
+        name = "word_length"
+        inputs = (Column("word_length_ids", "source", pad=7, parse="source", compute=word_lengths),)
+
+    register(WordLength())
+    try:
+        tok = data_marian_tokenizer
+        prep = SyntaxMTPreprocessor(tok, source_parse_column="parse", columns=["word_length_ids"])
+        rows = {"source": FR[:2], "parse": [chain_sentence(t).to_dict() for t in FR[:2]]}
+        out = prep(rows)
+        for k, text in enumerate(FR[:2]):
+            word_ids = align_parse(tok, chain_sentence(text), text=text)["word_ids"]
+            assert out["word_length_ids"][k] == [0 if w is None else len(text.split()[w]) for w in word_ids]
+        batch = DataCollatorForSyntaxMT(tok)([{n: out[n][k] for n in out} for k in range(2)])
+        n = len(out["input_ids"][1])
+        assert batch["word_length_ids"][1, n:].tolist() == [7] * (batch["input_ids"].shape[1] - n)
+    finally:
+        unregister("word_length")

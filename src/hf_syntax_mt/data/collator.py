@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UserError
-from ..methods.registry import Column, column_specs, registered
+from ..methods.columns import Column
+from ..methods.registry import column_specs, registered
 
 __all__ = ["DataCollatorForSyntaxMT"]
 
@@ -35,7 +36,7 @@ def _round_up(n: int, multiple: int | None) -> int:
 @dataclass
 class DataCollatorForSyntaxMT:
     """Pad ``input_ids``, ``labels`` and every column the registered methods declare, each as its kind says
-    (`methods.Column`, `methods.registry.COLUMN_KINDS`):
+    (`methods.Column`, `methods.columns.COLUMN_KINDS`):
 
     - ``input_ids``: the tokenizer's pad id; ``attention_mask``: 0; ``labels``: ``label_pad_token_id`` (-100);
     - a *position* column (``parent_positions``, ``lisa_parents``, ``dbsa_heads``, ``decoder_dbsa_heads``): the

@@ -157,8 +157,9 @@ class SyntaxMTPreprocessor:
             parsed = sorted(name for name, c in specs.items() if c.parse is not None)
             raise UserError(f"columns={list(columns)}: {unknown} are not columns computed from a parse; the registered "
                             f"methods declare {parsed}.")  # fmt: skip
-        self.source_columns = [c for c in specs if c in columns and specs[c].parse == "source"]  # registry order
-        self.target_columns = [c for c in specs if c in columns and specs[c].parse == "target"]
+        # in registry order, each a `methods.Column` (align_parse computes a method's own column by its `compute`)
+        self.source_columns = [specs[c] for c in specs if c in columns and specs[c].parse == "source"]
+        self.target_columns = [specs[c] for c in specs if c in columns and specs[c].parse == "target"]
         if self.source_columns and parser is None and source_parse_column is None:
             raise UserError(
                 f"SyntaxMTPreprocessor needs a parser or a source_parse_column with pre-computed parses for "
@@ -253,7 +254,7 @@ class SyntaxMTPreprocessor:
             parses = self._read_parses(batch, self.source_parse_column, texts, indices)
         else:
             parses = self._parse(texts, indices)
-        out: dict[str, list[Any]] = {name: [] for name in ("input_ids", "attention_mask", *self.source_columns)}
+        out: dict[str, list[Any]] = {str(name): [] for name in ("input_ids", "attention_mask", *self.source_columns)}
         for k, (text, parse) in enumerate(zip(texts, parses, strict=True)):
             try:
                 aligned = align_parse(self.tokenizer, parse, text=text if text.strip() else None,
@@ -273,9 +274,9 @@ class SyntaxMTPreprocessor:
 
     def output_columns(self, input_columns: Sequence[str]) -> list[str]:
         """The columns produced for a dataset with ``input_columns``, in output order."""
-        names = ["input_ids", "attention_mask", *self.source_columns]
+        names = ["input_ids", "attention_mask", *map(str, self.source_columns)]
         if self.target_column in input_columns:
-            names += ["labels", *self.target_columns]
+            names += ["labels", *map(str, self.target_columns)]
         if self.context_column in input_columns:
             names += [c for c, spec in column_specs().items() if spec.kind == "context"]
         return names
@@ -300,7 +301,7 @@ class SyntaxMTPreprocessor:
             parses = self._read_parses(batch, self.target_parse_column, targets, indices)
         else:
             parses = parse_texts(self.target_parser, targets, lambda k: f"target of {self._row_label(k, indices)}")
-        out: dict[str, list[Any]] = {name: [] for name in ("labels", *self.target_columns)}
+        out: dict[str, list[Any]] = {str(name): [] for name in ("labels", *self.target_columns)}
         for k, (text, parse) in enumerate(zip(targets, parses, strict=True)):
             try:
                 aligned = align_parse(
@@ -313,7 +314,7 @@ class SyntaxMTPreprocessor:
                 ) from e
             out["labels"].append(aligned["input_ids"])
             for name in self.target_columns:
-                out[name].append(aligned[name])
+                out[str(name)].append(aligned[name])
         return out
 
 

@@ -318,18 +318,21 @@ def align_parse(
         compute_features: also return the Sennrich & Haddow features ``pos_ids``, ``deprel_ids`` and
             ``subword_tag_ids`` (``(T,)``, ids into ``INPUT_FEATURES``, 0 for special tokens).
         target: tokenize as a target sentence (``tokenizer(text_target=...)``), for target-side supervision.
-        columns: column names to compute, as the methods declare them (`PARSE_COLUMNS`; the preprocessor and the
-            pipeline pass the registry's), instead of the flags; ``decoder_dbsa_heads`` is the DBSA heads of a target
-            sentence (with ``target=True``).
+        columns: columns to compute, as the methods declare them (the preprocessor and the pipeline pass the
+            registry's `methods.Column`s), instead of the flags: those of `PARSE_COLUMNS` by name
+            (``decoder_dbsa_heads`` is the DBSA heads of a target sentence, with ``target=True``), any other by its
+            ``compute(parse, word_ids)``: one value per subword (special tokens included) from the parse and each
+            subword's word index (None for special tokens).
 
     Returns:
         dict of ``(T,)`` lists: ``input_ids``, ``attention_mask`` (all 1), ``parent_positions`` (floats),
         ``word_ids`` (syntactic word index of each subword, ``None`` for special tokens), and the requested ones.
     """
+    computed = [c for c in columns or () if c not in PARSE_COLUMNS]  # a method's own: by its compute
     if columns is not None:
-        unknown = [c for c in columns if c not in PARSE_COLUMNS]
+        unknown = [c for c in computed if getattr(c, "compute", None) is None]
         if unknown:
-            raise UserError(f"align_parse computes {list(PARSE_COLUMNS)}, not {unknown}")
+            raise UserError(f"align_parse computes {list(PARSE_COLUMNS)} and columns with a `compute`, not {unknown}")
         compute_lisa |= "lisa_parents" in columns
         compute_dbsa |= "dbsa_heads" in columns or "decoder_dbsa_heads" in columns
         compute_tree |= "word_index" in columns or "word_heads" in columns
@@ -390,6 +393,11 @@ def align_parse(
         tokens_out["word_index"] = [0 if w is None else w + 1 for w in assigned]
     if compute_features:
         tokens_out.update(_features(parse, assigned))
+    for column in computed:
+        values = list(column.compute(parse, list(assigned)))
+        if len(values) != T:
+            raise UserError(f"column {str(column)!r}: compute gave {len(values)} values for {T} subwords")
+        tokens_out[str(column)] = values
 
     # 4. truncation: keep leading/trailing special tokens, cut the content, clamp parents past the cut
     keep = list(range(T))

@@ -14,9 +14,9 @@ import torch
 from torch import nn
 from transformers import initialization as init
 
+from .columns import Column
 from .registry import (
     AttentionContext,
-    Column,
     HeadRecord,
     Method,
     Option,

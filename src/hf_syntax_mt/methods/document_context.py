@@ -31,7 +31,8 @@ from transformers.masking_utils import create_bidirectional_mask
 from transformers.models.marian.modeling_marian import MarianEncoderLayer
 
 from ..errors import UserError
-from .registry import Column, Method, Option, check_bool, check_int, check_layer_list, checking
+from .columns import Column
+from .registry import Method, Option, check_bool, check_int, check_layer_list, checking
 
 
 def is_document_parameter(name: str) -> bool:

@@ -10,7 +10,8 @@ from torch import nn
 
 from ..errors import UserError
 from ..vocabularies import INPUT_FEATURES
-from .registry import Column, Method, Option, check_choice, check_int, checking
+from .columns import Column
+from .registry import Method, Option, check_choice, check_int, checking
 
 FEATURE_COMBINATIONS = ("sum", "concat")
 

@@ -12,9 +12,9 @@ import math
 import torch
 
 from ..errors import UserError
+from .columns import Column
 from .registry import (
     AttentionContext,
-    Column,
     Method,
     Option,
     check_choice,

@@ -10,7 +10,9 @@ A method owns, in one place:
   are given out in registry order, so in a layer the heads of the first registered method come first. Every reader
   of head positions asks `head_layout` / `head_kinds` (the one source of head order);
 - the data columns it needs: model inputs (`inputs`, the preprocessor, collator, pipeline and train script ask
-  `input_columns`) and training-only supervision (`supervision`);
+  `input_columns`) and training-only supervision (`supervision`), each a `Column` that says what its values are
+  aligned with, how they are padded and which parse they are computed from (`column_specs`: the data side reads
+  these and nothing else), and the check of their values in a collated batch (`check_batch`);
 - its attention hooks, applied to its own heads on the eager score path of `SyntaxMTAttention`
   (`query` -> `scores` -> `logits` -> `probs` -> `record`), and the per-forward preparation of its inputs
   (`prepare`), which reach the attention as keyword arguments, the way transformers v5 passes attention kwargs;
@@ -39,6 +41,7 @@ import torch
 from torch import nn
 
 from ..errors import UserError
+from .columns import Column
 
 SITES = ("encoder", "decoder", "cross")  # encoder self-attention, decoder self-attention, decoder cross-attention
 
@@ -123,46 +126,6 @@ def check_options(method: Method, config) -> None:
         if option.check is not None and hasattr(config, name):
             option.check(config, name)
     method.validate(config)
-
-
-#: what a column's values are aligned with, and so how the collator pads it:
-#: "source": one value per `input_ids` token, padded with `pad`; "source_position": one per `input_ids` token, each a
-#: position in the same sequence (a padding token points to itself; left padding shifts the others); "word": one per
-#: syntactic word of the source, its own length, padded with `pad`; "target" / "target_position": the same for
-#: `labels`; "context": one per `context_input_ids` token (document context, length M >= 0), padded with `pad`
-COLUMN_KINDS = ("source", "source_position", "word", "target", "target_position", "context")
-#: the `Column.parse` a column is computed from: the source or the target sentence's parse (`data.subwords.align_parse`
-#: computes it by name), or neither (None: another part of the data side makes it, e.g. the document context)
-PARSE_SIDES = ("source", "target")
-
-
-class Column(str):
-    """A data column a method reads: its name (a `str`: every reader of names takes it as one) with how the data side
-    treats it. `kind` (one of `COLUMN_KINDS`) says what the values are aligned with and how they are padded; `pad`
-    the padding value (`"pad_token_id"`: the tokenizer's); `dtype` `"int64"` or `"float32"`; `parse` whether the
-    preprocessor and the pipeline compute it from the source or the target parse (`PARSE_SIDES`, None: not from a
-    parse). The collator, the preprocessor and the pipeline read these and nothing else."""
-
-    kind: str
-    pad: Any
-    dtype: str
-    parse: str | None
-
-    def __new__(cls, name: str, kind: str, pad: Any = 0, dtype: str = "int64", parse: str | None = None):
-        if kind not in COLUMN_KINDS:
-            raise UserError(f"Column {name!r}: kind={kind!r} must be one of {COLUMN_KINDS}.")
-        if parse is not None and parse not in PARSE_SIDES:
-            raise UserError(f"Column {name!r}: parse={parse!r} must be one of {PARSE_SIDES} or None.")
-        column = super().__new__(cls, name)
-        column.kind, column.pad, column.dtype, column.parse = kind, pad, dtype, parse
-        return column
-
-    def __reduce__(self):  # picklable (datasets hashes and pickles the preprocessor)
-        return (Column, (str(self), self.kind, self.pad, self.dtype, self.parse))
-
-    @property
-    def is_float(self) -> bool:
-        return self.dtype.startswith("float")
 
 
 class ForwardInputs(dict):
@@ -466,8 +429,8 @@ def column_specs() -> dict[str, Column]:
             for name in (*method.inputs, *method.supervision):
                 column = name if isinstance(name, Column) else Column(name, "source")
                 known = specs.get(name)
-                if known is not None and (known.kind, known.pad, known.dtype, known.parse) != (
-                    column.kind, column.pad, column.dtype, column.parse
+                if known is not None and (known.kind, known.pad, known.dtype, known.parse, known.compute) != (
+                    column.kind, column.pad, column.dtype, column.parse, column.compute
                 ):  # fmt: skip
                     raise UserError(f"Method {method.name!r} declares column {name!r} as {column.kind!r}, which "
                                     f"another method declares as {known.kind!r}.")  # fmt: skip

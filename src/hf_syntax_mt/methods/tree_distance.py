@@ -8,17 +8,8 @@ from __future__ import annotations
 import torch
 
 from ..errors import UserError
-from .registry import (
-    AttentionContext,
-    Column,
-    Method,
-    Option,
-    check_int,
-    check_per_layer_heads,
-    checking,
-    per_layer,
-    shared,
-)
+from .columns import Column
+from .registry import AttentionContext, Method, Option, check_int, check_per_layer_heads, checking, per_layer, shared
 
 
 def tree_distances(word_index: torch.Tensor, word_heads: torch.Tensor) -> torch.Tensor:
