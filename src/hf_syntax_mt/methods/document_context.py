@@ -29,10 +29,13 @@ from torch import nn
 from transformers import PreTrainedConfig  # the SyntaxMTConfig, typed as its base: methods import nothing above them
 from transformers.masking_utils import create_bidirectional_mask
 from transformers.models.marian.modeling_marian import MarianEncoderLayer
+from transformers.utils import logging
 
 from ..errors import UserError
 from .columns import Column
 from .registry import Method, Option, check_bool, check_int, check_layer_list, checking
+
+logger = logging.get_logger(__name__)
 
 
 def is_document_parameter(name: str) -> bool:
@@ -243,9 +246,11 @@ __all__ = [
 
 
 class DocumentContext(Method):
-    """Registry entry of the document-level context: its options, columns and description. Its sublayers sit in the
-    spine's encoder and decoder layers (a context attention between self-attention and the feed-forward network,
-    Eqs. 12 and 16), since they change the layer structure rather than one attention's heads."""
+    """Document-level context (Zhang et al. 2018) as a method: its options and columns, the context encoder
+    (`build_encoder`, run once per sentence by `encoder_states`), a context-attention sublayer in chosen encoder and
+    decoder layers between self-attention and the feed-forward network (`build_layer`, `sublayer`: Eqs. 12 and 16),
+    the keys/values the decoder reads at every step (`decoder_states`) and theta_d for two-step training
+    (`document_level`)."""
 
     name = "document_context"
     config_options = {
@@ -324,3 +329,90 @@ class DocumentContext(Method):
                 f"encoder layers {config.context_layers('encoder')} and decoder layers "
                 f"{config.context_layers('decoder')}, {gate}. Translate documents with "
                 "`pipe.translate_document(sentences)`.")  # fmt: skip
+
+    # --- the spine's hooks: the context encoder, its sublayers, the states they read, theta_d ---------------------
+    def build_encoder(self, encoder, config):
+        encoder.context_encoder = ContextEncoder(config) if config.uses_context else None  # issue 5
+
+    def build_layer(self, layer, config, side, layer_idx):
+        layer.context_index, layer.context_attn = context_sublayer(config, side, layer_idx)
+
+    def document_level(self, name: str) -> bool:
+        return is_document_parameter(name)
+
+    def encoder_states(self, encoder, config, inputs, batch_size):
+        """Run the context encoder (Section 2.2) once: the keys/values of the encoder's context attentions and their
+        masks for the encoder layers; the decoder's keys/values and the context mask as encoder output fields.
+
+        In training the context path always runs, on one padding token when the batch has no context: every
+        document-level parameter then takes part in the loss (with a zero gradient), so a batch of first sentences
+        trains with frozen sentence-level parameters and DDP finds no unused parameter."""
+        context_input_ids, context_attention_mask = (
+            inputs.get("context_input_ids"),
+            inputs.get("context_attention_mask"),
+        )
+        context_encoder = getattr(encoder, "context_encoder", None)
+        if context_encoder is not None and encoder.training and torch.is_grad_enabled():
+            if context_input_ids is None or context_input_ids.shape[-1] == 0:
+                context_input_ids = torch.full(
+                    (batch_size, 1), config.pad_token_id, dtype=torch.long, device=encoder.embed_tokens.weight.device
+                )
+                context_attention_mask = torch.zeros_like(context_input_ids)
+        if context_input_ids is None:
+            return {}, {}
+        if context_encoder is None:
+            logger.warning_once(
+                "`context_input_ids` were given to a model without document context (context_sentences=0): they are "
+                "ignored. Build the model with `context_sentences=k` to use them."
+            )
+            return {}, {}
+        if context_input_ids.dim() != 2 or context_input_ids.shape[0] != batch_size:
+            raise UserError(
+                f"context_input_ids has shape {tuple(context_input_ids.shape)} but the batch has {batch_size} rows: "
+                "give (batch_size, context_length) ids (`hf_syntax_mt.data.documents.encode_context`)."
+            )
+        if context_attention_mask is None:
+            context_attention_mask = torch.ones_like(context_input_ids)
+        if context_attention_mask.shape != context_input_ids.shape:
+            raise UserError(
+                f"context_attention_mask has shape {tuple(context_attention_mask.shape)} but context_input_ids "
+                f"{tuple(context_input_ids.shape)}."
+            )
+        length = context_input_ids.shape[1]
+        if length == 0:  # no row has context: the sentence-level model
+            return {}, {}
+        if length > encoder.max_source_positions:
+            raise UserError(
+                f"The context has {length} tokens but max_position_embeddings={encoder.max_source_positions}: keep "
+                f"the most recent tokens (`encode_context(..., max_length={config.resolved_max_context_length})`)."
+            )
+        embeds = encoder.embed_tokens(context_input_ids) * encoder.embed_scale  # (B, M, D)
+        embeds = embeds + encoder.embed_positions(context_input_ids.shape)  # Eq. 4: X^c, embedding + position
+        _, encoder_kv, decoder_kv = context_encoder(embeds, context_attention_mask)
+        # one (key, value) pair of (B, H, M, d) per context sublayer, by one unbind (one stack in backward); the
+        # masks once for every layer
+        states = {
+            "context_key_values": key_value_pairs(encoder_kv),
+            "context_masks": context_masks(context_attention_mask),
+        }
+        return states, {"context_key_values": decoder_kv, "context_attention_mask": context_attention_mask}
+
+    def decoder_states(self, config, encoder_outputs):
+        """The decoder's share of the encoded document context (issue 5), read once per decoding step."""
+        kv = getattr(encoder_outputs, "context_key_values", None)
+        if kv is None:
+            return {}
+        # one (key, value) pair of (B, H, M, d) per decoder context sublayer (one unbind: see `encoder_states`);
+        # masks built once per forward (one decoding step), not in every layer
+        return {
+            "context_key_values": key_value_pairs(kv),
+            "context_masks": context_masks(encoder_outputs.context_attention_mask),
+        }
+
+    def sublayer(self, layer, hidden_states, states):
+        """The context attention of Eq. 12 (encoder: D^(n)) or Eq. 16 (decoder: F^(n)), where the layer has one and
+        the batch has context."""
+        key_values = states.get("context_key_values")
+        if layer.context_attn is None or key_values is None:
+            return hidden_states
+        return layer.context_attn(hidden_states, key_values[layer.context_index], states["context_masks"])

@@ -212,13 +212,21 @@ class Method:
         attention module, with `num_heads=0` where the method takes none)."""
 
     def build_encoder(self, encoder: nn.Module, config) -> None:
-        """Add parameters to the encoder (e.g. feature embeddings)."""
+        """Add parameters to the encoder (e.g. feature embeddings, the document context's encoder)."""
+
+    def build_layer(self, layer: nn.Module, config, side: str, layer_idx: int) -> None:
+        """Add a sublayer to an `"encoder"` or `"decoder"` layer (called for every layer; run by `sublayer`)."""
 
     def build_model(self, model: nn.Module, config) -> None:
         """Add parameters to the translation model (e.g. the global-fertility network)."""
 
     def init_weights(self, module: nn.Module, config) -> None:
         """Initialise this method's parameters held by `module` (called by `_init_weights` for every module)."""
+
+    def document_level(self, name: str) -> bool:
+        """Whether parameter `name` is one this method adds for document-level reading (theta_d of two-step
+        training: `freeze_sentence_level_parameters` keeps only those trainable)."""
+        return False
 
     # --- forward --------------------------------------------------------------------------------------------
     def embed(self, encoder: nn.Module, input_ids: torch.Tensor, embeds: torch.Tensor, inputs: dict) -> torch.Tensor:
@@ -229,6 +237,22 @@ class Method:
         """Check this method's encoder inputs once per forward and return the attention keyword arguments they
         become (e.g. tree weights from `word_index` / `word_heads`)."""
         return {}
+
+    def encoder_states(self, encoder: nn.Module, config, inputs: dict, batch_size: int) -> tuple[dict, dict]:
+        """Once per encoder forward, for every registered method (active or not: an inactive one may warn about its
+        inputs): (what its `sublayer` reads in every encoder layer, fields of the encoder output that the decoder
+        reads through `decoder_states`, batch-first so that `generate()` copies them for beams)."""
+        return {}, {}
+
+    def decoder_states(self, config, encoder_outputs) -> dict:
+        """Once per decoder forward (each decoding step): what its `sublayer` reads in every decoder layer, from the
+        encoder output fields its `encoder_states` gave."""
+        return {}
+
+    def sublayer(self, layer: nn.Module, hidden_states: torch.Tensor, states: dict) -> torch.Tensor:
+        """`(B, T, D)` -> `(B, T, D)`: its sublayer of `layer` (`build_layer`), after the layer's self-attention
+        block; `states` holds what the `encoder_states` / `decoder_states` of the active methods gave."""
+        return hidden_states
 
     def needs_eager(self, ctx: AttentionContext) -> bool:
         """Whether its heads take the eager score path in this call (default: always, since its hooks change the
