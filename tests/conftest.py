@@ -98,3 +98,26 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section(f"{sum(counts.values())} skipped, by reason")
         for reason, n in counts.most_common():
             terminalreporter.write_line(f"{n:5d}  {reason}")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _spacy_pipelines_loaded_once():
+    """Each spaCy pipeline is loaded once per test process (an xdist worker): every parser, pipeline and reference in
+    the tests that names the same model and options shares it, instead of paying `spacy.load` (seconds) each time.
+    spaCy is imported only when a test first loads a pipeline."""
+    from hf_syntax_mt.data import parsers
+
+    loaded: dict = {}
+    original = parsers.SpacyParser._load
+
+    def load_once(self):
+        if self._nlp is None:
+            key = (self.model, tuple(self.exclude or ()), repr(sorted(self.load_kwargs.items())))
+            if key not in loaded:
+                loaded[key] = original(self)
+            self._nlp = loaded[key]
+        return self._nlp
+
+    parsers.SpacyParser._load = load_once
+    yield
+    parsers.SpacyParser._load = original

@@ -381,12 +381,17 @@ def averaging_property(shapes):
 
     model = torch.nn.Linear(3, 2)
     callback = CheckpointAverageCallback(3, 5)
-    callback.sum, callback.steps, callback.loaded_from = {k: torch.zeros(s) for k, s in shapes.items()}, [10, 15], "f"
+    saved = {k: torch.randn(s) for k, s in shapes.items()}
+    callback.sum, callback.steps, callback.loaded_from = {k: v.clone() for k, v in saved.items()}, [10, 15], "f"
     state = SimpleNamespace(max_steps=20, global_step=15, is_world_process_zero=True)
     if works_or_user_error(lambda: callback.on_train_begin(None, state, None, model=model) or True):
         state.global_step = 20
         callback.on_step_end(None, state, None, model=model)  # the next averaged step adds the model to the sum
         assert callback.steps == [10, 15, 20]
+        params = model.state_dict()
+        assert set(callback.sum) == set(params)  # accepted: the sum is this model's, key for key
+        for k, v in params.items():
+            torch.testing.assert_close(callback.sum[k], saved[k] + v.detach())
 
 
 @profiles

@@ -9,7 +9,7 @@ summary (`pronoun_items.summary.json`).
     git show d1dba77:benchmarks/results/docnmt_real/pronoun_items.jsonl > runs/old_pronoun_items.jsonl
     python benchmarks/data/pronoun_items.py --rescore runs/old_pronoun_items.jsonl   # the units' outcomes on the new kinds
 
-Each item carries its kind (`hf_syntax_mt.evaluation.pronoun_kinds`): referential, with the antecedent noun and its
+Each item carries its kind (`pronoun_kinds.py`, beside this script): referential, with the antecedent noun and its
 distance in sentences, or fixed by the construction (expletive, cleft, clausal, impersonal), or no antecedent found;
 items whose case the German word order contradicts and plural `sie` are left out (counted in the summary).
 
@@ -17,7 +17,7 @@ Alignment: eflomal 2.0 (defaults: model 3, 3 samplers; its samplers are random, 
 on the English words of the spaCy parses and the German words and punctuation of `german_tokens`, both lower-cased,
 trained on the test sets together with the whole shared training set (`ende_sentence_data`, 55k pairs) for better
 statistics; the forward and reverse links are intersected (precision over recall: a pronoun item needs exactly one
-aligned German pronoun). German noun genders and number (`hf_syntax_mt.evaluation.german_nouns`): the NOUN tokens of
+aligned German pronoun). German noun genders and number (`german_nouns.py`, beside this script): the NOUN tokens of
 the UD German treebanks in ../shared/data/ud (GSD dev+test, PUD test, LIT test; FEATS Gender and Number), then, for
 words they lack, the determiners before capitalised words in the German side of the training set and of the test
 references; compounds by their longest known final part.
@@ -45,8 +45,8 @@ UD_GERMAN = ("UD_German-GSD/de_gsd-ud-dev.conllu", "UD_German-GSD/de_gsd-ud-test
 def _tokens(files: dict) -> tuple:
     """English lines, words, relations; German lines and lower-cased tokens; English heads and UPOS of one split of
     the shared data set."""
+    from benchmarks.data.german_nouns import german_tokens
     from hf_syntax_mt.data.readers import read_conllu, read_lines
-    from hf_syntax_mt.evaluation.pronouns import german_tokens
 
     parses = read_conllu(files["conllu"])
     german = read_lines(files["de"])
@@ -102,8 +102,8 @@ def main(argv=None) -> int:
         import eflomal  # noqa: F401
     except ImportError:
         raise SystemExit("eflomal is not installed: pip install eflomal") from None
-    from hf_syntax_mt.evaluation.pronoun_kinds import distance_bucket
-    from hf_syntax_mt.evaluation.pronouns import NounGenders, build_pronoun_items, pronoun_key, write_pronoun_items
+    from benchmarks.data.pronoun_builder import NounGenders, build_pronoun_items
+    from hf_syntax_mt.evaluation.pronouns import distance_bucket, pronoun_key, write_pronoun_items
 
     start = time.perf_counter()
     data = build(args.data, args.cache, progress=True)

@@ -175,7 +175,7 @@ def run_unit(args, method: str, seed: int) -> Path:
         read_pharaoh,
     )
     from hf_syntax_mt.data import DataCollatorForSyntaxMT
-    from hf_syntax_mt.data.preprocess import TokenizeOnly
+    from hf_syntax_mt.data.preprocess import SyntaxMTPreprocessor
     from hf_syntax_mt.training import CheckpointAverageCallback, CurveCallback, SyntaxMTTrainer, train_tokenizer
     from hf_syntax_mt.training.script_args import SyntaxMTTrainingArguments
 
@@ -189,7 +189,7 @@ def run_unit(args, method: str, seed: int) -> Path:
     tokenizer = AutoTokenizer.from_pretrained(tok_dir)
     train = Dataset.from_dict({"source": data["train"][0], "target": data["train"][1]})
     guided = METHODS[method][0].get("guided_alignment_weight", 0) > 0
-    train = train.map(TokenizeOnly(tokenizer, r["max_length"], r["max_length"]), batched=True,
+    train = train.map(SyntaxMTPreprocessor(tokenizer, columns=(), max_source_length=r["max_length"], max_target_length=r["max_length"]), batched=True,
                       remove_columns=[] if guided else ["source", "target"], desc="tokenize")  # fmt: skip
     if guided:  # eflomal's links on the training pairs (the reference aligner, same data) -> decoder_alignment
         from hf_syntax_mt.alignment import AlignmentTargets

@@ -41,7 +41,7 @@ def main(argv=None) -> int:
     from hf_syntax_mt import SymmetricTranslationConfig
     from hf_syntax_mt.alignment import align_corpus, alignment_error_rate, read_pharaoh
     from hf_syntax_mt.data import DataCollatorForSyntaxMT
-    from hf_syntax_mt.data.preprocess import TokenizeOnly
+    from hf_syntax_mt.data.preprocess import SyntaxMTPreprocessor
     from hf_syntax_mt.training import SyntaxMTTrainer
     from hf_syntax_mt.training.script_args import SyntaxMTTrainingArguments
 
@@ -71,7 +71,7 @@ def main(argv=None) -> int:
         model = AutoModelForSeq2SeqLM.from_pretrained(model_dir, attn_implementation="eager")
         before = scores(model, tokenizer)
         hansards = Dataset.from_dict({"source": list(en), "target": list(fr)})
-        hansards = hansards.map(TokenizeOnly(tokenizer, r["max_length"], r["max_length"]), batched=True,
+        hansards = hansards.map(SyntaxMTPreprocessor(tokenizer, columns=(), max_source_length=r["max_length"], max_target_length=r["max_length"]), batched=True,
                                 remove_columns=["source", "target"], desc="tokenize")  # fmt: skip
         with tempfile.TemporaryDirectory() as tmp:
             training_args = SyntaxMTTrainingArguments(

@@ -209,7 +209,7 @@ def supervised_target_arcs(args, tokenizer_dir: Path) -> dict:
     from transformers import AutoTokenizer
 
     from hf_syntax_mt.data.preprocess import SyntaxMTPreprocessor
-    from hf_syntax_mt.modeling_syntax_mt import decoder_dbsa_arcs
+    from hf_syntax_mt.methods.biaffine import decoder_dbsa_arcs
     from hf_syntax_mt.training.data import load_raw_datasets
     from hf_syntax_mt.training.script_args import DataArguments
 

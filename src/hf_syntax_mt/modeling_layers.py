@@ -1,6 +1,6 @@
 """The layers of the syntax-aware Marian spine: `SyntaxMTAttention` (Marian attention with the registry's hook
-points), and the encoder and decoder layers (with the document-context sublayer). `modeling_syntax_mt` assembles them
-into the encoder, decoder and models."""
+points), and the encoder and decoder layers (with the sublayers methods add, e.g. document context).
+`modeling_syntax_mt` assembles them into the encoder, decoder and models."""
 
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ from . import fused_kernels
 from .compat import sdpa_backends
 from .configuration_syntax_mt import SyntaxMTConfig
 from .errors import UserError
-from .methods.document_context import ContextMasks, context_sublayer
 from .methods.registry import AttentionContext, AttentionRecord, HeadRecord, Method, head_layout, registered
 
 # transformers 5.24 renamed the decoding cache from `past_key_values` to `cache` (argument and output field; the old
@@ -122,8 +121,13 @@ class SyntaxMTAttention(MarianAttention):
         """The head indices that method `name` takes in this attention (empty when none)."""
         return next((range(a, b) for m, a, b in self.head_groups if m.name == name), range(0))
 
-    def _project(self, hidden_states, key_value_states, past_key_values):
-        """q, k, v `(B, H, T|S, d)` with Marian's cache handling (self- and cross-attention)."""
+    def _project(self, hidden_states, key_value_states, past_key_values, kwargs: dict):
+        """q, k, v `(B, H, T|S, d)` with Marian's cache handling (self- and cross-attention).
+
+        Copied from `transformers.models.marian.modeling_marian.MarianAttention.forward` (5.24), its projection and
+        cache update up to the attention kernel, which this class replaces for method heads;
+        `tests/models/test_transformers_compat.py` compares it with the installed transformers' (uncached, cached
+        self-attention and reused cross-attention keys)."""
         is_cross_attention = key_value_states is not None
         hidden_shape = (*hidden_states.shape[:-1], -1, self.head_dim)
         query = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)  # (B, H, T, d)
@@ -140,7 +144,7 @@ class SyntaxMTAttention(MarianAttention):
         key = self.k_proj(current).view(kv_shape).transpose(1, 2)  # (B, H, S, d)
         value = self.v_proj(current).view(kv_shape).transpose(1, 2)  # (B, H, S, d)
         if past_key_values is not None:
-            key, value = cache.update(key, value, self.layer_idx)
+            key, value = cache.update(key, value, self.layer_idx, kwargs=kwargs)
             if is_cross_attention and isinstance(past_key_values, EncoderDecoderCache):
                 past_key_values.is_updated[self.layer_idx] = True
         return query, key, value
@@ -165,7 +169,7 @@ class SyntaxMTAttention(MarianAttention):
             return super().forward(hidden_states, key_value_states, past_key_values, attention_mask, **kwargs)
 
         input_shape = hidden_states.shape[:-1]  # (B, T)
-        query, key, value = self._project(hidden_states, key_value_states, past_key_values)
+        query, key, value = self._project(hidden_states, key_value_states, past_key_values, kwargs)
         causal = self.is_causal and key_value_states is None
         ctx = AttentionContext(self, self.site, None, past_key_values, kwargs, attention_record)
         dropout = self.dropout if self.training else 0.0
@@ -329,9 +333,17 @@ def _feed_forward(layer, hidden_states: torch.Tensor) -> torch.Tensor:
     return layer.final_layer_norm(residual + hidden_states)
 
 
+def _sublayers(layer: nn.Module, config, side: str, layer_idx: int) -> list[Method]:
+    """Let every registered method add its sublayer to `layer` (`Method.build_layer`); the active methods that
+    have one (they override `Method.sublayer`) run it after the self-attention block."""
+    for method in registered():
+        method.build_layer(layer, config, side, layer_idx)
+    return [m for m in registered() if type(m).sublayer is not Method.sublayer and m.active(config)]
+
+
 class SyntaxMTEncoderLayer(MarianEncoderLayer):
-    """Marian encoder layer whose self-attention may have method heads, and (document context) a context attention
-    between self-attention and the feed-forward network (Eq. 12)."""
+    """Marian encoder layer whose self-attention may have method heads, and the sublayers methods add between
+    self-attention and the feed-forward network (document context: a context attention, Eq. 12)."""
 
     def __init__(self, config: SyntaxMTConfig, layer_idx: int):
         super().__init__(config, layer_idx)
@@ -339,31 +351,29 @@ class SyntaxMTEncoderLayer(MarianEncoderLayer):
             embed_dim=self.embed_dim, num_heads=config.encoder_attention_heads, dropout=config.attention_dropout,
             config=config, layer_idx=layer_idx, site="encoder",
         )  # fmt: skip
-        self.context_index, self.context_attn = context_sublayer(config, "encoder", layer_idx)
+        self.sublayer_methods = _sublayers(self, config, "encoder", layer_idx)
 
     def forward(
         self,
         hidden_states: torch.Tensor,
         attention_mask: torch.Tensor | None,
-        context_key_value: tuple[torch.Tensor, torch.Tensor] | None = None,
-        context_masks: ContextMasks | None = None,
+        layer_states: dict | None = None,
         **kwargs,
     ) -> torch.Tensor:
-        """`context_key_value` (key, value), `(B, H, M, d)` each, and `context_masks`: document context, when this
-        layer has a context attention and the batch has context. Method inputs and the record travel in `kwargs`."""
+        """`layer_states`: what the methods' sublayers read (`Method.encoder_states`, e.g. the document context's
+        keys and values). Method inputs and the record travel in `kwargs`, to the attention."""
         residual = hidden_states
         hidden_states, _ = self.self_attn(hidden_states, attention_mask=attention_mask, **kwargs)
         hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
         hidden_states = self.self_attn_layer_norm(residual + hidden_states)  # B^(n), Eq. 11
-        if self.context_attn is not None and context_key_value is not None:
-            hidden_states = self.context_attn(hidden_states, context_key_value, context_masks)  # D^(n)
-
+        for method in self.sublayer_methods if layer_states else ():
+            hidden_states = method.sublayer(self, hidden_states, layer_states)  # e.g. D^(n), Eq. 12
         return _feed_forward(self, hidden_states)  # Eqs. 13 / 18
 
 
 class SyntaxMTDecoderLayer(MarianDecoderLayer):
-    """Marian decoder layer: self-attention (causal) and cross-attention whose heads methods may take, and (document
-    context) a context attention after the self-attention (Eq. 16)."""
+    """Marian decoder layer: self-attention (causal) and cross-attention whose heads methods may take, and the
+    sublayers methods add after the self-attention (document context: a context attention, Eq. 16)."""
 
     def __init__(self, config: SyntaxMTConfig, layer_idx: int):
         super().__init__(config, layer_idx)
@@ -372,7 +382,7 @@ class SyntaxMTDecoderLayer(MarianDecoderLayer):
             self.embed_dim, config.decoder_attention_heads, is_causal=True, site="decoder", **common
         )
         self.encoder_attn = SyntaxMTAttention(self.embed_dim, config.decoder_attention_heads, site="cross", **common)
-        self.context_index, self.context_attn = context_sublayer(config, "decoder", layer_idx)
+        self.sublayer_methods = _sublayers(self, config, "decoder", layer_idx)
 
     def forward(
         self,
@@ -382,13 +392,12 @@ class SyntaxMTDecoderLayer(MarianDecoderLayer):
         encoder_attention_mask: torch.Tensor | None = None,
         past_key_values=None,
         use_cache: bool | None = True,
-        context_key_values: tuple[tuple[torch.Tensor, torch.Tensor], ...] | None = None,
-        context_masks: ContextMasks | None = None,
+        layer_states: dict | None = None,
         **kwargs,
     ) -> torch.Tensor:
-        """`MarianDecoderLayer.forward` with the context attention of Eq. 16 after the self-attention.
-        `context_key_values`: the keys/values of every decoder context sublayer, one `(key, value)` pair of
-        `(B, H, M, d)` each per sublayer (`key_value_pairs`)."""
+        """`MarianDecoderLayer.forward` with the methods' sublayers after the self-attention (document context: Eq.
+        16). `layer_states`: what they read (`Method.decoder_states`, e.g. the keys/values of every decoder context
+        sublayer)."""
         past_key_values = pop_cache(past_key_values, kwargs)
         residual = hidden_states
         hidden_states, _ = self.self_attn(
@@ -396,10 +405,8 @@ class SyntaxMTDecoderLayer(MarianDecoderLayer):
         )
         hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
         hidden_states = self.self_attn_layer_norm(residual + hidden_states)  # E^(n), Eq. 15
-        if self.context_attn is not None and context_key_values is not None:
-            hidden_states = self.context_attn(
-                hidden_states, context_key_values[self.context_index], context_masks
-            )  # F^(n)
+        for method in self.sublayer_methods if layer_states else ():
+            hidden_states = method.sublayer(self, hidden_states, layer_states)  # e.g. F^(n), Eq. 16
         if encoder_hidden_states is not None:  # Eq. 17
             residual = hidden_states
             hidden_states, _ = self.encoder_attn(

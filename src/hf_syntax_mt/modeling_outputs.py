@@ -36,6 +36,7 @@ class SyntaxMTSeq2SeqLMOutput(Seq2SeqLMOutput):
     sync_loss: L_sync of Eq. 9.
     fertility_loss: the global-fertility negative log-likelihood (before `config.global_fertility_weight`), when
         it is active.
+    alignment_loss: guided alignment's L_a (Garg et al. 2019), -sum_t log A[t, a_t] per target token.
     """
 
     translation_loss: torch.FloatTensor | None = None
@@ -43,7 +44,8 @@ class SyntaxMTSeq2SeqLMOutput(Seq2SeqLMOutput):
     lisa_loss: torch.FloatTensor | None = None
     sync_loss: torch.FloatTensor | None = None
     fertility_loss: torch.FloatTensor | None = None
+    alignment_loss: torch.FloatTensor | None = None
 
 
 #: the auxiliary losses of the built-in methods (each is also a field of `SyntaxMTSeq2SeqLMOutput`)
-AUXILIARY_LOSSES = ("dbsa_loss", "lisa_loss", "sync_loss", "fertility_loss")
+AUXILIARY_LOSSES = ("dbsa_loss", "lisa_loss", "sync_loss", "fertility_loss", "alignment_loss")

@@ -33,15 +33,6 @@ from .compat import checkpoint_keyword_tensors, legacy_cache_warning, legacy_che
 from .configuration_syntax_mt import SyntaxMTConfig
 from .errors import UserError
 from .generation_defaults import fill_generation_defaults
-from .methods.biaffine import decoder_dbsa_arcs, dependency_nll  # noqa: F401  (public names kept here)
-from .methods.builtin import BUILTIN  # noqa: F401  (registers the built-in methods)
-from .methods.document_context import (
-    ContextEncoder,
-    context_masks,
-    is_document_parameter,
-    key_value_pairs,
-)
-from .methods.pascal import check_parent_positions, pascal_weights  # noqa: F401
 from .methods.registry import (
     AttentionRecord,
     ForwardInputs,
@@ -50,9 +41,7 @@ from .methods.registry import (
     on_change,
     registered,
     supervision_names,
-)
-from .methods.synchronous import synchronous_loss  # noqa: F401
-from .methods.tree_distance import tree_distances, tree_weights  # noqa: F401
+)  # the methods (document context included) reach the spine through the registry's hooks only
 from .modeling_layers import CACHE, SyntaxMTAttention, SyntaxMTDecoderLayer, SyntaxMTEncoderLayer, pop_cache
 from .modeling_outputs import AUXILIARY_LOSSES, SyntaxMTEncoderOutput, SyntaxMTSeq2SeqLMOutput
 
@@ -102,8 +91,8 @@ class SyntaxMTPreTrainedModel(MarianPreTrainedModel):
 class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
     """Marian encoder; the registered methods add their inputs (`hf_syntax_mt.methods.input_names()`, e.g.
     `parent_positions`, `word_index` + `word_heads`, `pos_ids`, all `(B, S)` aligned with `input_ids` unless said
-    otherwise) as keyword arguments, their embeddings and their attention inputs. Document context
-    (`context_input_ids`) runs through the context encoder."""
+    otherwise, `context_input_ids` `(B, M)`) as keyword arguments, their embeddings, their attention inputs and the
+    states their sublayers read (document context: the context encoder's keys and values)."""
 
     _can_record_outputs = {"hidden_states": SyntaxMTEncoderLayer, "attentions": SyntaxMTAttention}
 
@@ -111,8 +100,7 @@ class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
         super().__init__(config)
         self.layers = nn.ModuleList([SyntaxMTEncoderLayer(config, i) for i in range(config.encoder_layers)])
         for method in registered():
-            method.build_encoder(self, config)
-        self.context_encoder = ContextEncoder(config) if config.uses_context else None  # issue 5
+            method.build_encoder(self, config)  # e.g. feature embeddings, the context encoder
         self.post_init()
 
     def embed(self, input_ids, inputs: dict[str, torch.Tensor | None]) -> torch.Tensor:
@@ -129,8 +117,6 @@ class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
         input_ids: torch.LongTensor | None = None,
         attention_mask: torch.LongTensor | None = None,
         inputs_embeds: torch.Tensor | None = None,
-        context_input_ids: torch.LongTensor | None = None,
-        context_attention_mask: torch.Tensor | None = None,
         **kwargs,
     ) -> SyntaxMTEncoderOutput:
         # the methods' inputs; what several methods derive from them (tree distances) is computed once (`shared`)
@@ -151,75 +137,24 @@ class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
         for method in active_methods(self.config):
             attention_inputs.update(method.prepare(self.config, inputs, inputs_embeds.shape[:2], attention_mask))
 
-        context = self._encode_context(context_input_ids, context_attention_mask, inputs_embeds.shape[0])
-        encoder_kv, decoder_kv, context_mask = context if context is not None else (None, None, None)
+        layer_states, output_fields = {}, {}  # what the methods' sublayers read; what the decoder reads
+        for method in registered():
+            states, fields = method.encoder_states(self, self.config, inputs, inputs_embeds.shape[0])
+            layer_states.update(states)
+            output_fields.update(fields)
+        if layer_states:
+            kwargs["layer_states"] = layer_states
 
         hidden_states = inputs_embeds + self.embed_positions(inputs_embeds.shape[:-1])  # (B, S, D)
         hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
         mask = create_bidirectional_mask(
             config=self.config, inputs_embeds=inputs_embeds, attention_mask=attention_mask
         )
-        # one (key, value) pair of (B, H, M, d) per context sublayer, by one unbind (one stack in backward)
-        encoder_kv = key_value_pairs(encoder_kv) if encoder_kv is not None else None
-        masks = context_masks(context_mask) if encoder_kv is not None else None  # once for every layer
         for layer in self.layers:
             if self.training and self.layerdrop > 0.0 and torch.rand([]) < self.layerdrop:
                 continue
-            context_kv = None
-            if encoder_kv is not None and layer.context_attn is not None:
-                context_kv = encoder_kv[layer.context_index]  # (key, value), (B, H, M, d) each
-            hidden_states = layer(
-                hidden_states, mask, context_key_value=context_kv, context_masks=masks, **attention_inputs, **kwargs
-            )
-        return SyntaxMTEncoderOutput(
-            last_hidden_state=hidden_states, context_key_values=decoder_kv, context_attention_mask=context_mask
-        )
-
-    def _encode_context(self, context_input_ids, context_attention_mask, batch_size: int):
-        """Run the context encoder (Section 2.2) once: keys/values for the encoder's and the decoder's context
-        attentions and the context mask, or `None` when there is no context to read.
-
-        In training the context path always runs, on one padding token when the batch has no context: every
-        document-level parameter then takes part in the loss (with a zero gradient), so a batch of first sentences
-        trains with frozen sentence-level parameters and DDP finds no unused parameter."""
-        if self.context_encoder is not None and self.training and torch.is_grad_enabled():
-            if context_input_ids is None or context_input_ids.shape[-1] == 0:
-                context_input_ids = torch.full(
-                    (batch_size, 1), self.config.pad_token_id, dtype=torch.long, device=self.embed_tokens.weight.device
-                )
-                context_attention_mask = torch.zeros_like(context_input_ids)
-        if context_input_ids is None:
-            return None
-        if self.context_encoder is None:
-            logger.warning_once(
-                "`context_input_ids` were given to a model without document context (context_sentences=0): they are "
-                "ignored. Build the model with `context_sentences=k` to use them."
-            )
-            return None
-        if context_input_ids.dim() != 2 or context_input_ids.shape[0] != batch_size:
-            raise UserError(
-                f"context_input_ids has shape {tuple(context_input_ids.shape)} but the batch has {batch_size} rows: "
-                "give (batch_size, context_length) ids (`hf_syntax_mt.data.documents.encode_context`)."
-            )
-        if context_attention_mask is None:
-            context_attention_mask = torch.ones_like(context_input_ids)
-        if context_attention_mask.shape != context_input_ids.shape:
-            raise UserError(
-                f"context_attention_mask has shape {tuple(context_attention_mask.shape)} but context_input_ids "
-                f"{tuple(context_input_ids.shape)}."
-            )
-        length = context_input_ids.shape[1]
-        if length == 0:  # no row has context: the sentence-level model
-            return None
-        if length > self.max_source_positions:
-            raise UserError(
-                f"The context has {length} tokens but max_position_embeddings={self.max_source_positions}: keep the "
-                f"most recent tokens (`encode_context(..., max_length={self.config.resolved_max_context_length})`)."
-            )
-        embeds = self.embed_tokens(context_input_ids) * self.embed_scale  # (B, M, D)
-        embeds = embeds + self.embed_positions(context_input_ids.shape)  # Eq. 4: X^c, embedding + position
-        _, encoder_kv, decoder_kv = self.context_encoder(embeds, context_attention_mask)
-        return encoder_kv, decoder_kv, context_attention_mask
+            hidden_states = layer(hidden_states, mask, **attention_inputs, **kwargs)
+        return SyntaxMTEncoderOutput(last_hidden_state=hidden_states, **output_fields)
 
 
 class SyntaxMTDecoder(SyntaxMTPreTrainedModel, MarianDecoder):
@@ -250,18 +185,13 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
         self.post_init()
         legacy_checkpointing(self, checkpointing)
 
-    @staticmethod
-    def _decoder_context(encoder_outputs) -> dict:
-        """The decoder's share of the encoded document context (issue 5), as decoder-layer keyword arguments."""
-        kv = getattr(encoder_outputs, "context_key_values", None)
-        if kv is None:
-            return {}
-        # one (key, value) pair of (B, H, M, d) per decoder context sublayer (one unbind: see the encoder); masks
-        # built once per forward (one decoding step), not in every layer
-        return {
-            "context_key_values": key_value_pairs(kv),
-            "context_masks": context_masks(encoder_outputs.context_attention_mask),
-        }
+    def _decoder_states(self, encoder_outputs) -> dict:
+        """What the methods' sublayers read in the decoder layers (`Method.decoder_states`, e.g. the document
+        context's keys and values), as the layers' `layer_states` keyword argument."""
+        states = {}
+        for method in active_methods(self.config):
+            states.update(method.decoder_states(self.config, encoder_outputs))
+        return {"layer_states": states} if states else {}
 
     @can_return_tuple  # `return_dict=False` (argument or config): a tuple, as Marian's
     def forward(
@@ -322,7 +252,7 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
             inputs_embeds=decoder_inputs_embeds,
             use_cache=use_cache,
             **{CACHE: past_key_values},
-            **self._decoder_context(encoder_outputs),
+            **self._decoder_states(encoder_outputs),
             return_dict=True,
             **kwargs,
         )
@@ -369,8 +299,12 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         legacy_checkpointing(self, checkpointing)
 
     def document_parameter_names(self) -> list[str]:
-        """Names of theta_d, the document-level parameters (context encoder, context attentions and gates)."""
-        return [name for name, _ in self.named_parameters() if is_document_parameter(name)]
+        """Names of theta_d, the document-level parameters (`Method.document_level`: the context encoder, context
+        attentions and gates)."""
+        return [name for name, _ in self.named_parameters() if self._document_level(name)]
+
+    def _document_level(self, name: str) -> bool:
+        return any(method.document_level(name) for method in registered())
 
     def freeze_sentence_level_parameters(self) -> list[str]:
         """Step 2 of the two-step training (Section 2.4): keep theta_s, every sentence-level parameter, fixed and
@@ -382,14 +316,14 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
             model = SyntaxMTForConditionalGeneration.from_pretrained(sentence_dir, context_sentences=2)
             model.freeze_sentence_level_parameters()
         """
-        if not self.config.uses_context:
+        if not self.document_parameter_names():
             raise UserError(
                 "This model has no document-level parameters (context_sentences=0): load it with "
                 "`from_pretrained(..., context_sentences=2)` before freezing the sentence-level ones."
             )
         trainable = []
         for name, parameter in self.named_parameters():
-            parameter.requires_grad_(is_document_parameter(name))
+            parameter.requires_grad_(self._document_level(name))
             if parameter.requires_grad:
                 trainable.append(name)
         return trainable
@@ -550,11 +484,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
             kwargs["max_length"] = limit
 
 
-__all__ = [
-    "AUXILIARY_LOSSES", "SyntaxMTAttention", "SyntaxMTSeq2SeqLMOutput", "dependency_nll", "synchronous_loss",
-    "tree_distances", "tree_weights", "SyntaxMTForConditionalGeneration", "SyntaxMTModel", "SyntaxMTPreTrainedModel",
-    "pascal_weights",
-]  # fmt: skip
+__all__ = ["SyntaxMTForConditionalGeneration", "SyntaxMTModel", "SyntaxMTPreTrainedModel"]
 
 
 def _refresh_forward_signatures() -> None:

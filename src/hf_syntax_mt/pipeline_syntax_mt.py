@@ -17,7 +17,7 @@ from .data.documents import encode_context
 from .data.parser_config import parser_from_config
 from .data.parsers import Parser, get_parser
 from .data.preprocess import parse_texts
-from .data.subwords import align_parse, parse_flags
+from .data.subwords import align_parse
 from .errors import UserError, UserTypeError
 from .languages import check_languages
 from .validation import check_string_lists, check_strings, shown
@@ -247,20 +247,18 @@ class SyntaxTranslationPipeline(Pipeline):
                 "input_ids": torch.tensor([input_ids]),
                 "attention_mask": torch.ones(1, len(input_ids), dtype=torch.long),
             }
-        columns = config.parse_columns()  # what the model's methods read from the parse (the registry decides)
+        columns = config.parse_columns()  # the columns the model's methods read from the parse (its registry's)
         enc = align_parse(
-            self.tokenizer, parse, text=text if text.strip() else None, max_length=max_length, **parse_flags(columns)
+            self.tokenizer, parse, text=text if text.strip() else None, max_length=max_length, columns=columns
         )
         out = {
             "input_ids": torch.tensor([enc["input_ids"]]),
             "attention_mask": torch.ones(1, len(enc["input_ids"]), dtype=torch.long),
         }
-        for name in columns:
-            if name == "word_heads":
-                out[name] = torch.tensor([enc[name] or [0]])
-            elif name in enc:
-                dtype = torch.float if name == "parent_positions" else torch.long
-                out[name] = torch.tensor([enc[name]], dtype=dtype)
+        for column in columns:  # each a `methods.Column` of the model's own registry, as its kind says
+            dtype = torch.float if column.is_float else torch.long
+            values = enc[column] or [0] if column.kind == "word" else enc[column]  # a word column of an empty line
+            out[str(column)] = torch.tensor([values], dtype=dtype)
         if multitask := getattr(config, "task_token_ids", None):
             out["forced_bos_token_id"] = multitask["translate"]
         return out

@@ -275,7 +275,7 @@ def test_parser_output_and_gold_columns_with_bad_trees_name_the_row(tokenizer):
 
 
 def test_tree_distances_refuse_cyclic_word_heads():
-    from hf_syntax_mt.modeling_syntax_mt import tree_distances
+    from hf_syntax_mt.methods.tree_distance import tree_distances
 
     word_index = torch.tensor([[1, 2, 3, 4, 0], [1, 2, 3, 4, 0]])
     chain = tree_distances(word_index, torch.tensor([[0, 1, 2, 3], [0, 1, 2, 3]]))[0, :4, :4]
@@ -441,11 +441,16 @@ def test_translating_past_max_position_embeddings_truncates_with_a_warning(tmp_p
 def test_blank_source_lines_warn_on_the_parse_free_path(tokenizer, caplog):
     from datasets import Dataset
 
-    from hf_syntax_mt.data.preprocess import TokenizeOnly
+    from hf_syntax_mt.data.preprocess import SyntaxMTPreprocessor
 
     ds = Dataset.from_dict({"source": ["le chat", "", "un chien", "  "], "target": ["a", "b", "c", "d"]})
     with caplog.at_level(logging.WARNING, logger="hf_syntax_mt.data.preprocess"):
-        out = ds.map(TokenizeOnly(tokenizer, 16, 16), batched=True, with_indices=True, remove_columns=ds.column_names)
+        out = ds.map(
+            SyntaxMTPreprocessor(tokenizer, columns=(), max_source_length=16, max_target_length=16),
+            batched=True,
+            with_indices=True,
+            remove_columns=ds.column_names,
+        )
     assert "2 empty source line(s) (rows 1, 3) kept" in caplog.text
     assert out["input_ids"][1] == tokenizer("")["input_ids"]  # the special tokens alone
 

@@ -77,10 +77,10 @@ def test_possible_links_are_supervised_like_sure_ones(tok):
     subword of source word i, by hand from the tokenizer's offsets."""
     from datasets import Dataset
 
-    from hf_syntax_mt.data.preprocess import TokenizeOnly
+    from hf_syntax_mt.data.preprocess import SyntaxMTPreprocessor
 
     rows = Dataset.from_dict({"source": SRC[:1], "target": TGT[:1]})
-    rows = rows.map(TokenizeOnly(tok, None, None), batched=True).add_column("alignment", ["0-0 2p2"])
+    rows = rows.map(SyntaxMTPreprocessor(tok, columns=()), batched=True).add_column("alignment", ["0-0 2p2"])
     got = rows.map(AlignmentTargets(tok), batched=True, with_indices=True)["decoder_alignment"][0]
     src, tgt = tok(SRC[0], return_offsets_mapping=True), tok(text_target=TGT[0], return_offsets_mapping=True)
     sw, tw = token_words(SRC[0], src["offset_mapping"]), token_words(TGT[0], tgt["offset_mapping"])

@@ -157,7 +157,7 @@ def test_empty_target_lines_warn_like_empty_sources(caplog):
     from datasets import Dataset
 
     from hf_syntax_mt.data.parsers import ParsedSentence, Parser
-    from hf_syntax_mt.data.preprocess import SyntaxMTPreprocessor, TokenizeOnly
+    from hf_syntax_mt.data.preprocess import SyntaxMTPreprocessor
 
     class Chain(Parser):  # every word attached to the one before it
         name = "chain"
@@ -174,7 +174,8 @@ def test_empty_target_lines_warn_like_empty_sources(caplog):
 
     tokenizer = train_tokenizer(SENTENCES * 20, vocab_size=60, min_frequency=1)
     ds = Dataset.from_dict({"source": ["le chat", "un chien", "le chien", "dort"], "target": ["a", "", "c", " "]})
-    for fn in (TokenizeOnly(tokenizer, 16, 16), SyntaxMTPreprocessor(tokenizer, Chain())):
+    for fn in (SyntaxMTPreprocessor(tokenizer, columns=(), max_source_length=16, max_target_length=16),
+               SyntaxMTPreprocessor(tokenizer, Chain())):  # fmt: skip
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="hf_syntax_mt.data.preprocess"):
             out = ds.map(fn, batched=True, with_indices=True, remove_columns=ds.column_names)

@@ -247,16 +247,15 @@ def test_preprocessor_for_config_takes_the_context_length(data_fast_tokenizer):
 
 
 def test_for_config_without_parse_needs_tokenizes_only(data_fast_tokenizer):
-    """A context-only model needs no parser: `for_config` gives `TokenizeOnly`, whose rows equal plain tokenization
-    plus `encode_context`."""
+    """A context-only model needs no parser: `for_config` gives a tokenize-only preprocessor, whose rows equal plain
+    tokenization plus `encode_context`."""
     from tiny_config import TINY
 
     from hf_syntax_mt import SyntaxMTConfig
-    from hf_syntax_mt.data import TokenizeOnly
 
     config = SyntaxMTConfig(**TINY, context_sentences=2, max_context_length=6)
     pre = SyntaxMTPreprocessor.for_config(config, data_fast_tokenizer)
-    assert isinstance(pre, TokenizeOnly)
+    assert pre.tokenize_only
     docs = add_document_context(_docs_dataset(), k=2)
     out = docs.map(pre, batched=True, batch_size=3, remove_columns=docs.column_names,
                    features=pre.output_features(docs.column_names))  # fmt: skip

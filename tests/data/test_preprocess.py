@@ -179,8 +179,8 @@ def test_read_parallel_conllu_and_conll_parser_agree(tmp_path, data_marian_token
 def test_every_supervision_column_in_one_pass(tokenizer_name, request, tmp_path):
     """Source LISA/DBSA/tree/feature columns and target DBSA heads, checked against the word-level rules."""
     from hf_syntax_mt import SyntaxMTConfig
-    from hf_syntax_mt.configuration_syntax_mt import DEPRELS, UPOS_TAGS
     from hf_syntax_mt.data.subwords import dbsa_heads_from_word_ids
+    from hf_syntax_mt.vocabularies import DEPRELS, UPOS_TAGS
 
     tok = request.getfixturevalue(tokenizer_name)
     src = ParsedSentence(["Le", "chat", "mange", "du", "poisson"], [2, 3, 0, 5, 3], ["det", "nsubj", "root",

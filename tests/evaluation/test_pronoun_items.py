@@ -5,21 +5,23 @@ from a hand-made gender lexicon, the random-context control, and the scorer's gr
 from __future__ import annotations
 
 import re
+import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from hf_syntax_mt.evaluation import pronouns
 from hf_syntax_mt.evaluation.pronouns import (
-    NounGenders,
-    build_pronoun_items,
-    german_tokens,
     load_pronoun_items,
-    pronoun_variants,
     random_contexts,
     variant_references,
     write_pronoun_items,
 )
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+
+from benchmarks.data.pronoun_builder import NounGenders, build_pronoun_items, german_tokens, pronoun_variants  # noqa: E402
 
 LEXICON = NounGenders({"tisch": Counter(masc=3), "lampe": Counter(fem=2), "haus": Counter(neut=5),
                        "bank": Counter(fem=2, masc=2), "debatte": Counter(fem=1)})  # fmt: skip
@@ -381,7 +383,7 @@ def test_a_noun_of_another_gender_is_passed_over_and_flagged():
 
 
 def test_english_parse_alone_marks_expletive_and_extraposed_it():
-    from hf_syntax_mt.evaluation.pronoun_kinds import item_kind
+    from benchmarks.data.pronoun_kinds import item_kind
 
     # "it" as expl (spaCy's label for some extraposed subjects): expletive whatever the German says
     words, heads, deps = ["it", "seems", "odd"], [2, 0, 2], ["expl", "ROOT", "acomp"]
@@ -483,7 +485,7 @@ def test_the_builder_refuses_string_links_short_relation_lists_and_a_returning_d
 
 
 def test_german_rules_for_clefts_infinitives_and_plural_sie():
-    from hf_syntax_mt.evaluation.pronoun_kinds import item_kind, plural_sie
+    from benchmarks.data.pronoun_kinds import item_kind, plural_sie
 
     words, heads = ["it", "is", "an", "instrument"], [2, 0, 4, 2]
     deps, upos = ["nsubj", "ROOT", "det", "attr"], ["PRON", "AUX", "DET", "NOUN"]
@@ -515,7 +517,7 @@ def test_german_rules_for_clefts_infinitives_and_plural_sie():
 
 def _german_kind(sentence: str, j: int = None):
     """item_kind of a German sentence's first (or ``j``-th) token "es" with an English parse that decides nothing."""
-    from hf_syntax_mt.evaluation.pronoun_kinds import item_kind
+    from benchmarks.data.pronoun_kinds import item_kind
 
     tokens = [t.lower() for t, _, _ in german_tokens(sentence)]
     j = tokens.index("es") if j is None else j
@@ -560,7 +562,7 @@ def test_german_rules_for_impersonal_and_clausal_es_as_issue_51_fixed_them(sente
 
 
 def test_an_object_es_before_a_dative_gets_accusative_variants_and_an_object_sie_next_to_a_plural_is_dropped():
-    from hf_syntax_mt.evaluation.pronoun_kinds import german_case
+    from benchmarks.data.pronoun_kinds import german_case
 
     tokens = [t.lower() for t, _, _ in german_tokens("Dies wird es den Verbrauchern erleichtern , zu wählen .")]
     assert german_case(tokens, 2) == ("acc", "german:es + dative + erleichtern")

@@ -171,15 +171,20 @@ def test_docnmt_checks_hypotheses_and_field_types(tmp_path):
 # ------------------------------------------------------------------------------------------------------------------
 # Unit names: ASCII seeds
 # ------------------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("seed", ["²", "١", "0x1", " 1", "-1"])
+_PARSERS = (
+    (multi30k_study.parse_unit, "vanilla-seed{}"),
+    (study_round2.parse_unit, "full-vanilla-seed{}"),
+    (docnmt_real.parse_unit, "document-seed{}"),
+    (lambda n: common.parse_unit(n, cpu_minute.METHODS), "tiny-seed{}"),
+)
+
+
+@pytest.mark.parametrize("seed", ["²", "١", "0x1", " 1", "-1"])  # str.isdigit accepts "²" and "١"; int() refuses "²"
 def test_unit_names_take_ascii_seeds_only(seed):
-    assert "²".isdigit() and "١".isdigit()  # the trap: str.isdigit accepts them, int() refuses "²"
-    for parse, name in ((multi30k_study.parse_unit, f"vanilla-seed{seed}"),
-                        (study_round2.parse_unit, f"full-vanilla-seed{seed}"),
-                        (docnmt_real.parse_unit, f"document-seed{seed}"),
-                        (lambda n: common.parse_unit(n, cpu_minute.METHODS), f"tiny-seed{seed}")):  # fmt: skip
+    for parse, name in _PARSERS:
+        assert parse(name.format(12))[-1] == 12  # the same name with an ASCII seed is a unit
         with pytest.raises(SystemExit, match="unknown unit"):
-            parse(name)
+            parse(name.format(seed))
     assert common.seed_number("12") == 12 and common.seed_number(seed) is None
 
 

@@ -9,7 +9,7 @@ from tiny_config import EOS, PAD, TINY
 from trees import bfs_distance
 
 from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
-from hf_syntax_mt.modeling_syntax_mt import tree_distances
+from hf_syntax_mt.methods.tree_distance import tree_distances
 
 ALL = dict(
     encoder_pascal_heads=[1, 0], encoder_tree_heads=[1, 0], encoder_lisa_heads=[1, 0], encoder_dbsa_heads=[1, 0],

@@ -201,3 +201,52 @@ def test_the_checked_floors_are_the_declared_ones():
     for name, floor in required:
         if name != "torch":  # the floors environment takes the CPU wheel CI has (CONTRIBUTING.md says why)
             assert pins.get(name) == floor, (name, floor, pins.get(name))
+
+
+def test_the_attentions_projection_and_cache_update_are_the_installed_marians():
+    """`SyntaxMTAttention._project` is a copy of `MarianAttention.forward`'s projection and cache update: the q, k, v
+    it gives equal those the installed transformers' forward hands to its attention kernel (caught by a kernel
+    registered for the test), in the encoder, in the decoder over two cached steps and in the cross-attention whose
+    keys are reused from the cache on the second step; and the caches end equal."""
+    from transformers import AttentionInterface
+    from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+    from transformers.models.marian.modeling_marian import MarianAttention
+
+    seen = []
+
+    def catch(module, query, key, value, attention_mask, **kwargs):
+        seen.append((query, key, value))
+        return torch.zeros(*query.shape[:2], query.shape[2], query.shape[3]).transpose(1, 2), None
+
+    AttentionInterface.register("catch_qkv", catch)
+    model = make(SyntaxMTModel)
+    encoder_attn = model.encoder.layers[0].self_attn
+    decoder_attn, cross_attn = model.decoder.layers[1].self_attn, model.decoder.layers[1].encoder_attn
+    torch.manual_seed(1)
+    d = TINY["d_model"]
+    source, steps = torch.randn(2, 5, d), [torch.randn(2, 3, d), torch.randn(2, 1, d)]
+
+    ours_cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+    theirs_cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+    calls = [(encoder_attn, source, None, None, None)]
+    for step in steps:
+        calls += [(decoder_attn, step, None, ours_cache, theirs_cache), (cross_attn, step, source, ours_cache,
+                                                                          theirs_cache)]  # fmt: skip
+    implementation = model.config._attn_implementation
+    try:
+        model.config._attn_implementation = "catch_qkv"
+        with torch.no_grad():
+            for module, hidden, key_value, ours, theirs in calls:
+                seen.clear()
+                MarianAttention.forward(module, hidden, key_value, theirs, None)
+                expected = seen[0]
+                got = module._project(hidden, key_value, ours, {})
+                for a, b in zip(got, expected, strict=True):
+                    torch.testing.assert_close(a, b, rtol=0, atol=0)
+    finally:
+        model.config._attn_implementation = implementation
+    for a, b in ((ours_cache.self_attention_cache, theirs_cache.self_attention_cache),
+                 (ours_cache.cross_attention_cache, theirs_cache.cross_attention_cache)):  # fmt: skip
+        assert torch.equal(a.layers[1].keys, b.layers[1].keys) and torch.equal(a.layers[1].values, b.layers[1].values)
+    assert ours_cache.self_attention_cache.layers[1].keys.shape[2] == 4  # two steps: 3 + 1 positions
+    assert dict(ours_cache.is_updated) == dict(theirs_cache.is_updated) == {1: True}

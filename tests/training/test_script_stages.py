@@ -11,7 +11,7 @@ from datasets import Dataset
 from transformers import MarianConfig
 
 from hf_syntax_mt import SyntaxMTConfig
-from hf_syntax_mt.data.preprocess import SyntaxMTPreprocessor, TokenizeOnly
+from hf_syntax_mt.data.preprocess import SyntaxMTPreprocessor
 from hf_syntax_mt.training import train_tokenizer
 from hf_syntax_mt.training.prepare import (
     _config_values,
@@ -140,10 +140,10 @@ def test_each_split_gets_the_preprocessor_its_columns_and_model_need(tokenizer):
     pascal = SyntaxMTConfig(**SMALL, encoder_pascal_heads=[2, 0])
     dbsa = SyntaxMTConfig(**SMALL, decoder_dbsa_heads=[0, 1])
     fn = choose_preprocessor("train", plain, vanilla, tokenizer, parser, data)
-    assert type(fn) is TokenizeOnly and (fn.max_source_length, fn.max_target_length) == (32, 32)
+    assert fn.tokenize_only and (fn.max_source_length, fn.max_target_length) == (32, 32)
     fn = choose_preprocessor("train", parsed, vanilla, tokenizer, parser, data)  # parses given to a vanilla model
     assert type(fn) is SyntaxMTPreprocessor and fn.source_parse_column == "source_parse"
-    assert choose_preprocessor("train", plain, bare, tokenizer, parser, data).__class__.__name__ == "TokenizeOnly"
+    assert choose_preprocessor("train", plain, bare, tokenizer, parser, data).tokenize_only
     fn = choose_preprocessor("test", parsed, pascal, tokenizer, parser, data)
     assert isinstance(fn, SyntaxMTPreprocessor) and fn.source_parse_column == "source_parse"
     with pytest.raises(ValueError, match=r"syntax heads but the test split has no parses: give CoNLL-U sources "

@@ -5,7 +5,7 @@ Pharaoh links `i-j` index the whitespace-separated words of the source (i) and t
 `ipj` (as in gold files) are read and supervised like sure ones. For every target
 subword of word j with links, the column holds the position of the first subword of its aligned source word (the
 middle one when j has several links, as one link per target token is supervised); other positions hold -100. The
-map runs on rows that already have `input_ids` and `labels` (after `SyntaxMTPreprocessor` / `TokenizeOnly`), with
+map runs on rows that already have `input_ids` and `labels` (after `SyntaxMTPreprocessor`), with
 the same tokenizer and lengths, so positions match what the model sees; a row whose re-tokenisation differs is an
 error naming it.
 

@@ -31,7 +31,7 @@ from .parsers import (
     StanzaParser,
     get_parser,
 )
-from .preprocess import SyntaxMTPreprocessor, TokenizeOnly, prepare_dataset
+from .preprocess import SyntaxMTPreprocessor, prepare_dataset
 from .readers import load_parallel_files, read_conllu, read_doc_ids, read_documents, read_parallel_conllu
 from .subwords import (
     align_parse,
@@ -54,7 +54,6 @@ __all__ = [
     "SpacyParser",
     "StanzaParser",
     "SyntaxMTPreprocessor",
-    "TokenizeOnly",
     "add_document_context",
     "align_parse",
     "dbsa_heads_from_word_ids",

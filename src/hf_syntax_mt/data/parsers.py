@@ -392,7 +392,6 @@ class SpacyParser(Parser):
 # --------------------------------------------------------------------------------------------------------------
 # CoNLL-U
 # --------------------------------------------------------------------------------------------------------------
-_file_sha = file_sha256
 
 
 class ConllParser(Parser):
@@ -415,7 +414,7 @@ class ConllParser(Parser):
             if not Path(p).is_file():
                 raise FileNotFoundError(f"ConllParser: CoNLL-U file not found: {p}")
         self.model = ",".join(Path(p).name for p in self.paths)
-        self._signature = "conllu:" + ",".join(f"{Path(p).name}@{_file_sha(p)[:12]}" for p in self.paths)
+        self._signature = "conllu:" + ",".join(f"{Path(p).name}@{file_sha256(p)[:12]}" for p in self.paths)
         self._exact: dict[str, ParsedSentence] | None = None
         self._normalized: dict[str, ParsedSentence] | None = None
 
@@ -471,8 +470,7 @@ class CachedParser(Parser):
     place (``os.replace``, atomic). A process killed mid-run (``SIGKILL``, out of memory, a lost machine) therefore
     leaves complete shards and at most one orphan ``.tmp`` file, which is never read; the next run reads the shards
     and parses only the texts that are not in them. Worker processes (``datasets.map(num_proc=N)``) and several
-    machines on a shared file system write their own shards and never interleave. The older single-file layout
-    (``{cache_dir}/{sha256(signature)[:16]}.jsonl``) is still read; unreadable lines are ignored.
+    machines on a shared file system write their own shards and never interleave. Unreadable lines are ignored.
 
     ``name``, ``model``, :meth:`signature` and :meth:`to_config` are those of the wrapped parser.
     """
@@ -487,11 +485,6 @@ class CachedParser(Parser):
     @property
     def _cache_key(self) -> str:
         return hashlib.sha256(self.parser.signature().encode("utf-8")).hexdigest()[:16]
-
-    @property
-    def cache_file(self) -> Path:
-        """The single-file cache of earlier versions (read, never written)."""
-        return Path(self.cache_dir) / f"{self._cache_key}.jsonl"
 
     @property
     def shard_dir(self) -> Path:
@@ -509,8 +502,7 @@ class CachedParser(Parser):
     def _load(self) -> dict[str, ParsedSentence]:
         if self._memory is None:
             self._memory = {}
-            files = ([self.cache_file] if self.cache_file.is_file() else []) + self.shards()
-            for path in files:
+            for path in self.shards():
                 with open(path, encoding="utf-8") as f:
                     for line in f:
                         try:

@@ -36,15 +36,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import UserError
+from ..methods.registry import column_specs, input_columns, supervision_columns
 from .documents import encode_context
 from .parsed import ParsedSentence
 from .parsers import Parser
 from .readers import load_parallel_files, read_parallel_conllu
-from .subwords import align_parse
+from .subwords import FEATURE_COLUMNS, align_parse
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SyntaxMTPreprocessor", "TokenizeOnly", "prepare_dataset", "load_parallel_files", "read_parallel_conllu"]
+__all__ = ["SyntaxMTPreprocessor", "prepare_dataset", "load_parallel_files", "read_parallel_conllu"]
 
 
 def _truncate_ids(ids: list[int], max_length: int | None, special_ids: set[int]) -> list[int]:
@@ -89,7 +90,11 @@ def parse_texts(parser: Parser, texts: list[str], describe=lambda k: f"batch row
 
 
 class SyntaxMTPreprocessor:
-    """Batched ``datasets.map`` function: parse, tokenize, align.
+    """Batched ``datasets.map`` function: parse, tokenize, align; or, with ``columns=()``, tokenize only.
+
+    Which columns it makes is read from the method registry (`methods.Column`): a column whose ``parse`` is
+    ``"source"`` is computed from the source parse, one whose ``parse`` is ``"target"`` from the target parse, and the
+    document context's columns from the ``context_column``.
 
     Args:
         tokenizer: the model's tokenizer (fast, or the sentencepiece ``MarianTokenizer``).
@@ -100,21 +105,25 @@ class SyntaxMTPreprocessor:
             ``deprels, upos, text, spans, mwt``, as written by ``ParsedSentence.to_dict``); overrides ``parser``.
         max_source_length: maximum source length in tokens (special tokens included).
         max_target_length: maximum ``labels`` length in tokens (special tokens included).
-        compute_lisa: also produce ``lisa_parents``.
-        compute_dbsa: also produce ``dbsa_heads``.
-        compute_tree: also produce ``word_index`` and ``word_heads`` (syntax-directed heads).
-        compute_features: also produce ``pos_ids``, ``deprel_ids`` and ``subword_tag_ids`` (input features).
+        columns: the method columns to make from the parses (names the registered methods declare, e.g.
+            ``["parent_positions", "word_index", "word_heads"]``; `for_config` gives a model's). ``()``: tokenize only
+            (no parse is read). ``None`` (default): ``parent_positions`` plus those the ``compute_*`` flags ask for.
+        compute_lisa: also produce ``lisa_parents`` (with ``columns=None``).
+        compute_dbsa: also produce ``dbsa_heads`` (with ``columns=None``).
+        compute_tree: also produce ``word_index`` and ``word_heads`` (with ``columns=None``).
+        compute_features: also produce ``pos_ids``, ``deprel_ids`` and ``subword_tag_ids`` (with ``columns=None``).
         target_parser: a parser for the target side; with it (or ``target_parse_column``) the preprocessor also
-            produces ``decoder_dbsa_heads`` (decoder DBSA heads), and ``labels`` come from the same tokenization.
+            produces the target-parse columns (``decoder_dbsa_heads``), and ``labels`` come from the same
+            tokenization.
         target_parse_column: column with pre-computed target parses (like ``source_parse_column``).
         context_column: column with the document context (``list[str]``, previous source sentences, oldest first);
             when it is in a batch, ``context_input_ids`` and ``context_attention_mask`` (all ones) are produced.
         max_context_length: most context tokens kept (the most recent ones); ``None``: no limit.
 
     Call it as ``preprocessor(batch, indices)`` (``map(batched=True, with_indices=True)``); ``indices`` only
-    serve error messages. Returns a dict of per-row lists: ``input_ids``, ``attention_mask``,
-    ``parent_positions`` (``(S,)`` floats), ``labels``, ``context_input_ids`` / ``context_attention_mask`` (``(M,)``,
-    ``M`` may be 0) and the optional columns.
+    serve error messages. Returns a dict of per-row lists: ``input_ids``, ``attention_mask``, the parse columns
+    (``parent_positions``: ``(S,)`` floats), ``labels``, ``context_input_ids`` / ``context_attention_mask`` (``(M,)``,
+    ``M`` may be 0).
     """
 
     def __init__(
@@ -134,9 +143,31 @@ class SyntaxMTPreprocessor:
         target_parse_column: str | None = None,
         context_column: str = "context",
         max_context_length: int | None = None,
+        columns: Sequence[str] | None = None,
     ):
-        if parser is None and source_parse_column is None:
-            raise UserError("SyntaxMTPreprocessor needs a parser or a source_parse_column with pre-computed parses")
+        specs = column_specs()
+        if columns is None:  # the flags of the first release, as column names
+            flags = {"lisa_parents": compute_lisa, "dbsa_heads": compute_dbsa, "word_index": compute_tree,
+                     "word_heads": compute_tree, **dict.fromkeys(FEATURE_COLUMNS, compute_features)}  # fmt: skip
+            columns = ["parent_positions", *(name for name, on in flags.items() if on)]
+            if target_parser is not None or target_parse_column is not None:
+                columns += [name for name, c in specs.items() if c.parse == "target"]
+        unknown = [c for c in columns if c not in specs or specs[c].parse is None]
+        if unknown:
+            parsed = sorted(name for name, c in specs.items() if c.parse is not None)
+            raise UserError(f"columns={list(columns)}: {unknown} are not columns computed from a parse; the registered "
+                            f"methods declare {parsed}.")  # fmt: skip
+        # in registry order, each a `methods.Column` (align_parse computes a method's own column by its `compute`)
+        self.source_columns = [specs[c] for c in specs if c in columns and specs[c].parse == "source"]
+        self.target_columns = [specs[c] for c in specs if c in columns and specs[c].parse == "target"]
+        if self.source_columns and parser is None and source_parse_column is None:
+            raise UserError(
+                f"SyntaxMTPreprocessor needs a parser or a source_parse_column with pre-computed parses for "
+                f"{self.source_columns} (or columns=() to tokenize only)"
+            )
+        if self.target_columns and target_parser is None and target_parse_column is None:
+            raise UserError(f"{self.target_columns} are computed from target parses: give target_parser= or "
+                            "target_parse_column=.")  # fmt: skip
         lengths = (("max_source_length", max_source_length), ("max_target_length", max_target_length),
                    ("max_context_length", max_context_length))  # fmt: skip
         for name, value in lengths:
@@ -149,46 +180,30 @@ class SyntaxMTPreprocessor:
         self.source_parse_column = source_parse_column
         self.max_source_length = max_source_length
         self.max_target_length = max_target_length
-        self.compute_lisa = compute_lisa
-        self.compute_dbsa = compute_dbsa
-        self.compute_tree = compute_tree
-        self.compute_features = compute_features
         self.target_parser = target_parser
         self.target_parse_column = target_parse_column
         self.context_column = context_column
         self.max_context_length = max_context_length
 
+    @property
+    def tokenize_only(self) -> bool:
+        """Whether no column is computed from a parse (``columns=()``, or a model that reads none)."""
+        return not self.source_columns and not self.target_columns
+
     @classmethod
-    def for_config(cls, config, tokenizer, parser=None, **kwargs) -> SyntaxMTPreprocessor | TokenizeOnly:
-        """A preprocessor that produces every column the options of `config` (a `SyntaxMTConfig`) consume; a
-        `TokenizeOnly` when no parser is given and no option needs a parse.
+    def for_config(cls, config, tokenizer, parser=None, **kwargs) -> SyntaxMTPreprocessor:
+        """A preprocessor that produces every column the methods of `config` (a `SyntaxMTConfig`) read from the
+        parses (tokenize only when they read none), with the other arguments as given (``source_column``...).
 
         With document context (``config.uses_context``), ``max_context_length`` defaults to
         ``config.resolved_max_context_length`` (``max_context_length``, else ``max_position_embeddings``).
         """
-        from ..methods.registry import input_columns, supervision_columns
-
-        columns = {*input_columns(config), *supervision_columns(config)}  # what the config's methods read
-        options = dict(
-            compute_lisa="lisa_parents" in columns,
-            compute_dbsa="dbsa_heads" in columns,
-            compute_tree="word_index" in columns,
-            compute_features=any(c in columns for c in ("pos_ids", "deprel_ids", "subword_tag_ids")),
-        )
-        needs_target = "decoder_dbsa_heads" in columns
-        if needs_target and kwargs.get("target_parser") is None and kwargs.get("target_parse_column") is None:
-            raise UserError(
-                f"decoder_dbsa_heads={config.decoder_dbsa_heads} is trained on target parses: give target_parser= "
-                "or target_parse_column=."
-            )
+        specs = column_specs()
+        wanted = {*input_columns(config), *supervision_columns(config)}  # what the config's methods read
+        columns = [c for c in wanted if c in specs and specs[c].parse is not None]
         if getattr(config, "uses_context", False):
-            options["max_context_length"] = config.resolved_max_context_length
-        needs_parse = config.needs_source_parse or needs_target or any(v is True for v in options.values())
-        if parser is None and not needs_parse and kwargs.get("source_parse_column") is None:
-            # nothing the model reads depends on a parse (e.g. document context alone): tokenize only
-            return TokenizeOnly(tokenizer, kwargs.get("max_source_length"), kwargs.get("max_target_length"),
-                                options.get("max_context_length"))  # fmt: skip
-        return cls(tokenizer, parser, **{**options, **kwargs})
+            kwargs.setdefault("max_context_length", config.resolved_max_context_length)
+        return cls(tokenizer, parser, columns=columns, **kwargs)
 
     def _read_parses(self, batch, column: str, texts: list[str], indices) -> list[ParsedSentence]:
         if column not in batch:
@@ -211,37 +226,12 @@ class SyntaxMTPreprocessor:
         if self.source_column not in batch:
             raise KeyError(f"source column {self.source_column!r} not in the dataset columns {sorted(batch)}")
         texts = ["" if t is None else t for t in batch[self.source_column]]
-        if self.source_parse_column is not None:
-            parses = self._read_parses(batch, self.source_parse_column, texts, indices)
-        else:
-            parses = self._parse(texts, indices)
         _warn_empty(texts, indices)
-
-        names = self.output_columns([])  # the source-side columns
-        out: dict[str, list[Any]] = {name: [] for name in names}
-        for k, (text, parse) in enumerate(zip(texts, parses, strict=True)):
-            try:
-                aligned = align_parse(
-                    self.tokenizer,
-                    parse,
-                    text=text if text.strip() else None,
-                    max_length=self.max_source_length,
-                    compute_lisa=self.compute_lisa,
-                    compute_dbsa=self.compute_dbsa,
-                    compute_tree=self.compute_tree,
-                    compute_features=self.compute_features,
-                )
-            except UserError as e:  # a parse that does not fit the text; anything else is a bug
-                raise UserError(
-                    f"cannot align the parse with the tokens in {self._row_label(k, indices)}: {text!r}: {e}"
-                ) from e
-            for name in out:
-                out[name].append(aligned[name])
-
+        out = self._tokenize(texts) if not self.source_columns else self._align(batch, texts, indices)
         if self.target_column in batch:
             targets = ["" if t is None else t for t in batch[self.target_column]]
             _warn_empty(targets, indices, "target")
-            if self.target_parser is not None or self.target_parse_column is not None:
+            if self.target_columns:
                 out.update(self._target_with_heads(batch, targets, indices))
             else:
                 special_ids = set(self.tokenizer.all_special_ids)
@@ -251,6 +241,32 @@ class SyntaxMTPreprocessor:
             out.update(self.encode_contexts(batch[self.context_column]))
         return out
 
+    def _tokenize(self, texts: list[str]) -> dict[str, list[Any]]:
+        """``input_ids`` and ``attention_mask``, truncated keeping ``</s>`` (tokenize-only: no parse)."""
+        special = set(self.tokenizer.all_special_ids)
+        encoded = self.tokenizer(texts)["input_ids"]
+        ids = [_truncate_ids(list(x), self.max_source_length, special) for x in encoded]
+        return {"input_ids": ids, "attention_mask": [[1] * len(x) for x in ids]}
+
+    def _align(self, batch, texts: list[str], indices) -> dict[str, list[Any]]:
+        """The source columns from the parses, mapped onto the subwords (`align_parse`)."""
+        if self.source_parse_column is not None:
+            parses = self._read_parses(batch, self.source_parse_column, texts, indices)
+        else:
+            parses = self._parse(texts, indices)
+        out: dict[str, list[Any]] = {str(name): [] for name in ("input_ids", "attention_mask", *self.source_columns)}
+        for k, (text, parse) in enumerate(zip(texts, parses, strict=True)):
+            try:
+                aligned = align_parse(self.tokenizer, parse, text=text if text.strip() else None,
+                                      max_length=self.max_source_length, columns=self.source_columns)  # fmt: skip
+            except UserError as e:  # a parse that does not fit the text; anything else is a bug
+                raise UserError(
+                    f"cannot align the parse with the tokens in {self._row_label(k, indices)}: {text!r}: {e}"
+                ) from e
+            for name in out:
+                out[name].append(aligned[name])
+        return out
+
     def encode_contexts(self, contexts: Sequence[Sequence[str] | None]) -> dict[str, list[list[int]]]:
         """``context_input_ids`` (each ``(M_i,)``) and ``context_attention_mask`` (ones) of a batch of contexts."""
         ids = [encode_context(self.tokenizer, list(c or []), self.max_context_length) for c in contexts]
@@ -258,47 +274,47 @@ class SyntaxMTPreprocessor:
 
     def output_columns(self, input_columns: Sequence[str]) -> list[str]:
         """The columns produced for a dataset with ``input_columns``, in output order."""
-        names = ["input_ids", "attention_mask", "parent_positions"]
-        names += ["lisa_parents"] * self.compute_lisa + ["dbsa_heads"] * self.compute_dbsa
-        names += ["word_index", "word_heads"] * self.compute_tree
-        names += ["pos_ids", "deprel_ids", "subword_tag_ids"] * self.compute_features
+        names = ["input_ids", "attention_mask", *map(str, self.source_columns)]
         if self.target_column in input_columns:
-            names.append("labels")
-            if self.target_parser is not None or self.target_parse_column is not None:
-                names.append("decoder_dbsa_heads")
+            names += ["labels", *map(str, self.target_columns)]
         if self.context_column in input_columns:
-            names += ["context_input_ids", "context_attention_mask"]
+            names += [c for c, spec in column_specs().items() if spec.kind == "context"]
         return names
 
     def output_features(self, input_columns: Sequence[str]):
         """``datasets.Features`` of :meth:`output_columns`: the types ``datasets`` infers for them (``input_ids``
-        int32, masks int8, ``parent_positions`` float64, other ids int64), given explicitly so that a first batch
-        where a column is all empty lists (first sentences: no context) does not fix its type to ``list<null>``."""
+        int32, masks int8, float columns such as ``parent_positions`` float64, other ids int64), given explicitly so
+        that a first batch where a column is all empty lists (first sentences: no context) does not fix its type to
+        ``list<null>``."""
         from datasets import Features, List, Value
 
+        specs = column_specs()
         dtypes = {"input_ids": "int32", "context_input_ids": "int32", "attention_mask": "int8",
-                  "context_attention_mask": "int8", "parent_positions": "float64"}  # fmt: skip
+                  "context_attention_mask": "int8"}  # fmt: skip
+        for name, spec in specs.items():
+            dtypes.setdefault(name, "float64" if spec.is_float else "int64")
         return Features({name: List(Value(dtypes.get(name, "int64"))) for name in self.output_columns(input_columns)})
 
     def _target_with_heads(self, batch, targets: list[str], indices) -> dict[str, list[Any]]:
-        """``labels`` and ``decoder_dbsa_heads`` (positions in ``labels``) from target parses."""
+        """``labels`` and the target-parse columns (``decoder_dbsa_heads``: positions in ``labels``)."""
         if self.target_parse_column is not None:
             parses = self._read_parses(batch, self.target_parse_column, targets, indices)
         else:
             parses = parse_texts(self.target_parser, targets, lambda k: f"target of {self._row_label(k, indices)}")
-        out: dict[str, list[Any]] = {"labels": [], "decoder_dbsa_heads": []}
+        out: dict[str, list[Any]] = {str(name): [] for name in ("labels", *self.target_columns)}
         for k, (text, parse) in enumerate(zip(targets, parses, strict=True)):
             try:
                 aligned = align_parse(
                     self.tokenizer, parse, text=text if text.strip() else None, max_length=self.max_target_length,
-                    compute_dbsa=True, target=True,
+                    columns=self.target_columns, target=True,
                 )  # fmt: skip
             except UserError as e:  # a parse that does not fit the text; anything else is a bug
                 raise UserError(
                     f"cannot align the target parse with the tokens in {self._row_label(k, indices)}: {text!r}: {e}"
                 ) from e
             out["labels"].append(aligned["input_ids"])
-            out["decoder_dbsa_heads"].append(aligned["dbsa_heads"])
+            for name in self.target_columns:
+                out[str(name)].append(aligned[name])
         return out
 
 
@@ -356,45 +372,3 @@ def _warn_empty(texts: list[str], indices: Sequence[int] | None, side: str = "so
         what = "input" if side == "source" else "labels (the model learns to output nothing for them)"
         logger.warning(f"{len(empty)} empty {side} line(s) ({where}s {rows}) kept, with the special tokens alone as "
                        f"{what}")  # fmt: skip
-
-
-class TokenizeOnly:
-    """Batched `datasets.map` function for models without syntax inputs: tokenize, truncate (keeping ``</s>``);
-    with a ``context`` column also ``context_input_ids`` / ``context_attention_mask`` (see
-    `SyntaxMTPreprocessor.encode_contexts`)."""
-
-    def __init__(self, tokenizer, max_source_length: int | None, max_target_length: int | None,
-                 max_context_length: int | None = None):  # fmt: skip
-        self.tokenizer = tokenizer
-        self.max_source_length = max_source_length
-        self.max_target_length = max_target_length
-        self.max_context_length = max_context_length
-
-    def __call__(self, batch: dict[str, list], indices=None) -> dict[str, list]:
-        special = set(self.tokenizer.all_special_ids)
-        sources = ["" if s is None else s for s in batch["source"]]
-        _warn_empty(sources, indices)
-        ids = [_truncate_ids(list(x), self.max_source_length, special) for x in self.tokenizer(sources)["input_ids"]]
-        out = {"input_ids": ids, "attention_mask": [[1] * len(x) for x in ids]}
-        if "target" in batch:
-            targets = ["" if t is None else t for t in batch["target"]]
-            _warn_empty(targets, indices, "target")
-            labels = self.tokenizer(text_target=targets)["input_ids"]
-            out["labels"] = [_truncate_ids(list(x), self.max_target_length, special) for x in labels]
-        if "context" in batch:
-            context = [
-                encode_context(self.tokenizer, list(c or []), self.max_context_length) for c in batch["context"]
-            ]
-            out["context_input_ids"], out["context_attention_mask"] = context, [[1] * len(c) for c in context]
-        return out
-
-    def output_features(self, input_columns):
-        """Explicit ``datasets`` types (an all-empty first batch of contexts must not become ``list<null>``)."""
-        from datasets import Features, List, Value
-
-        names = {"input_ids": "int32", "attention_mask": "int8"}
-        if "target" in input_columns:
-            names["labels"] = "int64"
-        if "context" in input_columns:
-            names.update(context_input_ids="int32", context_attention_mask="int8")
-        return Features({name: List(Value(dtype)) for name, dtype in names.items()})

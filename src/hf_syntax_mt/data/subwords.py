@@ -50,8 +50,10 @@ __all__ = [
     "lisa_parents_from_word_ids",
     "dbsa_heads_from_word_ids",
     "align_parse",
-    "parse_flags",
+    "FEATURE_COLUMNS",
+    "PARSE_COLUMNS",
     "word_spans_in_text",
+    "word_representatives",
 ]
 
 
@@ -216,21 +218,10 @@ def _resolve_text_and_spans(parse: ParsedSentence, text: str | None) -> tuple[st
 
 
 def _sp_offsets(sp, text: str) -> tuple[list[str], list[tuple[int, int]]]:
-    """Pieces and character offsets from a ``sentencepiece.SentencePieceProcessor``."""
-    try:
-        enc = sp.encode(text, return_type="offset_mapping")
-        return list(enc["pieces"]), [tuple(o) for o in enc["offsets"]]
-    except (TypeError, ValueError, KeyError):  # older sentencepiece: byte offsets from the proto
-        proto = sp.encode(text, out_type="immutable_proto")
-        data = text.encode("utf-8")
-        byte_to_char = {}
-        c = 0
-        for b in range(len(data) + 1):
-            if b == len(data) or (data[b] & 0xC0) != 0x80:
-                byte_to_char[b] = c
-                c += 1
-        pieces = [p.piece for p in proto.pieces]
-        return pieces, [(byte_to_char.get(p.begin, 0), byte_to_char.get(p.end, len(text))) for p in proto.pieces]
+    """Pieces and character offsets from a ``sentencepiece.SentencePieceProcessor`` (``offset_mapping``: every
+    sentencepiece from the floor, 0.2.2, has it)."""
+    enc = sp.encode(text, return_type="offset_mapping")
+    return list(enc["pieces"]), [tuple(o) for o in enc["offsets"]]
 
 
 def _tokenize_with_offsets(
@@ -279,8 +270,9 @@ def _tokenize_with_offsets(
     return ids, special, offsets
 
 
-def _representatives(parse: ParsedSentence) -> list[tuple[int, int, int]]:
-    """For each surface token: ``(first word, end word, representative word)``."""
+def word_representatives(parse: ParsedSentence) -> list[tuple[int, int, int]]:
+    """For each surface token: ``(first word, end word, representative word)``; the representative of a multi-word
+    token is its first word whose head lies outside it (the word that carries the token's subwords)."""
     out = []
     for ws, we in parse.surface_tokens():
         rep = ws
@@ -291,10 +283,12 @@ def _representatives(parse: ParsedSentence) -> list[tuple[int, int, int]]:
     return out
 
 
-def parse_flags(columns: Sequence[str]) -> dict[str, bool]:
-    """The `align_parse` flags that compute the input ``columns`` a model reads from its source parse (as given by
-    ``config.parse_columns()``): the tree for syntax-directed heads, the feature ids for input features."""
-    return {"compute_tree": "word_index" in columns, "compute_features": any(c.endswith("_ids") for c in columns)}
+#: the input-feature columns `align_parse` computes (Sennrich & Haddow's features of each subword)
+FEATURE_COLUMNS = ("pos_ids", "deprel_ids", "subword_tag_ids")
+#: every column `align_parse` computes by name (`columns=`): on the source side, and `decoder_dbsa_heads` (the DBSA
+#: heads of a target parse, positions in ``labels``) with ``target=True``
+PARSE_COLUMNS = ("parent_positions", "lisa_parents", "dbsa_heads", "word_index", "word_heads", *FEATURE_COLUMNS,
+                 "decoder_dbsa_heads")  # fmt: skip
 
 
 def align_parse(
@@ -307,6 +301,7 @@ def align_parse(
     compute_tree: bool = False,
     compute_features: bool = False,
     target: bool = False,
+    columns: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Tokenize a parsed sentence and map its tree onto the subwords (rules in the module docstring).
 
@@ -323,13 +318,27 @@ def align_parse(
         compute_features: also return the Sennrich & Haddow features ``pos_ids``, ``deprel_ids`` and
             ``subword_tag_ids`` (``(T,)``, ids into ``INPUT_FEATURES``, 0 for special tokens).
         target: tokenize as a target sentence (``tokenizer(text_target=...)``), for target-side supervision.
+        columns: columns to compute, as the methods declare them (the preprocessor and the pipeline pass the
+            registry's `methods.Column`s), instead of the flags: those of `PARSE_COLUMNS` by name
+            (``decoder_dbsa_heads`` is the DBSA heads of a target sentence, with ``target=True``), any other by its
+            ``compute(parse, word_ids)``: one value per subword (special tokens included) from the parse and each
+            subword's word index (None for special tokens).
 
     Returns:
         dict of ``(T,)`` lists: ``input_ids``, ``attention_mask`` (all 1), ``parent_positions`` (floats),
         ``word_ids`` (syntactic word index of each subword, ``None`` for special tokens), and the requested ones.
     """
+    computed = [c for c in columns or () if c not in PARSE_COLUMNS]  # a method's own: by its compute
+    if columns is not None:
+        unknown = [c for c in computed if getattr(c, "compute", None) is None]
+        if unknown:
+            raise UserError(f"align_parse computes {list(PARSE_COLUMNS)} and columns with a `compute`, not {unknown}")
+        compute_lisa |= "lisa_parents" in columns
+        compute_dbsa |= "dbsa_heads" in columns or "decoder_dbsa_heads" in columns
+        compute_tree |= "word_index" in columns or "word_heads" in columns
+        compute_features |= any(c in columns for c in FEATURE_COLUMNS)
     text, spans = _resolve_text_and_spans(parse, text)
-    tokens = _representatives(parse)
+    tokens = word_representatives(parse)
     token_spans = [spans[ws] for ws, _, _ in tokens]
     ids, special, offsets = _tokenize_with_offsets(tokenizer, text, token_spans, target=target)
     T = len(ids)
@@ -384,6 +393,11 @@ def align_parse(
         tokens_out["word_index"] = [0 if w is None else w + 1 for w in assigned]
     if compute_features:
         tokens_out.update(_features(parse, assigned))
+    for column in computed:
+        values = list(column.compute(parse, list(assigned)))
+        if len(values) != T:
+            raise UserError(f"column {str(column)!r}: compute gave {len(values)} values for {T} subwords")
+        tokens_out[str(column)] = values
 
     # 4. truncation: keep leading/trailing special tokens, cut the content, clamp parents past the cut
     keep = list(range(T))
@@ -414,6 +428,8 @@ def align_parse(
     }
     if compute_tree:
         out["word_heads"] = list(parse.heads)
+    if target and compute_dbsa:
+        out["decoder_dbsa_heads"] = out["dbsa_heads"]  # a target parse's heads, as the decoder's column is named
     return out
 
 

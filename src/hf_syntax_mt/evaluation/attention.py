@@ -126,7 +126,7 @@ def model_attachment_scores(
 
     from ..configuration_syntax_mt import SyntaxMTConfig
     from ..data.collator import DataCollatorForSyntaxMT
-    from ..data.subwords import align_parse, parse_flags
+    from ..data.subwords import align_parse
 
     input_parses = gold if input_parses is None else input_parses
     if len(input_parses) != len(gold):
@@ -138,7 +138,7 @@ def model_attachment_scores(
     # what the model's encoder reads from the parse (PASCAL parents, tree words, input features): the registry decides
     columns = model.config.parse_columns() if isinstance(model.config, SyntaxMTConfig) else []
     keep = ["input_ids", "attention_mask", *columns]
-    rows = [align_parse(tokenizer, p, max_length=max_length, **parse_flags(columns)) for p in input_parses]
+    rows = [align_parse(tokenizer, p, max_length=max_length, columns=columns) for p in input_parses]
     if contexts is not None:
         from ..data.documents import encode_context
 
@@ -195,7 +195,8 @@ def attention_report(model_dir, gold_conllu, input_conllu, heatmap, arcs, arcs_s
     import numpy as np
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    from ..data.parsers import _file_sha, read_conllu
+    from ..data.parsers import read_conllu
+    from ..data.stanza_resources import file_sha256
     from ..model_files import check_model_files
 
     gold = read_conllu(gold_conllu)
@@ -237,9 +238,9 @@ def attention_report(model_dir, gold_conllu, input_conllu, heatmap, arcs, arcs_s
     if arcs is not None and not 0 <= arcs_sentence < len(gold):
         raise UserError(f"arcs_sentence={arcs_sentence} but {gold_conllu} has {len(gold)} sentences")
     scores = model_attachment_scores(model, tokenizer, gold, parses, return_attentions=want, contexts=contexts)
-    gold_sig = f"gold:{Path(gold_conllu).name}@{_file_sha(str(gold_conllu))[:12]}"
+    gold_sig = f"gold:{Path(gold_conllu).name}@{file_sha256(str(gold_conllu))[:12]}"
     if input_conllu is not None:
-        gold_sig += f",input:{Path(input_conllu).name}@{_file_sha(str(input_conllu))[:12]}"
+        gold_sig += f",input:{Path(input_conllu).name}@{file_sha256(str(input_conllu))[:12]}"
     if k:
         gold_sig += f",context:{'none' if contexts is None else f'{k}@{Path(docids).name}'}"
     sig = f"{model_sig}|attachment:argmax-word(sum-to,mean-from)|{gold_sig}|n:{scores['count']}"

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import torch
 
 from ..data.parsers import ParsedSentence, read_conllu
-from ..data.subwords import _representatives, align_parse
+from ..data.subwords import align_parse, word_representatives
 from ..errors import UserError
 from ..methods.registry import head_kinds, input_names
 
@@ -100,7 +100,7 @@ def _representative_heads(parse: ParsedSentence) -> list[int]:
     """Gold heads with every word of a multi-word token replaced by the token's representative (the word its
     subwords belong to, see `hf_syntax_mt.data.subwords`)."""
     rep = {}
-    for ws, we, r in _representatives(parse):
+    for ws, we, r in word_representatives(parse):
         for w in range(ws, we):
             rep[w + 1] = r + 1
     return [0 if h == 0 else rep[h] for h in parse.heads]

@@ -8,6 +8,7 @@ module outside the package.
 """
 
 from . import builtin  # noqa: F401  (registers the built-in methods)
+from .columns import Column
 from .registry import (
     AttentionContext,
     AttentionRecord,
@@ -16,6 +17,8 @@ from .registry import (
     Method,
     Option,
     active_methods,
+    checking,
+    column_specs,
     describe,
     get_method,
     head_kinds,
@@ -36,11 +39,14 @@ from .registry import (
 __all__ = [
     "AttentionContext",
     "AttentionRecord",
+    "Column",
     "ForwardInputs",
     "HeadRecord",
     "Method",
     "Option",
     "active_methods",
+    "checking",
+    "column_specs",
     "describe",
     "get_method",
     "head_kinds",

@@ -49,7 +49,7 @@ from transformers import initialization as init
 from transformers.cache_utils import DynamicLayer, EncoderDecoderCache
 
 from ..errors import UserError, UserTypeError
-from .registry import AttentionContext, Method, check_int, check_layer_list
+from .registry import AttentionContext, Method, Option, check_int, check_layer_list, checking
 
 ALIGNMENT_BIASES = ("position", "markov", "fertility")
 
@@ -220,7 +220,33 @@ class AlignmentBias(Method):
         "extra modules: a small network adds the structural alignment biases to the cross-attention "
         "logits at every decoding step"
     )
-    fields = ("alignment_bias_layers", "alignment_biases", "alignment_window", "alignment_bias_hidden_size")
+    config_options = {
+        "alignment_bias_layers": Option(
+            "list[int] | None",
+            None,
+            """Decoder layers (indices `0..decoder_layers-1`) whose cross-attention gets the structural alignment
+            biases of Cohn et al. (2016) in every head (see `hf_syntax_mt.alignment`). `None` (default): none.""",
+            check=checking(check_layer_list, "decoder", "the layers that get the biases"),
+        ),
+        "alignment_biases": Option(
+            "list[str] | None",
+            None,
+            """Which biases those layers add, a non-empty subset of `["position", "markov", "fertility"]`: position bias
+            (Eq. 6), Markov condition (Eq. 7) and local fertility. `None` (default): all three.""",
+        ),
+        "alignment_window": Option(
+            "int",
+            2,
+            """k of the Markov and local-fertility features, which look at source positions i-k..i+k.""",
+            check=checking(check_int, 0, hint="k: features over i-k..i+k, e.g. 2"),
+        ),
+        "alignment_bias_hidden_size": Option(
+            "int",
+            16,
+            """Width A of the small tanh layer that maps the features to one logit bias per head.""",
+            check=checking(check_int, 1, hint="e.g. 16"),
+        ),
+    }
     tester_config = {"alignment_bias_layers": [1]}
     trainable = ("alignment_bias",)
 
@@ -240,7 +266,6 @@ class AlignmentBias(Method):
     def validate(self, config) -> None:
         n = config.decoder_layers
         layers = config.alignment_bias_layers
-        check_layer_list(config, "alignment_bias_layers", "decoder", "the layers that get the biases")
         biases = config.alignment_biases
         if biases is not None:
             unknown = [b for b in biases if b not in ALIGNMENT_BIASES]
@@ -253,8 +278,6 @@ class AlignmentBias(Method):
                     f"alignment_biases={biases!r} is set but alignment_bias_layers is empty: choose the decoder layers "
                     f"that get them, e.g. alignment_bias_layers=[{n - 1}]."
                 )
-        check_int(config, "alignment_window", 0, hint="k: features over i-k..i+k, e.g. 2")
-        check_int(config, "alignment_bias_hidden_size", 1, hint="e.g. 16")
 
     def describe(self, config):
         if not self.active(config):

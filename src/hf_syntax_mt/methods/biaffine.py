@@ -14,7 +14,18 @@ import torch
 from torch import nn
 from transformers import initialization as init
 
-from .registry import AttentionContext, HeadRecord, Method, check_per_layer_heads, check_weight, per_layer
+from .columns import Column
+from .registry import (
+    AttentionContext,
+    HeadRecord,
+    Method,
+    Option,
+    check_bool,
+    check_per_layer_heads,
+    check_weight,
+    checking,
+    per_layer,
+)
 
 
 def dependency_nll(logits: torch.Tensor, heads: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -69,15 +80,59 @@ def decoder_valid(labels: torch.Tensor | None, shape, device) -> torch.Tensor:
 class Biaffine(Method):
     name = "biaffine"
     inference_needs = None  # dot-product heads whose query is Q U: U folds into q_proj (`export_state`)
-    fields = (
-        "encoder_lisa_heads", "encoder_dbsa_heads", "decoder_dbsa_heads", "dbsa_loss_weight", "lisa_loss_weight",
-        "decoder_dbsa_full_context",
-    )  # fmt: skip
-    supervision = ("lisa_parents", "dbsa_heads", "decoder_dbsa_heads")
+    config_options = {
+        "encoder_lisa_heads": Option(
+            "list[int] | None",
+            None,
+            """Number of LISA heads (Strubell et al. 2018, on subwords as in the PASCAL paper) per encoder layer:
+            bi-affine heads trained to attend to the first subword of the token's head word (`lisa_parents`).
+            They follow the heads of the methods registered before them (`methods.head_kinds`).""",
+            check=check_per_layer_heads,
+        ),
+        "encoder_dbsa_heads": Option(
+            "list[int] | None",
+            None,
+            """Number of DBSA heads (dependency-based self-attention, Deguchi et al. 2019; Eq. 4-5 of the synchronous
+            syntactic attention paper) per encoder layer: bi-affine heads `softmax(Q U K^T / sqrt(d))` trained on
+            the subword heads `dbsa_heads`. They follow the LISA heads. Paper: one head in the first layer.""",
+            check=check_per_layer_heads,
+        ),
+        "decoder_dbsa_heads": Option(
+            "list[int] | None",
+            None,
+            """The same for the decoder (causal), trained on `decoder_dbsa_heads`; heads `0..k-1` of the layer.""",
+            check=check_per_layer_heads,
+        ),
+        "dbsa_loss_weight": Option(
+            "float | int",
+            0.5,
+            """lambda_dep of Eq. 5-6 (paper: 0.5). The source and target parse losses are summed (Eq. 5).""",
+            check=checking(check_weight, "0 trains the heads without the parse loss"),
+        ),
+        "lisa_loss_weight": Option(
+            "float | int",
+            1.0,
+            """Weight of the LISA parse loss.""",
+            check=checking(check_weight, "0 trains the heads without the parse loss"),
+        ),
+        "decoder_dbsa_full_context": Option(
+            "bool",
+            False,
+            """Target arcs that point to a later token cannot be predicted by a causal head and are left out of the
+            decoder's parse loss. With `True`, the decoder parse loss is computed from the same bi-affine scores
+            softmaxed over the *whole* target (a training-only auxiliary view; the attention that feeds the
+            translation stays causal), so every arc is supervised.""",
+            check=check_bool,
+        ),
+    }
+    supervision = (
+        Column("lisa_parents", "source_position", parse="source"),
+        Column("dbsa_heads", "source_position", parse="source"),
+        Column("decoder_dbsa_heads", "target_position", parse="target"),
+    )
     losses = ("dbsa_loss", "lisa_loss")
     tester_config = {"encoder_lisa_heads": [1, 0], "encoder_dbsa_heads": [1, 0], "decoder_dbsa_heads": [1, 0]}
     trainable = ("biaffine_u",)
-    always_eager = False  # only when a loss reads the heads
 
     @staticmethod
     def kinds(config, site: str, layer: int) -> dict[str, int]:
@@ -105,12 +160,6 @@ class Biaffine(Method):
         if config.uses_decoder_dbsa and config.dbsa_loss_weight > 0:  # trained on target trees
             columns.append("decoder_dbsa_heads")
         return tuple(columns)
-
-    def validate(self, config) -> None:
-        for name in ("encoder_lisa_heads", "encoder_dbsa_heads", "decoder_dbsa_heads"):
-            check_per_layer_heads(config, name)
-        for name in ("dbsa_loss_weight", "lisa_loss_weight"):
-            check_weight(config, name, "0 trains the heads without the parse loss")
 
     def describe(self, config):
         def layers(values):

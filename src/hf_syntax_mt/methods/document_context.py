@@ -29,9 +29,13 @@ from torch import nn
 from transformers import PreTrainedConfig  # the SyntaxMTConfig, typed as its base: methods import nothing above them
 from transformers.masking_utils import create_bidirectional_mask
 from transformers.models.marian.modeling_marian import MarianEncoderLayer
+from transformers.utils import logging
 
 from ..errors import UserError
-from .registry import Method, check_int, check_layer_list
+from .columns import Column
+from .registry import Method, Option, check_bool, check_int, check_layer_list, checking
+
+logger = logging.get_logger(__name__)
 
 
 def is_document_parameter(name: str) -> bool:
@@ -242,22 +246,66 @@ __all__ = [
 
 
 class DocumentContext(Method):
-    """Registry entry of the document-level context: its options, columns and description. Its sublayers sit in the
-    spine's encoder and decoder layers (a context attention between self-attention and the feed-forward network,
-    Eqs. 12 and 16), since they change the layer structure rather than one attention's heads."""
+    """Document-level context (Zhang et al. 2018) as a method: its options and columns, the context encoder
+    (`build_encoder`, run once per sentence by `encoder_states`), a context-attention sublayer in chosen encoder and
+    decoder layers between self-attention and the feed-forward network (`build_layer`, `sublayer`: Eqs. 12 and 16),
+    the keys/values the decoder reads at every step (`decoder_states`) and theta_d for two-step training
+    (`document_level`)."""
 
     name = "document_context"
     inference_needs = (
         "extra modules: a context encoder and context-attention sublayers read the previous source "
         "sentences of the document"
     )
-    fields = (
-        "context_sentences", "context_encoder_layers", "encoder_context_layers", "decoder_context_layers",
-        "context_gating", "max_context_length",
-    )  # fmt: skip
+    config_options = {
+        "context_sentences": Option(
+            "int",
+            0,
+            """Document-level context (Zhang et al. 2018): k, the number of previous source sentences of the same
+            document the model reads (paper best: 2). 0 (default): a sentence-level model, no parameter added.
+            Inputs: `context_input_ids` / `context_attention_mask` (`hf_syntax_mt.data.documents`).""",
+            check=checking(
+                check_int,
+                0,
+                hint="the number of previous source sentences read as context; the paper's best is 2; 0 switches document context off",
+            ),
+        ),
+        "context_encoder_layers": Option(
+            "int",
+            1,
+            """N_c, the number of self-attention layers of the context encoder (Eqs. 5-9; paper best: 1).""",
+            check=checking(check_int, 1, hint="N_c; the paper's best is 1"),
+        ),
+        "encoder_context_layers": Option(
+            "list[int] | None",
+            None,
+            """Encoder layers (0-based) that get a context-attention sublayer (Eq. 12). `None` (default): every layer;
+            `[]`: none.""",
+            check=checking(check_layer_list, "encoder", "None: every layer, []: none"),
+        ),
+        "decoder_context_layers": Option(
+            "list[int] | None",
+            None,
+            """Decoder layers (0-based) that get a context-attention sublayer (Eq. 16). `None` (default): every layer;
+            `[]`: none.""",
+            check=checking(check_layer_list, "decoder", "None: every layer, []: none"),
+        ),
+        "context_gating": Option(
+            "bool",
+            True,
+            """Replace the residual connection after each context attention by the context gate of Eqs. 21-22
+            (paper best); `False` keeps a plain residual (Eq. 20).""",
+            check=checking(check_bool, "True: the context gate of Eqs. 21-22, False: a residual"),
+        ),
+        "max_context_length": Option(
+            "int | None",
+            None,
+            """Most context tokens kept (the most recent ones); `None` (default): `max_position_embeddings`.""",
+        ),
+    }
     tester_config = {"context_sentences": 1}
     trainable = ("context_encoder", "context_attn")
-    inputs = ("context_input_ids", "context_attention_mask")
+    inputs = (Column("context_input_ids", "context", pad="pad_token_id"), Column("context_attention_mask", "context"))
 
     def active(self, config) -> bool:
         return config.uses_context
@@ -266,20 +314,11 @@ class DocumentContext(Method):
         return ("context_input_ids",) if self.active(config) else ()
 
     def validate(self, config) -> None:
-        """Document-level context (issue 5)."""
-
-        check_int(config, "context_sentences", 0, hint="the number of previous source sentences read as context; the "
-                  "paper's best is 2; 0 switches document context off")  # fmt: skip
-        check_int(config, "context_encoder_layers", 1, hint="N_c; the paper's best is 1")
-        for side in ("encoder", "decoder"):
-            check_layer_list(config, f"{side}_context_layers", side, "None: every layer, []: none")
         if config.uses_context and not (config.context_layers("encoder") or config.context_layers("decoder")):
             raise UserError(
                 f"context_sentences={config.context_sentences} but encoder_context_layers and decoder_context_layers are "
                 "both empty: the context would reach nothing. Leave one of them None (every layer) or list layers."
             )
-        if not isinstance(config.context_gating, bool):
-            raise UserError(f"context_gating={config.context_gating!r} must be True (Eqs. 21-22) or False (residual).")
         if config.max_context_length is not None:
             check_int(config, "max_context_length", 1, config.max_position_embeddings, hint="at most "
                       f"max_position_embeddings={config.max_position_embeddings}: context tokens get position "
@@ -294,3 +333,90 @@ class DocumentContext(Method):
                 f"encoder layers {config.context_layers('encoder')} and decoder layers "
                 f"{config.context_layers('decoder')}, {gate}. Translate documents with "
                 "`pipe.translate_document(sentences)`.")  # fmt: skip
+
+    # --- the spine's hooks: the context encoder, its sublayers, the states they read, theta_d ---------------------
+    def build_encoder(self, encoder, config):
+        encoder.context_encoder = ContextEncoder(config) if config.uses_context else None  # issue 5
+
+    def build_layer(self, layer, config, side, layer_idx):
+        layer.context_index, layer.context_attn = context_sublayer(config, side, layer_idx)
+
+    def document_level(self, name: str) -> bool:
+        return is_document_parameter(name)
+
+    def encoder_states(self, encoder, config, inputs, batch_size):
+        """Run the context encoder (Section 2.2) once: the keys/values of the encoder's context attentions and their
+        masks for the encoder layers; the decoder's keys/values and the context mask as encoder output fields.
+
+        In training the context path always runs, on one padding token when the batch has no context: every
+        document-level parameter then takes part in the loss (with a zero gradient), so a batch of first sentences
+        trains with frozen sentence-level parameters and DDP finds no unused parameter."""
+        context_input_ids, context_attention_mask = (
+            inputs.get("context_input_ids"),
+            inputs.get("context_attention_mask"),
+        )
+        context_encoder = getattr(encoder, "context_encoder", None)
+        if context_encoder is not None and encoder.training and torch.is_grad_enabled():
+            if context_input_ids is None or context_input_ids.shape[-1] == 0:
+                context_input_ids = torch.full(
+                    (batch_size, 1), config.pad_token_id, dtype=torch.long, device=encoder.embed_tokens.weight.device
+                )
+                context_attention_mask = torch.zeros_like(context_input_ids)
+        if context_input_ids is None:
+            return {}, {}
+        if context_encoder is None:
+            logger.warning_once(
+                "`context_input_ids` were given to a model without document context (context_sentences=0): they are "
+                "ignored. Build the model with `context_sentences=k` to use them."
+            )
+            return {}, {}
+        if context_input_ids.dim() != 2 or context_input_ids.shape[0] != batch_size:
+            raise UserError(
+                f"context_input_ids has shape {tuple(context_input_ids.shape)} but the batch has {batch_size} rows: "
+                "give (batch_size, context_length) ids (`hf_syntax_mt.data.documents.encode_context`)."
+            )
+        if context_attention_mask is None:
+            context_attention_mask = torch.ones_like(context_input_ids)
+        if context_attention_mask.shape != context_input_ids.shape:
+            raise UserError(
+                f"context_attention_mask has shape {tuple(context_attention_mask.shape)} but context_input_ids "
+                f"{tuple(context_input_ids.shape)}."
+            )
+        length = context_input_ids.shape[1]
+        if length == 0:  # no row has context: the sentence-level model
+            return {}, {}
+        if length > encoder.max_source_positions:
+            raise UserError(
+                f"The context has {length} tokens but max_position_embeddings={encoder.max_source_positions}: keep "
+                f"the most recent tokens (`encode_context(..., max_length={config.resolved_max_context_length})`)."
+            )
+        embeds = encoder.embed_tokens(context_input_ids) * encoder.embed_scale  # (B, M, D)
+        embeds = embeds + encoder.embed_positions(context_input_ids.shape)  # Eq. 4: X^c, embedding + position
+        _, encoder_kv, decoder_kv = context_encoder(embeds, context_attention_mask)
+        # one (key, value) pair of (B, H, M, d) per context sublayer, by one unbind (one stack in backward); the
+        # masks once for every layer
+        states = {
+            "context_key_values": key_value_pairs(encoder_kv),
+            "context_masks": context_masks(context_attention_mask),
+        }
+        return states, {"context_key_values": decoder_kv, "context_attention_mask": context_attention_mask}
+
+    def decoder_states(self, config, encoder_outputs):
+        """The decoder's share of the encoded document context (issue 5), read once per decoding step."""
+        kv = getattr(encoder_outputs, "context_key_values", None)
+        if kv is None:
+            return {}
+        # one (key, value) pair of (B, H, M, d) per decoder context sublayer (one unbind: see `encoder_states`);
+        # masks built once per forward (one decoding step), not in every layer
+        return {
+            "context_key_values": key_value_pairs(kv),
+            "context_masks": context_masks(encoder_outputs.context_attention_mask),
+        }
+
+    def sublayer(self, layer, hidden_states, states):
+        """The context attention of Eq. 12 (encoder: D^(n)) or Eq. 16 (decoder: F^(n)), where the layer has one and
+        the batch has context."""
+        key_values = states.get("context_key_values")
+        if layer.context_attn is None or key_values is None:
+            return hidden_states
+        return layer.context_attn(hidden_states, key_values[layer.context_index], states["context_masks"])

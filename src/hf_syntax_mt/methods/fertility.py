@@ -11,7 +11,7 @@ import math
 import torch
 from torch import nn
 
-from .registry import Method, check_int, check_weight
+from .registry import Method, Option, check_int, check_weight, checking
 
 
 class GlobalFertility(nn.Module):
@@ -69,18 +69,29 @@ class GlobalFertility(nn.Module):
 class Fertility(Method):
     name = "fertility"
     inference_needs = None  # a training-only loss; its network is dropped (`export_state`)
-    fields = ("global_fertility_weight", "global_fertility_start_step")
+    config_options = {
+        "global_fertility_weight": Option(
+            "float | int",
+            0.0,
+            """Weight of the global-fertility negative log-likelihood added to the loss (0: off, no parameter added).""",
+            check=check_weight,
+        ),
+        "global_fertility_start_step": Option(
+            "int",
+            0,
+            """Training step from which the global-fertility loss is added (the paper's pre-training schedule: train
+            without it first). Steps come from `AlignmentTrainingCallback` or `model.alignment_training_step`.""",
+            check=checking(
+                check_int, 0, hint="the training step that switches the global-fertility loss on; 0: from the start"
+            ),
+        ),
+    }
     losses = ("fertility_loss",)
     tester_config = {"global_fertility_weight": 0.3}
     trainable = ("global_fertility",)
 
     def active(self, config) -> bool:
         return config.uses_global_fertility
-
-    def validate(self, config) -> None:
-        check_weight(config, "global_fertility_weight")
-        check_int(config, "global_fertility_start_step", 0, hint="the training step that switches the global-fertility "
-                  "loss on; 0: from the start")  # fmt: skip
 
     def describe(self, config):
         if not self.active(config):

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import torch
 
-from .registry import Method, check_decoder_layer, check_int, check_weight
+from .columns import Column
+from .registry import Method, Option, check_decoder_layer, check_int, check_weight, checking
 
 
 def guided_alignment_nll(probs: torch.Tensor, target: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -33,8 +34,30 @@ def guided_alignment_nll(probs: torch.Tensor, target: torch.Tensor, valid: torch
 class GuidedAlignment(Method):
     name = "guided_alignment"
     inference_needs = None  # a training-only loss on a cross-attention
-    fields = ("guided_alignment_weight", "guided_alignment_layer", "guided_alignment_heads")
-    supervision = ("decoder_alignment",)
+    config_options = {
+        "guided_alignment_weight": Option(
+            "float | int",
+            0.0,
+            """Guided alignment (Garg et al. 2019): weight of the loss -sum_t log A[t, a_t] that supervises a
+            cross-attention with external alignments (`decoder_alignment`, e.g. from eflomal through
+            `hf_syntax_mt.alignment.targets.AlignmentTargets`); 0 (default) switches it off. Garg et al. use 0.05.""",
+            check=checking(check_weight, "0 switches guided alignment off; Garg et al. use 0.05"),
+        ),
+        "guided_alignment_layer": Option(
+            "int | None",
+            None,
+            """The supervised decoder layer (0-based); `None` (default): `resolved_alignment_layer`.""",
+            check=checking(
+                check_decoder_layer, "or None for the model's alignment layer (Garg et al.: the penultimate)"
+            ),
+        ),
+        "guided_alignment_heads": Option(
+            "int",
+            1,
+            """The first k heads of that layer, averaged, are supervised (Garg et al.: one head).""",
+        ),
+    }
+    supervision = (Column("decoder_alignment", "target"),)  # from `alignment.targets.AlignmentTargets`
     losses = ("alignment_loss",)
     tester_config = {"guided_alignment_weight": 0.5}
     trainable = ("model.decoder.layers.1.encoder_attn",)  # the tester's supervised (last) layer
@@ -49,9 +72,6 @@ class GuidedAlignment(Method):
         return config.resolved_alignment_layer
 
     def validate(self, config) -> None:
-        check_weight(config, "guided_alignment_weight", "0 switches guided alignment off; Garg et al. use 0.05")
-        check_decoder_layer(config, "guided_alignment_layer", "or None for the model's alignment layer (Garg et al.: "
-                            "the penultimate)")  # fmt: skip
         check_int(config, "guided_alignment_heads", 1, config.decoder_attention_heads, hint="at most "
                   "decoder_attention_heads; the first k heads of the layer are averaged and supervised; Garg et al. "
                   "supervise 1")  # fmt: skip

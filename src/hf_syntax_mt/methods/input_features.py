@@ -10,9 +10,18 @@ from torch import nn
 
 from ..errors import UserError
 from ..vocabularies import INPUT_FEATURES
-from .registry import Method, check_choice
+from .columns import Column
+from .registry import Method, Option, check_choice, check_int, checking
 
 FEATURE_COMBINATIONS = ("sum", "concat")
+
+
+def _check_features(config, name: str) -> None:
+    features = getattr(config, name)
+    if features is not None:
+        unknown = [f for f in features if f not in INPUT_FEATURES]
+        if unknown or len(set(features)) != len(features):
+            raise UserError(f"{name}={features} must be distinct names among {sorted(INPUT_FEATURES)}.")
 
 
 class InputFeatures(Method):
@@ -21,9 +30,31 @@ class InputFeatures(Method):
         "a parse at inference: the POS, relation and subword-tag ids of the source are embedded with "
         "its tokens (feature embeddings a Marian model lacks)"
     )
-    fields = ("input_features", "feature_combination", "feature_embedding_dim")
-    inputs = tuple(f"{name}_ids" for name in INPUT_FEATURES)
-    from_parse = True
+    config_options = {
+        "input_features": Option(
+            "list[str] | None",
+            None,
+            """Linguistic input features (Sennrich & Haddow 2016) embedded and combined with the token embedding:
+            any of `"pos"` (UPOS), `"deprel"` (universal relation) and `"subword_tag"` (B/I/E/O). Inputs:
+            `pos_ids`, `deprel_ids`, `subword_tag_ids` (ids in `INPUT_FEATURES`, 0 = none).""",
+            check=_check_features,
+        ),
+        "feature_combination": Option(
+            "str",
+            "sum",
+            """`"sum"`: each feature has a d_model embedding added to the token embedding. `"concat"`: each feature
+            has a `feature_embedding_dim` embedding and they replace the last dimensions of the token embedding
+            (concatenation at a fixed total size, as the paper).""",
+            check=checking(check_choice, FEATURE_COMBINATIONS),
+        ),
+        "feature_embedding_dim": Option(
+            "int",
+            8,
+            """Size of each feature embedding with `feature_combination="concat"`.""",
+            check=checking(check_int, 1),
+        ),
+    }
+    inputs = tuple(Column(f"{name}_ids", "source", parse="source") for name in INPUT_FEATURES)
     tester_config = {"input_features": ["pos", "deprel", "subword_tag"]}
     trainable = ("feature_embeddings",)
 
@@ -34,13 +65,6 @@ class InputFeatures(Method):
         return tuple(f"{name}_ids" for name in config.input_features or [])
 
     def validate(self, config) -> None:
-        if config.input_features is not None:
-            unknown = [f for f in config.input_features if f not in INPUT_FEATURES]
-            if unknown or len(set(config.input_features)) != len(config.input_features):
-                raise UserError(
-                    f"input_features={config.input_features} must be distinct names among {sorted(INPUT_FEATURES)}."
-                )
-        check_choice(config, "feature_combination", FEATURE_COMBINATIONS)
         n_features = len(config.input_features or [])
         if config.feature_combination == "concat" and n_features:
             if not 1 <= config.feature_embedding_dim * n_features < config.d_model:

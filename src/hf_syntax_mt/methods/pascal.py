@@ -12,15 +12,22 @@ import math
 import torch
 
 from ..errors import UserError
-from .registry import AttentionContext, Method, check_choice, check_per_layer_heads, check_probability, per_layer
+from .columns import Column
+from .registry import (
+    AttentionContext,
+    Method,
+    Option,
+    check_choice,
+    check_per_layer_heads,
+    check_probability,
+    checking,
+    per_layer,
+)
 
 PASCAL_WEIGHTINGS = ("gaussian", "parent_only")
 # Below this sigma the Gaussian is already 0 one position away from the parent and its peak 1 / (sigma sqrt(2 pi))
 # overflows half precision; at 1e-30, 2 sigma^2 underflows float32 and the weights are NaN.
 MIN_PASCAL_SIGMA = 1e-3
-# Gaussian weights whose exponent is below -_MAX_EXPONENT are set to exactly 0: exp(-80) ~ 1.8e-35 is still a normal
-# float32, while the far tail underflows to denormals that make CPU matmuls 3-5x slower.
-_MAX_EXPONENT = 80.0
 
 
 def pascal_weights(
@@ -55,8 +62,9 @@ def parent_weight(dist: torch.Tensor, sigma, weighting="gaussian") -> torch.Tens
     inv_two_var, inv_norm = gaussian_factors(sigma) if isinstance(sigma, (float, int)) else sigma
     # Eq. 3: dist(p_t, j) = 1 / sqrt(2 pi sigma^2) * exp(-(j - p_t)^2 / (2 sigma^2))
     exponent = dist * dist * inv_two_var
-    # the far tail as exactly 0: `exponent > _MAX_EXPONENT`, written as a literal (a compiled score_mod with dynamic
-    # shapes takes a module-level float as a graph input, which breaks its backward into a host sync)
+    # the far tail as exactly 0: exp(-80) ~ 1.8e-35 is still a normal float32, while the tail underflows to denormals
+    # that make CPU matmuls 3-5x slower (a literal: a compiled score_mod with dynamic shapes takes a module-level
+    # float as a graph input, which breaks its backward into a host sync)
     weights = torch.where(exponent > 80.0, 0.0, torch.exp(-exponent) * inv_norm)
     return weights if isinstance(weighting, str) else torch.where(weighting, (dist.abs() <= 0.5).to(weights), weights)
 
@@ -110,12 +118,49 @@ def check_parent_positions(
         )
 
 
+def _check_sigma(config, name: str) -> None:
+    if not getattr(config, name) >= MIN_PASCAL_SIGMA:
+        raise UserError(
+            f"{name}={getattr(config, name)!r} must be > 0 and at least {MIN_PASCAL_SIGMA} (the paper uses 1.0): "
+            "smaller values give NaN weights or overflow; pascal_weighting='parent_only' is the hard limit."
+        )
+
+
 class Pascal(Method):
     name = "pascal"
     inference_needs = "a parse at inference: its heads scale attention around each token's parent (`parent_positions`)"
-    fields = ("encoder_pascal_heads", "pascal_sigma", "pascal_weighting", "parent_ignoring")
-    inputs = ("parent_positions",)
-    from_parse = True
+    config_options = {
+        "encoder_pascal_heads": Option(
+            "list[int] | None",
+            None,
+            """Number of PASCAL (parent-scaled self-attention, Bugliarello & Okazaki 2020) heads in each encoder layer,
+            one entry per layer: heads `0..k-1` of layer `l` are PASCAL heads when `encoder_pascal_heads[l] == k`.
+            `None` (default) or all zeros: no PASCAL head. The paper's setting puts them in the first layer, e.g.
+            `[8, 0, 0, 0, 0, 0]`.""",
+            check=check_per_layer_heads,
+        ),
+        "pascal_sigma": Option(
+            "float | int",
+            1.0,
+            """Standard deviation of the Gaussian N(j; p_t, sigma^2) around the parent's middle position (paper: 1).""",
+            check=_check_sigma,
+        ),
+        "pascal_weighting": Option(
+            "str",
+            "gaussian",
+            """`"gaussian"` (Eq. 3 of the paper) or `"parent_only"` (the paper's ablation: weight 1 on the parent's
+            middle token(s), i.e. every j with |j - p_t| <= 0.5, and 0 elsewhere).""",
+            check=checking(check_choice, PASCAL_WEIGHTINGS),
+        ),
+        "parent_ignoring": Option(
+            "float | int",
+            0.0,
+            """Probability q of replacing a row of D_p by ones during training (the paper's "parent ignoring"
+            regulariser). Never applied in evaluation mode.""",
+            check=checking(check_probability, "of dropping a token's parent attention in training"),
+        ),
+    }
+    inputs = (Column("parent_positions", "source_position", dtype="float32", parse="source"),)
     tester_config = {"encoder_pascal_heads": [2, 0]}
 
     def active(self, config) -> bool:
@@ -123,16 +168,6 @@ class Pascal(Method):
 
     def heads(self, config, site, layer):
         return per_layer(config, "encoder_pascal_heads", "encoder")[layer] if site == "encoder" else 0
-
-    def validate(self, config) -> None:
-        check_per_layer_heads(config, "encoder_pascal_heads")
-        if not config.pascal_sigma >= MIN_PASCAL_SIGMA:
-            raise UserError(
-                f"pascal_sigma={config.pascal_sigma!r} must be > 0 and at least {MIN_PASCAL_SIGMA} (the paper uses "
-                "1.0): smaller values give NaN weights or overflow; pascal_weighting='parent_only' is the hard limit."
-            )
-        check_choice(config, "pascal_weighting", PASCAL_WEIGHTINGS)
-        check_probability(config, "parent_ignoring", "of dropping a token's parent attention in training")
 
     def describe(self, config):
         if not self.active(config):
@@ -143,6 +178,10 @@ class Pascal(Method):
             f"{', '.join(layers)}; {config.pascal_weighting} weighting, sigma={config.pascal_sigma}, "
             f"parent ignoring q={config.parent_ignoring}."
         )
+
+    def check_batch(self, batch):
+        if "parent_positions" in batch and "input_ids" in batch:
+            check_parent_positions(batch["parent_positions"], batch["input_ids"].shape, batch.get("attention_mask"))
 
     def prepare(self, config, inputs, input_shape, attention_mask):
         parent_positions = inputs.get("parent_positions")

@@ -2,16 +2,17 @@
 
 A method owns, in one place:
 
-- its config options and their validation (`validate`): options it declares itself (`config_options`, one `Option` each:
-  type, default, docstring) become `SyntaxMTConfig` fields when the method is built in (registered before
-  `SyntaxMTConfig` is created, i.e. listed in `methods/builtin.py`); a method registered later keeps its options
-  under `config.method_options[name]`. `fields` names every config field it owns (the older built-in methods'
-  fields are written out on `SyntaxMTConfig`);
+- its config options (`config_options`, one `Option` each: type, default, docstring and check), which become
+  `SyntaxMTConfig` fields when the method is built in (registered before `SyntaxMTConfig` is created, i.e. listed in
+  `methods/builtin.py`; the config stays flat and its docstring lists them), and the checks between them
+  (`validate`); a method registered later keeps its options under `config.method_options[name]`;
 - the self- and cross-attention heads it takes in each layer (`heads`, split into named kinds by `kinds`); heads
   are given out in registry order, so in a layer the heads of the first registered method come first. Every reader
   of head positions asks `head_layout` / `head_kinds` (the one source of head order);
 - the data columns it needs: model inputs (`inputs`, the preprocessor, collator, pipeline and train script ask
-  `input_columns`) and training-only supervision (`supervision`);
+  `input_columns`) and training-only supervision (`supervision`), each a `Column` that says what its values are
+  aligned with, how they are padded and which parse they are computed from (`column_specs`: the data side reads
+  these and nothing else), and the check of their values in a collated batch (`check_batch`);
 - its attention hooks, applied to its own heads on the eager score path of `SyntaxMTAttention`
   (`query` -> `scores` -> `logits` -> `probs` -> `record`), and the per-forward preparation of its inputs
   (`prepare`), which reach the attention as keyword arguments, the way transformers v5 passes attention kwargs;
@@ -40,6 +41,7 @@ import torch
 from torch import nn
 
 from ..errors import UserError
+from .columns import Column
 
 SITES = ("encoder", "decoder", "cross")  # encoder self-attention, decoder self-attention, decoder cross-attention
 
@@ -98,12 +100,32 @@ class AttentionContext:
 class Option:
     """A config option a method declares in its own module (`Method.config_options`). For a built-in method it becomes a
     `SyntaxMTConfig` field: `type` its annotation (a `list[...]` given as a tuple is stored as a list; a
-    `float | int` is checked to be finite), `default` its default (off: None, 0 or False; never a mutable list) and
-    `doc` its entry in `help(SyntaxMTConfig)` (one sentence or more, without the type line)."""
+    `float | int` is checked to be finite), `default` its default (off: None, 0 or False; never a mutable list),
+    `doc` its entry in `help(SyntaxMTConfig)` (one sentence or more, without the type line) and `check` its
+    validator, `check(config, name)` raising a `UserError` (e.g. `check_per_layer_heads`, or
+    `checking(check_weight, hint)` for a shared check with a hint), run before the method's `validate`."""
 
     type: Any
     default: Any
     doc: str
+    check: Callable[[Any, str], None] | None = None
+
+
+def checking(check: Callable, *args, **kwargs) -> Callable[[Any, str], None]:
+    """`check(config, name, *args, **kwargs)` as an `Option.check`: `checking(check_int, 1, hint="N_c")`."""
+
+    def run(config, name: str) -> None:
+        check(config, name, *args, **kwargs)
+
+    return run
+
+
+def check_options(method: Method, config) -> None:
+    """Run the `check` of every option `method` declares (built in: a config field), then its `validate`."""
+    for name, option in method.config_options.items():
+        if option.check is not None and hasattr(config, name):
+            option.check(config, name)
+    method.validate(config)
 
 
 class ForwardInputs(dict):
@@ -130,25 +152,19 @@ class Method:
     """Base class of a registered method; every hook defaults to "does nothing"."""
 
     name: str = ""
-    #: config fields the method owns that `SyntaxMTConfig` declares itself (validated by `validate`)
-    fields: tuple[str, ...] = ()
-    #: config options the method declares itself (name -> `Option`): `SyntaxMTConfig` fields when built in
+    #: config options the method declares (name -> `Option`): `SyntaxMTConfig` fields when built in
     config_options: dict[str, Option] = {}
     #: what the tiny-config tester (tests/models/test_every_method.py, 2 + 2 layers of 4 heads) switches the method
     #: on with: config overrides; None fails the tester's coverage test until it is given
     tester_config: dict | None = None
     #: fragments of the parameter names one training step must change (the tester checks each)
     trainable: tuple[str, ...] = ()
-    #: model inputs read at training and inference (data columns of the same names)
+    #: model inputs read at training and inference (data columns of the same names; a `Column` says its kind)
     inputs: tuple[str, ...] = ()
     #: training-only supervision columns (given to `forward()` with the labels, never to the encoder)
     supervision: tuple[str, ...] = ()
     #: names of the auxiliary losses it adds
     losses: tuple[str, ...] = ()
-    #: the eager path must run for its heads even without a record (scores or probabilities are changed)
-    always_eager: bool = True
-    #: its inputs are computed from the source parse (the pipeline parses new text for them)
-    from_parse: bool = False
     #: the fused form of its hooks, if any: "score_mod" (`score_mod`, run in FlexAttention) or "bias"
     #: (`attention_bias`, run in SDPA as an additive mask); None: its heads always take the eager path when they
     #: need it
@@ -159,11 +175,17 @@ class Method:
     #: refused by `hf_syntax_mt.export`, so a new method is never exported by mistake.
     inference_needs: str | None = "code of its own at inference (the method does not declare `inference_needs = None`)"
 
+    @property
+    def from_parse(self) -> bool:
+        """Whether its inputs are computed from the source parse (the pipeline parses new text for them)."""
+        return any(getattr(c, "parse", None) == "source" for c in self.inputs)
+
     def active(self, config) -> bool:
         return False
 
     def validate(self, config) -> None:
-        """Raise a `ValueError` naming the option and what to use."""
+        """Checks between its options (each option's own check is its `Option.check`, run first): raise a
+        `UserError` naming the option and what to use."""
 
     def heads(self, config, site: str, layer: int) -> int:
         """Number of heads this method takes in the self-attention (`"encoder"`, `"decoder"`) or cross-attention
@@ -185,19 +207,31 @@ class Method:
         """One line for model cards and signatures, or None when inactive."""
         return None
 
+    def check_batch(self, batch: dict) -> None:
+        """Check the values of its columns in a batch the collator built (CPU tensors, before they reach a device,
+        where reading values is a host sync); raise a `UserError` naming the column, row and value."""
+
     # --- parameters -----------------------------------------------------------------------------------------
     def build_attention(self, attention: nn.Module, config, site: str, layer: int, num_heads: int) -> None:
         """Add this method's parameters to an attention module that has `num_heads` of its heads (called for every
         attention module, with `num_heads=0` where the method takes none)."""
 
     def build_encoder(self, encoder: nn.Module, config) -> None:
-        """Add parameters to the encoder (e.g. feature embeddings)."""
+        """Add parameters to the encoder (e.g. feature embeddings, the document context's encoder)."""
+
+    def build_layer(self, layer: nn.Module, config, side: str, layer_idx: int) -> None:
+        """Add a sublayer to an `"encoder"` or `"decoder"` layer (called for every layer; run by `sublayer`)."""
 
     def build_model(self, model: nn.Module, config) -> None:
         """Add parameters to the translation model (e.g. the global-fertility network)."""
 
     def init_weights(self, module: nn.Module, config) -> None:
         """Initialise this method's parameters held by `module` (called by `_init_weights` for every module)."""
+
+    def document_level(self, name: str) -> bool:
+        """Whether parameter `name` is one this method adds for document-level reading (theta_d of two-step
+        training: `freeze_sentence_level_parameters` keeps only those trainable)."""
+        return False
 
     # --- forward --------------------------------------------------------------------------------------------
     def embed(self, encoder: nn.Module, input_ids: torch.Tensor, embeds: torch.Tensor, inputs: dict) -> torch.Tensor:
@@ -209,8 +243,26 @@ class Method:
         become (e.g. tree weights from `word_index` / `word_heads`)."""
         return {}
 
+    def encoder_states(self, encoder: nn.Module, config, inputs: dict, batch_size: int) -> tuple[dict, dict]:
+        """Once per encoder forward, for every registered method (active or not: an inactive one may warn about its
+        inputs): (what its `sublayer` reads in every encoder layer, fields of the encoder output that the decoder
+        reads through `decoder_states`, batch-first so that `generate()` copies them for beams)."""
+        return {}, {}
+
+    def decoder_states(self, config, encoder_outputs) -> dict:
+        """Once per decoder forward (each decoding step): what its `sublayer` reads in every decoder layer, from the
+        encoder output fields its `encoder_states` gave."""
+        return {}
+
+    def sublayer(self, layer: nn.Module, hidden_states: torch.Tensor, states: dict) -> torch.Tensor:
+        """`(B, T, D)` -> `(B, T, D)`: its sublayer of `layer` (`build_layer`), after the layer's self-attention
+        block; `states` holds what the `encoder_states` / `decoder_states` of the active methods gave."""
+        return hidden_states
+
     def needs_eager(self, ctx: AttentionContext) -> bool:
-        return self.always_eager
+        """Whether its heads take the eager score path in this call (default: always, since its hooks change the
+        scores or probabilities; a method whose hooks only record overrides it)."""
+        return True
 
     def query(self, ctx: AttentionContext, query: torch.Tensor, start: int, stop: int) -> torch.Tensor:
         """The queries `(B, k, T, d)` of this method's heads `start..stop-1`."""
@@ -269,10 +321,12 @@ class Method:
 _REGISTRY: dict[str, Method] = {}
 _LISTENERS: list[Callable[[], None]] = []
 _NAMES: dict[str, tuple[str, ...]] = {}  # input / supervision / loss names, rebuilt when the registry changes
+_COLUMNS: dict[str, Column] = {}  # every declared column by name, rebuilt when the registry changes
 
 
 def _changed() -> None:
     _NAMES.clear()
+    _COLUMNS.clear()
     for listener in _LISTENERS:
         listener()
 
@@ -363,8 +417,8 @@ def head_kinds(config, site: str, layer: int, num_heads: int) -> list[tuple[str,
 
 
 def owned_fields(method: Method) -> tuple[str, ...]:
-    """Every config field `method` owns: those `SyntaxMTConfig` declares for it and those it declares itself."""
-    return (*method.fields, *method.config_options)
+    """Every config option `method` declares (`config_options`; a built-in method's are `SyntaxMTConfig` fields)."""
+    return tuple(method.config_options)
 
 
 def _names(kind: str) -> tuple[str, ...]:
@@ -389,13 +443,34 @@ def input_columns(config) -> list[str]:
 
 
 def parse_columns(config) -> list[str]:
-    """The input columns computed from the source parse (what the pipeline must parse new text for)."""
-    return list(dict.fromkeys(c for m in active_methods(config) if m.from_parse for c in m.input_columns(config)))
+    """The input columns computed from the source parse (`Column.parse == "source"`: what the pipeline must parse new
+    text for)."""
+    specs = column_specs()
+    return [specs[c] for c in input_columns(config) if c in specs and specs[c].parse == "source"]
 
 
 def supervision_columns(config) -> list[str]:
     """The training-only columns (parse supervision) a model with `config` learns from."""
     return list(dict.fromkeys(c for m in active_methods(config) for c in m.supervision_columns(config)))
+
+
+def column_specs() -> dict[str, Column]:
+    """Every column any registered method declares (`inputs` and `supervision`), by name, with its kind; a name
+    declared without a kind is a `"source"` column padded with 0. Two methods declaring one name must agree."""
+    if not _COLUMNS:
+        specs: dict[str, Column] = {}
+        for method in _REGISTRY.values():
+            for name in (*method.inputs, *method.supervision):
+                column = name if isinstance(name, Column) else Column(name, "source")
+                known = specs.get(name)
+                if known is not None and (known.kind, known.pad, known.dtype, known.parse, known.compute) != (
+                    column.kind, column.pad, column.dtype, column.parse, column.compute
+                ):  # fmt: skip
+                    raise UserError(f"Method {method.name!r} declares column {name!r} as {column.kind!r}, which "
+                                    f"another method declares as {known.kind!r}.")  # fmt: skip
+                specs[str(name)] = column
+        _COLUMNS.update(specs)
+    return _COLUMNS
 
 
 def loss_names() -> tuple[str, ...]:
@@ -462,6 +537,13 @@ def check_probability(config, name: str, hint: str = "") -> None:
         raise UserError(
             f"{name}={value!r} is a probability: it must be a number in [0, 1]{f' ({hint})' if hint else ''}."
         )
+
+
+def check_bool(config, name: str, hint: str = "") -> None:
+    """A switch: True or False (not 0, 1 or a string)."""
+    value = getattr(config, name)
+    if not isinstance(value, bool):
+        raise UserError(f"{name}={value!r} must be True or False{f' ({hint})' if hint else ''}.")
 
 
 def check_choice(config, name: str, choices, hint: str = "") -> None:

@@ -8,7 +8,7 @@ from torch import nn
 
 from ..errors import UserError
 from .biaffine import decoder_valid
-from .registry import Method, check_decoder_layer, check_weight
+from .registry import Method, Option, check_decoder_layer, check_weight, checking
 
 
 def synchronous_loss(E: torch.Tensor, D: torch.Tensor, C: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -30,7 +30,21 @@ def synchronous_loss(E: torch.Tensor, D: torch.Tensor, C: torch.Tensor, valid: t
 class Synchronous(Method):
     name = "synchronous"
     inference_needs = None  # a training-only loss on the DBSA heads (which fold into q_proj: `Biaffine`)
-    fields = ("sync_loss_weight", "sync_cross_attention_layer")
+    config_options = {
+        "sync_loss_weight": Option(
+            "float | int",
+            0.0,
+            """lambda_sync of Eq. 6 (synchronous syntactic attention); > 0 needs DBSA heads in encoder and decoder.""",
+            check=checking(check_weight, "0 switches the synchronous loss off"),
+        ),
+        "sync_cross_attention_layer": Option(
+            "int | None",
+            None,
+            """l_sync, the decoder layer (0-based) whose encoder-decoder attention C maps E into the target space
+            (Eq. 7). Default: the penultimate layer (the paper's 5 of 6).""",
+            check=checking(check_decoder_layer, "0-based, or None for the penultimate layer, which the paper uses"),
+        ),
+    }
     losses = ("sync_loss",)
     tester_config = {"encoder_dbsa_heads": [1, 0], "decoder_dbsa_heads": [1, 0], "sync_loss_weight": 0.5}
     trainable = ("biaffine_u",)
@@ -39,14 +53,11 @@ class Synchronous(Method):
         return config.uses_sync
 
     def validate(self, config) -> None:
-        check_weight(config, "sync_loss_weight", "0 switches the synchronous loss off")
         if config.uses_sync and not (config.uses_encoder_dbsa and config.uses_decoder_dbsa):
             raise UserError(
                 f"sync_loss_weight={config.sync_loss_weight} needs DBSA heads in both the encoder and the decoder "
                 f"(encoder_dbsa_heads={config.encoder_dbsa_heads}, decoder_dbsa_heads={config.decoder_dbsa_heads})."
             )
-        check_decoder_layer(config, "sync_cross_attention_layer", "0-based, or None for the penultimate layer, which "
-                            "the paper uses")  # fmt: skip
 
     def describe(self, config):
         if not self.active(config):

@@ -17,8 +17,8 @@ from torch import nn
 from transformers import initialization as init
 
 from ..errors import UserError
-from .registry import AttentionContext, Method, Option, check_per_layer_heads, check_positive, per_layer
-from .tree_distance import shared_tree_distances
+from .registry import AttentionContext, Method, Option, check_per_layer_heads, check_positive, checking, per_layer
+from .tree_distance import TREE_COLUMNS, shared_tree_distances
 
 
 class TreeBias(Method):
@@ -33,13 +33,16 @@ class TreeBias(Method):
             "Number of learned tree-distance bias heads in each encoder layer: their masked logits get\n"
             "-w_h * d_tree(i, j), the dependency-tree distance between the two tokens' words times a weight\n"
             "w_h = softplus(raw_h) learned per head (special tokens: no bias). Needs `word_index` and `word_heads`.",
+            check=check_per_layer_heads,
         ),
         "tree_bias_init": Option(
-            "float | int", 1.0, "w_h of every tree-bias head at initialisation (> 0: w_h is a softplus)."
+            "float | int",
+            1.0,
+            "w_h of every tree-bias head at initialisation (> 0: w_h is a softplus).",
+            check=checking(check_positive, "the initial w_h = softplus(raw_h), which is never 0"),
         ),
     }
-    inputs = ("word_index", "word_heads")
-    from_parse = True
+    inputs = TREE_COLUMNS
     fused = "bias"
     tester_config = {"encoder_tree_bias_heads": [1, 1]}
     trainable = ("tree_bias",)
@@ -49,10 +52,6 @@ class TreeBias(Method):
 
     def heads(self, config, site, layer):
         return per_layer(config, "encoder_tree_bias_heads", "encoder")[layer] if site == "encoder" else 0
-
-    def validate(self, config) -> None:
-        check_per_layer_heads(config, "encoder_tree_bias_heads")
-        check_positive(config, "tree_bias_init", "the initial w_h = softplus(raw_h), which is never 0")
 
     def describe(self, config):
         if not self.active(config):

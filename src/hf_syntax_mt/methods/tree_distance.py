@@ -8,7 +8,8 @@ from __future__ import annotations
 import torch
 
 from ..errors import UserError
-from .registry import AttentionContext, Method, check_int, check_per_layer_heads, per_layer, shared
+from .columns import Column
+from .registry import AttentionContext, Method, Option, check_int, check_per_layer_heads, checking, per_layer, shared
 
 
 def tree_distances(word_index: torch.Tensor, word_heads: torch.Tensor) -> torch.Tensor:
@@ -80,12 +81,31 @@ def shared_tree_distances(inputs: dict, input_shape: torch.Size, method: str, he
     return shared(inputs, "tree_distances", lambda: tree_distances(word_index, word_heads))
 
 
+#: the tree inputs of `tree` and `tree_bias`: each subword's word (1-based, 0 for special tokens) and the UD heads
+TREE_COLUMNS = (Column("word_index", "source", parse="source"), Column("word_heads", "word", parse="source"))
+
+
 class TreeDistance(Method):
     name = "tree"
     inference_needs = "a parse at inference: its heads weight attention by tree distance (`word_index`, `word_heads`)"
-    fields = ("encoder_tree_heads", "tree_window")
-    inputs = ("word_index", "word_heads")
-    from_parse = True
+    config_options = {
+        "encoder_tree_heads": Option(
+            "list[int] | None",
+            None,
+            """Number of syntax-directed attention heads (Chen et al. 2017, thesis review) in each encoder layer: the
+            attention probabilities are multiplied by exp(-d^2 / (2 (D/2)^2)) with d the distance in the dependency
+            tree between the two tokens' words, and 0 beyond `tree_window` = D. They follow the PASCAL heads.
+            Needs `word_index` and `word_heads` inputs.""",
+            check=check_per_layer_heads,
+        ),
+        "tree_window": Option(
+            "int",
+            2,
+            """D, the largest tree distance a syntax-directed head attends to (sigma = D / 2, as Chen et al.).""",
+            check=checking(check_int, 1, hint="Chen et al. use 2 or more"),
+        ),
+    }
+    inputs = TREE_COLUMNS
     tester_config = {"encoder_tree_heads": [1, 1]}
 
     def active(self, config) -> bool:
@@ -93,10 +113,6 @@ class TreeDistance(Method):
 
     def heads(self, config, site, layer):
         return per_layer(config, "encoder_tree_heads", "encoder")[layer] if site == "encoder" else 0
-
-    def validate(self, config) -> None:
-        check_per_layer_heads(config, "encoder_tree_heads")
-        check_int(config, "tree_window", 1, hint="Chen et al. use 2 or more")
 
     def describe(self, config):
         if not self.active(config):

@@ -280,10 +280,10 @@ def check_alignment_file(config, data_args: DataArguments, has_alignments: bool,
 def choose_preprocessor(split: str, columns: list[str], config, tokenizer, parser, data_args: DataArguments):
     """The ``datasets.map`` function of one split: every column the config's methods consume
     (`SyntaxMTPreprocessor.for_config`), from the split's CoNLL-U parses (a ``source_parse`` column), else from
-    ``parser``; `TokenizeOnly` for vanilla Marian without parses. A syntax model without parses, or a DBSA model
-    without target trees, is an error naming the flag to give."""
+    ``parser``; tokenize-only (``columns=()``) for vanilla Marian without parses. A syntax model without parses, or
+    a DBSA model without target trees, is an error naming the flag to give."""
     from ..configuration_syntax_mt import SyntaxMTConfig
-    from ..data.preprocess import SyntaxMTPreprocessor, TokenizeOnly
+    from ..data.preprocess import SyntaxMTPreprocessor
 
     is_syntax = isinstance(config, SyntaxMTConfig)
     lengths = dict(max_source_length=data_args.max_source_length, max_target_length=data_args.max_target_length)
@@ -295,9 +295,9 @@ def choose_preprocessor(split: str, columns: list[str], config, tokenizer, parse
         raise UserError(f"the model has syntax heads but the {split} split has no parses: give CoNLL-U sources "
                          f"(--{split}_source_conllu) or a parser (--parser spacy --parser_model ...)")  # fmt: skip
     elif is_syntax:
-        source = {}  # nothing needs a parse: for_config gives TokenizeOnly (with the context length)
+        source = {}  # nothing needs a parse: for_config tokenizes only (with the context length)
     else:
-        return TokenizeOnly(tokenizer, data_args.max_source_length, data_args.max_target_length)
+        return SyntaxMTPreprocessor(tokenizer, columns=(), **lengths)
     if not is_syntax:
         return SyntaxMTPreprocessor(tokenizer, **source, **lengths)
     if "decoder_dbsa_heads" in supervised_columns(config):  # trained on target trees

@@ -1,6 +1,6 @@
 """German nouns for the contrastive pronoun test: a lexicon of gender and number (:class:`NounGenders`) and the one
 test of whether a token of a German sentence is a noun (:meth:`NounGenders.noun_at`), used both for the nouns in
-context and for the antecedent search (:mod:`~hf_syntax_mt.evaluation.pronoun_kinds`).
+context and for the antecedent search (`pronoun_kinds.py`); part of the pronoun study's item builder (`pronoun_builder.py`).
 
 The lexicon is read, not written by hand: from German CoNLL-U treebanks (UD FEATS ``Gender`` and ``Number`` of NOUN
 tokens, :meth:`NounGenders.from_conllu`) and from the determiners that precede capitalised words in running German
@@ -69,7 +69,7 @@ class NounGenders:
     def conllu_counts(paths: Iterable[str | Path]) -> dict[str, Counter]:
         """Votes from the NOUN tokens of CoNLL-U files: a singular form and every lemma vote for their ``Gender``; a
         form with ``Number=Plur`` votes ``plur``."""
-        from ..data.readers import iter_lines
+        from hf_syntax_mt.data.readers import iter_lines
 
         counts: dict[str, Counter] = defaultdict(Counter)
         names = {"Masc": "masc", "Fem": "fem", "Neut": "neut"}

@@ -2,10 +2,12 @@
 noun (``referential``, ContraPro's condition, Müller et al. 2018) or is fixed by the construction (``expletive``,
 ``cleft``, ``clausal``, ``impersonal``), and the rules that drop items whose variants would be wrong for grammar rather
 than context (a plural ``sie``; a case the German word order contradicts). Rewritten in issue 51 after three hand
-checks (``benchmarks/results/docnmt_real/pronoun_items.handcheck.tsv``).
+checks (``benchmarks/results/docnmt_real/pronoun_items.handcheck.tsv``). Part of the pronoun study's item builder
+(`pronoun_builder.py`, run by `pronoun_items.py`); the kinds and distance buckets that scoring reads are in
+`hf_syntax_mt.evaluation.pronouns`.
 
 The rules read the English parse (words, 1-based heads, relations, UPOS), the German reference's tokens
-(:func:`~hf_syntax_mt.evaluation.pronouns.german_tokens`, lower-cased here) and the word alignment; there is no German
+(`german_nouns.german_tokens`, lower-cased here) and the word alignment; there is no German
 parser. In order:
 
 - **expletive**: the English ``it`` is ``expl``; or German ``es gibt`` / ``gibt es`` (existential).
@@ -39,12 +41,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-__all__ = ["DISTANCE_BUCKETS", "KINDS", "distance_bucket", "find_antecedent", "german_case", "item_kind", "plural_sie"]
+__all__ = ["find_antecedent", "german_case", "item_kind", "plural_sie"]
 
-#: the kinds an item can have; only ``referential`` items test context
-KINDS = ("referential", "no_antecedent", "expletive", "cleft", "clausal", "impersonal")
-#: antecedent distances as the scores group them (sentences back; ``3+``: further)
-DISTANCE_BUCKETS = ("0", "1", "2", "3+", "unknown")
 
 BE = {"be", "is", "'s", "was", "were", "been", "being", "am", "are", "'re", "ai"}
 RAISING = {"seem", "seems", "seemed", "appear", "appears", "appeared", "happen", "happens", "happened", "become",
@@ -341,8 +339,8 @@ def find_antecedent(
     German noun has the pronoun's gender (the antecedent) or no known gender (None, uncertain); one of another gender
     sends the search on to the nearest noun. Each candidate is read through its aligned German tokens
     (``aligned(line, word)``, with its ``compound`` modifiers' links; ``tokens``: the references' tokens with spans,
-    :func:`~hf_syntax_mt.evaluation.german_nouns.german_tokens`) with ``lexicon.noun_at``
-    (:class:`~hf_syntax_mt.evaluation.german_nouns.NounGenders`): the first whose German noun is singular and
+    `german_nouns.german_tokens`) with ``lexicon.noun_at``
+    (`german_nouns.NounGenders`): the first whose German noun is singular and
     ``compatible`` in gender is the antecedent when it is a subject, object or possessor (:data:`CORE`, by
     :func:`_role`; a noun in a prepositional phrase or a predicate makes the search uncertain); a German plural is
     passed over; one of another gender is passed over and flagged (``other_gender_nearer``).
@@ -438,11 +436,3 @@ def find_antecedent(
     if unresolved:
         return None, f"uncertain: an English noun ({unresolved[0]}) has no German noun of known gender"
     return None, f"no noun of its gender within {k}"
-
-
-def distance_bucket(distance: int | None) -> str:
-    """``"0"``, ``"1"``, ``"2"``, ``"3+"``, or ``"unknown"`` (None: a referential item whose antecedent was not
-    found with confidence)."""
-    if distance is None:
-        return "unknown"
-    return str(distance) if distance < 3 else "3+"
