@@ -365,7 +365,7 @@ def conllu_model(tmp_path):
         ("empty document", r"in.docid:2: document 'b' \(lines 2-2 of .*in.txt\) is empty"),
         ("two blank lines", r"in.txt:3: empty document: a second blank line in a row"),
         ("missing docids", r"missing.docid: no such document id file for .*in.txt \(one document id per line"),
-        ("missing input", r"missing.txt: no such file or directory$"),
+        ("missing input", r"missing.txt: cannot be read \(No such file or directory\); check the path$"),
         ("plain sentences", r"document-level model \(context_sentences=2.*--no-context"),
         ("no tokenizer", r"--model .*notok has no tokenizer \(no tokenizer.json\): copy tokenizer.json and "
                          r"tokenizer_config.json from the training run's output directory"),

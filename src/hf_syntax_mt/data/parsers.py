@@ -23,6 +23,7 @@ Parsers are picklable (they pickle their configuration and reload the backend la
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -34,7 +35,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
+from ..errors import MissingFileError, UserError
 from .parsed import ParsedSentence, merge_sentences
 from .readers import iter_conllu, read_conllu
 from .stanza_resources import file_sha256, stanza_model_digest
@@ -75,8 +76,9 @@ def _reattach_roots(heads: list[int], deprels: list[str]) -> None:
 # --------------------------------------------------------------------------------------------------------------
 # Interface
 # --------------------------------------------------------------------------------------------------------------
-class ParserNotAvailableError(OSError):
-    """A parser backend or its model is not installed; the message says how to install it."""
+class ParserNotAvailableError(UserError, OSError):
+    """A parser backend or its model is not installed; the message says how to install it. The package's user error
+    (the CLI prints it as one ``error:`` line), and an `OSError` as it was before."""
 
 
 class MissingParseError(KeyError):
@@ -412,7 +414,7 @@ class ConllParser(Parser):
         self.paths = [str(p) for p in paths]
         for p in self.paths:
             if not Path(p).is_file():
-                raise FileNotFoundError(f"ConllParser: CoNLL-U file not found: {p}")
+                raise MissingFileError(f"ConllParser: CoNLL-U file not found: {p}", errno.ENOENT, p)
         self.model = ",".join(Path(p).name for p in self.paths)
         self._signature = "conllu:" + ",".join(f"{Path(p).name}@{_file_sha(p)[:12]}" for p in self.paths)
         self._exact: dict[str, ParsedSentence] | None = None
