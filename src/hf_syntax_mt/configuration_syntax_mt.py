@@ -12,7 +12,7 @@ import numbers
 from huggingface_hub.dataclasses import strict
 from transformers import GenerationConfig, MarianConfig
 
-from .errors import UserError
+from .errors import UserError, UserTypeError
 from .methods.builtin import BUILTIN  # noqa: F401  (registers the built-in methods)
 from .methods.input_features import FEATURE_COMBINATIONS  # noqa: F401
 from .methods.pascal import MIN_PASCAL_SIGMA, PASCAL_WEIGHTINGS  # noqa: F401
@@ -275,8 +275,12 @@ class SyntaxMTConfig(_method_option_fields()):
         if isinstance(self.input_features, str):
             raise UserError(f"input_features={self.input_features!r} must be a list of names, e.g. ['pos', 'deprel'].")
         for name in _LIST_FIELDS:  # a tuple given for a list field is stored as the list that config.json gives back
-            if getattr(self, name) is not None and not isinstance(getattr(self, name), list):
-                setattr(self, name, list(getattr(self, name)))
+            value = getattr(self, name)
+            if isinstance(value, tuple):
+                setattr(self, name, list(value))
+            elif value is not None and not isinstance(value, list):  # "1,1" (one entry per character) or 2
+                raise UserTypeError(f"{name}={value!r} must be a list (one entry per layer or item, e.g. [1, 0]), "
+                                    f"not a {type(value).__name__}.")  # fmt: skip
         super().__post_init__(**kwargs)
         self.validate_syntax_options()  # raise a plain ValueError at creation, not strict's wrapper
 

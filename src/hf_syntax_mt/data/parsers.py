@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MissingFileError, UserError
+from ..validation import check_strings
 from .parsed import ParsedSentence, merge_sentences
 from .readers import iter_conllu, read_conllu
 from .stanza_resources import file_sha256, stanza_model_digest
@@ -197,7 +198,11 @@ class StanzaParser(Parser):
                     f"stanza model for language {self.lang!r} is not installed ({type(e).__name__}: {e}). "
                     + self._install_hint()
                 ) from e
-            raise
+            # resources.json that is not JSON, a truncated model file (pickle / torch errors): the installed files
+            where = self._resources_dir() or "~/stanza_resources"
+            raise UserError(f"stanza could not load its model for language {self.lang!r} from {where} "
+                            f"({type(e).__name__}: {e}): its resources.json or a model file is damaged. "
+                            f"Download it again: {self._install_hint()}") from e  # fmt: skip
         self._model_digest = stanza_model_digest(self._nlp)
         return self._nlp
 
@@ -212,6 +217,7 @@ class StanzaParser(Parser):
         return list(self._load().processors)
 
     def parse(self, texts: list[str]) -> list[ParsedSentence]:
+        texts = check_strings(texts, "texts", "texts (one sentence each)")  # a str: one text per character
         import stanza
 
         nlp = self._load()
@@ -350,6 +356,7 @@ class SpacyParser(Parser):
         return state
 
     def parse(self, texts: list[str]) -> list[ParsedSentence]:
+        texts = check_strings(texts, "texts", "texts (one sentence each)")  # a str: one text per character
         nlp = self._load()
         return [self._convert(doc) for doc in nlp.pipe(texts, batch_size=self.batch_size)]
 
@@ -439,6 +446,7 @@ class ConllParser(Parser):
         return len(self._index()[0])
 
     def parse(self, texts: list[str]) -> list[ParsedSentence]:
+        texts = check_strings(texts, "texts", "texts (one sentence each)")  # a str: one text per character
         exact, normalized = self._index()
         out = []
         for text in texts:
@@ -508,17 +516,35 @@ class CachedParser(Parser):
         return sorted(self.shard_dir.glob("*.jsonl")) if self.shard_dir.is_dir() else []
 
     def _load(self) -> dict[str, ParsedSentence]:
+        """The parses of every readable shard. A shard that cannot be read (not UTF-8, a folder named ``*.jsonl``,
+        no permission) or a record whose text is not the one its key stands for is skipped with one warning naming
+        the shard: its texts are parsed again."""
         if self._memory is None:
             self._memory = {}
             files = ([self.cache_file] if self.cache_file.is_file() else []) + self.shards()
             for path in files:
-                with open(path, encoding="utf-8") as f:
-                    for line in f:
-                        try:
-                            record = json.loads(line)
-                            self._memory[record["key"]] = ParsedSentence.from_dict(record["parse"])
-                        except (ValueError, KeyError, TypeError):
+                try:
+                    with open(path, encoding="utf-8") as f:
+                        lines = f.readlines()
+                except (OSError, UnicodeDecodeError) as e:
+                    logger.warning("parse cache: skipped the shard %s, which cannot be read (%s: %s); its texts are "
+                                   "parsed again", path, type(e).__name__, e)  # fmt: skip
+                    continue
+                foreign = 0
+                for line in lines:
+                    try:
+                        record = json.loads(line)
+                        parse = ParsedSentence.from_dict(record["parse"])
+                        text = record.get("text", parse.text)
+                        if not isinstance(text, str) or self._key(text) != record["key"]:
+                            foreign += 1  # planted or damaged: the parse of another text under this key
                             continue
+                        self._memory[record["key"]] = parse
+                    except (ValueError, KeyError, TypeError, AttributeError):
+                        continue
+                if foreign:
+                    logger.warning("parse cache: skipped %d record(s) of the shard %s whose text is not the one "
+                                   "their key stands for; those texts are parsed again", foreign, path)  # fmt: skip
         return self._memory
 
     def __getstate__(self) -> dict[str, Any]:
@@ -538,6 +564,7 @@ class CachedParser(Parser):
         return directory / name
 
     def parse(self, texts: list[str]) -> list[ParsedSentence]:
+        texts = check_strings(texts, "texts", "texts (one sentence each)")  # a str: one text per character
         memory = self._load()
         keys = [self._key(t) for t in texts]
         missing = list(dict.fromkeys(k for k in keys if k not in memory))
@@ -549,7 +576,8 @@ class CachedParser(Parser):
             lines = []
             for k, p in zip(missing, parsed, strict=True):
                 memory[k] = p
-                lines.append(json.dumps({"key": k, "parse": p.to_dict()}, ensure_ascii=False) + "\n")
+                record = {"key": k, "text": first_text[k], "parse": p.to_dict()}
+                lines.append(json.dumps(record, ensure_ascii=False) + "\n")
             self._write_shard(lines)
         return [memory[k] for k in keys]
 
