@@ -254,6 +254,12 @@ class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
                   "last step's weights (`test_last_step`). 0 = off."},
     )  # fmt: skip
     average_every: int = field(default=100, metadata={"help": "Steps between averaged checkpoints."})
+    missing_supervision: str = field(
+        default="warn",
+        metadata={"help": "A method whose supervision columns are missing from the training data (DBSA or LISA "
+                  "trees, guided alignment's links, multi-task rows): `warn` once at the first step, or `error`.",
+                  "choices": ["warn", "error"]},
+    )  # fmt: skip
     model_card_title: str | None = None
     model_card_limitations: str | None = None
     model_card_license: str = field(
