@@ -99,7 +99,7 @@ def _check_saved_model(directory: Path, flag_value: str, flag: str = "--model") 
     check_model_files(directory, f"{flag} {flag_value}")
 
 
-def _write(path: str, text: str, flag: str, make_folder: bool = False) -> None:
+def _write(path: str, text: str, flag: str, make_folder: bool = True) -> None:
     """Write an output the user named (``-``: standard output); a full disk, a folder in the way or a file that
     cannot be written is one ``error:`` line naming ``flag`` and the file."""
     if path == "-":
@@ -172,7 +172,12 @@ def _translate(args: argparse.Namespace) -> int:
         documents = doc_id_spans(lines, args.docids, name)
     elif args.documents == "blank-lines":
         documents = blank_line_spans(lines, name)
-    k = getattr(AutoConfig.from_pretrained(model), "context_sentences", 0) or 0
+    config = AutoConfig.from_pretrained(model)
+    k = getattr(config, "context_sentences", 0) or 0
+    if args.parser and not getattr(config, "needs_source_parse", False):
+        raise UserError(f"--parser {args.parser} parses the source for a model that reads its parse, and "
+                        f"{args.model} reads none (no PASCAL, tree or feature heads): leave out --parser and "
+                        "--parser-model")  # fmt: skip
     contexts = None if args.random_context is None else _random_contexts(args, lines, documents, k)
     if k and documents is None and not args.no_context:
         raise UserError(
@@ -349,6 +354,9 @@ def _aer(args: argparse.Namespace) -> int:
 
     gold = read_pharaoh(args.gold, one_indexed=args.gold_one_indexed)
     hyp = read_pharaoh(args.hyp, one_indexed=args.hyp_one_indexed)
+    if len(hyp) != len(gold):
+        raise UserError(f"--hyp {args.hyp} has {len(hyp)} lines and --gold {args.gold} has {len(gold)}: the files "
+                        "must be line aligned (the links of one sentence pair a line)")  # fmt: skip
     for k, h in enumerate(hyp, start=1):
         if h.possible != h.sure:
             link = min(h.possible - h.sure)

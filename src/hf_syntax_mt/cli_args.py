@@ -305,6 +305,7 @@ _FOLDERS = {
     "contrastive": ("model", "discevalmt"),
 }
 _OUTPUTS = {
+    "demo": ("output_dir",),
     "translate": ("output",),
     "align": ("output",),
     "evaluate": ("json", "bucket_chart", "heatmap", "arcs"),
@@ -376,10 +377,51 @@ def _needs(args, flags: tuple[str, ...], what: str, fix: str) -> None:
             raise UserError(f"{_flag(dest)} {what}, and this call {fix} or leave out {_flag(dest)}.")
 
 
+def check_paths(args: argparse.Namespace) -> None:
+    """Every path flag the subcommand declares (`_INPUTS`, `_FOLDERS`, `_OUTPUTS`), checked before any work: an
+    input that does not exist or is a folder, a folder flag that names a file, an output that is a folder or lies
+    under a file. Raises `UserFileError` naming the flag and the path (a file that exists but cannot be decoded is
+    named where it is read)."""
+    import errno
+
+    from .errors import MissingFileError, UserFileError
+
+    command = args.command
+    for dest in _INPUTS.get(command, ()):
+        path = getattr(args, dest, None)
+        if path in (None, "-") or (dest == "parser_model" and getattr(args, "parser", None) != "conllu"):
+            continue
+        if not os.path.exists(path):
+            raise MissingFileError(f"{_flag(dest)} {path}: no such file; check the path", errno.ENOENT, path)
+        if os.path.isdir(path):
+            raise UserFileError(f"{_flag(dest)} {path}: is a folder, not a file; give the file's path", errno.EISDIR,
+                                path)  # fmt: skip
+    for dest in _FOLDERS.get(command, ()):
+        path = getattr(args, dest, None)
+        if path is not None and dest not in ("model", "baseline_model") and not os.path.isdir(path):  # not a Hub id
+            what = "is a file" if os.path.exists(path) else "no such folder"
+            raise UserFileError(f"{_flag(dest)} {path}: {what}; give the folder's path", errno.ENOTDIR, path)
+    for dest in _OUTPUTS.get(command, ()):
+        path = getattr(args, dest, None)
+        if path in (None, "-"):
+            continue
+        if os.path.isdir(path) and dest != "output_dir":
+            raise UserFileError(f"{_flag(dest)} {path}: is a folder; give the name of the file to write",
+                                errno.EISDIR, path)  # fmt: skip
+        parent = os.path.dirname(os.path.abspath(path))
+        while parent and not os.path.exists(parent):
+            parent = os.path.dirname(parent)
+        if parent and not os.path.isdir(parent):
+            raise UserFileError(f"{_flag(dest)} {path}: {parent} is a file, so nothing can be written under it; "
+                                "give another path", errno.ENOTDIR, path)  # fmt: skip
+
+
 def check_args(args: argparse.Namespace) -> None:
-    """Checks between flags that argparse cannot make: a flag that would be silently ignored, an output file that
-    is an input. Raises `UserError` naming the flag and the fix; runs before any heavy import."""
+    """Checks between flags that argparse cannot make: a path that cannot be read or written, a flag that would be
+    silently ignored, an output file that is an input. Raises `UserError` naming the flag and the fix; runs before
+    any heavy import."""
     refuse_overwriting(args)
+    check_paths(args)
     if args.command == "evaluate":
         scores_attention = args.model is not None and args.gold_conllu is not None
         if (args.docids or args.no_context) and not scores_attention:

@@ -294,6 +294,9 @@ def _representatives(parse: ParsedSentence) -> list[tuple[int, int, int]]:
 def parse_flags(columns: Sequence[str]) -> dict[str, bool]:
     """The `align_parse` flags that compute the input ``columns`` a model reads from its source parse (as given by
     ``config.parse_columns()``): the tree for syntax-directed heads, the feature ids for input features."""
+    from ..validation import check_strings
+
+    columns = check_strings(columns, "columns", "column names")
     return {"compute_tree": "word_index" in columns, "compute_features": any(c.endswith("_ids") for c in columns)}
 
 
