@@ -22,6 +22,10 @@ DEFAULT_EDGES = (10, 20, 30, 40)
 
 
 def _check_inputs(hypotheses: Sequence[str], references: Sequence[str]) -> None:
+    from ..validation import check_sequence
+
+    for name, value in (("hypotheses", hypotheses), ("references", references)):
+        check_sequence(value, name, "strings (one segment each)")  # a str: one segment per character
     if len(hypotheses) != len(references):
         raise UserError(
             f"got {len(hypotheses)} hypotheses but {len(references)} references; they must be aligned one to one"
