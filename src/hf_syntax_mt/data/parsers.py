@@ -536,7 +536,8 @@ class CachedParser(Parser):
                         record = json.loads(line)
                         parse = ParsedSentence.from_dict(record["parse"])
                         text = record.get("text", parse.text)
-                        if not isinstance(text, str) or self._key(text) != record["key"]:
+                        damaged = bool(text.strip()) != bool(parse.words) if isinstance(text, str) else True
+                        if damaged or self._key(text) != record["key"]:
                             foreign += 1  # planted or damaged: the parse of another text under this key
                             continue
                         self._memory[record["key"]] = parse
