@@ -37,6 +37,7 @@ from typing import Any
 
 from ..errors import MissingFileError, UserError
 from ..validation import check_strings
+from .cache_shards import read_shard
 from .parsed import ParsedSentence, merge_sentences
 from .readers import iter_conllu, read_conllu
 from .stanza_resources import file_sha256, stanza_model_digest
@@ -516,36 +517,10 @@ class CachedParser(Parser):
         return sorted(self.shard_dir.glob("*.jsonl")) if self.shard_dir.is_dir() else []
 
     def _load(self) -> dict[str, ParsedSentence]:
-        """The parses of every readable shard. A shard that cannot be read (not UTF-8, a folder named ``*.jsonl``,
-        no permission) or a record whose text is not the one its key stands for is skipped with one warning naming
-        the shard: its texts are parsed again."""
-        if self._memory is None:
+        if self._memory is None:  # a bad shard or record is skipped with a warning naming it (`cache_shards`)
             self._memory = {}
-            files = ([self.cache_file] if self.cache_file.is_file() else []) + self.shards()
-            for path in files:
-                try:
-                    with open(path, encoding="utf-8") as f:
-                        lines = f.readlines()
-                except (OSError, UnicodeDecodeError) as e:
-                    logger.warning("parse cache: skipped the shard %s, which cannot be read (%s: %s); its texts are "
-                                   "parsed again", path, type(e).__name__, e)  # fmt: skip
-                    continue
-                foreign = 0
-                for line in lines:
-                    try:
-                        record = json.loads(line)
-                        parse = ParsedSentence.from_dict(record["parse"])
-                        text = record.get("text", parse.text)
-                        damaged = bool(text.strip()) != bool(parse.words) if isinstance(text, str) else True
-                        if damaged or self._key(text) != record["key"]:
-                            foreign += 1  # planted or damaged: the parse of another text under this key
-                            continue
-                        self._memory[record["key"]] = parse
-                    except (ValueError, KeyError, TypeError, AttributeError):
-                        continue
-                if foreign:
-                    logger.warning("parse cache: skipped %d record(s) of the shard %s whose text is not the one "
-                                   "their key stands for; those texts are parsed again", foreign, path)  # fmt: skip
+            for path in ([self.cache_file] if self.cache_file.is_file() else []) + self.shards():
+                self._memory.update(read_shard(path, self._key))
         return self._memory
 
     def __getstate__(self) -> dict[str, Any]:
