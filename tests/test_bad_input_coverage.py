@@ -47,12 +47,10 @@ ACCEPTED = {
 }
 #: (function, parameter, case) -> why the API accepts it
 API_ACCEPTED = {
-    (
-        "encode_context",
-        "max_length",
-        "past any sane bound",
-    ): "a truncation cap: past the text's length it cuts nothing",
-}
+    ("encode_context", "max_length", "past any sane bound"): "a truncation cap: past the text's length it cuts nothing",
+    ("align_parse", "max_length", "past any sane bound"): "a truncation cap: past the sentence's length, nothing",
+    ("random_contexts", "k", "past any sane bound"): "a cap on the context: past the document's length, it is whole",
+}  # fmt: skip
 #: flags that take free text (a name shown in a report, a device string checked by torch)
 FREE_TEXT = {"--name": "the system's name in the report", "--baseline-name": "the baseline's name in the report"}
 
@@ -371,11 +369,16 @@ def samples(d: Path) -> dict:
     parameter gets its bad values)."""
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
+    from hf_syntax_mt.data.parsers import ConllParser, read_conllu
+
     model = AutoModelForSeq2SeqLM.from_pretrained(d / "model")
     return {"config": model.config, "model": model, "tokenizer": AutoTokenizer.from_pretrained(d / "model"),
             "references": list(SENTENCES), "hypotheses": list(SENTENCES), "sources": list(SENTENCES),
             "targets": list(SENTENCES), "lines": list(SENTENCES), "sentences": list(SENTENCES), "text": SENTENCES[0],
-            "name": "x", "directory": str(d / "model"), "words": SENTENCES[0].split()}  # fmt: skip
+            "name": "x", "directory": str(d / "model"), "words": SENTENCES[0].split(), "system": list(SENTENCES),
+            "baseline": list(SENTENCES), "tokens": SENTENCES[0].split(), "doc_ids": ["a", "a", "b"], "title": "x",
+            "data": "x", "source_words": SENTENCES[0].split(), "parse": read_conllu(d / "gold.conllu")[0],
+            "parser": ConllParser(d / "gold.conllu")}  # fmt: skip
 
 
 GOOD = {"strings": list(SENTENCES), "count": 2}

@@ -331,6 +331,10 @@ def align_parse(
         dict of ``(T,)`` lists: ``input_ids``, ``attention_mask`` (all 1), ``parent_positions`` (floats),
         ``word_ids`` (syntactic word index of each subword, ``None`` for special tokens), and the requested ones.
     """
+    if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, int)):
+        from ..errors import UserTypeError
+
+        raise UserTypeError(f"max_length must be an int (tokens, special tokens included), got {max_length!r}")
     text, spans = _resolve_text_and_spans(parse, text)
     tokens = _representatives(parse)
     token_spans = [spans[ws] for ws, _, _ in tokens]
