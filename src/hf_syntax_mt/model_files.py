@@ -49,7 +49,8 @@ def _safetensors_header(path: Path, what: str) -> dict[str, tuple[int, ...]]:
                         f"are truncated or damaged; {_RESTORE}") from None  # fmt: skip
 
 
-_PICKLES = ("pytorch_model.bin", "pytorch_model.bin.index.json", "model.bin", "model.pt", "model.ckpt")
+# pickle-format weights (not model.bin: CTranslate2 writes its own format under that name)
+_PICKLES = ("pytorch_model.bin", "pytorch_model.bin.index.json", "model.pt", "model.ckpt")
 
 
 def _check_weights(directory: Path, what: str) -> tuple[Path, dict[str, tuple[int, ...]]]:
