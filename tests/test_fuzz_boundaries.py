@@ -408,3 +408,53 @@ def test_gzip_magic_with_garbage_is_a_user_error():
     path = write(gzip.compress(b"1\tx\t_\tX\t_\t_\t0\troot\t_\t_\n")[:-6], "cut.conllu")
     with pytest.raises(UserError, match=r"cut.conllu: not a valid gzip file"):
         read_conllu(path)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The parse cache's shards (issue 57): whatever a shard holds, each text gets its own parse
+# ------------------------------------------------------------------------------------------------------------------
+CACHE_TEXTS = ["le chat dort .", "un chien court .", "il pleut ."]
+
+
+@cache
+def cache_conllu() -> Path:
+    rows = []
+    for text in CACHE_TEXTS:
+        words = text.split()
+        rows.append(f"# text = {text}\n" + "".join(f"{i}\t{w}\t_\tX\t_\t_\t{0 if i == 1 else 1}\t_\t_\t_\n"
+                                                    for i, w in enumerate(words, start=1)))  # fmt: skip
+    return write("\n".join(rows) + "\n", "cache.conllu")
+
+
+KEYS = st.sampled_from([hashlib.sha256(t.encode()).hexdigest() for t in CACHE_TEXTS]) | st.text(max_size=4)
+# a real parse of one of the texts under any key (a record planted for another text), a damaged parse (its words
+# anything; its text anything but the texts asked for, or one of them with no word), or any JSON
+REAL_PARSE = st.sampled_from(CACHE_TEXTS).map(lambda t: {"words": t.split(), "heads": [0] + [1] * (len(t.split()) - 1),
+                                                         "text": t})  # fmt: skip
+DAMAGED_PARSE = st.fixed_dictionaries({"words": st.lists(TEXT, max_size=3), "heads": st.lists(st.integers(-1, 4),
+                                       max_size=3), "text": TEXT.filter(lambda t: t not in CACHE_TEXTS)})  # fmt: skip
+EMPTY_PARSE = st.sampled_from(CACHE_TEXTS).map(lambda t: {"words": [], "heads": [], "text": t})
+SHARD_RECORD = st.fixed_dictionaries({"key": KEYS, "parse": REAL_PARSE | DAMAGED_PARSE | EMPTY_PARSE | JSON}) | JSON
+SHARD = (
+    st.lists(SHARD_RECORD.map(json.dumps), max_size=4).map(lambda lines: "\n".join(lines).encode())
+    | st.binary(max_size=30)
+    | st.just(None)
+)  # fmt: skip  (None: a folder named like a shard)
+
+
+def cache_property(shards):
+    from hf_syntax_mt.data.parsers import CachedParser, ConllParser
+
+    with tempfile.TemporaryDirectory(prefix="fuzz-cache-") as tmp:
+        parser = CachedParser(ConllParser(cache_conllu()), tmp)
+        parser.shard_dir.mkdir(parents=True)
+        for i, shard in enumerate(shards):
+            path = parser.shard_dir / f"{i:03d}.jsonl"
+            path.mkdir() if shard is None else path.write_bytes(shard)
+        got = parser.parse(list(CACHE_TEXTS))
+        assert [p.words for p in got] == [t.split() for t in CACHE_TEXTS]  # never a planted or damaged parse
+
+
+@profiles
+def test_the_parse_cache_gives_each_text_its_own_parse_whatever_its_shards_hold(profile):
+    run(profile, st.lists(SHARD, max_size=3), cache_property)

@@ -70,7 +70,14 @@ class NounGenders:
         """Votes from the NOUN tokens of CoNLL-U files: a singular form and every lemma vote for their ``Gender``; a
         form with ``Number=Plur`` votes ``plur``."""
         from hf_syntax_mt.data.readers import iter_lines
+        from hf_syntax_mt.validation import check_sequence
 
+        if isinstance(paths, (str, Path)):  # one path: its characters would be read as paths ("/", ...)
+            from hf_syntax_mt.errors import UserTypeError
+
+            raise UserTypeError(f"paths must be a list of CoNLL-U files, not one path ({str(paths)!r}): pass "
+                                f"[{str(paths)!r}]")  # fmt: skip
+        paths = check_sequence(paths, "paths", "CoNLL-U files")
         counts: dict[str, Counter] = defaultdict(Counter)
         names = {"Masc": "masc", "Fem": "fem", "Neut": "neut"}
         for path in paths:

@@ -41,6 +41,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from hf_syntax_mt.errors import UserError
+
 __all__ = ["find_antecedent", "german_case", "item_kind", "plural_sie"]
 
 
@@ -222,6 +224,15 @@ def item_kind(words, heads, deprels, upos, i: int, tokens: Sequence[str], j: int
     return kind, evidence
 
 
+def _check_index(tokens, j) -> None:
+    """``j`` a token index of ``tokens`` (a negative index would read from the end)."""
+    from hf_syntax_mt.validation import check_count
+
+    check_count(j, "j (the pronoun's token index)", minimum=0, maximum=max(len(tokens) - 1, 0))
+    if not tokens:
+        raise UserError("tokens is empty: there is no pronoun at index 0")
+
+
 def plural_sie(
     tokens: Sequence[str], j: int, nominative: bool = False, cased: Sequence[str] | None = None
 ) -> str | None:
@@ -229,6 +240,7 @@ def plural_sie(
     modal (``sind``, ``können``), or, for a subject (``nominative``), any word in ``-en`` written lower-case in
     ``cased`` (the tokens as written; a noun such as ``Daten`` is not a verb) but a few determiners and prepositions
     (``sie zeugen``, ``dann gehen sie``)."""
+    _check_index(tokens, j)
     cased = tokens if cased is None else cased
     if tokens[j] != "sie":
         return None
@@ -246,6 +258,7 @@ def plural_sie(
 def german_case(tokens: Sequence[str], j: int) -> tuple[str | None, str]:
     """The case the German word order gives ``es``/``sie`` at token ``j``: accusative after a nominative-only pronoun
     of the same clause (``ich habe es``, ``ob wir sie``), nominative as the sentence's first word; else None."""
+    _check_index(tokens, j)
     end = _clause_end(tokens, j)
     if tokens[j] == "es" and j > 0 and j + 1 < end and tokens[j + 1] in DATIVES:
         verb = next((t for t in tokens[j + 2 : end] if t.startswith(DATIVE_OBJECT_VERBS)), None)

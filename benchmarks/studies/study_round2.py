@@ -387,6 +387,13 @@ def aggregate(args) -> str | None:
             f = test_files(args, setting, t)
             refs[t] = f["tgt"].read_text(encoding="utf-8").split("\n")[:-1]
             lengths[t] = [len(s.split()) for s in f["src"].read_text(encoding="utf-8").split("\n")[:-1]]
+    for u in units:  # a cut hypothesis file (--allow-unhashed checks no sha256) is named, with its references
+        for t, hypotheses in u["hypotheses"].items():
+            if t in refs and len(hypotheses) != len(refs[t]):
+                path = Path(args.results) / "runs" / f"{u['unit']}.{t}.txt"
+                raise SystemExit(f"{path}: {len(hypotheses)} lines, but the {t} references "
+                                 f"{test_files(args, u['setting'], t)['tgt']} have {len(refs[t])}: the file was cut "
+                                 "or replaced; restore it, or delete the unit's files to run it again")  # fmt: skip
     by_key = {(u["setting"], u["method"], u["seed"]): u for u in units}
     summary = {}  # setting -> what `plot` draws
     lines = ["# Study round two: results", "", "Built by `python benchmarks/studies/study_round2.py --aggregate` from "

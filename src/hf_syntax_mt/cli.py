@@ -11,33 +11,56 @@ import traceback
 from pathlib import Path
 
 from .cli_args import BUG_REPORT, DEBUG_ENV, build_parser, check_args, one_line, split_debug
-from .errors import UserError
+from .errors import UserError, file_error
 
 __all__ = ["DEBUG_ENV", "build_parser", "main"]
 
 
-def _model_directory(path: str) -> str:
-    """``--model`` of translate / align: an existing model directory, else a `ValueError` naming the path (instead of
-    transformers' message about repository ids). A Hub id (``org/name``, no such local folder) is passed on."""
-    p = Path(path).expanduser()
+def _model_directory(path: str, flag: str = "--model") -> str:
+    """``--model`` of translate / align / uas / contrastive / evaluate: an existing model directory, checked against
+    itself (`model_files.check_model_files`), else a `UserError` naming the flag and the path. A Hub id
+    (``org/name``, no such local folder) is fetched here, where its failure (offline, no such repository) is named,
+    and its files are checked as a local directory's."""
+    try:
+        p = Path(path).expanduser()
+    except RuntimeError as e:  # ~user of a user who does not exist
+        raise UserError(f"{flag} {path}: {e}; give the model directory's full path") from None
     if p.is_dir():
         if not (p / "config.json").is_file():
-            raise UserError(f"--model {path}: the directory {p.resolve()} has no config.json, so it is not a saved "
+            raise UserError(f"{flag} {path}: the directory {p.resolve()} has no config.json, so it is not a saved "
                              "model; give the directory a training run or save_pretrained wrote.")  # fmt: skip
-        _check_saved_model(p, path)
+        _check_saved_model(p, path, flag)
         return str(p)
     if p.exists():
-        raise UserError(f"--model {path} is a file; give the model's directory (the one holding config.json).")
+        raise UserError(f"{flag} {path} is a file; give the model's directory (the one holding config.json).")
     hub_like = (
         not p.is_absolute() and path.count("/") == 1 and not path.startswith((".", "~")) and not p.parent.is_dir()
     )
     if not hub_like:
-        raise UserError(f"--model {path}: no such directory ({p.resolve()}); give the directory a training run or "
+        raise UserError(f"{flag} {path}: no such directory ({p.resolve()}); give the directory a training run or "
                          "save_pretrained wrote (it holds config.json).")  # fmt: skip
-    return path
+    local = _hub_snapshot(path, flag)
+    _check_saved_model(local, path, flag)
+    return str(local)
 
 
-def _check_saved_model(directory: Path, flag_value: str) -> None:
+def _hub_snapshot(repo_id: str, flag: str) -> Path:
+    """The local copy of a Hub model (config, tokenizer, safetensors weights only: the package reads no pickle);
+    any failure to get it (offline, no such repository, a gated one) is the user's to fix, named here."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(
+            snapshot_download(repo_id, allow_patterns=["*.json", "*.safetensors", "*.spm", "*.model", "*.txt"])
+        )
+    except Exception as e:  # HfHubHTTPError, LocalEntryNotFoundError, OfflineModeIsEnabled, HFValidationError, ...
+        raise UserError(f"{flag} {repo_id}: no such local directory, and it could not be fetched from the Hugging "
+                        f"Face Hub ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); give the "
+                        "directory a training run or save_pretrained wrote, or check the model id and the "
+                        "network (HF_HUB_OFFLINE)") from None  # fmt: skip
+
+
+def _check_saved_model(directory: Path, flag_value: str, flag: str = "--model") -> None:
     """The files a saved model needs, checked before transformers reads them (its messages give advice that does not
     apply here): a readable config.json whose `model_type` is known, no custom pipeline code declared for the task
     the CLI runs, and a tokenizer file."""
@@ -45,10 +68,12 @@ def _check_saved_model(directory: Path, flag_value: str) -> None:
     try:
         config = json.loads(config_file.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise UserError(f"--model {flag_value}: {config_file} is not valid JSON ({e}); restore it from the training "
+        raise UserError(f"{flag} {flag_value}: {config_file} is not valid JSON ({e}); restore it from the training "
                          "run's output (or save_pretrained)") from None  # fmt: skip
+    except OSError as e:
+        raise file_error(e, config_file, f"{flag} {flag_value}:") from None
     if not isinstance(config, dict):
-        raise UserError(f"--model {flag_value}: {config_file} holds no JSON object; restore it from the training run")
+        raise UserError(f"{flag} {flag_value}: {config_file} holds no JSON object; restore it from the training run")
     restore = ("the file was edited, or the directory holds another library's model; restore config.json from the "
                "training run's output (or save the model again with save_pretrained)")  # fmt: skip
     model_type = config.get("model_type")
@@ -57,22 +82,38 @@ def _check_saved_model(directory: Path, flag_value: str) -> None:
     import hf_syntax_mt  # noqa: F401  (registers syntax_mt and syntax_mt_symmetric)
 
     if not isinstance(model_type, str) or model_type not in CONFIG_MAPPING:
-        raise UserError(f"--model {flag_value}: {config_file} has model_type {model_type!r}, which neither "
+        raise UserError(f"{flag} {flag_value}: {config_file} has model_type {model_type!r}, which neither "
                          "hf-syntax-mt (syntax_mt, syntax_mt_symmetric) nor transformers (e.g. marian) knows: "
                          f"{restore}")  # fmt: skip
     pipelines = config.get("custom_pipelines")
     if isinstance(pipelines, dict) and "syntax-translation" in pipelines:
-        raise UserError(f"--model {flag_value}: {config_file} declares its own code for the task "
+        raise UserError(f"{flag} {flag_value}: {config_file} declares its own code for the task "
                          "'syntax-translation' (custom_pipelines), which hf-syntax-mt never writes and does not run: "
                          f"{restore}")  # fmt: skip
     tokenizer_files = ("tokenizer.json", "*.spm", "*.model", "vocab.json", "vocab.txt")  # fast, or sentencepiece
     if not any(f.is_file() for pattern in tokenizer_files for f in directory.glob(pattern)):
-        raise UserError(f"--model {flag_value}: {directory} has no tokenizer (no tokenizer.json): copy tokenizer.json "
+        raise UserError(f"{flag} {flag_value}: {directory} has no tokenizer (no tokenizer.json): copy tokenizer.json "
                          "and tokenizer_config.json from the training run's output directory, where "
                          "save_pretrained wrote them beside the model")  # fmt: skip
     from .model_files import check_model_files  # every file read, not only found: a damaged one is named (issue 49)
 
-    check_model_files(directory, f"--model {flag_value}")
+    check_model_files(directory, f"{flag} {flag_value}")
+
+
+def _write(path: str, text: str, flag: str, make_folder: bool = True) -> None:
+    """Write an output the user named (``-``: standard output); a full disk, a folder in the way or a file that
+    cannot be written is one ``error:`` line naming ``flag`` and the file."""
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        if make_folder:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()  # a full disk shows here, not after the error handling
+    except OSError as e:
+        raise file_error(e, path, flag, writing=True) from None
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -145,7 +186,12 @@ def _translate(args: argparse.Namespace) -> int:
         documents = doc_id_spans(lines, args.docids, name)
     elif args.documents == "blank-lines":
         documents = blank_line_spans(lines, name)
-    k = getattr(AutoConfig.from_pretrained(model), "context_sentences", 0) or 0
+    config = AutoConfig.from_pretrained(model)
+    k = getattr(config, "context_sentences", 0) or 0
+    if args.parser and not getattr(config, "needs_source_parse", False):
+        raise UserError(f"--parser {args.parser} parses the source for a model that reads its parse, and "
+                        f"{args.model} reads none (no PASCAL, tree or feature heads): leave out --parser and "
+                        "--parser-model")  # fmt: skip
     contexts = None if args.random_context is None else _random_contexts(args, lines, documents, k)
     if k and documents is None and not args.no_context:
         raise UserError(
@@ -192,11 +238,7 @@ def _translate(args: argparse.Namespace) -> int:
             "(e.g. fr_core_news_sm) or --parser stanza --parser-model LANG"
         ) from e
     # a line break inside a translation would shift every later line of the output: write it as a space
-    text = "".join(" ".join(split_lines(o) or [""]) + "\n" for o in outputs)
-    if args.output == "-":
-        sys.stdout.write(text)
-    else:
-        Path(args.output).write_text(text, encoding="utf-8")
+    _write(args.output, "".join(" ".join(split_lines(o) or [""]) + "\n" for o in outputs), "--output")
     return 0
 
 
@@ -233,7 +275,7 @@ def _uas(args) -> int:
     print(f"UAS = {100 * result['uas']:.2f} ({result['correct']}/{result['scored']} words; {result['skipped']} "
           f"without subwords skipped)  {signature}")  # fmt: skip
     if args.json:
-        Path(args.json).write_text(json.dumps({**result, "signature": signature}, indent=2), encoding="utf-8")
+        _write(args.json, json.dumps({**result, "signature": signature}, indent=2), "--json")
     return 0
 
 
@@ -266,8 +308,7 @@ def _contrastive(args: argparse.Namespace) -> int:
     print(f"contrastive accuracy = {100 * result['accuracy']:.2f} ({result['correct']}/{result['n']}, "
           f"{result['ties']} ties)  {signature}")  # fmt: skip
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({**result, "signature": signature}, indent=2), encoding="utf-8")
+        _write(args.json, json.dumps({**result, "signature": signature}, indent=2), "--json", make_folder=True)
     return 0
 
 
@@ -276,7 +317,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     # checked as translate checks it (a damaged config.json named, not transformers' trust_remote_code advice)
     args.model = args.model and _model_directory(args.model)
-    args.baseline_model = args.baseline_model and _model_directory(args.baseline_model)
+    args.baseline_model = args.baseline_model and _model_directory(args.baseline_model, "--baseline-model")
     if args.docids:
         from transformers import AutoConfig
 
@@ -310,8 +351,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         )  # fmt: skip
     print(format_evaluation(result))
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=2), encoding="utf-8")
+        _write(args.json, json.dumps(result, indent=2), "--json", make_folder=True)
         print(f"wrote {args.json}")
     return 0
 
@@ -335,11 +375,8 @@ def _align(args: argparse.Namespace) -> int:
     tokenizer = AutoTokenizer.from_pretrained(path)
     links = align_corpus(model, tokenizer, sources, targets, layer=args.layer, batch_size=args.batch_size,
                          method=args.symmetrize, shift=args.shift, heads=args.heads)  # fmt: skip
-    text = "".join(format_pharaoh(pair) + "\n" for pair in links)
-    if args.output == "-":
-        sys.stdout.write(text)
-    else:
-        Path(args.output).write_text(text, encoding="utf-8")
+    _write(args.output, "".join(format_pharaoh(pair) + "\n" for pair in links), "--output")
+    if args.output != "-":
         print(f"wrote {len(links)} alignments to {args.output}", file=sys.stderr)
     return 0
 
@@ -350,6 +387,9 @@ def _aer(args: argparse.Namespace) -> int:
 
     gold = read_pharaoh(args.gold, one_indexed=args.gold_one_indexed)
     hyp = read_pharaoh(args.hyp, one_indexed=args.hyp_one_indexed)
+    if len(hyp) != len(gold):
+        raise UserError(f"--hyp {args.hyp} has {len(hyp)} lines and --gold {args.gold} has {len(gold)}: the files "
+                        "must be line aligned (the links of one sentence pair a line)")  # fmt: skip
     for k, h in enumerate(hyp, start=1):
         if h.possible != h.sure:
             link = min(h.possible - h.sure)
@@ -368,26 +408,25 @@ def _aer(args: argparse.Namespace) -> int:
     print(f"AER {100 * result['aer']:.2f}  precision {100 * result['precision']:.2f}  recall "
           f"{100 * result['recall']:.2f}  ({result['predicted_links']} links, {result['sure_links']} sure gold)\n{sig}")  # fmt: skip
     if args.json:
-        Path(args.json).write_text(json.dumps({**result, "signature": sig}, indent=2), encoding="utf-8")
+        _write(args.json, json.dumps({**result, "signature": sig}, indent=2), "--json")
     return 0
 
 
-_FILE_ERRORS = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, FileExistsError)
-
-
 def _is_user_error(error: BaseException) -> bool:
-    """An error a user can fix, shown as one ``error:`` line: a `UserError` (bad input: a flag, an argument, a file's
-    content; its message names it and the fix), a missing or unreadable file (`FileNotFoundError`, `PermissionError`,
-    ...; another `OSError` where it names a file, e.g. a full disk) and a `ModuleNotFoundError` (a package to
-    install). Everything else is a bug, whatever its type: a `ValueError` from
-    inside the package or a library keeps its traceback, with `BUG_REPORT` under it."""
-    if isinstance(error, UserError):
+    """An error a user can fix, shown as one ``error:`` line: decided where it was raised, not guessed here. The
+    package raises its `UserError` wherever bad input is found (a flag, an argument, a file's content; a file that
+    cannot be read or written is a `UserFileError`, a parser that is not installed a `ParserNotAvailableError`, a
+    model directory or Hub id that cannot be loaded is checked before transformers reads it), with a message that
+    names it and the fix; a `DependencyVersionError` names the release to install; a `ModuleNotFoundError` of a
+    module outside the package is an optional dependency to install. Everything else is a bug, whatever its type
+    (an `OSError` or a `ValueError` from inside the package or a library): it keeps its traceback, with
+    `BUG_REPORT` under it."""
+    from .errors import DependencyVersionError
+
+    if isinstance(error, (UserError, DependencyVersionError)):
         return True
-    if isinstance(error, _FILE_ERRORS):  # a file or folder the user named: missing, unreadable, in the way
-        return True
-    if isinstance(error, OSError):  # a disk, a device; not a library's bare OSError("Can't load ...")
-        return error.filename is not None
-    return isinstance(error, ModuleNotFoundError) and error.name is not None
+    return (isinstance(error, ModuleNotFoundError) and error.name is not None
+            and not error.name.startswith("hf_syntax_mt"))  # fmt: skip
 
 
 def _run(argv: list[str]) -> int:

@@ -36,6 +36,7 @@ def int_range(minimum: int | None = None, maximum: int | None = None):
         return value
 
     parse.__name__ = "int"  # argparse's "invalid int value" wording for anything the function does not raise
+    parse.minimum, parse.maximum = minimum, maximum  # read by the coverage test (every numeric flag has a range)
     return parse
 
 
@@ -55,6 +56,7 @@ def float_range(minimum: float | None = None, maximum: float | None = None, *, a
         return value
 
     parse.__name__ = "float"
+    parse.minimum, parse.maximum = minimum if above is None else above, maximum
     return parse
 
 
@@ -79,6 +81,26 @@ CT2_QUANTIZATIONS = (
     "float16",
     "bfloat16",
 )
+# past these a value can only exhaust memory (or never end): beams, batches, model sizes, generated data
+MAX_BEAMS = 128
+MAX_BATCH = 4096  # sentences (or examples) per forward pass
+BEAMS = int_range(1, MAX_BEAMS)
+BATCH = int_range(1, MAX_BATCH)
+#: numeric flags without an upper bound, and why a large value is harmless (the coverage test reads this)
+UNBOUNDED = {
+    "evaluate --max-sentences": "a cap: past the number of sentences it changes nothing",
+    "contrastive --limit": "a cap: past the number of examples it changes nothing",
+    "uas --limit": "a cap: past the number of sentences it changes nothing",
+    "evaluate --arcs-sentence": "an index, checked against the sentences read",
+    "evaluate --arcs-layer-head": "indices, checked against the model's layers and heads",
+    "evaluate --edges": "bucket bounds in words: any increasing list",
+    "align --layer": "an index, checked against the model's layers",
+    "align --heads": "a count, checked against the layer's heads",
+    "demo --pascal-layer": "an index, checked against --layers",
+    "demo --warmup-steps": "a schedule length: any value works",
+    "demo --curve-every": "an interval: past --max-steps it draws one point",
+    "demo --budget": "a time limit: --max-steps stops the run first",
+}
 
 
 def _device_arguments(parser: argparse.ArgumentParser, what: str) -> None:
@@ -128,22 +150,34 @@ def build_parser() -> argparse.ArgumentParser:
     )
     d.add_argument("--output-dir", default="runs/demo")
     d.add_argument("--seed", type=SEED, default=0)
-    d.add_argument("--train-size", type=POSITIVE, default=20000)
-    d.add_argument("--test-size", type=POSITIVE, default=500)
+    d.add_argument("--train-size", type=int_range(1, 10_000_000), default=20000)
+    d.add_argument("--test-size", type=int_range(1, 1_000_000), default=500)
     d.add_argument(
-        "--diagnostic-size", type=POSITIVE, default=100, help="ambiguous sources, each scored with both trees"
+        "--diagnostic-size",
+        type=int_range(1, 1_000_000),
+        default=100,
+        help="ambiguous sources, each scored with both trees",
     )
-    d.add_argument("--vocab-size", type=POSITIVE, default=160)
-    d.add_argument("--d-model", type=POSITIVE, default=128)
-    d.add_argument("--layers", type=POSITIVE, default=2)
-    d.add_argument("--heads", type=POSITIVE, default=4)
-    d.add_argument("--pascal-heads", type=POSITIVE, default=2, help="PASCAL heads in encoder layer --pascal-layer")
+    d.add_argument("--vocab-size", type=int_range(1, 1_000_000), default=160)
+    d.add_argument("--d-model", type=int_range(1, 16384), default=128)
+    d.add_argument("--layers", type=int_range(1, 128), default=2)
+    d.add_argument("--heads", type=int_range(1, 1024), default=4)
+    d.add_argument(
+        "--pascal-heads", type=int_range(1, 1024), default=2, help="PASCAL heads in encoder layer --pascal-layer"
+    )
     d.add_argument("--pascal-layer", type=NATURAL, default=0)
-    d.add_argument("--pascal-sigma", type=float_range(0.001), default=1.0)
-    d.add_argument("--max-tokens", type=POSITIVE, default=1024, help="padded tokens per training batch")
-    d.add_argument("--learning-rate", type=float_range(above=0), default=1e-3)
+    d.add_argument("--pascal-sigma", type=float_range(0.001, 1e6), default=1.0)
+    d.add_argument(
+        "--max-tokens", type=int_range(1, 10_000_000), default=1024, help="padded tokens per training batch"
+    )
+    d.add_argument("--learning-rate", type=float_range(maximum=10.0, above=0), default=1e-3)
     d.add_argument("--warmup-steps", type=NATURAL, default=200)
-    d.add_argument("--max-steps", type=POSITIVE, default=1200, help="training steps per model (the stopping rule)")
+    d.add_argument(
+        "--max-steps",
+        type=int_range(1, 100_000_000),
+        default=1200,
+        help="training steps per model (the stopping rule)",
+    )
     d.add_argument(
         "--budget",
         type=float_range(above=0),
@@ -151,7 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="optional: also stop after this many seconds per model",
     )
     d.add_argument("--curve-every", type=NATURAL, default=250, help="steps between diagnostic-curve points (0: none)")
-    d.add_argument("--threads", type=POSITIVE, default=1, help="torch threads (2 may help on an idle machine)")
+    d.add_argument(
+        "--threads", type=int_range(1, 1024), default=1, help="torch threads (2 may help on an idle machine)"
+    )
     d.add_argument("--only", nargs="+", choices=["vanilla", "PASCAL"], default=["vanilla", "PASCAL"])
 
     sub.add_parser(
@@ -172,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--baseline-name", default="baseline")
     e.add_argument("--model", help="model directory of --hyp (its signature; attention scores with --gold-conllu)")
     e.add_argument("--baseline-model", help="model directory of --baseline (its signature)")
-    e.add_argument("--bootstrap-samples", type=POSITIVE, default=1000)
+    e.add_argument("--bootstrap-samples", type=int_range(1, 1_000_000), default=1000)
     e.add_argument("--seed", type=int_range(1, 2**32 - 1), default=12345, help="bootstrap seed (positive)")
     e.add_argument("--edges", type=POSITIVE, nargs="+", default=[10, 20, 30, 40], help="length bucket upper bounds")
     e.add_argument("--bucket-chart", help="PNG bar chart of BLEU by source length (needs --src)")
@@ -216,8 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "model that reads its context should score lower with it)")  # fmt: skip
     t.add_argument("--parser", choices=["stanza", "spacy", "conllu"], help="override the parser recorded in the model")
     t.add_argument("--parser-model", help="spaCy package, stanza language or CoNLL-U path for --parser")
-    t.add_argument("--batch-size", type=POSITIVE, default=16, help="sentences per generate() call")
-    t.add_argument("--num-beams", type=POSITIVE, help="beam size (1: greedy decoding; default: the model's generation "
+    t.add_argument("--batch-size", type=BATCH, default=16, help="sentences per generate() call")
+    t.add_argument("--num-beams", type=BEAMS, help="beam size (1: greedy decoding; default: the model's generation "
                    "config, which a training run writes: the decoding its test scores name)")  # fmt: skip
     _device_arguments(t, "translate")
 
@@ -242,10 +278,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--model", required=True)
     data = c.add_mutually_exclusive_group(required=True)
     data.add_argument("--discevalmt", help="folder of the DiscEvalMT En-Fr test sets (Bawden et al. 2018)")
-    data.add_argument("--synthetic", type=POSITIVE, metavar="N_DOCS", help="N synthetic documents (pronoun agreement)")
+    data.add_argument(
+        "--synthetic", type=int_range(1, 1_000_000), metavar="N_DOCS", help="N synthetic documents (pronoun agreement)"
+    )
     c.add_argument("--subset", choices=["anaphora", "lexical_choice"], default="anaphora", help="DiscEvalMT subset")
     c.add_argument("--seed", type=SEED, default=12345, help="seed of --synthetic")
-    c.add_argument("--batch-size", type=POSITIVE, default=32, help="examples per forward pass")
+    c.add_argument("--batch-size", type=BATCH, default=32, help="examples per forward pass")
     c.add_argument("--limit", type=POSITIVE, help="score the first N examples only")
     c.add_argument("--json", help="also write the accuracy, per-example scores and signature to this JSON file")
 
@@ -266,7 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default grow-diag-final-and); a one-direction model gives forward links only")  # fmt: skip
     a.add_argument("--shift", action="store_true", help="Shift-Att (Chen et al. 2020): read each target word at the "
                    "step where it is the decoder input, not the step that predicts it")  # fmt: skip
-    a.add_argument("--batch-size", type=POSITIVE, default=32)
+    a.add_argument("--batch-size", type=BATCH, default=32)
 
     r = sub.add_parser("aer", help="alignment error rate of a Pharaoh file against gold sure/possible links")
     r.add_argument("--hyp", required=True, help="predicted links, 'i-j' per link, one line per pair")
@@ -279,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--model", required=True)
     u.add_argument("--conllu", required=True, help="gold trees, e.g. a UD treebank's test file")
     u.add_argument("--kind", choices=["dbsa", "lisa"], default="dbsa")
-    u.add_argument("--batch-size", type=POSITIVE, default=32, help="sentences per forward pass")
+    u.add_argument("--batch-size", type=BATCH, default=32, help="sentences per forward pass")
     u.add_argument("--limit", type=POSITIVE, help="score the first N sentences only")
     u.add_argument("--json", help="also write the result to this JSON file")
     for parser in sub.choices.values():
@@ -299,7 +337,17 @@ _INPUTS = {
     "aer": ("hyp", "gold"),
     "contrastive": (),
 }
+#: per subcommand: the flags that name folders it reads (a model directory, a test-set folder): no output may be one
+#: of their files
+_FOLDERS = {
+    "translate": ("model",),
+    "align": ("model",),
+    "evaluate": ("model", "baseline_model"),
+    "uas": ("model",),
+    "contrastive": ("model", "discevalmt"),
+}
 _OUTPUTS = {
+    "demo": ("output_dir",),
     "translate": ("output",),
     "align": ("output",),
     "evaluate": ("json", "bucket_chart", "heatmap", "arcs"),
@@ -333,6 +381,34 @@ def refuse_overwriting(args: argparse.Namespace) -> None:
                 kind = "writes" if (name, path) in outputs else "reads"
                 raise UserError(f"{_flag(out)} {out_path} is the file that {_flag(name)} {path} names, which this "
                                 f"command {kind} too: give {_flag(out)} another file name.")  # fmt: skip
+        for name, folder in given(_FOLDERS.get(args.command, ())):
+            if _inside(out_path, folder):
+                raise UserError(f"{_flag(out)} {out_path} is a file of the folder {_flag(name)} {folder} names (the "
+                                f"model's or data's own files: writing it would destroy them): give {_flag(out)} a "
+                                "file outside that folder.")  # fmt: skip
+
+
+#: names a model loader reads: a new file of one of these names in a model directory would change the model
+_MODEL_FILE_PATTERNS = ("config.json", "generation_config.json", "tokenizer*.json", "special_tokens_map.json",
+                        "vocab.json", "*.safetensors", "*.safetensors.index.json", "*.spm", "*.model", "*.bin")  # fmt: skip
+
+
+def _inside(path: str, folder: str) -> bool:
+    """Whether writing ``path`` would overwrite a file of ``folder`` (resolved: through links too): the folder
+    itself, a file under it, or a new file a model loader would read (``config.json``, ``*.safetensors``, ...). A
+    new report beside the model (``runs/x/eval.json``) is fine; a folder that does not exist (a Hub id) holds
+    nothing to overwrite."""
+    import fnmatch
+
+    try:
+        root = os.path.realpath(os.path.expanduser(folder))
+        target = os.path.realpath(os.path.expanduser(path))
+    except (OSError, RuntimeError, ValueError):
+        return False
+    if not os.path.isdir(root) or not (target == root or os.path.commonpath([root, target]) == root):
+        return False
+    name = os.path.basename(target)
+    return target == root or os.path.exists(target) or any(fnmatch.fnmatch(name, p) for p in _MODEL_FILE_PATTERNS)
 
 
 def _needs(args, flags: tuple[str, ...], what: str, fix: str) -> None:
@@ -343,10 +419,51 @@ def _needs(args, flags: tuple[str, ...], what: str, fix: str) -> None:
             raise UserError(f"{_flag(dest)} {what}, and this call {fix} or leave out {_flag(dest)}.")
 
 
+def check_paths(args: argparse.Namespace) -> None:
+    """Every path flag the subcommand declares (`_INPUTS`, `_FOLDERS`, `_OUTPUTS`), checked before any work: an
+    input that does not exist or is a folder, a folder flag that names a file, an output that is a folder or lies
+    under a file. Raises `UserFileError` naming the flag and the path (a file that exists but cannot be decoded is
+    named where it is read)."""
+    import errno
+
+    from .errors import MissingFileError, UserFileError
+
+    command = args.command
+    for dest in _INPUTS.get(command, ()):
+        path = getattr(args, dest, None)
+        if path in (None, "-") or (dest == "parser_model" and getattr(args, "parser", None) != "conllu"):
+            continue
+        if not os.path.exists(path):
+            raise MissingFileError(f"{_flag(dest)} {path}: no such file; check the path", errno.ENOENT, path)
+        if os.path.isdir(path):
+            raise UserFileError(f"{_flag(dest)} {path}: is a folder, not a file; give the file's path", errno.EISDIR,
+                                path)  # fmt: skip
+    for dest in _FOLDERS.get(command, ()):
+        path = getattr(args, dest, None)
+        if path is not None and dest not in ("model", "baseline_model") and not os.path.isdir(path):  # not a Hub id
+            what = "is a file" if os.path.exists(path) else "no such folder"
+            raise UserFileError(f"{_flag(dest)} {path}: {what}; give the folder's path", errno.ENOTDIR, path)
+    for dest in _OUTPUTS.get(command, ()):
+        path = getattr(args, dest, None)
+        if path in (None, "-"):
+            continue
+        if os.path.isdir(path) and dest != "output_dir":
+            raise UserFileError(f"{_flag(dest)} {path}: is a folder; give the name of the file to write",
+                                errno.EISDIR, path)  # fmt: skip
+        parent = os.path.dirname(os.path.abspath(path))
+        while parent and not os.path.exists(parent):
+            parent = os.path.dirname(parent)
+        if parent and not os.path.isdir(parent):
+            raise UserFileError(f"{_flag(dest)} {path}: {parent} is a file, so nothing can be written under it; "
+                                "give another path", errno.ENOTDIR, path)  # fmt: skip
+
+
 def check_args(args: argparse.Namespace) -> None:
-    """Checks between flags that argparse cannot make: a flag that would be silently ignored, an output file that
-    is an input. Raises `UserError` naming the flag and the fix; runs before any heavy import."""
+    """Checks between flags that argparse cannot make: a path that cannot be read or written, a flag that would be
+    silently ignored, an output file that is an input. Raises `UserError` naming the flag and the fix; runs before
+    any heavy import."""
     refuse_overwriting(args)
+    check_paths(args)
     if args.command == "evaluate":
         scores_attention = args.model is not None and args.gold_conllu is not None
         if (args.docids or args.no_context) and not scores_attention:

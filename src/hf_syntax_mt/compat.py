@@ -79,7 +79,9 @@ def checkpoint_keyword_tensors(checkpoint_function):
     tensor with its autograd history attached, and each layer's replayed backward walks that history on its own: the
     document model's context keys and values (one context encoder, read by every layer) are walked twice, "Trying to
     backward through the graph a second time" (issue 48). Passed positionally, they are detached inside the
-    checkpoint and their gradients come back through it, summed by autograd as for any input."""
+    checkpoint and their gradients come back through it, summed by autograd as for any input. A function that is not
+    transformers' `functools.partial` (something wrapped it) is checkpointed without reentrance, which needs no
+    lifting."""
     import functools
 
     import torch
@@ -88,7 +90,10 @@ def checkpoint_keyword_tensors(checkpoint_function):
     @functools.wraps(checkpoint_function)
     def run(function, *args, **kwargs):
         if not isinstance(function, functools.partial):
-            return checkpoint_function(function, *args, **kwargs)
+            # wrapped (a test's mock, a profiler): its keyword tensors cannot be seen, so they cannot be lifted.
+            # The non-reentrant checkpoint keeps any tensor the function closes over correct (saved-tensor hooks,
+            # no replayed graph), with the same gradients: used for this call whatever was asked
+            return checkpoint_function(function, *args, **{**kwargs, "use_reentrant": False})
         # into dicts, lists and tuples only: any other object (a decoding cache, the attention record) stays itself
         leaves, spec = tree_flatten(function.keywords, is_leaf=lambda x: not isinstance(x, (dict, list, tuple)))
         lifted = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor) and leaf.requires_grad]

@@ -13,7 +13,7 @@ import numbers
 from huggingface_hub.dataclasses import strict
 from transformers import GenerationConfig, MarianConfig
 
-from .errors import UserError
+from .errors import UserError, UserTypeError
 from .methods.builtin import BUILTIN  # noqa: F401  (registers the built-in methods)
 from .methods.registry import (
     SITES,
@@ -155,10 +155,11 @@ class SyntaxMTConfig(_method_option_fields()):
         self._check_unknown_keys(kwargs)
         for name in _LIST_FIELDS:  # a tuple given for a list field is stored as the list that config.json gives back
             value = getattr(self, name)
-            if isinstance(value, str):  # list("pos") would be ['p', 'o', 's']
-                raise UserError(f"{name}={value!r} must be a list, e.g. [{value!r}].")
-            if value is not None and not isinstance(value, list):
+            if isinstance(value, tuple):
                 setattr(self, name, list(value))
+            elif value is not None and not isinstance(value, list):  # "1,1" (one entry per character) or 2
+                raise UserTypeError(f"{name}={value!r} must be a list (one entry per layer or item, e.g. [1, 0]), "
+                                    f"not a {type(value).__name__}.")  # fmt: skip
         super().__post_init__(**kwargs)
         self.validate_syntax_options()  # raise a plain ValueError at creation, not strict's wrapper
 

@@ -164,8 +164,11 @@ def translate_lines(
     # spans inside the lines, one list of strings per line as contexts
     lines = check_strings(lines, "lines", "strings (the input lines)")
     spans = [(i, i + 1) for i in range(len(lines))] if documents is None else check_spans(documents, len(lines))
-    batch_size = check_count(batch_size, "batch_size")
-    chunk_sentences = check_count(chunk_sentences, "chunk_sentences", allow_none=True)
+    batch_size = check_count(batch_size, "batch_size", maximum=4096)  # more sentences per call: memory runs out
+    chunk_sentences = check_count(chunk_sentences, "chunk_sentences", allow_none=True, maximum=1_000_000)
+    if contexts is not None and not use_context:
+        raise UserError("contexts= was given with use_context=False: the contexts would be used all the same; leave "
+                        "out contexts= to translate without context, or use_context=False")  # fmt: skip
     if contexts is not None:
         contexts = check_string_lists(contexts, "contexts", "lists of strings (one context per line)")
         if len(contexts) != len(lines):

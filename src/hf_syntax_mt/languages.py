@@ -70,6 +70,8 @@ def model_languages(model, tokenizer=None) -> dict:
         data_args = json.loads(run.read_text(encoding="utf-8")).get("data_args") or {}
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
         data_args = {}
+    if not isinstance(data_args, dict):  # an edited run file: its languages are not known from it
+        data_args = {}
     source, target = data_args.get("source_lang"), data_args.get("target_lang")
     if isinstance(source, str) and isinstance(target, str) and source and target:
         return {**found, "source": source, "target": target, "from": f"{run.name} (--source_lang/--target_lang)"}

@@ -383,6 +383,10 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
                 )
         config = self.config
         supervision = {name: kwargs.pop(name) for name in supervision_names() if name in kwargs}
+        if self.training and labels is not None and not getattr(self, "_supervision_checked", False):
+            from .methods.supervision import check_batch  # the first training step: warn once what is missing
+
+            check_batch(self, {n for n, v in {**supervision, **kwargs}.items() if v is not None}, labels)
         batch = {"labels": labels, "attention_mask": attention_mask, **supervision}
         record_heads, cross_layers = False, set(self.record_cross_layers)
         # a decoding step (no labels, no supervision) records nothing: skip asking the methods

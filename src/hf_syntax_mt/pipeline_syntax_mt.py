@@ -20,7 +20,7 @@ from .data.preprocess import parse_texts
 from .data.subwords import align_parse
 from .errors import UserError, UserTypeError
 from .languages import check_languages
-from .validation import check_string_lists, check_strings, shown
+from .validation import check_count, check_string_lists, check_strings, shown
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +102,8 @@ class SyntaxTranslationPipeline(Pipeline):
         # translates one direction, so they are checked against the languages the model records, never passed on
         if src_lang is not None or tgt_lang is not None:
             check_languages(self.model, self.tokenizer, src_lang, tgt_lang)
+        if max_length is not None:  # "5" or -5 reached the tokenizer as a bare error
+            check_count(max_length, "max_length (source truncation, in subword tokens)", minimum=2)
         preprocess = {} if max_length is None else {"max_length": max_length}
         postprocess = {}
         if clean_up_tokenization_spaces is not None:
@@ -191,6 +193,10 @@ class SyntaxTranslationPipeline(Pipeline):
                                 f"{len(sentences)} documents: translate several with pipe(documents), which "
                                 "returns one list of translations per document")  # fmt: skip
         sentences = check_strings(sentences, "sentences", "strings (the document's sentences)")
+        if "document" in kwargs:  # translate_document is document=True: another value contradicts it
+            if kwargs.pop("document") is not True:
+                raise UserError("translate_document(..., document=False): translate_document translates one "
+                                "document; to translate sentences on their own call pipe(sentences)")  # fmt: skip
         return self(sentences, document=True, **kwargs)
 
     def _given_contexts(self, contexts, texts: list[str], documents) -> list[list[str]]:

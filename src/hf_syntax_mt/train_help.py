@@ -135,7 +135,7 @@ def _kept() -> dict | None:
 def check_train_args(argv: list[str], prog: str = "hf-syntax-mt train") -> None:
     """Check a ``train`` command line with the kept parser, before torch and transformers are imported: an unknown
     flag is a `UserError` worded as `script_args.parse_args`'s (with the closest flags), a number below its minimum
-    as `script_args.check_minimums`'; a wrong value type or choice exits through argparse's usage error, as the real
+    as `script_args.check_ranges`'; a wrong value type or choice exits through argparse's usage error, as the real
     parser does. Nothing is checked where the kept file is not this installation's (the real parser then answers),
     nor for a single ``.json`` file of arguments."""
     from .errors import UserError

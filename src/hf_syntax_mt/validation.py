@@ -97,10 +97,17 @@ def check_spans(spans, n: int, name: str = "documents", of: str = "lines") -> li
     return out
 
 
-def check_count(value, name: str, minimum: int = 1, allow_none: bool = False) -> int | None:
-    """An int >= ``minimum`` (a batch size, a chunk length), or ``None`` where ``allow_none``; never a bool or a float."""
+def check_count(
+    value, name: str, minimum: int = 1, allow_none: bool = False, maximum: int | None = None
+) -> int | None:
+    """An int >= ``minimum`` (a batch size, a chunk length) and <= ``maximum`` where a larger value can only exhaust
+    memory, or ``None`` where ``allow_none``; never a bool or a float (`UserTypeError`) or a numeric string."""
     if value is None and allow_none:
         return None
-    if not _is_int(value) or value < minimum:
+    if not _is_int(value):
+        raise UserTypeError(f"{name} must be an int >= {minimum}, got {shown(value)} (a {type(value).__name__})")
+    if value < minimum:
         raise UserError(f"{name} must be an int >= {minimum}, got {shown(value)}")
+    if maximum is not None and value > maximum:
+        raise UserError(f"{name} must be at most {maximum:,} (more can only exhaust memory), got {shown(value)}")
     return int(value)

@@ -204,24 +204,7 @@ def test_a_plain_value_error_from_inside_the_package_is_a_bug_with_its_traceback
     assert (status, err) == (1, "error: --hyp x: one line that goes on\n")
 
 
-@pytest.mark.parametrize(
-    "error, user",
-    [
-        (FileNotFoundError(2, "No such file or directory", "x.txt"), True),
-        (FileNotFoundError("reference file not found: x.txt"), True),  # the package's own, without errno
-        (OSError(28, "No space left on device", "out.txt"), True),
-        (PermissionError(13, "Permission denied", "out.txt"), True),
-        (OSError("Can't load tokenizer for 'x'"), False),  # a library's OSError: not about a file the user named
-        (ModuleNotFoundError("No module named 'spacy'", name="spacy"), True),
-        (ValueError("range() arg 3 must not be zero"), False),
-        (KeyError("model.shared.weight"), False),
-        (UserError("--flag 0: give 1 or more"), True),
-    ],
-)
-def test_the_cli_rule_user_error_or_bug(error, user):
-    from hf_syntax_mt.cli import _is_user_error
-
-    assert _is_user_error(error) is user
+# the rule for other errors (an OSError the package did not name is a defect): tests/data/test_user_error_rule.py
 
 
 # ------------------------------------------------------------------------------------------------------------------

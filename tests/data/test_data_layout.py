@@ -24,6 +24,7 @@ FLOW = [
     "parsed",
     "readers",
     "stanza_resources",
+    "cache_shards",
     "parsers",
     "parser_config",
     "subwords",

@@ -131,7 +131,7 @@ def test_evaluate_on_a_device_in_bf16_and_docids_of_a_sentence_level_model(tmp_p
     "argv, message",
     [
         (["evaluate", "--hyp", "{hyp}", "--ref", "{ref}", "--docids", "{hyp}"], r"--docids is about the attention"),
-        (["evaluate", "--hyp", "{hyp}", "--ref", "{missing}"], r"reference file not found: .*missing.txt$"),
+        (["evaluate", "--hyp", "{hyp}", "--ref", "{missing}"], r"--ref .*missing.txt: no such file; check the path$"),
         (["uas", "--model", "{missing}", "--conllu", "{hyp}"], r"--model .*missing.txt: no such directory"),
         (["contrastive", "--model", "{tmp}", "--synthetic", "2"], r"has no config.json, so it is not a saved model"),
         (["aer", "--hyp", "{hyp}", "--gold", "{missing}"], r"missing.txt"),

@@ -370,8 +370,8 @@ def conllu_model(tmp_path):
         ("reused docids", r"in.docid:3: document id 'a' reappears after another document"),
         ("empty document", r"in.docid:2: document 'b' \(lines 2-2 of .*in.txt\) is empty"),
         ("two blank lines", r"in.txt:3: empty document: a second blank line in a row"),
-        ("missing docids", r"missing.docid: no such document id file for .*in.txt \(one document id per line"),
-        ("missing input", r"missing.txt: no such file or directory$"),
+        ("missing docids", r"--docids .*missing.docid: no such file; check the path$"),
+        ("missing input", r"--input .*missing.txt: no such file; check the path$"),
         ("plain sentences", r"document-level model \(context_sentences=2.*--no-context"),
         ("no tokenizer", r"--model .*notok has no tokenizer \(no tokenizer.json\): copy tokenizer.json and "
                          r"tokenizer_config.json from the training run's output directory"),
@@ -432,7 +432,7 @@ def test_debug_shows_the_traceback_and_bugs_keep_theirs(context_model, tmp_path,
             monkeypatch.setenv("HF_SYNTAX_MT_DEBUG", env)
         monkeypatch.setattr(sys, "argv", ["hf-syntax-mt", *argv, "--model", model_dir, "--input", src, "--docids",
                                           missing])  # fmt: skip
-        with pytest.raises(FileNotFoundError, match="no such document id file"):
+        with pytest.raises(FileNotFoundError, match="--docids .*missing.docid: no such file"):
             main()
     monkeypatch.delenv("HF_SYNTAX_MT_DEBUG")
 

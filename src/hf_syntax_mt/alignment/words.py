@@ -128,8 +128,8 @@ def align_corpus(model, tokenizer, sources: Sequence[Sequence[str]], targets: Se
 
     from .cross_attention import align
 
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise UserError(f"batch_size={batch_size!r} must be an int >= 1")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= 4096:
+        raise UserError(f"batch_size={batch_size!r} must be an int from 1 to 4096 (more can only exhaust memory)")
     symmetric = hasattr(model, "forward_model") and hasattr(model, "backward_model")
     configs = [model.config.forward, model.config.backward] if symmetric else [model.config]
     if not symmetric and method not in (None, "forward"):

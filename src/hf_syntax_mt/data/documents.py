@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import UserError, UserTypeError
+from ..validation import check_strings
 from .readers import read_doc_ids, read_documents
 
 __all__ = [
@@ -78,7 +79,8 @@ def encode_context(tokenizer, sentences: Sequence[str], max_length: int | None) 
 # ------------------------------------------------------------------------------------------------------------------
 def id_spans(ids: Sequence[str]) -> list[tuple[int, int]]:
     """``[(start, end), ...]``: 0-based half-open ranges of the runs of equal ids, in order (``["a", "a", "b"]`` ->
-    ``[(0, 2), (2, 3)]``); no checks (`doc_id_spans` reads and checks a doc-id file)."""
+    ``[(0, 2), (2, 3)]``); the ids must be strings (`doc_id_spans` reads and checks a doc-id file)."""
+    ids = check_strings(ids, "ids", "document ids (one per line)")
     spans: list[tuple[int, int]] = []
     for i, doc in enumerate(ids):
         if i == 0 or doc != ids[i - 1]:
@@ -118,6 +120,7 @@ def blank_line_spans(lines: Sequence[str], text_file="the input") -> list[tuple[
         ValueError: naming the file and line of an empty document: a blank first line, or two blank lines in a row
             (also at the end; there is no empty sentence in this format: use ``--docids`` to keep empty lines).
     """
+    lines = check_strings(lines, "lines", "strings (the input lines)")
     spans: list[tuple[int, int]] = []
     if not lines:
         return spans  # an empty input: no document

@@ -135,9 +135,10 @@ def multitask_dataset(
     from datasets import concatenate_datasets
 
     tokens = tokens or TASK_TOKENS
-    if parse_column not in dataset.column_names:
-        raise KeyError(
-            f"multitask_dataset needs the source parses in column {parse_column!r}; got {dataset.column_names}"
+    if parse_column not in dataset.column_names:  # the parsing task's supervision: named, with how to make it
+        raise UserError(
+            f"multitask_dataset needs the source parses in column {parse_column!r}; got {dataset.column_names}: read "
+            "them with read_parallel_conllu, or parse the sources (hf_syntax_mt.data.preprocess.parse_texts)"
         )
 
     def translate(batch):

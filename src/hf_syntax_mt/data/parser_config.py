@@ -18,6 +18,7 @@ from the installed parser model's is a warning, not an error.
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import logging
 import os
@@ -25,7 +26,7 @@ import re
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from ..errors import UserError
+from ..errors import MissingFileError, UserError
 from .parsers import Parser, ParserNotAvailableError, get_parser
 
 logger = logging.getLogger(__name__)
@@ -79,9 +80,11 @@ def conllu_paths(path: Any, model_dir: str | os.PathLike | None) -> list[Path]:
         if root not in r.parents:  # a symbolic link out of the directory
             raise UserError(f"source_parser path {p!r} leaves the model directory {str(root)!r}; {_FIX}.")
         if not r.is_file():
-            raise FileNotFoundError(
+            raise MissingFileError(
                 f"source_parser names the CoNLL-U file {p!r}, which is not in the model directory {str(root)!r}: "
-                f"copy it there, or {_FIX}."
+                f"copy it there, or {_FIX}.",
+                errno.ENOENT,
+                str(r),
             )
     return resolved
 

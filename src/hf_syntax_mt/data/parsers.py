@@ -23,6 +23,7 @@ Parsers are picklable (they pickle their configuration and reload the backend la
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -34,7 +35,9 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
+from ..errors import MissingFileError, UserError
+from ..validation import check_strings
+from .cache_shards import read_shard
 from .parsed import ParsedSentence, merge_sentences
 from .readers import iter_conllu, read_conllu
 from .stanza_resources import file_sha256, stanza_model_digest
@@ -75,8 +78,9 @@ def _reattach_roots(heads: list[int], deprels: list[str]) -> None:
 # --------------------------------------------------------------------------------------------------------------
 # Interface
 # --------------------------------------------------------------------------------------------------------------
-class ParserNotAvailableError(OSError):
-    """A parser backend or its model is not installed; the message says how to install it."""
+class ParserNotAvailableError(UserError, OSError):
+    """A parser backend or its model is not installed; the message says how to install it. The package's user error
+    (the CLI prints it as one ``error:`` line), and an `OSError` as it was before."""
 
 
 class MissingParseError(KeyError):
@@ -195,7 +199,11 @@ class StanzaParser(Parser):
                     f"stanza model for language {self.lang!r} is not installed ({type(e).__name__}: {e}). "
                     + self._install_hint()
                 ) from e
-            raise
+            # resources.json that is not JSON, a truncated model file (pickle / torch errors): the installed files
+            where = self._resources_dir() or "~/stanza_resources"
+            raise UserError(f"stanza could not load its model for language {self.lang!r} from {where} "
+                            f"({type(e).__name__}: {e}): its resources.json or a model file is damaged. "
+                            f"Download it again: {self._install_hint()}") from e  # fmt: skip
         self._model_digest = stanza_model_digest(self._nlp)
         return self._nlp
 
@@ -210,6 +218,7 @@ class StanzaParser(Parser):
         return list(self._load().processors)
 
     def parse(self, texts: list[str]) -> list[ParsedSentence]:
+        texts = check_strings(texts, "texts", "texts (one sentence each)")  # a str: one text per character
         import stanza
 
         nlp = self._load()
@@ -349,6 +358,7 @@ class SpacyParser(Parser):
         return state
 
     def parse(self, texts: list[str]) -> list[ParsedSentence]:
+        texts = check_strings(texts, "texts", "texts (one sentence each)")  # a str: one text per character
         nlp = self._load()
         return [self._convert(doc) for doc in nlp.pipe(texts, batch_size=self.batch_size)]
 
@@ -412,7 +422,7 @@ class ConllParser(Parser):
         self.paths = [str(p) for p in paths]
         for p in self.paths:
             if not Path(p).is_file():
-                raise FileNotFoundError(f"ConllParser: CoNLL-U file not found: {p}")
+                raise MissingFileError(f"ConllParser: CoNLL-U file not found: {p}", errno.ENOENT, p)
         self.model = ",".join(Path(p).name for p in self.paths)
         self._signature = "conllu:" + ",".join(f"{Path(p).name}@{file_sha256(p)[:12]}" for p in self.paths)
         self._exact: dict[str, ParsedSentence] | None = None
@@ -437,6 +447,7 @@ class ConllParser(Parser):
         return len(self._index()[0])
 
     def parse(self, texts: list[str]) -> list[ParsedSentence]:
+        texts = check_strings(texts, "texts", "texts (one sentence each)")  # a str: one text per character
         exact, normalized = self._index()
         out = []
         for text in texts:
@@ -500,16 +511,10 @@ class CachedParser(Parser):
         return sorted(self.shard_dir.glob("*.jsonl")) if self.shard_dir.is_dir() else []
 
     def _load(self) -> dict[str, ParsedSentence]:
-        if self._memory is None:
+        if self._memory is None:  # a bad shard or record is skipped with a warning naming it (`cache_shards`)
             self._memory = {}
             for path in self.shards():
-                with open(path, encoding="utf-8") as f:
-                    for line in f:
-                        try:
-                            record = json.loads(line)
-                            self._memory[record["key"]] = ParsedSentence.from_dict(record["parse"])
-                        except (ValueError, KeyError, TypeError):
-                            continue
+                self._memory.update(read_shard(path, self._key))
         return self._memory
 
     def __getstate__(self) -> dict[str, Any]:
@@ -529,6 +534,7 @@ class CachedParser(Parser):
         return directory / name
 
     def parse(self, texts: list[str]) -> list[ParsedSentence]:
+        texts = check_strings(texts, "texts", "texts (one sentence each)")  # a str: one text per character
         memory = self._load()
         keys = [self._key(t) for t in texts]
         missing = list(dict.fromkeys(k for k in keys if k not in memory))
@@ -540,7 +546,8 @@ class CachedParser(Parser):
             lines = []
             for k, p in zip(missing, parsed, strict=True):
                 memory[k] = p
-                lines.append(json.dumps({"key": k, "parse": p.to_dict()}, ensure_ascii=False) + "\n")
+                record = {"key": k, "text": first_text[k], "parse": p.to_dict()}
+                lines.append(json.dumps(record, ensure_ascii=False) + "\n")
             self._write_shard(lines)
         return [memory[k] for k in keys]
 

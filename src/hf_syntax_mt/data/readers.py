@@ -25,6 +25,7 @@ saved model's remote code, which may not import optional packages at module leve
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
 import os
@@ -34,7 +35,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UserError
+from ..errors import MissingFileError, UserError, UserFileError, file_error
 from .parsed import ParsedSentence
 
 __all__ = [
@@ -93,10 +94,24 @@ def decode_utf8(raw: bytes, path: str | os.PathLike, first_line: int = 1, offset
         ) from None
 
 
+def open_input(path: str | os.PathLike):
+    """``open(path, "rb")`` for a file the user named: a missing file, a folder, a file without read permission is a
+    `UserFileError` naming it (the package's user error; an `OSError` too), raised here where the file is opened."""
+    if isinstance(path, (str, os.PathLike)) and os.path.isdir(path):
+        raise UserFileError(f"{path}: is a folder, not a file; give the file's path", errno.EISDIR, str(path))
+    try:
+        return open(path, "rb")
+    except OSError as e:
+        raise file_error(e, path) from None
+
+
 def read_text(path: str | os.PathLike) -> str:
     """The whole text of a UTF-8 (optionally gzip-compressed) file; invalid UTF-8 raises :class:`TextDecodeError`."""
-    with open(path, "rb") as f:
-        raw = f.read()
+    with open_input(path) as f:
+        try:
+            raw = f.read()
+        except OSError as e:
+            raise file_error(e, path) from None
     if raw[:2] == _GZIP_MAGIC:
         try:
             raw = gzip.decompress(raw)
@@ -124,7 +139,7 @@ def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
     Each line is decoded on its own, so an invalid byte is reported with its line as soon as it is reached.
     """
     offset = 0
-    with open(path, "rb") as plain:  # iterating a binary file splits at b"\n" only
+    with open_input(path) as plain:  # iterating a binary file splits at b"\n" only
         compressed = plain.peek(2)[:2] == _GZIP_MAGIC
         f = gzip.open(plain) if compressed else plain
         raws = enumerate(f, start=1)
@@ -135,7 +150,7 @@ def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
                 return
             except (OSError, EOFError, zlib.error) as error:  # a damaged gzip stream (BadGzipFile is an OSError)
                 if not compressed:
-                    raise
+                    raise file_error(error, path) from None
                 raise _bad_gzip(path, error) from None
             line = decode_utf8(raw, path, first_line=lineno, offset=offset)
             offset += len(raw)
@@ -170,8 +185,10 @@ def load_parallel_files(
 
 def _require_nonempty(path: str) -> None:
     """``FileNotFoundError`` / ``ValueError`` naming ``path`` unless it is a non-empty file (train script inputs)."""
+    if Path(path).is_dir():
+        raise UserFileError(f"data file {path} is a folder: give the file's path", errno.EISDIR, str(path))
     if not Path(path).is_file():
-        raise FileNotFoundError(f"data file not found: {path}")
+        raise MissingFileError(f"data file not found: {path}", errno.ENOENT, str(path))
     if Path(path).stat().st_size == 0:
         raise UserError(f"data file {path} is empty")
 
@@ -251,9 +268,8 @@ def read_doc_ids(
     """
     if not os.path.isfile(docid_file):
         for_text = f" for {text_file}" if text_file is not None else ""
-        raise FileNotFoundError(
-            2, f"no such document id file{for_text} (one document id per line of the text)", str(docid_file)
-        )
+        raise MissingFileError(f"{docid_file}: no such document id file{for_text} (one document id per line of the "
+                               "text)", errno.ENOENT, str(docid_file))  # fmt: skip
     ids = read_lines(docid_file)
     if n_lines is not None and len(ids) != n_lines:
         text = text_file or "the text"

@@ -328,6 +328,14 @@ def align_parse(
         dict of ``(T,)`` lists: ``input_ids``, ``attention_mask`` (all 1), ``parent_positions`` (floats),
         ``word_ids`` (syntactic word index of each subword, ``None`` for special tokens), and the requested ones.
     """
+    if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, int)):
+        from ..errors import UserTypeError
+
+        raise UserTypeError(f"max_length must be an int (tokens, special tokens included), got {max_length!r}")
+    if columns is not None:
+        from ..validation import check_strings
+
+        columns = check_strings(columns, "columns", "column names")
     computed = [c for c in columns or () if c not in PARSE_COLUMNS]  # a method's own: by its compute
     if columns is not None:
         unknown = [c for c in computed if getattr(c, "compute", None) is None]

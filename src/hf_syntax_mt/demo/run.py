@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 from transformers import TrainerCallback
 
-from ..errors import UserError
+from ..errors import UserError, file_error
 
 SYSTEMS = ("vanilla", "PASCAL")
 PIPELINE_SENTENCES = 4
@@ -167,7 +167,10 @@ def run_demo(settings: DemoSettings) -> dict:
     hf_logging.set_verbosity_error()
     torch.set_num_threads(settings.threads)
     out = Path(settings.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:  # a file in the way, no permission: before any training
+        raise file_error(e, out, "--output-dir", writing=True) from None
     t0 = time.perf_counter()
     steps = 3 + len(settings.systems)  # the language, each system's training, the scores, the pipeline
     print(f"[1/{steps}] The demo language (seed {settings.seed}): {settings.train_size} training pairs, "

@@ -203,6 +203,9 @@ def attention_report(model_dir, gold_conllu, input_conllu, heatmap, arcs, arcs_s
     if not gold:
         raise UserError(f"gold CoNLL-U file {gold_conllu} has no sentence")
     parses = read_conllu(input_conllu) if input_conllu is not None else None
+    if parses is not None and len(parses) != len(gold):
+        raise UserError(f"input CoNLL-U file {input_conllu} has {len(parses)} sentences and the gold file "
+                        f"{gold_conllu} {len(gold)}: the input parses must be those of the gold sentences, in order")  # fmt: skip
     if max_sentences is not None:
         gold = gold[:max_sentences]
         parses = None if parses is None else parses[:max_sentences]

@@ -19,6 +19,7 @@ scores 50% there by construction; lexical choice has 22 such twins.
 
 from __future__ import annotations
 
+import errno
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -27,7 +28,7 @@ import torch
 
 from ..data.documents import encode_context
 from ..data.readers import read_lines, read_text
-from ..errors import UserError, UserTypeError
+from ..errors import MissingFileError, UserError, UserTypeError
 
 __all__ = ["DISCEVALMT_SUBSETS", "load_discevalmt", "score_contrastive"]
 
@@ -206,8 +207,8 @@ def load_discevalmt(directory: str | Path, subset: str = "anaphora") -> list[dic
     }
     missing = [str(p) for p in files.values() if not p.is_file()]
     if missing:
-        raise FileNotFoundError(f"DiscEvalMT files missing: {missing} (expected the test-sets folder of "
-                                "https://github.com/rbawden/discourse-mt-test-sets)")  # fmt: skip
+        raise MissingFileError(f"DiscEvalMT files missing: {missing} (expected the test-sets folder of "
+                               "https://github.com/rbawden/discourse-mt-test-sets)", errno.ENOENT, missing[0])  # fmt: skip
     lines = {name: read_lines(path) for name, path in files.items()}
     lengths = {name: len(v) for name, v in lines.items()}
     if len(set(lengths.values())) != 1 or lengths["current.fr"] % 2:

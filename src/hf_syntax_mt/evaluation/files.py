@@ -3,6 +3,7 @@ and the plain-text report (:func:`format_evaluation`)."""
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -10,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
 
-from ..errors import UserError
+from ..errors import MissingFileError, UserError, UserFileError
 from .attention import attention_report
 from .metrics import DEFAULT_EDGES, bucket_scores, corpus_ribes, corpus_scores, format_comparison, paired_bootstrap
 from .plots import plot_bucket_scores
@@ -23,8 +24,10 @@ def read_lines(path: str | os.PathLike, what: str = "file", blank_ok: bool = Fal
     """Lines of a UTF-8 text file (final newline dropped); ``ValueError`` naming the file when it has no line, or
     only empty lines unless ``blank_ok`` (a system that output nothing: a warning, and it scores 0)."""
     path = Path(path)
+    if path.is_dir():
+        raise UserFileError(f"{what} {path} is a folder: give the file's path", errno.EISDIR, str(path))
     if not path.is_file():
-        raise FileNotFoundError(f"{what} not found: {path}")
+        raise MissingFileError(f"{what} not found: {path}", errno.ENOENT, str(path))
     from ..data.readers import read_text, split_lines
 
     text = read_text(path)  # invalid UTF-8: an error naming the file, line and byte offset

@@ -22,6 +22,10 @@ DEFAULT_EDGES = (10, 20, 30, 40)
 
 
 def _check_inputs(hypotheses: Sequence[str], references: Sequence[str]) -> None:
+    from ..validation import check_sequence
+
+    for name, value in (("hypotheses", hypotheses), ("references", references)):
+        check_sequence(value, name, "strings (one segment each)")  # a str: one segment per character
     if len(hypotheses) != len(references):
         raise UserError(
             f"got {len(hypotheses)} hypotheses but {len(references)} references; they must be aligned one to one"
@@ -299,8 +303,9 @@ def corpus_ribes(
 def _check_bootstrap(n_samples: int, seed: int) -> None:
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 1:
         raise UserError(f"seed={seed!r} must be a positive int (sacrebleu treats 0 as unseeded)")
-    if n_samples < 1:
-        raise UserError(f"n_samples={n_samples} must be >= 1")
+    from ..validation import check_count
+
+    check_count(n_samples, "n_samples (bootstrap resamples)", maximum=10_000_000)
 
 
 def paired_bootstrap(
@@ -331,6 +336,10 @@ def paired_bootstrap(
     _check_inputs(baseline, references)
     _check_inputs(system, references)
     _check_bootstrap(n_samples, seed)
+    from ..validation import check_strings
+
+    if len(names := check_strings(names, "names", "two names (baseline, system)")) != 2:
+        raise UserError(f"names must be two names, the baseline's and the system's, got {names}")
     previous = os.environ.get("SACREBLEU_SEED")
     os.environ["SACREBLEU_SEED"] = str(seed)  # PairedTest reads its seed from the environment
     try:

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -121,6 +122,14 @@ def card_metadata(
     """
     from huggingface_hub import EvalResult, ModelCardData
 
+    from ..validation import check_strings
+
+    languages = check_strings(languages, "languages", "language codes")  # a str: one "language" per character
+    datasets = check_strings(datasets, "datasets", "Hub dataset ids")
+    tags = check_strings(tags, "tags", "Hub tags")
+    if not isinstance(license, str) or not re.fullmatch(r"[a-z0-9][a-z0-9.+-]*", license):
+        raise UserError(f"license {license!r} is not a Hub licence id: give one such as apache-2.0, mit, "
+                        "cc-by-sa-4.0 or other (lower case)")  # fmt: skip
     scores = dict(scores or {})
     if eval_datasets is None:
         eval_datasets = {split: {"type": split, "name": split} for split in scores}
@@ -135,6 +144,10 @@ def card_metadata(
         for metric, metric_name in HUB_METRICS.items():
             if metric not in scores[split]:
                 continue
+            value = scores[split][metric]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise UserError(f"scores[{split!r}][{metric!r}] = {value!r} is not a finite number: the model index "
+                                "would show it as the model's score; score the split again")  # fmt: skip
             results.append(EvalResult(
                 task_type="translation", task_name="Translation", dataset_type=dataset["type"],
                 dataset_name=dataset["name"], dataset_config=dataset.get("config"), dataset_split=dataset.get("split"),

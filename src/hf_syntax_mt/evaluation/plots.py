@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import UserError
+from ..errors import UserError, file_error
 
 
 def _pyplot():
@@ -24,9 +24,13 @@ def _save_figure(fig, path: str | os.PathLike, footer: str = "") -> Path:
     if footer:
         fig.text(0.01, -0.04, footer, fontsize=5, va="top", wrap=True)
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    _pyplot().close(fig)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=120, bbox_inches="tight")
+    except OSError as e:  # a full disk, a folder in the way, no permission: the file the user named
+        raise file_error(e, path, "the figure", writing=True) from None
+    finally:
+        _pyplot().close(fig)
     return path
 
 

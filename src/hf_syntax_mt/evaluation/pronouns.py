@@ -52,6 +52,9 @@ def distance_bucket(distance: int | None) -> str:
     found with confidence)."""
     if distance is None:
         return "unknown"
+    from ..validation import check_count
+
+    distance = check_count(distance, "distance (sentences back to the antecedent)", minimum=0, maximum=10**6)
     return str(distance) if distance < 3 else "3+"
 
 

@@ -40,7 +40,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import UserError
+from ..errors import UserError, UserTypeError
 from .columns import Column
 
 SITES = ("encoder", "decoder", "cross")  # encoder self-attention, decoder self-attention, decoder cross-attention
@@ -340,6 +340,9 @@ def register(method: Method, after: str | None = None) -> Method:
         raise UserError(
             f"A method named {method.name!r} is already registered ({type(_REGISTRY[method.name]).__name__})."
         )
+    if after is not None and after == method.name:
+        raise UserError(f"register({method.name!r}, after={after!r}): a method cannot come after itself; give the "
+                        f"name of another registered method ({[n for n in _REGISTRY if n != method.name]}).")  # fmt: skip
     if after is not None and after not in _REGISTRY:
         raise UserError(f"register(..., after={after!r}): no method {after!r} is registered; use one of "
                         f"{list(_REGISTRY)}.")  # fmt: skip
@@ -494,6 +497,10 @@ def check_per_layer_heads(config, name: str) -> None:
         return
     side = name.split("_")[0]
     n_layers, n_heads = getattr(config, f"{side}_layers"), getattr(config, f"{side}_attention_heads")
+    example = [1] + [0] * (n_layers - 1)
+    if isinstance(heads, (str, bytes)) or not isinstance(heads, (list, tuple)):  # "1,1" or 2: not one int per layer
+        raise UserTypeError(f"{name}={heads!r} must be a list of head counts, one int per {side} layer "
+                            f"({side}_layers={n_layers}), e.g. {example}.")  # fmt: skip
     if len(heads) != n_layers:
         raise UserError(
             f"{name} has {len(heads)} entries but the model has {side}_layers={n_layers}: give one number "

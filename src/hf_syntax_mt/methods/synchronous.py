@@ -52,6 +52,10 @@ class Synchronous(Method):
     def active(self, config) -> bool:
         return config.uses_sync
 
+    def supervision_columns(self, config) -> tuple[str, ...]:
+        # the loss reads the DBSA heads' attention, which is recorded only where their trees are given
+        return ("dbsa_heads",) if self.active(config) else ()
+
     def validate(self, config) -> None:
         if config.uses_sync and not (config.uses_encoder_dbsa and config.uses_decoder_dbsa):
             raise UserError(

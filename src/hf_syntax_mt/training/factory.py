@@ -22,6 +22,19 @@ PAD, EOS, UNK = "<pad>", "</s>", "<unk>"
 DEFAULT_ATTENTION_INIT = "xavier"
 
 
+def _checked_texts(texts):
+    """``texts`` one by one (a generator is not read ahead): a str (read by character) or a non-str entry refused."""
+    from ..errors import UserTypeError
+    from ..validation import check_sequence, shown
+
+    if isinstance(texts, (str, bytes)) or texts is None or isinstance(texts, dict) or not hasattr(texts, "__iter__"):
+        check_sequence(texts, "texts", "strings (the training sentences)")  # raises, naming what to pass
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise UserTypeError(f"texts[{i}] must be a string, got {type(text).__name__}: {shown(text)}")
+        yield text
+
+
 def train_tokenizer(texts: Iterable[str], vocab_size: int = 1000, min_frequency: int = 2) -> PreTrainedTokenizerFast:
     """Train a joint source/target BPE tokenizer (sentencepiece-style `▁` word boundaries) that appends `</s>`.
 
@@ -34,7 +47,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 1000, min_frequency:
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=[PAD, EOS, UNK], show_progress=False
     )
-    tok.train_from_iterator(texts, trainer=trainer)
+    tok.train_from_iterator(_checked_texts(texts), trainer=trainer)
     eos_id = tok.token_to_id(EOS)
     tok.post_processor = processors.TemplateProcessing(
         single=f"$A {EOS}", pair=f"$A $B {EOS}", special_tokens=[(EOS, eos_id)]
@@ -136,7 +149,16 @@ def load_with_options(path: str, **options) -> SyntaxMTForConditionalGeneration:
     (``load_with_options("runs/sentence-level", context_sentences=2)``). The parameters the options add start from
     the init, and one log line names them instead of transformers' load report (a "MISSING" row for each,
     `load_pretrained`). An unknown option is a `UserError` naming the closest fields."""
-    check_config_fields(options, SyntaxMTConfig, f"load_with_options({path!r}, ...)")
+    from pathlib import Path
+
+    from ..model_files import check_model_files
+
+    what = f"load_with_options({str(path)!r}, ...)"
+    check_config_fields(options, SyntaxMTConfig, what)
+    if not Path(path).is_dir():
+        raise UserError(f"{what}: no such directory {path}; give the directory a training run or save_pretrained "
+                        "wrote (it holds config.json and model.safetensors)")  # fmt: skip
+    check_model_files(path, what)  # a damaged or mismatched file named before transformers reads it
     base = SyntaxMTConfig.from_pretrained(path)
     values = {k: v for k, v in {**base.to_dict(), **options}.items() if k not in SAVED_ONLY}
     return load_pretrained(SyntaxMTForConditionalGeneration, path, SyntaxMTConfig(**values), base)

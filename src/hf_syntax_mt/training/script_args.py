@@ -36,21 +36,42 @@ SIZE_DEFAULTS = {
 }
 
 
-#: the least value of each numeric flag of the model and data arguments (`check_minimums`; `train_help` keeps them to
-#: check a command line before transformers is imported)
-MODEL_MINIMUMS = {"vocab_size": 1, "tokenizer_min_frequency": 1, "d_model": 1, "encoder_layers": 1, "decoder_layers": 1,
-                  "attention_heads": 1, "ffn_dim": 1, "max_position_embeddings": 2, "context_sentences": 0}  # fmt: skip
-DATA_MINIMUMS = {"max_source_length": 2, "max_target_length": 2, "max_train_samples": 1, "max_eval_samples": 1,
-                 "max_predict_samples": 1, "preprocessing_num_workers": 1}  # fmt: skip
-MINIMUMS = {**MODEL_MINIMUMS, **DATA_MINIMUMS}
+#: the range of every numeric flag of the train script's own arguments (and of the `TrainingArguments` flags where
+#: a value past the bound can only exhaust memory or silently mean something else): (minimum, maximum); read by
+#: `check_ranges` and by the coverage test (a new numeric flag without a range fails it)
+RANGES: dict[str, tuple[float, float]] = {
+    # ModelArguments
+    "vocab_size": (1, 1_000_000), "tokenizer_min_frequency": (1, 1_000_000), "d_model": (1, 16384),
+    "encoder_layers": (1, 128), "decoder_layers": (1, 128), "attention_heads": (1, 1024), "ffn_dim": (1, 131072),
+    "max_position_embeddings": (2, 1_048_576), "context_sentences": (0, 64),
+    # DataArguments
+    "max_source_length": (2, 1_048_576), "max_target_length": (2, 1_048_576), "max_train_samples": (1, 10**12),
+    "max_eval_samples": (1, 10**12), "max_predict_samples": (1, 10**12), "preprocessing_num_workers": (1, 1024),
+    # SyntaxMTTrainingArguments' own
+    "max_tokens": (1, 10_000_000), "average_checkpoints": (0, 1000), "average_every": (1, 10**9),
+    # TrainingArguments' that matter here
+    "per_device_train_batch_size": (1, 4096), "per_device_eval_batch_size": (1, 4096),
+    "gradient_accumulation_steps": (1, 1_000_000), "generation_num_beams": (1, 128),
+    "generation_max_length": (1, 1_048_576),
+}  # fmt: skip
 
 
-def check_minimums(arguments, **minimums: int) -> None:
-    """Each given numeric flag at least its minimum (None: not given), else a `UserError` naming the flag."""
-    for name, minimum in minimums.items():
-        value = getattr(arguments, name)
-        if value is not None and value < minimum:
+#: the least value of each numeric flag (`train_help` keeps them to check a command line before transformers is
+#: imported)
+MINIMUMS = {name: low for name, (low, _) in RANGES.items()}
+
+
+def check_ranges(arguments, names=None) -> None:
+    """Each given numeric flag (``None``: not given) inside its `RANGES` entry, else a `UserError` naming the flag,
+    the range and the value."""
+    for name in names if names is not None else [f.name for f in dataclasses.fields(arguments)]:
+        if name not in RANGES or getattr(arguments, name, None) is None:
+            continue
+        value, (minimum, maximum) = getattr(arguments, name), RANGES[name]
+        if value < minimum:
             raise UserError(f"--{name} must be at least {minimum}, got {value}")
+        if value > maximum:
+            raise UserError(f"--{name} must be at most {maximum:,} (more can only exhaust memory), got {value}")
 
 
 @dataclass
@@ -119,7 +140,7 @@ class ModelArguments:
     )  # fmt: skip
 
     def __post_init__(self):
-        check_minimums(self, **MODEL_MINIMUMS)
+        check_ranges(self)
 
     def syntax_options(self) -> dict[str, Any]:
         names = ("encoder_pascal_heads", "pascal_sigma", "pascal_weighting", "parent_ignoring", "label_smoothing",
@@ -205,7 +226,16 @@ class DataArguments:
     )
 
     def __post_init__(self):
-        check_minimums(self, **DATA_MINIMUMS)
+        check_ranges(self)
+        for split in ("train", "validation", "test"):  # the same file twice: a model trained to copy its input
+            named = [(f"--{split}_{kind}", getattr(self, f"{split}_{kind}", None))
+                     for kind in ("source_file", "source_conllu", "target_file", "target_conllu", "docid_file")]  # fmt: skip
+            named = [(flag, path) for flag, path in named if path]
+            for i, (flag, path) in enumerate(named):
+                for other, other_path in named[:i]:
+                    if os.path.realpath(path) == os.path.realpath(other_path):
+                        raise UserError(f"{flag} {path} is the file that {other} names too: the {split} split needs "
+                                        "a different file for each (source sentences, their translations, ...)")  # fmt: skip
 
 
 @dataclass
@@ -236,6 +266,12 @@ class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
         metadata={"help": "With --average_checkpoints: save the average even where the last step's own weights score "
                   "better on the validation set."},
     )  # fmt: skip
+    missing_supervision: str = field(
+        default="warn",
+        metadata={"help": "A method whose supervision columns are missing from the training data (DBSA or LISA "
+                  "trees, guided alignment's links, multi-task rows): `warn` once at the first step, or `error`.",
+                  "choices": ["warn", "error"]},
+    )  # fmt: skip
     model_card_title: str | None = None
     model_card_limitations: str | None = None
     model_card_license: str = field(
@@ -251,6 +287,10 @@ class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
     )  # fmt: skip
 
     def __post_init__(self):
+        if self.max_steps < -1 or self.max_steps == 0:
+            raise UserError(f"--max_steps must be a number of steps >= 1 (or -1, the default: train for "
+                            f"--num_train_epochs), got {self.max_steps}")  # fmt: skip
+        check_ranges(self)
         super().__post_init__()
         if self.time_budget_seconds is not None and not self.time_budget_seconds > 0:
             raise UserError(
@@ -277,6 +317,21 @@ def train_parser() -> HfArgumentParser:
     )
 
 
+def _arguments_file(path: str) -> dict:
+    """The flags of a ``train args.json`` file: a JSON object of flag names and values, named when it is not."""
+    from ..data.readers import read_text
+
+    try:
+        values = json.loads(read_text(path))
+    except json.JSONDecodeError as e:
+        raise UserError(f"train {path}: not valid JSON ({e}); the file holds one object of flag names and values, "
+                        'e.g. {"output_dir": "runs/x", "max_steps": 100}') from None  # fmt: skip
+    if not isinstance(values, dict):
+        raise UserError(f"train {path}: holds a JSON {type(values).__name__}, not an object of flag names and values "
+                        '(e.g. {"output_dir": "runs/x", "max_steps": 100})')  # fmt: skip
+    return values
+
+
 def parse_args(argv: list[str] | None = None):
     """Parse ``argv`` (or a single ``.json`` file of arguments) into the three dataclasses. A flag no dataclass
     has, or a combination `TrainingArguments` refuses (its ``ValueError``), is a `UserError` naming it."""
@@ -284,11 +339,11 @@ def parse_args(argv: list[str] | None = None):
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         if len(argv) == 1 and argv[0].endswith(".json"):
-            return parser.parse_json_file(os.path.abspath(argv[0]))
+            return parser.parse_dict(_arguments_file(argv[0]))
         *parsed, remaining = parser.parse_args_into_dataclasses(args=argv, return_remaining_strings=True)
     except UserError:
         raise
-    except ValueError as e:  # transformers' checks of the training arguments: about the flags given
+    except (ValueError, TypeError) as e:  # transformers' checks of the training arguments: about the flags given
         raise UserError(f"train: {e}") from e
     if remaining:
         known = [s for action in parser._actions for s in action.option_strings if s.startswith("--")]

@@ -66,6 +66,19 @@ class SyntaxMTTrainer(Seq2SeqTrainer):
         rest = [k for k in load_result.missing_keys if k not in by_design]
         super()._issue_warnings_after_load(load_result._replace(missing_keys=rest))
 
+    def train(self, *args, **kwargs):
+        """`Seq2SeqTrainer.train`, after checking the training data's columns against what the model's methods read
+        (`methods.supervision.check_columns`): a parse input missing is an error before the first step, missing
+        supervision a warning (an error with ``HF_SYNTAX_MT_MISSING_SUPERVISION=error``)."""
+        columns = getattr(self.train_dataset, "column_names", None)
+        if columns is not None and hasattr(getattr(self.model, "config", None), "validate_syntax_options"):
+            from ..methods.supervision import check_columns
+
+            error = getattr(self.args, "missing_supervision", None) == "error" or None  # else the environment's
+            self.model._supervision_error = error
+            check_columns(self.model, columns, error=error)
+        return super().train(*args, **kwargs)
+
     def _get_eval_sampler(self, eval_dataset):
         if eval_dataset is None or not hasattr(eval_dataset, "__len__"):
             return None
