@@ -44,6 +44,7 @@ ACCEPTED = {
     ("align", "--input", "empty file"): "no pair: an empty alignment file",
     ("evaluate", "--docids", "empty file"): "a sentence-level --model reads no document ids (a note says so)",
     ("evaluate", "--docids", "undecodable bytes"): "a sentence-level --model reads no document ids (a note says so)",
+    ("export", "--output", "a folder"): "export writes into a new or an empty folder (a non-empty one is refused)",
 }
 #: (function, parameter, case) -> why the API accepts it
 API_ACCEPTED = {
@@ -99,6 +100,7 @@ def base_argv(d: Path) -> dict[str, list[str]]:
     m = str(d / "model")
     return {
         "translate": ["--model", m, "--input", str(d / "src.txt"), "--output", str(d / "out" / "t.txt")],
+        "export": ["--model", m, "--to", "marian", "--output", str(d / "out" / "exported")],
         "align": [
             "--model",
             m,

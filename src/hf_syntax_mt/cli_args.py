@@ -345,6 +345,7 @@ _FOLDERS = {
     "evaluate": ("model", "baseline_model"),
     "uas": ("model",),
     "contrastive": ("model", "discevalmt"),
+    "export": ("model",),
 }
 _OUTPUTS = {
     "demo": ("output_dir",),
@@ -354,7 +355,10 @@ _OUTPUTS = {
     "uas": ("json",),
     "aer": ("json",),
     "contrastive": ("json",),
+    "export": ("output",),
 }
+#: outputs that are folders (written into: new, or empty for `export`), not files
+_OUTPUT_FOLDERS = {("demo", "output_dir"), ("export", "output")}
 
 
 def _flag(dest: str) -> str:
@@ -447,7 +451,7 @@ def check_paths(args: argparse.Namespace) -> None:
         path = getattr(args, dest, None)
         if path in (None, "-"):
             continue
-        if os.path.isdir(path) and dest != "output_dir":
+        if os.path.isdir(path) and (command, dest) not in _OUTPUT_FOLDERS:
             raise UserFileError(f"{_flag(dest)} {path}: is a folder; give the name of the file to write",
                                 errno.EISDIR, path)  # fmt: skip
         parent = os.path.dirname(os.path.abspath(path))
