@@ -127,8 +127,8 @@ def test_a_parser_refuses_a_string_of_texts_and_caches_nothing(tmp_path):
 def test_card_metadata_noun_genders_and_list_options_refuse_a_string(tmp_path):
     """Failed before: one-letter tags, datasets and languages in the model card; NounGenders opened '/'; '1,1' was
     '3 entries'."""
-    from hf_syntax_mt.evaluation.german_nouns import NounGenders
-
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+    from benchmarks.data.german_nouns import NounGenders  # the pronoun study's lexicon (issue 58 moved it)
     from hf_syntax_mt import SyntaxMTConfig
     from hf_syntax_mt.evaluation.model_card import card_metadata
 

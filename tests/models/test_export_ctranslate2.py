@@ -255,7 +255,7 @@ def test_bad_export_input_gives_one_error_line(trained, tmp_path, monkeypatch, c
     SyntaxMTForConditionalGeneration(config).save_pretrained(pascal)
     tokenizer.save_pretrained(pascal)
     cases = {
-        "over the model": (["--to", "marian", "--output", directory], "model directory being exported"),
+        "over the model": (["--to", "marian", "--output", directory], "is a file of the folder --model"),
         "inside the model": (["--to", "ctranslate2", "--output", f"{directory}/ct2"], "model directory"),
         "unknown --to": (["--to", "onnx", "--output", str(tmp_path / "x")], "invalid choice: 'onnx'"),
         "unknown --quantization": (["--to", "ctranslate2", "--quantization", "int4", "--output", str(tmp_path / "x")],

@@ -332,10 +332,12 @@ def align_parse(
         from ..errors import UserTypeError
 
         raise UserTypeError(f"max_length must be an int (tokens, special tokens included), got {max_length!r}")
-    if columns is not None:
-        from ..validation import check_strings
+    if columns is not None:  # names, or `Column`s (str subclasses that may carry their own `compute`): kept as given
+        from ..validation import check_sequence
 
-        columns = check_strings(columns, "columns", "column names")
+        columns = check_sequence(columns, "columns", "column names")
+        if not all(isinstance(c, str) for c in columns):
+            raise UserError(f"columns must be column names (strings), got {columns!r}")
     computed = [c for c in columns or () if c not in PARSE_COLUMNS]  # a method's own: by its compute
     if columns is not None:
         unknown = [c for c in computed if getattr(c, "compute", None) is None]

@@ -20,7 +20,10 @@ from .ct2 import EXPORT_INFO, _ctranslate2
 def exported_kind(path) -> str | None:
     """`"ctranslate2"` for a CTranslate2 model directory (its `model.bin` and a `config.json` without `model_type`),
     `"marian"` for a transformers Marian directory, else None."""
-    directory = Path(path).expanduser()
+    try:
+        directory = Path(path).expanduser()
+    except RuntimeError:  # "~nobody/x": `_model_directory` names it
+        return None
     config_file = directory / "config.json"
     if not config_file.is_file():
         return None
