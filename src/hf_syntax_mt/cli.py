@@ -1,4 +1,5 @@
-"""`hf-syntax-mt` command line: `demo` (the main job), `train`, `evaluate`, `translate`, `uas` and `contrastive`."""
+"""`hf-syntax-mt` command line: `demo` (the main job), `train`, `evaluate`, `translate`, `export`, `uas` and
+`contrastive`."""
 
 from __future__ import annotations
 
@@ -116,6 +117,8 @@ def _translate(args: argparse.Namespace) -> int:
     from hf_syntax_mt.data.readers import decode_utf8, read_text, split_lines
     from hf_syntax_mt.inference import bf16_autocast, check_bf16, device_line, resolve_device, translate_lines
 
+    if (done := _translate_exported(args)) is not None:  # a CTranslate2 directory (hf-syntax-mt export)
+        return done
     model = _model_directory(args.model)  # before reading standard input
     device = resolve_device(args.device)  # None: transformers' pipeline picks (the accelerator, if any)
     if args.input == "-":
@@ -182,6 +185,23 @@ def _translate(args: argparse.Namespace) -> int:
     else:
         Path(args.output).write_text(text, encoding="utf-8")
     return 0
+
+
+def _translate_exported(args: argparse.Namespace) -> int | None:
+    """`translate` with a directory `hf-syntax-mt export --to ctranslate2` wrote (None for any other model)."""
+    from hf_syntax_mt.export.serve import exported_kind
+
+    if exported_kind(args.model) != "ctranslate2":
+        return None
+    from hf_syntax_mt.export.commands import translate_ctranslate2
+
+    return translate_ctranslate2(args)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from hf_syntax_mt.export.commands import export_command
+
+    return export_command(args)
 
 
 def _uas(args) -> int:
@@ -397,6 +417,7 @@ COMMANDS = {
     "demo": _demo,
     "evaluate": _evaluate,
     "translate": _translate,
+    "export": _export,
     "contrastive": _contrastive,
     "align": _align,
     "aer": _aer,

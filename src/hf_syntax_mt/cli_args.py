@@ -66,6 +66,17 @@ def _check_range(value, minimum, maximum) -> None:
 POSITIVE = int_range(1)  # a count, a size, a batch: 0 would divide by zero, never start, or do nothing
 NATURAL = int_range(0)  # an index, a layer, a number of warm-up steps
 SEED = int_range(0, 2**32 - 1)  # numpy's and torch's seeds
+#: CTranslate2's weight types (`ctranslate2.specs.model_spec.ACCEPTED_MODEL_TYPES`): `export --quantization`
+CT2_QUANTIZATIONS = (
+    "float32",
+    "int8",
+    "int8_float32",
+    "int8_float16",
+    "int8_bfloat16",
+    "int16",
+    "float16",
+    "bfloat16",
+)
 
 
 def _device_arguments(parser: argparse.ArgumentParser, what: str) -> None:
@@ -193,6 +204,21 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--batch-size", type=POSITIVE, default=16, help="sentences per generate() call")
     t.add_argument("--num-beams", type=POSITIVE, default=4, help="beam size (1: greedy decoding)")
     _device_arguments(t, "translate")
+
+    x = sub.add_parser(
+        "export", help="export a model whose inference graph is Marian's to a plain MarianMTModel or to CTranslate2",
+        description="Export a trained model for serving: --to marian writes a transformers MarianMTModel directory "
+        "(loads with plain transformers, no trust_remote_code); --to ctranslate2 a CTranslate2 directory (needs the "
+        "ctranslate2 package: pip install 'hf-syntax-mt[deploy]'). Both translate with `hf-syntax-mt translate "
+        "--model OUT`. Models whose methods need a parse or extra modules at inference (PASCAL, tree heads, input "
+        "features, alignment biases, document context) are refused with the options named.",
+    )  # fmt: skip
+    x.add_argument("--model", required=True, help="the model directory (a training run's output, or a Marian model)")
+    x.add_argument("--to", required=True, choices=["marian", "ctranslate2"], help="what to export to")
+    x.add_argument("--output", required=True, help="a new (or empty) directory for the exported model")
+    x.add_argument("--quantization", choices=CT2_QUANTIZATIONS, help="--to ctranslate2: the weight type, in "
+                   "CTranslate2's names (default float32, which keeps generate's outputs; int8 is the fastest on a "
+                   "CPU)")  # fmt: skip
 
     c = sub.add_parser(
         "contrastive", help="does the model prefer the correct translation over a contrastive one, given the context"

@@ -216,6 +216,10 @@ class AlignmentBias(Method):
     """Every head of the cross-attention of the layers in `alignment_bias_layers` gets the structural bias."""
 
     name = "alignment_bias"
+    inference_needs = (
+        "extra modules: a small network adds the structural alignment biases to the cross-attention "
+        "logits at every decoding step"
+    )
     fields = ("alignment_bias_layers", "alignment_biases", "alignment_window", "alignment_bias_hidden_size")
     tester_config = {"alignment_bias_layers": [1]}
     trainable = ("alignment_bias",)

@@ -68,6 +68,7 @@ def decoder_valid(labels: torch.Tensor | None, shape, device) -> torch.Tensor:
 
 class Biaffine(Method):
     name = "biaffine"
+    inference_needs = None  # dot-product heads whose query is Q U: U folds into q_proj (`export_state`)
     fields = (
         "encoder_lisa_heads", "encoder_dbsa_heads", "decoder_dbsa_heads", "dbsa_loss_weight", "lisa_loss_weight",
         "decoder_dbsa_full_context",
@@ -207,3 +208,23 @@ class Biaffine(Method):
 
     def loss_weights(self, config):
         return {"dbsa_loss": config.dbsa_loss_weight, "lisa_loss": config.lisa_loss_weight}
+
+    # --- export ---------------------------------------------------------------------------------------------
+    def export_state(self, model, state):
+        """Fold each bi-affine head's U into its rows of `q_proj`: Eq. 4 scores `(Q_h U_h) K_h^T / sqrt(d)`, and
+        `Q_h U_h = (x W_h^T + b_h) U_h = x (U_h^T W_h)^T + U_h^T b_h`, so a plain head with `W_h' = U_h^T W_h` and
+        `b_h' = U_h^T b_h` gives the same scores (the 1 / sqrt(d) scaling stays Marian's)."""
+        for name, module in model.named_modules():
+            if getattr(module, "biaffine_u", None) is None:
+                continue
+            heads, d = module.heads_of(self.name), module.head_dim
+            u = state.pop(f"{name}.biaffine_u")  # (k, d, d), U of heads heads.start..heads.stop-1
+            rows = slice(heads.start * d, heads.stop * d)
+            for kind in ("weight", "bias"):
+                key = f"{name}.q_proj.{kind}"
+                if key not in state:  # a q_proj without bias
+                    continue
+                w = state[key]
+                part = w[rows].float().unflatten(0, (len(heads), d))  # (k, d, D) or (k, d)
+                folded = torch.einsum("hde,hd...->he...", u.float(), part)  # U_h^T W_h, U_h^T b_h
+                w[rows] = folded.flatten(0, 1).to(w.dtype)

@@ -247,6 +247,10 @@ class DocumentContext(Method):
     Eqs. 12 and 16), since they change the layer structure rather than one attention's heads."""
 
     name = "document_context"
+    inference_needs = (
+        "extra modules: a context encoder and context-attention sublayers read the previous source "
+        "sentences of the document"
+    )
     fields = (
         "context_sentences", "context_encoder_layers", "encoder_context_layers", "decoder_context_layers",
         "context_gating", "max_context_length",

@@ -68,6 +68,7 @@ class GlobalFertility(nn.Module):
 
 class Fertility(Method):
     name = "fertility"
+    inference_needs = None  # a training-only loss; its network is dropped (`export_state`)
     fields = ("global_fertility_weight", "global_fertility_start_step")
     losses = ("fertility_loss",)
     tester_config = {"global_fertility_weight": 0.3}
@@ -117,3 +118,7 @@ class Fertility(Method):
 
     def loss_weights(self, config):
         return {"fertility_loss": config.global_fertility_weight}
+
+    def export_state(self, model, state):
+        for key in [k for k in state if k.startswith("global_fertility.")]:  # the loss's network: training only
+            del state[key]

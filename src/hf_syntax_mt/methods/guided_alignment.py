@@ -32,6 +32,7 @@ def guided_alignment_nll(probs: torch.Tensor, target: torch.Tensor, valid: torch
 
 class GuidedAlignment(Method):
     name = "guided_alignment"
+    inference_needs = None  # a training-only loss on a cross-attention
     fields = ("guided_alignment_weight", "guided_alignment_layer", "guided_alignment_heads")
     supervision = ("decoder_alignment",)
     losses = ("alignment_loss",)

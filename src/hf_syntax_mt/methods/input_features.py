@@ -17,6 +17,10 @@ FEATURE_COMBINATIONS = ("sum", "concat")
 
 class InputFeatures(Method):
     name = "input_features"
+    inference_needs = (
+        "a parse at inference: the POS, relation and subword-tag ids of the source are embedded with "
+        "its tokens (feature embeddings a Marian model lacks)"
+    )
     fields = ("input_features", "feature_combination", "feature_embedding_dim")
     inputs = tuple(f"{name}_ids" for name in INPUT_FEATURES)
     from_parse = True

@@ -112,6 +112,7 @@ def check_parent_positions(
 
 class Pascal(Method):
     name = "pascal"
+    inference_needs = "a parse at inference: its heads scale attention around each token's parent (`parent_positions`)"
     fields = ("encoder_pascal_heads", "pascal_sigma", "pascal_weighting", "parent_ignoring")
     inputs = ("parent_positions",)
     from_parse = True

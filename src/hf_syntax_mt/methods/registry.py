@@ -153,6 +153,11 @@ class Method:
     #: (`attention_bias`, run in SDPA as an additive mask); None: its heads always take the eager path when they
     #: need it
     fused: str | None = None
+    #: what the method needs at inference that a plain Marian model lacks, for the export's refusal ("a parse at
+    #: inference: ..." or "extra modules: ..."); None: its inference graph is Marian's once `export_state` has run
+    #: (a training-only loss, or parameters that fold into Marian's weights). A method that does not set it is
+    #: refused by `hf_syntax_mt.export`, so a new method is never exported by mistake.
+    inference_needs: str | None = "code of its own at inference (the method does not declare `inference_needs = None`)"
 
     def active(self, config) -> bool:
         return False
@@ -254,6 +259,11 @@ class Method:
 
     def loss_weights(self, config) -> dict[str, float]:
         return {}
+
+    # --- export ---------------------------------------------------------------------------------------------
+    def export_state(self, model: nn.Module, state: dict[str, torch.Tensor]) -> None:
+        """(`inference_needs = None`) Turn `state`, a copy of `model`'s state dict, into a plain `MarianMTModel`'s,
+        in place: fold this method's parameters into Marian's weights, delete those only training reads."""
 
 
 _REGISTRY: dict[str, Method] = {}

@@ -29,6 +29,7 @@ def synchronous_loss(E: torch.Tensor, D: torch.Tensor, C: torch.Tensor, valid: t
 
 class Synchronous(Method):
     name = "synchronous"
+    inference_needs = None  # a training-only loss on the DBSA heads (which fold into q_proj: `Biaffine`)
     fields = ("sync_loss_weight", "sync_cross_attention_layer")
     losses = ("sync_loss",)
     tester_config = {"encoder_dbsa_heads": [1, 0], "decoder_dbsa_heads": [1, 0], "sync_loss_weight": 0.5}

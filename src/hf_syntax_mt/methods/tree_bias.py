@@ -23,6 +23,9 @@ from .tree_distance import shared_tree_distances
 
 class TreeBias(Method):
     name = "tree_bias"
+    inference_needs = (
+        "a parse at inference: its heads add a learned bias by tree distance (`word_index`, `word_heads`)"
+    )
     config_options = {
         "encoder_tree_bias_heads": Option(
             "list[int] | None",

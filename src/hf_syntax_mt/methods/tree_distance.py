@@ -82,6 +82,7 @@ def shared_tree_distances(inputs: dict, input_shape: torch.Size, method: str, he
 
 class TreeDistance(Method):
     name = "tree"
+    inference_needs = "a parse at inference: its heads weight attention by tree distance (`word_index`, `word_heads`)"
     fields = ("encoder_tree_heads", "tree_window")
     inputs = ("word_index", "word_heads")
     from_parse = True

@@ -1,0 +1,83 @@
+"""The command-line glue of the export: `hf-syntax-mt export` (`export_command`) and `hf-syntax-mt translate` on a
+CTranslate2 directory (`translate_ctranslate2`), kept apart from `cli.py` so that `translate`'s own dispatch stays
+one line."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..errors import UserError
+from .serve import CTranslate2Pipeline
+
+
+def export_command(args) -> int:
+    """`hf-syntax-mt export --model DIR --to marian|ctranslate2 --output OUT [--quantization Q]`."""
+    from .ct2 import export_to_ctranslate2
+    from .marian import check_exportable, check_output_directory, save_marian
+
+    source = Path(args.model).expanduser()
+    if not (source / "config.json").is_file():
+        what = "no such directory" if not source.exists() else "no config.json there"
+        raise UserError(f"--model {args.model}: {what}; give the directory a training run or save_pretrained wrote.")
+    if args.to == "marian" and args.quantization is not None:
+        raise UserError("--quantization is a CTranslate2 weight type: it goes with --to ctranslate2 (a Marian export "
+                        "keeps the model's own dtype); leave it out or add --to ctranslate2.")  # fmt: skip
+    check_output_directory(args.output, "--output", source=source)
+    if args.to == "ctranslate2":
+        out = export_to_ctranslate2(source, args.output, args.quantization or "float32")
+    else:
+        from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoTokenizer
+
+        config = AutoConfig.from_pretrained(source)
+        check_exportable(config)  # before loading the weights
+        model = AutoModelForSeq2SeqLM.from_pretrained(source)
+        out = save_marian(model, args.output, AutoTokenizer.from_pretrained(source))
+    print(f"exported {args.model} to {out} ({args.to}{f', {args.quantization}' if args.quantization else ''}); "
+          f"translate with: hf-syntax-mt translate --model {out}", file=sys.stderr)  # fmt: skip
+    return 0
+
+
+def translate_ctranslate2(args) -> int:
+    """`hf-syntax-mt translate` with a CTranslate2 directory: the same input options (plain lines, or documents
+    translated sentence by sentence: an exported model has no document context) and the same output."""
+    from ..data.documents import blank_line_spans, doc_id_spans
+    from ..data.readers import decode_utf8, read_text, split_lines
+    from ..inference import translate_lines
+
+    refused = {"parser": "reads no parse", "random_context": "has no document context", "bf16": "computes in the "
+               "type it was exported with (export --quantization bfloat16 for bfloat16 weights)"}  # fmt: skip
+    for flag, why in refused.items():
+        if getattr(args, flag, None) not in (None, False):
+            raise UserError(f"--{flag.replace('_', '-')}: {args.model} is a CTranslate2 model, which {why}; leave "
+                            f"out --{flag.replace('_', '-')}.")  # fmt: skip
+    device, index = "cpu", 0
+    if getattr(args, "device", None):
+        kind, _, number = args.device.partition(":")
+        if kind not in ("cpu", "cuda") or (number and not number.isdigit()):
+            raise UserError(f"--device {args.device}: a CTranslate2 model runs on cpu or cuda[:N].")
+        device, index = kind, int(number or 0)
+    if args.input == "-":
+        stdin = getattr(sys.stdin, "buffer", None)
+        text = decode_utf8(stdin.read(), "<stdin>") if stdin is not None else sys.stdin.read().removeprefix("\ufeff")
+    else:
+        text = read_text(args.input)
+    lines = split_lines(text)
+    name = "<stdin>" if args.input == "-" else args.input
+    documents = None
+    if args.docids:
+        documents = doc_id_spans(lines, args.docids, name)
+    elif args.documents == "blank-lines":
+        documents = blank_line_spans(lines, name)
+    if documents is not None:
+        print(f"note: {args.model} has no document context (a CTranslate2 model): translating the "
+              f"{len(documents)} documents sentence by sentence", file=sys.stderr)  # fmt: skip
+    pipe = CTranslate2Pipeline(args.model, device=device, device_index=index)
+    print(f"device: {device}{f':{index}' if device == 'cuda' else ''}, engine: CTranslate2", file=sys.stderr)
+    outputs = translate_lines(pipe, lines, documents, batch_size=args.batch_size, num_beams=args.num_beams)
+    text = "".join(" ".join(split_lines(o) or [""]) + "\n" for o in outputs)
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        Path(args.output).write_text(text, encoding="utf-8")
+    return 0

@@ -1,0 +1,205 @@
+"""Export to a CTranslate2 model directory, through CTranslate2's own converter (`TransformersConverter`).
+
+CTranslate2's Marian loader assumes opus-mt's layout: `<pad>` is the last token, dropped from the vocabulary, and the
+decoder starts from a zero embedding. Models trained with this package put `<pad>` at id 0 and start the decoder from
+it (`training/factory.py`), a row the tied output layer trains, so `MarianLayoutLoader`, a subclass of CTranslate2's
+Marian loader, keeps that row and starts the decoder from the config's `decoder_start_token_id` wherever the stock
+loader would not be exact; an opus-mt checkpoint (pad last, decoder start = pad, a zero pad row) converts exactly as
+CTranslate2's own converter converts it. The loader is registered for `MarianConfig` during the conversion only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from ..cli_args import CT2_QUANTIZATIONS as QUANTIZATIONS
+from ..errors import UserError
+from .marian import check_exportable, check_output_directory, save_marian
+
+#: the oldest CTranslate2 release the export was tested with (the `deploy` extra's floor)
+MIN_CTRANSLATE2 = "4.0.0"
+#: files copied from the Marian directory, so that the CTranslate2 directory translates on its own
+TOKENIZER_FILES = (
+    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "vocab.json",
+    "source.spm", "target.spm", "target_vocab.json", "generation_config.json",
+)  # fmt: skip
+#: written beside CTranslate2's files: what the directory was exported from (read by `translate`)
+EXPORT_INFO = "hf_syntax_mt_export.json"
+
+
+def _ctranslate2():
+    """`ctranslate2` and its converter module, or a `UserError` naming the extra to install / the release to use."""
+    try:
+        import ctranslate2
+        from ctranslate2.converters import transformers as converters
+    except ImportError as e:
+        raise UserError(f"Exporting to CTranslate2 needs the ctranslate2 package ({e}): pip install "
+                        "'hf-syntax-mt[deploy]' (or pip install ctranslate2).") from None  # fmt: skip
+    needed = {
+        "TransformersConverter": ("convert",), "MarianMTLoader": ("get_model_spec", "set_config", "set_decoder",
+        "get_vocabulary"), "BartLoader": ("get_model_spec", "set_config", "set_decoder", "get_vocabulary"),
+    }  # fmt: skip
+    missing = [f"{cls}.{attr}" if hasattr(converters, cls) else cls for cls, attrs in needed.items()
+               for attr in attrs if not hasattr(getattr(converters, cls, None), attr)]  # fmt: skip
+    if not isinstance(getattr(converters, "_MODEL_LOADERS", None), dict):
+        missing.append("_MODEL_LOADERS")
+    if missing:
+        raise UserError(f"ctranslate2 {ctranslate2.__version__} lacks the converter API the export uses "
+                        f"({', '.join(dict.fromkeys(missing))}); install a release this package was tested with: pip "
+                        f"install 'ctranslate2>={MIN_CTRANSLATE2},<5'.")  # fmt: skip
+    return ctranslate2, converters
+
+
+def _loader_class(converters):
+    class MarianLayoutLoader(converters.MarianMTLoader):
+        """CTranslate2's Marian loader, exact for any pad position: where the stock loader's assumptions (pad last
+        and dropped, decoder from a zero embedding) do not hold for the model, the pad row is kept and the decoder
+        starts from `decoder_start_token_id`, as transformers' `generate` does."""
+
+        keep_pad = False
+
+        @staticmethod
+        def opus_mt_layout(model) -> bool:
+            """Pad last, the decoder starting from it, and a zero pad row: the stock loader is exact."""
+            config = model.config
+            pad = config.pad_token_id
+            return (pad == config.vocab_size - 1 and config.decoder_start_token_id == pad
+                    and not bool(model.get_input_embeddings().weight[pad].any()))  # fmt: skip
+
+        def get_model_spec(self, model):
+            decoder_vocab = getattr(model.config, "decoder_vocab_size", None)
+            if decoder_vocab not in (None, model.config.vocab_size):
+                raise UserError(f"This Marian model has separate source and target vocabularies (vocab_size="
+                                f"{model.config.vocab_size}, decoder_vocab_size={decoder_vocab}), which the export to "
+                                "CTranslate2 does not support.")  # fmt: skip
+            self.keep_pad = not self.opus_mt_layout(model)
+            if not self.keep_pad:
+                return super().get_model_spec(model)
+            model.config.normalize_before = False
+            model.config.normalize_embedding = False
+            return converters.BartLoader.get_model_spec(self, model)  # the spec without removing the pad row
+
+        def set_config(self, config, model, tokenizer):
+            super().set_config(config, model, tokenizer)
+            if self.keep_pad:  # the decoder starts from the config's start token (our layout: <pad>, id 0)
+                config.decoder_start_token = tokenizer.convert_ids_to_tokens(model.config.decoder_start_token_id)
+
+        def set_decoder(self, spec, decoder):
+            if self.keep_pad:
+                converters.BartLoader.set_decoder(self, spec, decoder)
+            else:
+                super().set_decoder(spec, decoder)
+
+        def get_vocabulary(self, model, tokenizer):
+            if not self.keep_pad:
+                return super().get_vocabulary(model, tokenizer)
+            tokens = converters.BartLoader.get_vocabulary(self, model, tokenizer)
+            if len(tokens) != model.config.vocab_size:
+                raise UserError(f"The tokenizer has {len(tokens)} tokens but the model's vocab_size is "
+                                f"{model.config.vocab_size}: CTranslate2 needs one token per embedding row.")  # fmt: skip
+            return tokens
+
+    return MarianLayoutLoader
+
+
+@contextlib.contextmanager
+def _registered(converters, loader):
+    """`loader` as CTranslate2's loader of `MarianConfig` inside the block; the previous one is put back after."""
+    registry = converters._MODEL_LOADERS
+    previous = registry.get("MarianConfig")
+    registry["MarianConfig"] = loader
+    try:
+        yield
+    finally:
+        if previous is None:
+            registry.pop("MarianConfig", None)
+        else:
+            registry["MarianConfig"] = previous
+
+
+def _model_type(model_dir: Path) -> str | None:
+    config_file = model_dir / "config.json"
+    if not config_file.is_file():
+        raise UserError(f"{model_dir} has no config.json: give a model directory (save_pretrained or a training "
+                        "run wrote it).")  # fmt: skip
+    try:
+        return json.loads(config_file.read_text(encoding="utf-8")).get("model_type")
+    except (UnicodeDecodeError, json.JSONDecodeError, AttributeError) as e:
+        raise UserError(f"{config_file} is not a model config ({e}).") from None
+
+
+def export_to_ctranslate2(model_dir, output_dir, quantization: str = "float32") -> Path:
+    """Convert a model directory to a CTranslate2 model directory with CTranslate2's own converter.
+
+    Args:
+        model_dir: a transformers `MarianMTModel` directory (`save_marian`'s, or an opus-mt checkpoint) or a
+            `SyntaxMTForConditionalGeneration` directory whose config `check_exportable` passes (exported to Marian
+            first, in a temporary directory).
+        output_dir: a new or empty directory.
+        quantization: the weight type, one of `QUANTIZATIONS` (CTranslate2's names; float32 keeps `generate`'s
+            outputs).
+
+    Returns:
+        The directory: CTranslate2's `model.bin`, `config.json` and vocabulary, the tokenizer files and
+        `generation_config.json` of the model (so that it translates on its own), and `hf_syntax_mt_export.json`.
+    """
+    if quantization not in QUANTIZATIONS:
+        raise UserError(f"quantization={quantization!r} is not a CTranslate2 weight type: use one of "
+                        f"{', '.join(QUANTIZATIONS)}.")  # fmt: skip
+    ctranslate2, converters = _ctranslate2()
+    source = Path(model_dir).expanduser()
+    if not source.is_dir():
+        raise UserError(f"{model_dir}: no such model directory.")
+    out = check_output_directory(output_dir, "output_dir", source=source)
+    model_type = _model_type(source)
+    with tempfile.TemporaryDirectory(prefix="hf-syntax-mt-export-") as tmp:
+        marian_dir = source
+        if model_type != "marian":
+            marian_dir = Path(tmp) / "marian"
+            _export_directory_to_marian(source, marian_dir, model_type)
+        loader = _loader_class(converters)()
+        with _registered(converters, loader):
+            converters.TransformersConverter(str(marian_dir)).convert(
+                str(out), quantization=quantization, force=out.exists()
+            )
+        for name in TOKENIZER_FILES:
+            if (marian_dir / name).is_file():
+                shutil.copy2(marian_dir / name, out / name)
+        max_positions = json.loads((marian_dir / "config.json").read_text(encoding="utf-8")).get(
+            "max_position_embeddings"
+        )
+    info = {
+        "format": "ctranslate2", "ctranslate2_version": ctranslate2.__version__, "quantization": quantization,
+        "layout": "pad kept, decoder starts from decoder_start_token_id" if loader.keep_pad else "opus-mt",
+        "exported_from": model_type, "max_position_embeddings": max_positions, "hf_syntax_mt_version": importlib.metadata.version("hf-syntax-mt")
+        if _installed("hf-syntax-mt") else None,
+    }  # fmt: skip
+    (out / EXPORT_INFO).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    return out
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def _export_directory_to_marian(source: Path, target: Path, model_type) -> None:
+    """`save_marian` of the model (and tokenizer) saved in `source`."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    from ..modeling_syntax_mt import SyntaxMTForConditionalGeneration
+
+    if model_type != "syntax_mt":
+        raise UserError(f"{source} holds a {model_type!r} model: the export takes a syntax_mt model (hf-syntax-mt's) "
+                        "or a marian one (transformers' MarianMTModel).")  # fmt: skip
+    check_exportable(AutoConfig.from_pretrained(source))  # before loading the weights
+    model = SyntaxMTForConditionalGeneration.from_pretrained(source)
+    save_marian(model, target, AutoTokenizer.from_pretrained(source))

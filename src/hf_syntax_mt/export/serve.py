@@ -1,0 +1,107 @@
+"""Translate with an exported directory: a CTranslate2 directory (`export_to_ctranslate2`) through
+`ctranslate2.Translator` with the tokenizer copied beside it, as `generate` would (the same generation settings:
+`generation_config.json`, `--num-beams`). A Marian directory (`save_marian`) needs nothing here: transformers loads
+it and `translate` runs it as any model.
+
+`hf-syntax-mt translate --model DIR` asks `exported_kind(DIR)` first and hands a CTranslate2 directory to
+`commands.translate_ctranslate2`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+from ..errors import UserError
+from .ct2 import EXPORT_INFO, _ctranslate2
+
+
+def exported_kind(path) -> str | None:
+    """`"ctranslate2"` for a CTranslate2 model directory (its `model.bin` and a `config.json` without `model_type`),
+    `"marian"` for a transformers Marian directory, else None."""
+    directory = Path(path).expanduser()
+    config_file = directory / "config.json"
+    if not config_file.is_file():
+        return None
+    if (directory / "model.bin").is_file() or (directory / EXPORT_INFO).is_file():
+        try:
+            config = json.loads(config_file.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return None
+        if isinstance(config, dict) and "model_type" not in config:
+            return "ctranslate2"
+    return None
+
+
+class CTranslate2Pipeline:
+    """A CTranslate2 directory behind the interface `inference.translate_lines` uses: ``pipe(texts, batch_size=...,
+    num_beams=...)`` -> ``[{"translation_text": str}]``, decoding as transformers' `generate` with the directory's
+    `generation_config.json` (float32 weights give the same outputs).
+
+    Args:
+        directory: a directory `export_to_ctranslate2` wrote (it holds the tokenizer files).
+        device: `"cpu"` or `"cuda"` (CTranslate2's names); `device_index` the GPU.
+        threads: CPU threads of one translation (CTranslate2's `intra_threads`; 0: its default).
+    """
+
+    def __init__(self, directory, device: str = "cpu", device_index: int = 0, threads: int = 0):
+        from transformers import AutoTokenizer, GenerationConfig
+
+        ctranslate2, _ = _ctranslate2()
+        directory = Path(directory).expanduser()
+        self.translator = ctranslate2.Translator(str(directory), device=device, device_index=device_index,
+                                                 intra_threads=threads)  # fmt: skip
+        self.tokenizer = AutoTokenizer.from_pretrained(directory)
+        info_file = directory / EXPORT_INFO
+        info = json.loads(info_file.read_text(encoding="utf-8")) if info_file.is_file() else {}
+        self.max_source_length = info.get("max_position_embeddings") or 512  # the pipeline's truncation
+        has_generation = (directory / "generation_config.json").is_file()
+        self.generation_config = GenerationConfig.from_pretrained(directory) if has_generation else GenerationConfig()
+        # what translate_lines reads of a model: a sentence-level model (no document context)
+        self.model = SimpleNamespace(config=SimpleNamespace(context_sentences=0), name_or_path=str(directory))
+        self.device = SimpleNamespace(type=device, index=device_index)
+
+    def options(self, num_beams=None, max_new_tokens=None, max_length=None) -> dict:
+        """`translate_batch` options equal to `generate`'s settings (the call's, else the generation config's)."""
+        g = self.generation_config
+        beams = num_beams or g.num_beams or 1
+        if max_new_tokens is None and max_length is None:
+            max_new_tokens, max_length = g.max_new_tokens, g.max_length
+        # generate's max_length counts the decoder start token; CTranslate2 counts the tokens it decodes. A forced
+        # end token (forced_eos_token_id) takes the last place, which CTranslate2 leaves out of its hypothesis.
+        limit = max_new_tokens if max_new_tokens is not None else (max_length or 20) - 1
+        if g.forced_eos_token_id is not None:
+            limit -= 1
+        # beam search: CTranslate2 stops once beam_size * patience hypotheses are finished, as transformers'
+        # early_stopping=True does with patience 1; "never" searches on to the length limit. transformers' default
+        # (False: stop when no running beam looks better) has no CTranslate2 equivalent: CTranslate2's own patience 1.
+        patience = limit + 1 if g.early_stopping == "never" else 1
+        options = dict(
+            beam_size=beams, patience=patience, max_decoding_length=max(limit, 1),
+            length_penalty=1.0 if g.length_penalty is None else g.length_penalty,
+            repetition_penalty=g.repetition_penalty or 1.0, no_repeat_ngram_size=g.no_repeat_ngram_size or 0,
+            min_decoding_length=g.min_new_tokens or max((g.min_length or 0) - 1, 0),
+        )  # fmt: skip
+        if g.bad_words_ids:
+            options["suppress_sequences"] = [self.tokenizer.convert_ids_to_tokens(ids) for ids in g.bad_words_ids]
+        return options
+
+    def __call__(self, texts, batch_size: int = 16, num_beams=None, max_new_tokens=None, max_length=None, **other):
+        if other:
+            raise UserError(f"A CTranslate2 model takes no {sorted(other)} (only num_beams, max_new_tokens and "
+                            "max_length); leave them out.")  # fmt: skip
+        single = isinstance(texts, str)
+        texts = [texts] if single else list(texts)
+        sources = [self.tokenizer.convert_ids_to_tokens(ids) for ids in self._encode(texts)]
+        forced = self.generation_config.forced_bos_token_id  # the multi-task translate token, first
+        prefix = None if forced is None else [[self.tokenizer.convert_ids_to_tokens(forced)]] * len(texts)
+        results = self.translator.translate_batch(sources, target_prefix=prefix, max_batch_size=batch_size,
+                                                  **self.options(num_beams, max_new_tokens, max_length))  # fmt: skip
+        ids = [self.tokenizer.convert_tokens_to_ids(r.hypotheses[0]) for r in results]
+        out = [{"translation_text": t} for t in self.tokenizer.batch_decode(ids, skip_special_tokens=True)]
+        return out
+
+    def _encode(self, texts: list[str]) -> list[list[int]]:
+        """Token ids as the translation pipeline makes them (truncated to the model's positions, `</s>` last)."""
+        return [self.tokenizer(t, truncation=True, max_length=self.max_source_length)["input_ids"] for t in texts]
