@@ -154,7 +154,7 @@ def _translate(args: argparse.Namespace) -> int:
     if args.parser:
         key = {"stanza": "lang", "spacy": "model", "conllu": "path"}[args.parser]
         parser = {"backend": args.parser, **({key: args.parser_model} if args.parser_model else {})}
-    translator = pipeline("syntax-translation", model=model, parser=parser, device=device)
+    translator = pipeline("syntax-translation", model=model, parser=parser, **{"device": device, **_engine(args)})
     if args.bf16:
         check_bf16(translator.device)
     print(device_line(translator.device, args.bf16), file=sys.stderr)
@@ -185,6 +185,17 @@ def _translate(args: argparse.Namespace) -> int:
     else:
         Path(args.output).write_text(text, encoding="utf-8")
     return 0
+
+
+def _engine(args: argparse.Namespace) -> dict:
+    """``--engine``: the pipeline's `engine` (`hf_syntax_mt.decoding`); ONNX Runtime decodes on the CPU in float32."""
+    if args.engine == "generate":
+        return {}
+    if args.bf16 or (args.device or "cpu") != "cpu":
+        given = "--bf16" if args.bf16 else f"--device {args.device}"
+        raise UserError(f"--engine {args.engine} decodes on the CPU in float32: leave out {given}, or use "
+                         "--engine generate")  # fmt: skip
+    return {"engine": args.engine, "device": "cpu"}
 
 
 def _translate_exported(args: argparse.Namespace) -> int | None:

@@ -12,8 +12,8 @@ from pathlib import Path
 import torch
 
 from ..errors import UserError
+from .marian_step import MarianDecoderStep, check_marian_decoder, memory_mask
 from .search import beam_search, greedy_search, resolve_search
-from .step import MarianDecoderStep, check_marian_decoder, memory_mask
 
 #: where exported decoders are kept (one file per set of decoder weights); `HF_SYNTAX_MT_CACHE` moves it
 CACHE_ENV = "HF_SYNTAX_MT_CACHE"
@@ -25,7 +25,7 @@ def default_cache_dir() -> Path:
 
 
 def _require_onnx():
-    try:
+    try:  # (in `try`: a model directory's remote code needs neither package to load)
         import onnxruntime  # noqa: F401
         import onnxscript  # noqa: F401  (torch.onnx.export(dynamo=True) needs it)
     except ImportError as e:
@@ -57,9 +57,15 @@ class OnnxDecoder:
 
     def __init__(self, model, threads: int | None = None, cache_dir: str | Path | None = None, cache: bool = True):
         _require_onnx()
-        import onnxruntime as ort
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            raise
 
         check_marian_decoder(model.config, "onnxruntime")
+        if model.device.type != "cpu":
+            raise UserError(f"engine='onnxruntime' runs on the CPU, but the model is on {model.device}: use "
+                            "engine='generate' there (or CTranslate2 on CUDA, for an exported model)")  # fmt: skip
         self.model = model
         self.step = MarianDecoderStep(model).eval()
         config = model.config
@@ -74,13 +80,17 @@ class OnnxDecoder:
         self.input_names = [i.name for i in self.session.get_inputs()]
 
     def _key(self) -> str:
-        import onnxruntime
+        """A digest of what the graph depends on: the step's code, the library versions and the weights."""
+        import inspect
+
         import transformers
 
-        from .. import __version__
-
-        digest = hashlib.sha256()
-        for text in (__version__, torch.__version__, transformers.__version__, onnxruntime.__version__):
+        try:
+            import onnxruntime
+        except ImportError:
+            raise
+        digest = hashlib.sha256(inspect.getsource(MarianDecoderStep).encode())
+        for text in (torch.__version__, transformers.__version__, onnxruntime.__version__):
             digest.update(text.encode())
         for name, tensor in sorted(self.step.state_dict().items()):
             digest.update(name.encode())
@@ -125,7 +135,7 @@ class OnnxDecoder:
             with torch.no_grad(), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 program = torch.onnx.export(
-                    _Export(self.step), example, dynamic_shapes=shapes, dynamo=True, optimize=True, verbose=False
+                    _Export(self.step), example, dynamic_shapes=shapes, dynamo=True, optimize=False, verbose=False
                 )
         finally:
             quiet.setLevel(level)

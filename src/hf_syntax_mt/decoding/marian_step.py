@@ -1,5 +1,5 @@
 """One step of a Marian decoder with a key/value cache, written out from the model's own modules: the graph that
-`decoding.onnx` exports to ONNX Runtime (and that the tests run in torch against `generate`).
+`decoding.onnx_engine` exports to ONNX Runtime (and that the tests run in torch against `generate`).
 
 Every option that changes only the encoder (PASCAL, the tree methods, `tree_bias`, input features, DBSA/LISA encoder
 heads, ...) leaves the decoder Marian's: such a model decodes with this step after its own encoder ran in torch.
@@ -131,7 +131,7 @@ class TorchDecoder:
             return _TorchRows(self.step, self.step.cross_cache(memory), memory_mask(attention_mask, memory))
 
     def generate(self, input_ids, attention_mask=None, **kwargs):
-        from .onnx import generate_with
+        from .onnx_engine import generate_with
 
         return generate_with(self, self.model, input_ids, attention_mask, **kwargs)
 
