@@ -11,7 +11,6 @@ CTranslate2's own converter converts it. The loader is registered for `MarianCon
 from __future__ import annotations
 
 import contextlib
-import importlib.metadata
 import json
 import shutil
 import tempfile
@@ -173,22 +172,15 @@ def export_to_ctranslate2(model_dir, output_dir, quantization: str = "float32") 
         max_positions = json.loads((marian_dir / "config.json").read_text(encoding="utf-8")).get(
             "max_position_embeddings"
         )
+    from .. import __version__
+
     info = {
         "format": "ctranslate2", "ctranslate2_version": ctranslate2.__version__, "quantization": quantization,
         "layout": "pad kept, decoder starts from decoder_start_token_id" if loader.keep_pad else "opus-mt",
-        "exported_from": model_type, "max_position_embeddings": max_positions, "hf_syntax_mt_version": importlib.metadata.version("hf-syntax-mt")
-        if _installed("hf-syntax-mt") else None,
+        "exported_from": model_type, "max_position_embeddings": max_positions, "hf_syntax_mt_version": __version__,
     }  # fmt: skip
     (out / EXPORT_INFO).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     return out
-
-
-def _installed(distribution: str) -> bool:
-    try:
-        importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
 
 
 def _export_directory_to_marian(source: Path, target: Path, model_type) -> None:
