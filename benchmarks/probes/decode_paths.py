@@ -55,6 +55,7 @@ def main(argv=None) -> int:
     from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
     torch.set_num_threads(args.threads)
+    commit = git_commit()  # the commit the run starts from
     data = Path(args.data)
     read = lambda name: (data / name).read_text(encoding="utf-8").splitlines()  # noqa: E731
     tokenizer = train_tokenizer(read("train.en") + read("train.de"), vocab_size=8000)
@@ -142,7 +143,7 @@ def main(argv=None) -> int:
         "what": "decoding paths for a model that cannot be exported (PASCAL, transformer-base, random weights)",
         "new_tokens": n, "threads": args.threads, "rounds": args.rounds, "settings": results,
         "onnx_export_s": round(export_s, 1), "compile_first_calls_s": None if compile_s is None else round(compile_s, 1),
-        "argv": [relative_path(a) for a in sys.argv[1:]], "commit": git_commit(),
+        "argv": [relative_path(a) for a in sys.argv[1:]], "commit": commit,
         "machine": {"cpu": cpu_name(), "cpus": os.cpu_count(), "load_average_end": list(os.getloadavg())},
         "software": software(),
     }  # fmt: skip

@@ -347,7 +347,7 @@ def main(argv=None) -> int:
     args = arguments(argv)
     import torch
 
-    started = time.time()
+    started, commit = time.time(), git_commit()  # the commit the run starts from
     load_start = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-deploy-") as tmp:
         work = Path(tmp)
@@ -389,7 +389,7 @@ def main(argv=None) -> int:
         "sentences": len(built["sentences"]), "batch1_sentences": args.batch1_sentences,
         "new_tokens": args.new_tokens, "rounds": rounds,
         "model": {**BASE, "vocab_size": VOCAB, "methods": METHODS, "parser": PARSER},
-        "quick": args.quick, "argv": [relative_path(a) for a in sys.argv[1:]], "commit": git_commit(),
+        "quick": args.quick, "argv": [relative_path(a) for a in sys.argv[1:]], "commit": commit,
         "machine": {"cpu": cpu_name(), "cpus": os.cpu_count()}, "versions": versions(),
         "load_average": {"start": [round(x, 2) for x in load_start], "end": [round(x, 2) for x in os.getloadavg()]},
         "wall_s": round(time.time() - started), "settings": settings, "targets": targets(settings),

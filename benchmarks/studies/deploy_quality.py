@@ -64,6 +64,7 @@ def main(argv=None) -> int:
     from hf_syntax_mt.export.serve import CTranslate2Pipeline
 
     torch.set_num_threads(args.threads)
+    commit = git_commit()  # the commit the run starts from
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     engines = {}
     with tempfile.TemporaryDirectory(prefix="deploy-quality-") as tmp:
@@ -116,7 +117,7 @@ def main(argv=None) -> int:
                                                "sync_loss_weight", "decoder_dbsa_full_context")},  # fmt: skip
         "generation": {"num_beams": args.beams, "batch_size": args.batch_size, "threads": args.threads},
         "exported": exported, "tests": results, "unit_scores": own, "argv": [relative_path(a) for a in sys.argv[1:]],
-        "commit": git_commit(), "machine": {"cpu": cpu_name(), "cpus": os.cpu_count()}, "versions": _versions(),
+        "commit": commit, "machine": {"cpu": cpu_name(), "cpus": os.cpu_count()}, "versions": _versions(),
     }  # fmt: skip
     print(f"wrote {write_json(args.output, report, newline=True)}", file=sys.stderr)
     return 0
