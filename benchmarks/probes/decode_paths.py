@@ -7,7 +7,7 @@ Paths, each checked to give `generate`'s token ids, timed interleaved (medians o
 
 - ``generate``: transformers' `generate` as it is (dynamic key/value cache);
 - ``generate_static``: `generate(cache_implementation="static")` (a preallocated cache of ``max_length``);
-- ``generate_static_compiled``: the same with the decoder's forward compiled by ``torch.compile`` (its compile time,
+- ``generate_static_compiled``: the same with the decoder's forward compiled by ``torch.compile(dynamic=True)`` (its compile time,
   the first call, is reported apart);
 - ``torch_step``: the package's own search (`hf_syntax_mt.decoding.search`) over `MarianDecoderStep` in torch;
 - ``onnxruntime``: the same search over the ONNX Runtime decoder (`engine="onnxruntime"`; its one-off export time is
@@ -115,7 +115,7 @@ def main(argv=None) -> int:
                 paths[name]()
                 times[name].append(time.perf_counter() - t)
         if not args.no_compile and "generate_static" in paths:
-            compiled = torch.compile(model.model.decoder.forward, dynamic=False)
+            compiled = torch.compile(model.model.decoder.forward, dynamic=True)  # one graph for every length
             original, model.model.decoder.forward = model.model.decoder.forward, compiled
             try:
                 t = time.perf_counter()
