@@ -111,7 +111,8 @@ def main(argv=None) -> int:
     config = json.loads((Path(args.model) / "config.json").read_text(encoding="utf-8"))
     report = {
         "what": "test BLEU/chrF and speed of one trained model: generate vs its CTranslate2 export (issue 55 item 6)",
-        "model": relative_path(str(Path(args.model).resolve())), "model_type": config.get("model_type"),
+        "model": Path(args.model).resolve().name, "model_signature": _signature(Path(args.model)),
+        "model_type": config.get("model_type"),
         "dims": {k: config.get(k) for k in ("d_model", "encoder_layers", "decoder_layers", "vocab_size")},
         "methods": {k: config.get(k) for k in ("encoder_dbsa_heads", "decoder_dbsa_heads", "dbsa_loss_weight",
                                                "sync_loss_weight", "decoder_dbsa_full_context")},  # fmt: skip
@@ -121,6 +122,12 @@ def main(argv=None) -> int:
     }  # fmt: skip
     print(f"wrote {write_json(args.output, report, newline=True)}", file=sys.stderr)
     return 0
+
+
+def _signature(model_dir: Path) -> str | None:
+    """The training run's model signature (`hf_syntax_mt_run.json`), if the directory has one."""
+    run = model_dir / "hf_syntax_mt_run.json"
+    return json.loads(run.read_text(encoding="utf-8")).get("model_signature") if run.is_file() else None
 
 
 def _versions() -> dict:
