@@ -177,3 +177,11 @@ def test_pipeline_and_translate_command_with_the_onnxruntime_engine(tmp_path, mo
     with pytest.raises(UserError, match="--bf16"):
         main(["translate", "--model", str(tmp_path / "model"), "--input", str(source), "--engine", "onnxruntime",
               "--bf16"])  # fmt: skip
+
+
+def test_no_attention_mask_decodes_as_generate_does_without_one(trained):
+    """Given no attention_mask, the search reads the source as `generate` does (here: unmasked)."""
+    model, (ids, _, parents) = trained
+    expected = model.generate(input_ids=ids, parent_positions=parents, num_beams=2, max_new_tokens=10)
+    assert torch.equal(TorchDecoder(model).generate(ids, parent_positions=parents, num_beams=2, max_new_tokens=10),
+                       expected)  # fmt: skip

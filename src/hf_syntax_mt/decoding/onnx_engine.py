@@ -170,7 +170,13 @@ class _OrtRows:
     def step(self, tokens: torch.Tensor, position: int) -> torch.Tensor:
         import numpy as np
 
-        arrays = [tokens.view(-1, 1).numpy(), np.array([position], dtype=np.int64), self.mask, *self.cross, *self.past]
+        arrays = [
+            tokens.reshape(-1, 1).contiguous().numpy(),
+            np.array([position], dtype=np.int64),
+            self.mask,
+            *self.cross,
+            *self.past,
+        ]
         outputs = self.decoder.session.run(None, dict(zip(self.decoder.input_names, arrays, strict=True)))
         self.past = outputs[1:]
         return torch.from_numpy(outputs[0])

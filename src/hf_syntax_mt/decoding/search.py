@@ -49,7 +49,8 @@ _DEFAULTS = {
     "constraints": None, "force_words_ids": None, "guidance_scale": None, "output_scores": False,
     "output_logits": False, "return_dict_in_generate": False, "output_attentions": False,
     "output_hidden_states": False, "penalty_alpha": None, "renormalize_logits": False,
-    "remove_invalid_values": False, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "min_p": None,
+    "remove_invalid_values": False, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "min_p": None, "max_time": None,
+    "stop_strings": None,
 }  # fmt: skip
 
 
