@@ -90,6 +90,26 @@ def test_a_trained_model_translates_alike_in_ctranslate2(trained, converted):
     assert same >= len(texts) - 2  # 60 of 60 here
 
 
+def test_the_trained_model_exports_to_an_equal_marian_model(trained):
+    """The trained model (its U trained away from the identity) as a plain MarianMTModel: logits within 1e-5 on a
+    padded batch, greedy and beam-4 outputs of 60 sentences identical."""
+    from hf_syntax_mt.export import export_to_marian
+
+    _, model, tokenizer = trained
+    u = model.model.encoder.layers[0].self_attn.biaffine_u
+    assert (u - torch.eye(u.shape[-1])).abs().max() > 1e-2  # training moved U: the fold matters
+    exported = export_to_marian(model)
+    data = pairs(60, seed=8)
+    batch = tokenizer([s for s, _ in data], text_target=[t for _, t in data], return_tensors="pt", padding=True)
+    with torch.no_grad():
+        torch.testing.assert_close(exported(**batch).logits, model(**batch).logits, rtol=0, atol=1e-5)
+    texts = [s for s, _ in data]
+    for beams in (1, 4):
+        assert generate(exported, tokenizer, texts, num_beams=beams) == generate(
+            model, tokenizer, texts, num_beams=beams
+        )
+
+
 def test_ctranslate2_scores_equal_our_log_probabilities(trained, converted):
     """Independent of decoding: CTranslate2's log-probability of each reference token (forced decoding) equals the
     log-softmax of our model's logits (so the kept <pad> row, the start token and the folded U are right)."""
@@ -278,3 +298,31 @@ def test_a_ctranslate2_without_the_converter_api_is_named(trained, tmp_path, mon
     with pytest.raises(UserError, match=rf"ctranslate2 {ctranslate2.__version__} lacks .*MarianMTLoader.*pip install"):
         export_to_ctranslate2(trained[0], tmp_path / "x")
     assert not (tmp_path / "x").exists()
+
+
+def test_a_multitask_model_starts_with_its_translate_token_in_ctranslate2(tmp_path):
+    """The translate task token (the generation config's forced_bos_token_id after the export) is CTranslate2's target
+    prefix: greedy outputs equal `generate`'s, which forces it (an untrained model: the token order is the check)."""
+    from hf_syntax_mt.data.multitask import add_task_tokens
+
+    data = pairs(300, seed=0)
+    tokenizer = train_tokenizer([s for pair in data for s in pair], vocab_size=80, min_frequency=1)
+    model = build_model(model_config(tokenizer, d_model=32, layers=2, heads=4, ffn_dim=64, init_std=0.3)).eval()
+    ids = add_task_tokens(tokenizer, model)
+    model.generation_config.max_length = 12
+    model.save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    out = export_to_ctranslate2(tmp_path / "model", tmp_path / "ct2")
+    pipe = CTranslate2Pipeline(out)
+    assert pipe.generation_config.forced_bos_token_id == ids["translate"]
+    texts = [s for s, _ in pairs(20, seed=7)]
+    sources = [tokenizer.convert_ids_to_tokens(i) for i in pipe._encode(texts)]
+    prefix = [[tokenizer.convert_ids_to_tokens(ids["translate"])]] * len(texts)
+    results = pipe.translator.translate_batch(sources, target_prefix=prefix, **pipe.options(num_beams=1))
+    with torch.no_grad():
+        expected = model.generate(**tokenizer(texts, return_tensors="pt", padding=True), num_beams=1)
+    for hypothesis, row in zip(results, expected, strict=True):
+        tokens = tokenizer.convert_ids_to_tokens([i for i in row.tolist()[1:] if i != tokenizer.pad_token_id])
+        assert hypothesis.hypotheses[0] == [t for t in tokens if t != tokenizer.eos_token]
+    assert all(r.hypotheses[0][0] == tokenizer.convert_ids_to_tokens(ids["translate"]) for r in results)
+    assert [r["translation_text"] for r in pipe(texts, num_beams=1)] == generate(model, tokenizer, texts, num_beams=1)

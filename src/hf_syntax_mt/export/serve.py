@@ -56,7 +56,8 @@ class CTranslate2Pipeline:
         self.tokenizer = AutoTokenizer.from_pretrained(directory)
         info_file = directory / EXPORT_INFO
         info = json.loads(info_file.read_text(encoding="utf-8")) if info_file.is_file() else {}
-        self.max_source_length = info.get("max_position_embeddings") or 512  # the pipeline's truncation
+        # max_position_embeddings: the pipeline's source truncation and generate's output cap
+        self.max_source_length = info.get("max_position_embeddings") or 512
         self.vocabulary = set(_vocabulary(directory))
         has_generation = (directory / "generation_config.json").is_file()
         self.generation_config = GenerationConfig.from_pretrained(directory) if has_generation else GenerationConfig()
@@ -73,6 +74,7 @@ class CTranslate2Pipeline:
         # generate's max_length counts the decoder start token; CTranslate2 counts the tokens it decodes. A forced
         # end token (forced_eos_token_id) takes the last place, which CTranslate2 leaves out of its hypothesis.
         limit = max_new_tokens if max_new_tokens is not None else (max_length or 20) - 1
+        limit = min(limit, self.max_source_length)  # the decoder's positions (our generate caps there too)
         if g.forced_eos_token_id is not None:
             limit -= 1
         # beam search: CTranslate2 stops once beam_size * patience hypotheses are finished, as transformers'
