@@ -185,3 +185,16 @@ def test_no_attention_mask_decodes_as_generate_does_without_one(trained):
     expected = model.generate(input_ids=ids, parent_positions=parents, num_beams=2, max_new_tokens=10)
     assert torch.equal(TorchDecoder(model).generate(ids, parent_positions=parents, num_beams=2, max_new_tokens=10),
                        expected)  # fmt: skip
+
+
+def test_a_plain_marian_model_decodes_as_its_generate():
+    """An exported (or any) transformers `MarianMTModel` has Marian's decoder too."""
+    from transformers import MarianConfig, MarianMTModel
+
+    dims = {k: v for k, v in tiny_config().to_dict().items() if k in MarianConfig().to_dict() and k != "model_type"}
+    torch.manual_seed(0)
+    model = MarianMTModel(MarianConfig(**{**dims, "init_std": 0.3})).eval()
+    ids, mask, _, _ = toy_batch(torch.Generator().manual_seed(3), 5)
+    for beams in (1, 4):
+        expected = model.generate(input_ids=ids, attention_mask=mask, num_beams=beams, max_new_tokens=12)
+        assert torch.equal(TorchDecoder(model).generate(ids, mask, num_beams=beams, max_new_tokens=12), expected)

@@ -18,9 +18,11 @@ from ..errors import UserError
 def decoder_changes(config) -> list[str]:
     """What makes ``config``'s decoder differ from Marian's at inference (empty: the decoder is Marian's): the
     methods with heads in the decoder's self- or cross-attention, and document context."""
-    if getattr(config, "model_type", None) == "marian":
-        return []
+    from ..configuration_syntax_mt import SyntaxMTConfig
     from ..methods.registry import head_layout
+
+    if not isinstance(config, SyntaxMTConfig):  # transformers' MarianConfig: Marian's decoder
+        return []
 
     found = []
     for site, heads in (("decoder", config.decoder_attention_heads), ("cross", config.decoder_attention_heads)):
