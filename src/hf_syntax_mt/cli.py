@@ -211,7 +211,7 @@ def _translate(args: argparse.Namespace) -> int:
     if args.parser:
         key = {"stanza": "lang", "spacy": "model", "conllu": "path"}[args.parser]
         parser = {"backend": args.parser, **({key: args.parser_model} if args.parser_model else {})}
-    translator = pipeline("syntax-translation", model=model, parser=parser, device=device)
+    translator = pipeline("syntax-translation", model=model, parser=parser, **{"device": device, **_engine(args)})
     if args.bf16:
         check_bf16(translator.device)
     print(device_line(translator.device, args.bf16), file=sys.stderr)
@@ -240,6 +240,17 @@ def _translate(args: argparse.Namespace) -> int:
     # a line break inside a translation would shift every later line of the output: write it as a space
     _write(args.output, "".join(" ".join(split_lines(o) or [""]) + "\n" for o in outputs), "--output")
     return 0
+
+
+def _engine(args: argparse.Namespace) -> dict:
+    """``--engine``: the pipeline's `engine` (`hf_syntax_mt.decoding`); ONNX Runtime decodes on the CPU in float32."""
+    if args.engine == "generate":
+        return {}
+    if args.bf16 or (args.device or "cpu") != "cpu":
+        given = "--bf16" if args.bf16 else f"--device {args.device}"
+        raise UserError(f"--engine {args.engine} decodes on the CPU in float32: leave out {given}, or use "
+                         "--engine generate")  # fmt: skip
+    return {"engine": args.engine, "device": "cpu"}
 
 
 def _translate_exported(args: argparse.Namespace) -> int | None:

@@ -39,7 +39,10 @@ class SyntaxTranslationPipeline(Pipeline):
         src_lang, tgt_lang (`str`, *optional*): as in transformers' translation pipelines, at creation or per call;
             the model translates one direction, so they are checked against the languages it records (tokenizer,
             `hf_syntax_mt_run.json`, the model card's `language`) and refused when they differ.
-        Any other keyword (`num_beams`, `max_new_tokens`, ...) goes to `model.generate()`.
+        engine (`str`, *optional*): how to decode (`hf_syntax_mt.decoding.ENGINES`): `"generate"` (default,
+            `model.generate()`) or `"onnxruntime"` (the model's encoder in torch, Marian's decoder in ONNX Runtime: the
+            same token ids, faster on a CPU; for models whose decoder is Marian's, e.g. PASCAL; docs/deploying.md).
+        Any other keyword (`num_beams`, `max_new_tokens`, ...) goes to `model.generate()` (or the engine).
 
     Documents (models with `config.context_sentences = k > 0`, issue 5): `pipe(sentences, document=True)` translates
     the list as one document, each sentence with the previous k source sentences as its context (the first has
@@ -60,11 +63,16 @@ class SyntaxTranslationPipeline(Pipeline):
     _load_feature_extractor = False
     _load_tokenizer = True
 
-    def __init__(self, *args, parser=None, **kwargs):
+    def __init__(self, *args, parser=None, engine: str = "generate", **kwargs):
+        from .decoding.engines import check_engine, make_engine
+
+        check_engine(engine)
         super().__init__(*args, **kwargs)
         # Marian positions start at 0 on the left: pad encoder inputs on the right.
         self.tokenizer.padding_side = "right"
         self.parser = self._resolve_parser(parser)
+        self.engine = engine
+        self._decoder = make_engine(engine, self.model)  # None: model.generate
 
     def _needs_parse(self) -> bool:
         return bool(getattr(self.model.config, "needs_source_parse", False))  # a plain Marian config has none
@@ -273,6 +281,8 @@ class SyntaxTranslationPipeline(Pipeline):
         forced = model_inputs.pop("forced_bos_token_id", None)
         if forced is not None:
             generate_kwargs.setdefault("forced_bos_token_id", forced)
+        if self._decoder is not None:
+            return {"output_ids": self._decoder.generate(**model_inputs, **generate_kwargs)}
         return {"output_ids": self.model.generate(**model_inputs, **generate_kwargs)}
 
     def postprocess(self, model_outputs, clean_up_tokenization_spaces=False):
