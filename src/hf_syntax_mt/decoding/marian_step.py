@@ -133,7 +133,7 @@ class TorchDecoder:
             return _TorchRows(self.step, self.step.cross_cache(memory), memory_mask(attention_mask, memory))
 
     def generate(self, input_ids, attention_mask=None, **kwargs):
-        from .onnx_engine import generate_with
+        from .search import generate_with
 
         return generate_with(self, self.model, input_ids, attention_mask, **kwargs)
 

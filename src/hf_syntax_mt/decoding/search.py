@@ -231,4 +231,24 @@ def beam_search(rows: Rows, batch_size: int, search: Search) -> torch.LongTensor
     return best_sequences[:, : 1 + int(generated)]
 
 
-__all__ = ["Rows", "Search", "beam_search", "greedy_search", "resolve_search"]
+def generate_with(decoder, model, input_ids, attention_mask=None, **kwargs) -> torch.LongTensor:
+    """Encode with ``model``'s own encoder (torch), then search with ``decoder.rows`` (see `OnnxDecoder.generate`).
+    The same length caps and multi-task start token as `SyntaxMTForConditionalGeneration.generate`."""
+    if getattr(model.config, "task_token_ids", None) and "forced_bos_token_id" not in kwargs:
+        kwargs["forced_bos_token_id"] = model.config.task_token_ids["translate"]
+    if hasattr(model, "_cap_generation_length"):
+        model._cap_generation_length(kwargs)
+    search, inputs = resolve_search(model, "onnxruntime", kwargs)
+    with torch.inference_mode():
+        encoded = model.get_encoder()(input_ids=input_ids, attention_mask=attention_mask, return_dict=True, **inputs)
+        memory = encoded.last_hidden_state  # (B, S, D)
+        if search.num_beams > 1:  # sentence-major beams, as generate expands them
+            memory = memory.repeat_interleave(search.num_beams, dim=0)
+            if attention_mask is not None:
+                attention_mask = attention_mask.repeat_interleave(search.num_beams, dim=0)
+        rows = decoder.rows(memory, attention_mask)
+        run = beam_search if search.num_beams > 1 else greedy_search
+        return run(rows, input_ids.shape[0], search)
+
+
+__all__ = ["Rows", "Search", "beam_search", "generate_with", "greedy_search", "resolve_search"]
