@@ -101,19 +101,9 @@ def _check_saved_model(directory: Path, flag_value: str, flag: str = "--model") 
 
 
 def _write(path: str, text: str, flag: str, make_folder: bool = True) -> None:
-    """Write an output the user named (``-``: standard output); a full disk, a folder in the way or a file that
-    cannot be written is one ``error:`` line naming ``flag`` and the file."""
-    if path == "-":
-        sys.stdout.write(text)
-        return
-    try:
-        if make_folder:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()  # a full disk shows here, not after the error handling
-    except OSError as e:
-        raise file_error(e, path, flag, writing=True) from None
+    from hf_syntax_mt.inference import write_output
+
+    write_output(path, text, flag, make_folder)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -165,27 +155,22 @@ def _translate(args: argparse.Namespace) -> int:
     from transformers import AutoConfig, pipeline
 
     import hf_syntax_mt  # noqa: F401  (registers the pipeline task)
-    from hf_syntax_mt.data.documents import blank_line_spans, doc_id_spans
-    from hf_syntax_mt.data.readers import decode_utf8, read_text, split_lines
-    from hf_syntax_mt.inference import bf16_autocast, check_bf16, device_line, resolve_device, translate_lines
+    from hf_syntax_mt.data.readers import split_lines
+    from hf_syntax_mt.inference import (
+        bf16_autocast,
+        check_bf16,
+        device_line,
+        read_translation_input,
+        resolve_device,
+        translate_lines,
+    )
 
     if (done := _translate_exported(args)) is not None:  # a CTranslate2 directory (hf-syntax-mt export)
         return done
     model = _model_directory(args.model)  # before reading standard input
     device = resolve_device(args.device)  # None: transformers' pipeline picks (the accelerator, if any)
-    if args.input == "-":
-        stdin = getattr(sys.stdin, "buffer", None)
-        text = decode_utf8(stdin.read(), "<stdin>") if stdin is not None else sys.stdin.read().removeprefix("\ufeff")
-    else:
-        text = read_text(args.input)
-    lines = split_lines(text)  # one output line per "\n"-terminated input line, whatever other breaks a line holds
-    name = "<stdin>" if args.input == "-" else args.input
     # the documents first: bad input fails before the model loads
-    documents = None
-    if args.docids:
-        documents = doc_id_spans(lines, args.docids, name)
-    elif args.documents == "blank-lines":
-        documents = blank_line_spans(lines, name)
+    lines, name, documents = read_translation_input(args.input, args.docids, args.documents == "blank-lines")
     config = AutoConfig.from_pretrained(model)
     k = getattr(config, "context_sentences", 0) or 0
     if args.parser and not getattr(config, "needs_source_parse", False):

@@ -120,6 +120,49 @@ def translate_document(model, sentences: list[str], tokenizer, parser=None, **ge
     return pipeline_for_model(model, tokenizer, parser=parser).translate_document(sentences, **generate_kwargs)
 
 
+def read_translation_input(path: str, docids: str | None = None, blank_line_documents: bool = False):
+    """What `translate` reads, whatever the engine: the lines of ``path`` (``-``: standard input; one output line per
+    ``"\\n"``-terminated input line, whatever other breaks a line holds), the name errors give it, and its documents
+    (``docids``: a file of one document id per line; ``blank_line_documents``: blank lines separate documents; else
+    None), checked before any model loads."""
+    from .data.documents import blank_line_spans, doc_id_spans
+    from .data.readers import decode_utf8, read_text, split_lines
+
+    if path == "-":
+        stdin = getattr(sys.stdin, "buffer", None)
+        text = decode_utf8(stdin.read(), "<stdin>") if stdin is not None else sys.stdin.read().removeprefix("\ufeff")
+    else:
+        text = read_text(path)
+    lines = split_lines(text)
+    name = "<stdin>" if path == "-" else path
+    documents = None
+    if docids:
+        documents = doc_id_spans(lines, docids, name)
+    elif blank_line_documents:
+        documents = blank_line_spans(lines, name)
+    return lines, name, documents
+
+
+def write_output(path: str, text: str, flag: str, make_folder: bool = True) -> None:
+    """Write an output the user named (``-``: standard output); a full disk, a folder in the way or a file that
+    cannot be written is one ``error:`` line naming ``flag`` and the file (`errors.file_error`)."""
+    from pathlib import Path
+
+    from .errors import file_error
+
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        if make_folder:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()  # a full disk shows here, not after the error handling
+    except OSError as e:
+        raise file_error(e, path, flag, writing=True) from None
+
+
 def translate_lines(
     pipe,
     lines: Sequence[str],

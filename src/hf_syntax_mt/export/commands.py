@@ -41,9 +41,8 @@ def export_command(args) -> int:
 def translate_ctranslate2(args) -> int:
     """`hf-syntax-mt translate` with a CTranslate2 directory: the same input options (plain lines, or documents
     translated sentence by sentence: an exported model has no document context) and the same output."""
-    from ..data.documents import blank_line_spans, doc_id_spans
-    from ..data.readers import decode_utf8, read_text, split_lines
-    from ..inference import translate_lines
+    from ..data.readers import split_lines
+    from ..inference import read_translation_input, translate_lines, write_output
 
     refused = {"parser": "reads no parse", "random_context": "has no document context", "bf16": "computes in the "
                "type it was exported with (export --quantization bfloat16 for bfloat16 weights)"}  # fmt: skip
@@ -57,27 +56,12 @@ def translate_ctranslate2(args) -> int:
         if kind not in ("cpu", "cuda") or (number and not number.isdigit()):
             raise UserError(f"--device {args.device}: a CTranslate2 model runs on cpu or cuda[:N].")
         device, index = kind, int(number or 0)
-    if args.input == "-":
-        stdin = getattr(sys.stdin, "buffer", None)
-        text = decode_utf8(stdin.read(), "<stdin>") if stdin is not None else sys.stdin.read().removeprefix("\ufeff")
-    else:
-        text = read_text(args.input)
-    lines = split_lines(text)
-    name = "<stdin>" if args.input == "-" else args.input
-    documents = None
-    if args.docids:
-        documents = doc_id_spans(lines, args.docids, name)
-    elif args.documents == "blank-lines":
-        documents = blank_line_spans(lines, name)
+    lines, _, documents = read_translation_input(args.input, args.docids, args.documents == "blank-lines")
     if documents is not None:
         print(f"note: {args.model} has no document context (a CTranslate2 model): translating the "
               f"{len(documents)} documents sentence by sentence", file=sys.stderr)  # fmt: skip
     pipe = CTranslate2Pipeline(args.model, device=device, device_index=index)
     print(f"device: {device}{f':{index}' if device == 'cuda' else ''}, engine: CTranslate2", file=sys.stderr)
     outputs = translate_lines(pipe, lines, documents, batch_size=args.batch_size, num_beams=args.num_beams)
-    text = "".join(" ".join(split_lines(o) or [""]) + "\n" for o in outputs)
-    if args.output == "-":
-        sys.stdout.write(text)
-    else:
-        Path(args.output).write_text(text, encoding="utf-8")
+    write_output(args.output, "".join(" ".join(split_lines(o) or [""]) + "\n" for o in outputs), "--output")
     return 0
