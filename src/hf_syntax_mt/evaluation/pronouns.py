@@ -28,8 +28,8 @@ Each item also records its ``kind`` (:mod:`~hf_syntax_mt.evaluation.pronoun_kind
 noun of the pronoun's gender, found through the English parse and the alignment, in the same or one of the previous
 sentences: ``antecedent``, ``antecedent_distance``; both None where it cannot be found with confidence) or fixed by
 the construction (``expletive``, ``cleft``,
-``clausal``, ``impersonal``) or ``no_antecedent``; a case the German word order contradicts and a plural ``sie`` are
-dropped. :func:`score_pronoun_items` reports the referential items by antecedent distance beside the whole set, and
+``clausal``, ``impersonal``) or ``no_antecedent``; a case the German word order contradicts, a plural ``sie`` and a
+nominative ``er``/``sie`` with a form of *sein* and a predicate noun (where ``es`` is right too) are dropped. :func:`score_pronoun_items` reports the referential items by antecedent distance beside the whole set, and
 :func:`load_pronoun_items` checks every field's type.
 
 Only pointers, the verbatim sentences and the variant *forms* are stored; :func:`variant_references` builds the
@@ -177,7 +177,7 @@ def build_pronoun_items(
         antecedent_sentences: how many previous sentences are searched for an antecedent (the item's ``kind``,
             :mod:`~hf_syntax_mt.evaluation.pronoun_kinds`).
     """
-    from .pronoun_kinds import GERMAN_CASE_WINS, find_antecedent, german_case, item_kind, plural_sie
+    from .pronoun_kinds import GERMAN_CASE_WINS, find_antecedent, german_case, item_kind, plural_sie, sein_predicate
 
     per_word = {"source_deps": source_deps, "source_heads": source_heads, "source_upos": source_upos}
     starts = _check_build_inputs(corpus, sources, source_words, per_word, references, doc_ids, links)
@@ -237,6 +237,9 @@ def build_pronoun_items(
                         dropped[f"it -> {form.lower()}: case conflict ({evidence} says {case}, {why} says "
                                 f"{german})"] += 1  # fmt: skip
                         continue
+                if case == "nom" and sein_predicate(lowered, j, cased_of[line]) is not None:
+                    dropped[f"it -> {form.lower()}: subject of sein + predicate noun, es right too"] += 1
+                    continue  # "Sie ist eher eine Chance": "Es ist eher eine Chance" is right German too
                 kind, kind_evidence = item_kind(words, source_heads[line], source_deps[line], source_upos[line], i,
                                                 lowered, j)  # fmt: skip
             antecedent = None
