@@ -677,8 +677,8 @@ def test_sein_predicate_finds_the_predicate_noun_of_a_nominative_er_or_sie(sente
 
 
 def test_a_subject_er_or_sie_of_sein_with_a_predicate_noun_is_dropped_as_es_is_right_too():
-    """"It is more of an opportunity" -> "Sie ist eher eine Chance": "Es ist eher eine Chance" is right German, so the
-    item's `es` variant is no error (issue 59); with a predicate adjective the item stays."""
+    """A nominative sie with a form of sein and a predicate noun ("Sie ist eher eine Chance", issue 59): "Es ist eher
+    eine Chance" is right German too, so the item's `es` variant is no error; with a predicate adjective it stays."""
     words = ["It", "is", "an", "opportunity", "."]
     parse = {"source_heads": [[2, 0, 4, 2, 2]], "source_upos": [["PRON", "AUX", "DET", "NOUN", "PUNCT"]]}
     deps = [["nsubj", "ROOT", "det", "attr", "punct"]]
