@@ -154,9 +154,16 @@ def build_pronoun_items(
         context_sentences: how many previous sentences of the document are the context (source) and are searched
             for nouns (reference).
         antecedent_sentences: how many previous sentences are searched for an antecedent (the item's ``kind``,
-            :mod:`~hf_syntax_mt.evaluation.pronoun_kinds`).
+            `benchmarks/data/pronoun_kinds.py`).
     """
-    from benchmarks.data.pronoun_kinds import GERMAN_CASE_WINS, find_antecedent, german_case, item_kind, plural_sie
+    from benchmarks.data.pronoun_kinds import (
+        GERMAN_CASE_WINS,
+        find_antecedent,
+        german_case,
+        item_kind,
+        plural_sie,
+        sein_predicate,
+    )
 
     per_word = {"source_deps": source_deps, "source_heads": source_heads, "source_upos": source_upos}
     starts = _check_build_inputs(corpus, sources, source_words, per_word, references, doc_ids, links)
@@ -216,6 +223,9 @@ def build_pronoun_items(
                         dropped[f"it -> {form.lower()}: case conflict ({evidence} says {case}, {why} says "
                                 f"{german})"] += 1  # fmt: skip
                         continue
+                if case == "nom" and sein_predicate(lowered, j, cased_of[line]) is not None:
+                    dropped[f"it -> {form.lower()}: subject of sein + predicate noun, es right too"] += 1
+                    continue  # "Sie ist eher eine Chance": "Es ist eher eine Chance" is right German too
                 kind, kind_evidence = item_kind(words, source_heads[line], source_deps[line], source_upos[line], i,
                                                 lowered, j)  # fmt: skip
             antecedent = None

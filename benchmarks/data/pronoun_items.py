@@ -8,6 +8,7 @@ summary (`pronoun_items.summary.json`).
     python benchmarks/data/pronoun_items.py --links runs/pronoun_links.json      # keep the links: a rebuild aligns no more
     git show d1dba77:benchmarks/results/docnmt_real/pronoun_items.jsonl > runs/old_pronoun_items.jsonl
     python benchmarks/data/pronoun_items.py --rescore runs/old_pronoun_items.jsonl   # the units' outcomes on the new kinds
+    python benchmarks/data/pronoun_items.py --refilter   # no alignment: a new drop rule applied to the committed items
 
 Each item carries its kind (`pronoun_kinds.py`, beside this script): referential, with the antecedent noun and its
 distance in sentences, or fixed by the construction (expletive, cleft, clausal, impersonal), or no antecedent found;
@@ -95,15 +96,23 @@ def main(argv=None) -> int:
         help="no build: score the committed units' per-item outcomes "
         "(made on OLD_ITEMS) on the items of --out that OLD_ITEMS holds too, into pronoun_items.rescored.json",
     )
+    p.add_argument(
+        "--refilter",
+        action="store_true",
+        help="no build: drop from the items of --out those that the drop rules read from an item alone now leave out "
+        "(`sein_predicate`, issue 59), and update the summary; the same items a rebuild from the same links gives",
+    )
     args = p.parse_args(argv)
     if args.rescore:
         return rescore(Path(args.rescore), Path(args.out))
+    if args.refilter:
+        return refilter(Path(args.out))
     try:
         import eflomal  # noqa: F401
     except ImportError:
         raise SystemExit("eflomal is not installed: pip install eflomal") from None
     from benchmarks.data.pronoun_builder import NounGenders, build_pronoun_items
-    from hf_syntax_mt.evaluation.pronouns import distance_bucket, pronoun_key, write_pronoun_items
+    from hf_syntax_mt.evaluation.pronouns import write_pronoun_items
 
     start = time.perf_counter()
     data = build(args.data, args.cache, progress=True)
@@ -147,7 +156,27 @@ def main(argv=None) -> int:
         print(f"{name}: {len(found)} items; left out: {dict(reasons.most_common())}")
     out = Path(args.out)
     path = write_pronoun_items(out / "pronoun_items.jsonl", items)
-    counts = {
+    summary = {
+        "items": len(items), "bytes": path.stat().st_size, "counts": item_counts(items), "left_out": dropped,
+        "alignment": {"aligner": "eflomal 2.0.0 (model 3, 3 samplers), forward and reverse intersected",
+                      "pairs": len(words), "training_pairs": n_train, "seconds": round(eflomal_seconds, 1)},
+        "antecedent_sentences": args.antecedent_sentences,
+        "lexicon": {"words": len(lexicon), "readings": dict(Counter(lexicon.readings.values()).most_common()),
+                    "sources": [f"../shared/data/ud/{u}" for u in UD_GERMAN]
+                    + ["determiners in the German side of the training set and the test references"]},
+        "data_manifest": {"parser": data["parser"], "cache": relative_path(str(Path(args.cache).resolve()))},
+        "seconds": round(time.perf_counter() - start, 1),
+    }  # fmt: skip
+    write_json(out / "pronoun_items.summary.json", summary, indent=1, newline=True)
+    print(json.dumps({k: summary[k] for k in ("items", "bytes", "counts", "seconds")}, indent=1))
+    return 0
+
+
+def item_counts(items: list[dict]) -> dict:
+    """The summary's counts of an item set."""
+    from hf_syntax_mt.evaluation.pronouns import distance_bucket, pronoun_key
+
+    return {
         "by_corpus": dict(Counter(it["corpus"] for it in items).most_common()),
         "by_pronoun": dict(Counter(it["pronoun"].lower() for it in items).most_common()),
         "by_case": dict(Counter(it["case"] for it in items).most_common()),
@@ -164,19 +193,38 @@ def main(argv=None) -> int:
                                                if it["kind"] == "referential").most_common()),
         "first_sentence_of_document": sum(it["sentence_in_document"] == 0 for it in items),
     }  # fmt: skip
-    summary = {
-        "items": len(items), "bytes": path.stat().st_size, "counts": counts, "left_out": dropped,
-        "alignment": {"aligner": "eflomal 2.0.0 (model 3, 3 samplers), forward and reverse intersected",
-                      "pairs": len(words), "training_pairs": n_train, "seconds": round(eflomal_seconds, 1)},
-        "antecedent_sentences": args.antecedent_sentences,
-        "lexicon": {"words": len(lexicon), "readings": dict(Counter(lexicon.readings.values()).most_common()),
-                    "sources": [f"../shared/data/ud/{u}" for u in UD_GERMAN]
-                    + ["determiners in the German side of the training set and the test references"]},
-        "data_manifest": {"parser": data["parser"], "cache": relative_path(str(Path(args.cache).resolve()))},
-        "seconds": round(time.perf_counter() - start, 1),
-    }  # fmt: skip
-    write_json(out / "pronoun_items.summary.json", summary, indent=1, newline=True)
-    print(json.dumps({k: summary[k] for k in ("items", "bytes", "counts", "seconds")}, indent=1))
+
+
+def refilter(out: Path) -> int:
+    """Drop the committed items that `build_pronoun_items`'s item-level drop rule now leaves out: a nominative
+    ``er``/``sie`` subject of *sein* with a predicate noun (`sein_predicate`, read from the reference and the span
+    alone, so a rebuild from the same links drops exactly these); the summary's counts are rebuilt and the dropped
+    items added to ``left_out`` under the builder's reason."""
+    from benchmarks.data.pronoun_kinds import sein_predicate
+    from hf_syntax_mt.evaluation.pronouns import german_tokens, load_pronoun_items, write_pronoun_items
+
+    path, summary_path = out / "pronoun_items.jsonl", out / "pronoun_items.summary.json"
+    items, summary = load_pronoun_items(path), json.loads(summary_path.read_text(encoding="utf-8"))
+    kept, dropped = [], []
+    for it in items:
+        tokens = german_tokens(it["reference"])
+        j = next(k for k, (_, s, e) in enumerate(tokens) if [s, e] == it["span"])
+        cased = [t for t, _, _ in tokens]
+        if it["case"] == "nom" and sein_predicate([t.lower() for t in cased], j, cased) is not None:
+            dropped.append(it)
+        else:
+            kept.append(it)
+    before = sha256_file(path)
+    write_pronoun_items(path, kept)
+    for it in dropped:
+        reasons = summary["left_out"].setdefault(it["corpus"], {})
+        reason = f"it -> {it['pronoun'].lower()}: subject of sein + predicate noun, es right too"
+        reasons[reason] = reasons.get(reason, 0) + 1
+    summary.update(items=len(kept), bytes=path.stat().st_size, counts=item_counts(kept))
+    summary["refiltered"] = {"from_items_sha256": before, "from_items": len(items), "dropped": [it["id"] for it in dropped],
+                             "rule": "benchmarks/data/pronoun_kinds.py: sein_predicate (issue 59)"}  # fmt: skip
+    write_json(summary_path, summary, indent=1, newline=True)
+    print(f"{len(items)} items -> {len(kept)}; dropped {[it['id'] for it in dropped]}")
     return 0
 
 

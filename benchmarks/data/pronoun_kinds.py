@@ -30,11 +30,13 @@ parser. In order:
   ``ihn``, ``ihm``, ``ihr``, possessives) or an ``es`` whose search could not be settled: then the antecedent is
   unknown (``None``), never a guess. **no_antecedent**: an ``es`` with no candidate noun.
 
-Dropped (:func:`plural_sie`, :func:`german_case`): ``sie`` next to a plural finite verb (a subject ``sie`` next to
-any lower-case word in ``-en``; plural: no gender to contrast), and ``es``/``sie`` whose case from the English
-relation contradicts the German word order (after ``ich``, ``du``, ``wir``, ``man`` in the same clause: accusative;
-first word of the sentence: nominative); an object ``es`` before a dative and a verb such as ``erleichtern`` is
-accusative whatever the English says (:data:`GERMAN_CASE_WINS`).
+Dropped (:func:`plural_sie`, :func:`german_case`, :func:`sein_predicate`): ``sie`` next to a plural finite verb (a
+subject ``sie`` next to any lower-case word in ``-en``; plural: no gender to contrast), ``es``/``sie`` whose case from
+the English relation contradicts the German word order (after ``ich``, ``du``, ``wir``, ``man`` in the same clause:
+accusative; first word of the sentence: nominative), and a nominative ``er``/``sie`` that is the subject of a form of
+*sein* with a predicate noun ("Sie ist eher eine Chance"): ``es`` is right there too (issue 59), so the ``es``
+variant is no error; an object ``es`` before a dative and a verb such as ``erleichtern`` is accusative whatever the
+English says (:data:`GERMAN_CASE_WINS`).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from hf_syntax_mt.errors import UserError
 
-__all__ = ["find_antecedent", "german_case", "item_kind", "plural_sie"]
+__all__ = ["find_antecedent", "german_case", "item_kind", "plural_sie", "sein_predicate"]
 
 
 BE = {"be", "is", "'s", "was", "were", "been", "being", "am", "are", "'re", "ai"}
@@ -104,6 +106,14 @@ NOMINATIVE_ONLY = {"ich", "du", "wir", "man"}
 CLAUSE_BREAK = {",", ";", ":", ".", "!", "?", "und", "aber", "oder", "denn", "dass", "weil", "wenn", "ob"}
 QUOTES = {'"', "'", "„", "“", "”", "»", "«", "(", "-", "–"}
 GERMAN_CASE_WINS = "german:es + dative + "
+#: the singular finite forms of *sein* whose subject ``er``/``sie`` may also be ``es`` before a predicate noun
+SEIN_SINGULAR = {"ist", "war", "wäre", "sei"}
+#: words that open a predicate noun phrase (besides a capitalised word or a number)
+PREDICATE_OPENERS = {"der", "die", "das", "ein", "eine", "kein", "keine", "mein", "meine", "dein", "deine", "sein",
+                     "seine", "ihr", "ihre", "unser", "unsere", "euer", "eure", "dieser", "diese", "dieses"}  # fmt: skip
+PREPOSITIONS = {"für", "durch", "gegen", "ohne", "um", "wider", "mit", "von", "vom", "zu", "zum", "zur", "aus", "bei",
+                "beim", "nach", "seit", "gegenüber", "außer", "an", "am", "auf", "in", "im", "über", "unter", "vor",
+                "hinter", "neben", "zwischen", "entlang", "wegen", "trotz", "während", "als", "wie"}  # fmt: skip
 
 
 def _children(heads: Sequence[int], h: int) -> list[int]:
@@ -252,6 +262,33 @@ def plural_sie(
             word = tokens[k] if 0 <= k < len(tokens) else ""
             if word.endswith("en") and word.isalpha() and word not in NOT_VERBS and not cased[k][:1].isupper():
                 return word
+    return None
+
+
+def sein_predicate(tokens: Sequence[str], j: int, cased: Sequence[str]) -> str | None:
+    """The predicate noun's first word when the ``er``/``sie`` at token ``j`` of the lower-cased ``tokens`` is the
+    subject of a singular form of *sein* with a predicate noun, else None: the form next to the pronoun ("sie ist
+    eher eine Chance", "ist sie eine Chance") or ending its clause ("weil sie eine Chance ist"), and in the clause
+    after the pronoun (and the form), past lower-case adverbs, a determiner or possessive, a capitalised word
+    (``cased``: the tokens as written) or a number, before any preposition, comma or conjunction. There ``es`` is
+    right too ("Es ist eher eine Chance"), so such an item has no wrong ``es`` variant."""
+    if tokens[j] not in ("er", "sie"):
+        return None
+    end = _clause_end(tokens, j)
+    if j + 1 < end and tokens[j + 1] in SEIN_SINGULAR:
+        start = j + 2
+    elif j > 0 and tokens[j - 1] in SEIN_SINGULAR:
+        start = j + 1
+    elif end - 1 > j + 1 and tokens[end - 1] in SEIN_SINGULAR:
+        start, end = j + 1, end - 1  # verb-final
+    else:
+        return None
+    for k in range(start, end):
+        word = tokens[k]
+        if word in PREDICATE_OPENERS or word[:1].isdigit() or (word.isalpha() and cased[k][:1].isupper()):
+            return cased[k]
+        if not word.isalpha() or word in PREPOSITIONS or word in CLAUSE_BREAK:
+            return None
     return None
 
 

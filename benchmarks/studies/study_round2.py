@@ -98,9 +98,20 @@ def parse_unit(name: str) -> tuple[str, str, int]:
     return setting, method, int(seed)
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    common.add_study_arguments(p, RESULTS, common.ROOT / "runs" / "round2", threads=1)
+def parse_args(
+    argv=None,
+    results: Path = RESULTS,
+    output_dir: Path | None = None,
+    description: str = __doc__,
+    methods: dict | None = None,
+    label: str = "round two",
+    seed_results: tuple[Path, ...] = (),
+):
+    """The study's arguments; a later round (`study_round3`) gives its own ``results``, ``output_dir``, ``methods``
+    (method -> `METHODS`' triple), ``label`` (in the model cards) and ``seed_results``: earlier rounds' results folders
+    whose units of a (setting, seed) fix the precision of this round's units of it (`unit_precision`)."""
+    p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    common.add_study_arguments(p, results, output_dir or common.ROOT / "runs" / "round2", threads=1)
     p.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto",
                    help="auto: bf16 where the device computes it natively (CUDA, AVX512-BF16/AMX CPUs), else fp32")  # fmt: skip
     p.add_argument("--ende-cache", default=None, help="the shared en-de sentence data of the long setting (default: "
@@ -110,6 +121,7 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     common.refuse_quick_evidence(p, args)
     args.recipe = {**round_one.RECIPE, **(round_one.QUICK if args.quick else {})}
+    args.methods, args.label, args.seed_results = methods or METHODS, label, [*map(Path, seed_results), args.results]
     args.attention_sentences = 0
     if args.ende_cache is None:
         from benchmarks.data import ende_sentence_data
@@ -221,7 +233,12 @@ def unit_precision(args, setting: str, seed: int, device: str) -> str:
     from the seed's, or a bf16 seed on a CPU that would emulate bf16 (10-20x slower), stops with what to do."""
     hardware = common.choose_precision(args.precision, device)
     written = {}
-    for path in sorted((Path(args.results) / "runs").glob(f"{setting}-*-seed{seed}.json")):
+    paths = [
+        p
+        for r in getattr(args, "seed_results", None) or [args.results]
+        for p in (Path(r) / "runs").glob(f"{setting}-*-seed{seed}.json")
+    ]
+    for path in sorted(paths):  # this round's units of the seed and those of the rounds it compares with
         unit = common.load_unit(path, required=("unit", "precision"))
         written.setdefault(unit["precision"], []).append(unit["unit"])
     if not written:
@@ -251,7 +268,7 @@ def run_unit(args, setting: str, method: str, seed: int, device: str) -> Path:
     from hf_syntax_mt.training.script import parse_args as train_args
     from hf_syntax_mt.training.script import run
 
-    name = unit_name(setting, method, seed)
+    name, methods = unit_name(setting, method, seed), args.methods
     runs = Path(args.results) / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     out = Path(args.output_dir) / "models" / name
@@ -261,7 +278,7 @@ def run_unit(args, setting: str, method: str, seed: int, device: str) -> Path:
     elif setting == "long":
         # no Trainer test pass: the pipeline translates both test sets (the Trainer's unsorted beam search over
         # iwslt17.test would add a fifth of the evaluation's time to check what round one already checked)
-        files = long_files(args, target_trees=METHODS[method][1])
+        files = long_files(args, target_trees=methods[method][1])
         splits, subset = {k: v for k, v in files.items() if k in ("train", "validation")}, None
         args = argparse.Namespace(**{**vars(args), "recipe": {**args.recipe, **({} if args.quick else LONG)}})
     else:
@@ -269,11 +286,13 @@ def run_unit(args, setting: str, method: str, seed: int, device: str) -> Path:
     tokenizer = tokenizer_for(args, setting, splits["train"])
     precision = unit_precision(args, setting, seed, device)
     args.recipe["bf16"] = precision == "bf16"
-    argv = round_one.train_argv(args, method, seed, out, tokenizer, device, spec=METHODS[method], split_files=splits,
+    argv = round_one.train_argv(args, method, seed, out, tokenizer, device, spec=methods[method], split_files=splits,
                                 predict="test" in splits)  # fmt: skip
-    argv[argv.index("--model_card_title") + 1] = f"Multi30k en->de {method}, {setting} data (seed {seed}, round two)"
+    argv[argv.index("--model_card_title") + 1] = (
+        f"Multi30k en->de {method}, {setting} data (seed {seed}, {args.label})"
+    )
     checkpoint = common.resume_or_clear(out, argv)
-    print(f"=== {name} on {device} ({precision}): {METHODS[method][2]}", flush=True)
+    print(f"=== {name} on {device} ({precision}): {methods[method][2]}", flush=True)
     start = time.perf_counter()
     run(*train_args(argv))
     wall_train = time.perf_counter() - start
@@ -295,8 +314,8 @@ def run_unit(args, setting: str, method: str, seed: int, device: str) -> Path:
     first_test = TEST_SETS[setting][0]  # the Trainer's test set (test_2016_flickr, iwslt17.test)
     minutes = info.get("train_seconds", info["train_runtime"] or 0.0) / 60
     record = {
-        "unit": name, "setting": setting, "method": method, "seed": seed, "about": METHODS[method][2],
-        "overrides": METHODS[method][0], "recipe": args.recipe, "precision": precision, "quick": args.quick,
+        "unit": name, "setting": setting, "method": method, "seed": seed, "about": methods[method][2],
+        "overrides": methods[method][0], "recipe": args.recipe, "precision": precision, "quick": args.quick,
         "subset": subset, "tokenizer": Path(tokenizer).name, "steps": info["global_step"],
         "train_minutes": round(minutes, 2), "wall_minutes_train": round(wall_train / 60, 2),
         "wall_minutes_test": round((time.perf_counter() - start) / 60, 2), "tokens_seen": info["num_input_tokens_seen"],
@@ -334,16 +353,17 @@ UNIT_FIELDS = {"unit": str, "setting": set(SETTINGS), "method": set(METHODS), "s
                "subset": (dict, type(None)), "commit": (str, type(None))}  # fmt: skip
 
 
-def load_units(results: Path, allow_unhashed: bool = False) -> list[dict]:
+def load_units(results: Path, allow_unhashed: bool = False, methods: dict | None = None) -> list[dict]:
     """The unit files under ``results/runs`` with their hypotheses, each checked: the fields the aggregate reads and
-    their types, the setting and method known, every test set of the setting scored, each test set's hypotheses
-    against the sha256 (required unless ``allow_unhashed``) and the sentence count (its buckets') the unit records.
+    their types, the setting and method (of ``methods``, default `METHODS`) known, every test set of the setting
+    scored, each test set's hypotheses against the sha256 (required unless ``allow_unhashed``) and the sentence count
+    (its buckets') the unit records.
     Anything wrong stops the aggregate with one line naming the file(s)."""
-    units = []
+    units, fields = [], {**UNIT_FIELDS, "method": set(methods or METHODS)}
     for path in sorted((results / "runs").glob("*.json")):
         try:
             required = ("unit", "setting", "method", "seed", "tests", "precision", "device")
-            unit = common.load_unit(path, required, UNIT_FIELDS)
+            unit = common.load_unit(path, required, fields)
             common.check_unit_tests(path, unit["tests"], TEST_SETS[unit["setting"]])
             unit["hypotheses"] = {}
             for t, scores in unit["tests"].items():

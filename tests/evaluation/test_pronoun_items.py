@@ -651,3 +651,46 @@ def test_a_possessive_takes_the_subject_of_its_clause_before_a_nearer_noun_of_th
                                    source_heads=[heads], source_upos=[upos])  # fmt: skip
     assert [(it["kind"], it["antecedent"]) for it in items] == [("referential", None)]
     assert items[0]["kind_evidence"].startswith("antecedent unknown: uncertain: the subject of its clause")
+
+
+@pytest.mark.parametrize(
+    ("sentence", "j", "expected"),
+    [
+        # issue 59's items: a nominative er/sie, a form of sein and a predicate noun, where es is right too
+        ("Sie ist eher eine Chance .", 0, "eine"),
+        ("Sie ist sogar Hauptgegenstand des ersten Artikels .", 0, "Hauptgegenstand"),
+        ("Mal sehen . Sie ist 1521 Geronimo Avenue , Dallas .", 3, "1521"),
+        # the form before the pronoun, and verb-final
+        ("Heute ist er ein Konflikt .", 2, "ein"),
+        ("Ich weiß , dass sie eine Chance ist .", 4, "eine"),
+        # an adjective, a place, another verb, a plural form, and es itself: no predicate noun of sein
+        ("Sie ist sehr wichtig .", 0, None),
+        ("Sie ist in der Stadt .", 0, None),
+        ("Er hat eine Chance .", 0, None),
+        ("Sie sind eine Chance .", 0, None),
+        ("Es ist eine Chance .", 0, None),
+    ],
+)  # fmt: skip
+def test_sein_predicate_finds_the_predicate_noun_of_a_nominative_er_or_sie(sentence, j, expected):
+    from benchmarks.data.pronoun_kinds import sein_predicate
+
+    cased = [t for t, _, _ in german_tokens(sentence)]
+    assert sein_predicate([t.lower() for t in cased], j, cased) == expected
+
+
+def test_a_subject_er_or_sie_of_sein_with_a_predicate_noun_is_dropped_as_es_is_right_too():
+    """A nominative sie with a form of sein and a predicate noun ("Sie ist eher eine Chance", issue 59): "Es ist eher
+    eine Chance" is right German too, so the item's `es` variant is no error; with a predicate adjective it stays."""
+    words = ["It", "is", "an", "opportunity", "."]
+    parse = {"source_heads": [[2, 0, 4, 2, 2]], "source_upos": [["PRON", "AUX", "DET", "NOUN", "PUNCT"]]}
+    deps = [["nsubj", "ROOT", "det", "attr", "punct"]]
+    lexicon = NounGenders({"chance": Counter(fem=2)})
+    items, dropped = build_pronoun_items("t", [" ".join(words)], [words], deps, ["Sie ist eine Chance ."], ["d"],
+                                         [_identity(5)], lexicon, **parse)  # fmt: skip
+    assert items == [] and dropped == Counter({"it -> sie: subject of sein + predicate noun, es right too": 1})
+    words[2:4] = ["very", "good"]
+    deps = [["nsubj", "ROOT", "advmod", "acomp", "punct"]]
+    parse["source_upos"] = [["PRON", "AUX", "ADV", "ADJ", "PUNCT"]]
+    items, dropped = build_pronoun_items("t", [" ".join(words)], [words], deps, ["Sie ist sehr gut ."], ["d"],
+                                         [_identity(5)], lexicon, **parse)  # fmt: skip
+    assert [(it["pronoun"], it["variants"]) for it in items] == [("Sie", ["Er", "Es"])] and not dropped

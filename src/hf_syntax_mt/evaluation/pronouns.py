@@ -11,7 +11,8 @@ set) and the random-context control (:func:`random_contexts`, also behind ``hf-s
 rules and noun lexicon live beside it. Each item records its ``kind``: ``referential`` (an antecedent noun of the
 pronoun's gender in the same or one of the previous sentences: ``antecedent``, ``antecedent_distance``; both None
 where it was not found with confidence), fixed by the construction (``expletive``, ``cleft``, ``clausal``,
-``impersonal``) or ``no_antecedent``.
+``impersonal``) or ``no_antecedent``; a case the German word order contradicts, a plural ``sie`` and a
+nominative ``er``/``sie`` with a form of *sein* and a predicate noun (where ``es`` is right too) are dropped.
 
 Only pointers, the verbatim sentences and the variant *forms* are stored; :func:`variant_references` builds the
 variant sentences in memory (the TED part of the test data is CC BY-NC-ND: no modified text is written).

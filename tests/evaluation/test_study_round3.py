@@ -1,0 +1,147 @@
+"""`benchmarks/studies/study_round3.py`: the combinations are round two's options joined, their heads do not overlap,
+a seed trains in the precision of round two's units of that seed, and the aggregate's comparisons (against vanilla
+and against round two's best single method) on hand-built units against sacrebleu computed directly."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import sacrebleu
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+
+from benchmarks.studies import study_round2 as r2  # noqa: E402
+from benchmarks.studies import study_round3 as r3  # noqa: E402
+
+
+def _options(overrides: str) -> dict:
+    from hf_syntax_mt import SyntaxMTConfig
+    from hf_syntax_mt.training.script_args import parse_config_overrides
+
+    return parse_config_overrides(overrides, SyntaxMTConfig)
+
+
+def test_the_plan_runs_both_combinations_at_every_seed_and_names_round_trip():
+    assert r3.PLAN == [("low", m, s) for s in (0, 1, 2) for m in ("pascal_dbsa_sync", "all3")]
+    for unit in r3.PLAN:
+        assert r3.parse_unit(r2.unit_name(*unit)) == unit
+    for bad in ("low-pascal-seed0", "full-all3-seed0", "low-all3-seedX", "low-all3"):
+        with pytest.raises(SystemExit, match="low-METHOD-seedK"):
+            r3.parse_unit(bad)
+
+
+@pytest.mark.parametrize(
+    ("combination", "singles"),
+    [("pascal_dbsa_sync", ("pascal", "dbsa_sync_full")), ("all3", ("pascal", "dbsa_sync_full", "alignment"))],
+)
+def test_a_combination_is_round_twos_options_of_its_methods_joined(combination, singles):
+    joined = {}
+    for method in singles:
+        joined.update(_options(r2.METHODS[method][0]))
+    assert _options(r3.METHODS[combination][0]) == joined
+    assert r3.METHODS[combination][1]  # DBSA's decoder heads need the German trees
+
+
+@pytest.mark.parametrize("combination", ["pascal_dbsa_sync", "all3"])
+def test_pascal_and_dbsa_take_different_heads(combination):
+    from hf_syntax_mt import SyntaxMTConfig
+    from hf_syntax_mt.methods.registry import head_kinds
+
+    recipe = r2.round_one.RECIPE
+    config = SyntaxMTConfig(
+        d_model=recipe["d_model"], encoder_layers=recipe["layers"], decoder_layers=recipe["layers"],
+        encoder_attention_heads=recipe["heads"], decoder_attention_heads=recipe["heads"], vocab_size=4000,
+        pad_token_id=0, decoder_start_token_id=0, **_options(r3.METHODS[combination][0]),
+    )  # fmt: skip
+    layout = {}
+    for site in ("encoder", "decoder"):
+        for layer in range(recipe["layers"]):
+            kinds = {kind: (start, stop) for kind, start, stop in head_kinds(config, site, layer, recipe["heads"])}
+            if kinds:
+                layout[(site, layer)] = kinds
+    assert layout == r3.HEAD_LAYOUT
+    pascal, dbsa = (set(range(*layout[("encoder", 0)][k])) for k in ("pascal", "dbsa"))
+    assert len(pascal) == 2 and len(dbsa) == 1 and not pascal & dbsa
+
+
+def test_a_seed_trains_in_the_precision_of_round_twos_units(tmp_path, monkeypatch):
+    from benchmarks import common
+
+    two, three = tmp_path / "two", tmp_path / "three"
+    (two / "runs").mkdir(parents=True)
+    (two / "runs" / "low-vanilla-seed0.json").write_text(
+        json.dumps({"unit": "low-vanilla-seed0", "precision": "fp32"})
+    )
+    monkeypatch.setattr(common, "cpu_has_native_bf16", lambda: True)
+    args = r3.parse_args(["--results", str(three), "--output-dir", str(tmp_path / "o")])
+    args.seed_results = [two, three]  # round two's folder of this test in place of the committed one
+    assert r2.unit_precision(args, "low", 0, "cpu") == "fp32"  # the hardware would choose bf16
+    assert r2.unit_precision(args, "low", 1, "cpu") == "bf16"  # no unit of seed 1 in either round
+    assert args.methods is r3.METHODS and args.label == "round three"
+
+
+REFS = ["a man rides a red bike", "two dogs play in the snow", "a girl reads a book", "the cat sleeps on a mat"]
+WRONG = ["a woman walks a dog", "two cats sit on a wall", "a boy eats a cake", "the dog runs"]
+
+
+def _write_unit(results: Path, method: str, seed: int, hyps: list[str]) -> None:
+    name = r2.unit_name("low", method, seed)
+    tests = {t: {"bleu": sacrebleu.corpus_bleu(hyps, [REFS]).score, "chrf": 0.0,
+                 "hypotheses_sha256": hashlib.sha256("".join(h + "\n" for h in hyps).encode()).hexdigest()}
+             for t in r2.MULTI30K_TESTS}  # fmt: skip
+    record = {"unit": name, "setting": "low", "method": method, "seed": seed, "precision": "fp32", "device": "cpu",
+              "steps": 10, "train_minutes": 2.0, "tokens_per_second": 100.0, "tests": tests,
+              "curve": [{"step": 5, "eval_bleu": 1.0}], "validation": {"bleu": 2.0}}  # fmt: skip
+    (results / "runs" / f"{name}.json").write_text(json.dumps(record))
+    for t in r2.MULTI30K_TESTS:
+        (results / "runs" / f"{name}.{t}.txt").write_text("".join(h + "\n" for h in hyps))
+
+
+def test_the_aggregate_compares_with_vanilla_and_with_round_twos_best_single_method(tmp_path, monkeypatch):
+    data = tmp_path / "data" / "multi30k"
+    data.mkdir(parents=True)
+    for t in r2.MULTI30K_TESTS:
+        (data / f"{t}.de").write_text("".join(r + "\n" for r in REFS))
+        (data / f"{t}.en").write_text("".join(r + "\n" for r in REFS))
+    monkeypatch.setattr(r2.round_one, "files", lambda d, name: {"src": Path(d) / "multi30k" / f"{name}.en",
+                                                                "tgt": Path(d) / "multi30k" / f"{name}.de"})  # fmt: skip
+    two, three = tmp_path / "two", tmp_path / "three"
+    for results in (two, three):
+        (results / "runs").mkdir(parents=True)
+    one_right, two_right, three_right = REFS[:1] + WRONG[1:], REFS[:2] + WRONG[2:], REFS[:3] + WRONG[3:]
+    # round two: the alignment biases are the best single method (two sentences right against vanilla's none)
+    for seed in (0, 1):
+        _write_unit(two, "vanilla", seed, WRONG)
+        _write_unit(two, "pascal", seed, one_right)
+        _write_unit(two, "dbsa_sync_full", seed, one_right)
+        _write_unit(two, "alignment", seed, two_right)
+    _write_unit(three, "pascal_dbsa_sync", 0, three_right)
+    monkeypatch.setattr(r3, "ROUND_TWO", two)
+    text = r3.aggregate(SimpleNamespace(results=str(three), data=str(tmp_path / "data"), bootstrap_samples=20))
+
+    def bleu(h, n=1):
+        return sacrebleu.corpus_bleu(h * n, [REFS * n]).score
+
+    best = bleu(two_right, 2) - bleu(WRONG, 2)  # round two's two seeds concatenated
+    assert f"test_2016_flickr: alignment {best:+.2f}" in text
+    row = next(line for line in text.splitlines() if line.startswith("| pascal_dbsa_sync | test_2016_flickr |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2] == "0" and cells[3] == f"{bleu(three_right):.2f}"
+    assert cells[4].startswith(f"{bleu(three_right) - bleu(WRONG):+.2f} (")  # against vanilla of seed 0
+    assert cells[6] == f"alignment ({best:+.2f})"
+    assert cells[7].startswith(f"{bleu(three_right) - bleu(two_right):+.2f} (")  # against alignment of seed 0
+    every = next(line for line in text.splitlines() if line.startswith("| pascal_dbsa_sync | every test set |"))
+    assert f"{bleu(three_right, 4) - bleu(WRONG, 4):+.2f} (" in every
+    assert "- pascal_dbsa_sync against vanilla: 4 better, 0 worse" in text
+    assert "- pascal_dbsa_sync against best single: 4 better, 0 worse" in text
+    assert "| low-pascal_dbsa_sync-seed0 | fp32 | 2.0 | 100.0 | 2.0 | 100.0 | 1.00 |" in text
+    assert (three / "results.md").read_text(encoding="utf-8") == text
+    # a hypothesis file that is not the one the unit scored stops the aggregate, naming it
+    (three / "runs" / "low-pascal_dbsa_sync-seed0.test_2017_flickr.txt").write_text("".join(h + "\n" for h in REFS))
+    with pytest.raises(SystemExit, match="low-pascal_dbsa_sync-seed0"):
+        r3.aggregate(SimpleNamespace(results=str(three), data=str(tmp_path / "data"), bootstrap_samples=20))
