@@ -43,7 +43,7 @@ def test_committed_results_hold_no_absolute_path_of_the_machine_that_wrote_them(
     results = BENCHMARKS / "results"
     found = []
     for path in sorted(results.rglob("*")):
-        if path.suffix not in (".json", ".md", ".jsonl", ".txt") or not path.is_file():
+        if path.suffix not in (".json", ".md", ".jsonl", ".txt", ".log") or not path.is_file():
             continue
         for lineno, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
             found += [f"{path.relative_to(BENCHMARKS.parent)}:{lineno}: {m}" for m in ABSOLUTE.findall(line)]
