@@ -89,14 +89,15 @@ class SyntaxMTAttention(MarianAttention):
     """Marian multi-head attention whose heads the registered methods may take (`head_groups`, in registry order,
     `methods/builtin.py`, then the plain heads).
 
-    Method heads that need it run on the eager score path, where each method's hooks transform its own heads; the
-    rest run in the configured kernel (SDPA by default). Where `config.syntax_attention_kernel` allows (`"fused"`,
-    or `"auto"` on CUDA), a method with a fused form runs in one kernel with the plain heads instead: a FlexAttention
-    `score_mod` (PASCAL) or SDPA with its additive bias (alignment biases); see `_plan`. The eager path stays the
-    reference (tests/models/test_fused_attention.py). With an `attention_record` (given by the model when a loss
-    or `align()` reads attention) supervised heads store their logits and a recorded cross-attention its
-    probabilities. With no method head this is exactly `MarianAttention`, except that `output_attentions=True`
-    returns the probabilities of every head whatever the kernel.
+    One call runs at most two kernels. Heads whose probabilities are read (a loss's record, `output_attentions`) or
+    whose method changes scores or probabilities without a fused form that runs here take the eager score path, where
+    each method's hooks transform its own heads; they are one span of heads, from the first such group to the last.
+    The others run in one kernel: FlexAttention with the fused groups' `score_mod` (PASCAL, where it compiles), else
+    SDPA with the fused groups' additive biases (alignment biases, tree bias; zeros for the other heads) folded into
+    its mask, else the configured kernel (`config._attn_implementation`). `config.syntax_attention_kernel="eager"`
+    keeps every method head on the eager path, the reference (tests/models/test_fused_attention.py). With no method
+    head this is exactly `MarianAttention`, except that `output_attentions=True` returns the probabilities of every
+    head whatever the kernel.
 
     `site`: `"encoder"` (encoder self-attention), `"decoder"` (decoder self-attention) or `"cross"`.
     """
@@ -165,51 +166,38 @@ class SyntaxMTAttention(MarianAttention):
         record_cross = (
             attention_record is not None and self.site == "cross" and attention_record.wants_cross(self.layer_idx)
         )
-        if not self.head_groups and not output_attentions and not record_cross:
+        read_all = output_attentions or record_cross  # every head's probabilities are wanted
+        if not self.head_groups and not read_all:
             return super().forward(hidden_states, key_value_states, past_key_values, attention_mask, **kwargs)
 
-        input_shape = hidden_states.shape[:-1]  # (B, T)
-        query, key, value = self._project(hidden_states, key_value_states, past_key_values, kwargs)
+        input_shape, H = hidden_states.shape[:-1], self.num_heads  # (B, T)
+        query, key, value = self._project(hidden_states, key_value_states, past_key_values, kwargs)  # (B, H, T|S, d)
         causal = self.is_causal and key_value_states is None
-        ctx = AttentionContext(self, self.site, None, past_key_values, kwargs, attention_record)
+        mask = _additive_mask(attention_mask, query.shape[2], key.shape[2], causal, query.dtype, query.device)
+        ctx = AttentionContext(self, self.site, mask, past_key_values, kwargs, attention_record)
         dropout = self.dropout if self.training else 0.0
-        if output_attentions or record_cross:  # every head's probabilities are wanted
-            e0, e1, fused, kind = 0, self.num_heads, [], None
-        else:
-            e0, e1, fused, kind = self._plan(ctx, query, key, value, dropout)
-        if kind != "score_mod" or e1 > e0:  # FlexAttention alone takes padding as (B, S): no additive mask
-            ctx.mask = _additive_mask(attention_mask, query.shape[2], key.shape[2], causal, query.dtype, query.device)
         query = _by_group(query, self.head_groups, lambda m, q, a, b: m.query(ctx, q, a, b))  # (B, H, T, d)
-        # heads [e0, e1) take the eager score path; the rest one kernel: FlexAttention with the `fused` groups'
-        # score_mods, SDPA with their additive bias, or the configured kernel when no group is fused there
+        # heads e0..e1-1 take the eager score path: every head when probabilities are read, else from the first to the
+        # last group that needs it in this call (hooks that change its scores or probabilities and no fused form that
+        # runs here, or a loss that reads them); the others run in one kernel (`_kernel`)
+        forms = () if read_all else self._fused_forms(query, key, dropout)
+        eager = [(a, b) for m, a, b in self.head_groups if m.fused not in forms and m.needs_eager(ctx)]
+        e0, e1 = (0, H) if read_all else (min(a for a, _ in eager), max(b for _, b in eager)) if eager else (0, 0)
         out_eager = probs = out_rest = None
         if e1 > e0:
             out_eager, probs = self._eager(ctx, query[:, e0:e1], key[:, e0:e1], value[:, e0:e1], dropout, e0)
             if record_cross:
                 attention_record.cross[self.layer_idx] = probs  # (B, H, T, S)
-        if e1 - e0 < self.num_heads:
-            q, k, v = _without(query, e0, e1), _without(key, e0, e1), _without(value, e0, e1)  # (B, H', T|S, d)
-            local = [(m, a - (e1 - e0) * (a >= e1), b - (e1 - e0) * (a >= e1), a, b) for m, a, b in fused]
-            if kind == "score_mod":
-                try:
-                    out_rest = self._flex(ctx, q, k, v, local, attention_mask, causal)
-                except Exception as error:  # noqa: BLE001 - a kernel that cannot run here must not stop the run
-                    if fused_kernels.limit_reached(error):  # dynamo's recompile limit, or dynamo disabled
-                        fused_kernels.warn_not_compiled()
-                    else:  # e.g. it cannot compile here: not tried again for this device, head dim and dtype
-                        fused_kernels.failed(error, query.device, self.head_dim, query.dtype)
-                    if ctx.mask is None:
-                        ctx.mask = _additive_mask(
-                            attention_mask, query.shape[2], key.shape[2], causal, query.dtype, query.device
-                        )
-                    out_eager, probs = self._eager(ctx, query, key, value, dropout)  # every head: the reference
-            elif kind == "bias":
-                out_rest = self._sdpa_bias(ctx, q, k, v, local, dropout)
-            else:
-                interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(
-                    self.config._attn_implementation, eager_attention_forward
-                )
-                out_rest, _ = interface(self, q, k, v, attention_mask, dropout=dropout, scaling=self.scaling, **kwargs)
+        if e1 - e0 < H:
+            n = e1 - e0  # the fused groups outside the eager heads, with their first and stop head among the others
+            rest = [
+                (m, a - n * (a >= e1), b - n * (a >= e1), a, b) for m, a, b in self.head_groups if m.fused in forms
+            ]
+            rest = [g for g in rest if g[4] <= e0 or g[3] >= e1]
+            q, k, v = _without(query, e0, e1), _without(key, e0, e1), _without(value, e0, e1)  # (B, H-n, T|S, d)
+            out_rest = self._kernel(ctx, q, k, v, rest, attention_mask, causal, dropout, kwargs)  # (B, T, H-n, d)
+            if out_rest is None:  # FlexAttention could not run: every head on the eager path, the reference
+                out_eager, probs = self._eager(ctx, query, key, value, dropout)
         if out_rest is None:
             attn_output = out_eager  # (B, T, H, d)
         elif out_eager is None:
@@ -220,38 +208,48 @@ class SyntaxMTAttention(MarianAttention):
         attn_output = self.out_proj(attn_output.reshape(*input_shape, -1).contiguous())  # (B, T, D)
         return attn_output, (probs if output_attentions else None)  # (B, H, T, S)
 
-    def _plan(self, ctx: AttentionContext, query, key, value, dropout) -> tuple[int, int, list, str | None]:
-        """Which heads take the eager path and which groups run fused: `(e0, e1, fused groups, kind)`, the eager heads
-        being `e0..e1-1` and `kind` `"score_mod"` (FlexAttention), `"bias"` (SDPA) or None (no group fused).
+    def _fused_forms(self, query, key, dropout: float) -> tuple[str, ...]:
+        """The fused forms (`Method.fused`) that run in this call: none under `syntax_attention_kernel="eager"`, or
+        `"auto"` on the CPU (where the eager path is the faster: an alignment bias reads the logits it computes, which
+        SDPA's bias would compute again). Otherwise `"bias"`, an additive bias folded into SDPA's mask, and
+        `"score_mod"` (FlexAttention) under `"fused"`, or `"auto"` in training (evaluation and `generate` take the
+        eager path, which compiles nothing and stores nothing for a backward; docs/gpu.md, "What stays compiled"),
+        where no head of the attention has an additive bias (FlexAttention takes none), without attention dropout and
+        where `fused_kernels.can_run` (a gradient only where flex is compiled; the CPU has no flex backward)."""
+        setting, device = self.config.syntax_attention_kernel, query.device
+        if setting == "eager" or (setting == "auto" and device.type not in fused_kernels.COMPILED_DEVICES):
+            return ()
+        needs_grad = torch.is_grad_enabled() and (query.requires_grad or key.requires_grad)
+        sizes = (query.shape[0], self.num_heads, query.shape[2], key.shape[2])  # (B, H, T, S)
+        flex = (
+            (setting == "fused" or needs_grad)
+            and dropout == 0.0
+            and all(m.fused != "bias" for m, _, _ in self.head_groups)
+            and fused_kernels.can_run(device, self.head_dim, query.dtype, needs_grad, sizes)
+        )
+        return ("bias", "score_mod") if flex else ("bias",)
 
-        A group whose heads need the eager path (`needs_eager`) runs fused when `config.syntax_attention_kernel`
-        allows it (`"fused"`, or `"auto"` on CUDA) and its method has a fused form that applies. A score_mod runs
-        in FlexAttention (`fused_kernels.can_run`) without attention dropout, where nothing failed for this device,
-        head dim and dtype, with a gradient only where flex is compiled (CUDA; the CPU has no flex backward), and,
-        compiled, without a dimension of size 1 (another graph). Under `"auto"` it runs there in training only:
-        evaluation and `generate` (no gradient) take the eager path, which compiles nothing and stores nothing for
-        a backward; `"fused"` runs them compiled too (docs/gpu.md, "What stays compiled")."""
-        wanted = [g for g in self.head_groups if g[0].needs_eager(ctx)]
-        if not wanted:
-            return 0, 0, [], None
-        setting = getattr(self.config, "syntax_attention_kernel", "auto")
-        kind = None
-        if setting == "fused" or (setting == "auto" and query.device.type in fused_kernels.COMPILED_DEVICES):
-            kinds = {m.fused for m, _, _ in wanted}
-            needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
-            if "score_mod" in kinds and dropout == 0.0 and (setting == "fused" or needs_grad):
-                others = [(a, b) for m, a, b in wanted if m.fused != "score_mod"]  # heads that stay eager
-                span = max(b for _, b in others) - min(a for a, _ in others) if others else 0
-                sizes = (query.shape[0], self.num_heads - span, query.shape[2], key.shape[2])  # (B, h, T, S)
-                if fused_kernels.can_run(query.device, self.head_dim, query.dtype, needs_grad, sizes):
-                    kind = "score_mod"
-            if kind is None and "bias" in kinds:
-                kind = "bias"
-        eager = [g for g in wanted if g[0].fused != kind or kind is None]
-        e0 = min((a for _, a, _ in eager), default=0)
-        e1 = max((b for _, _, b in eager), default=0)
-        fused = [g for g in wanted if g not in eager and (g[2] <= e0 or g[1] >= e1)]
-        return e0, max(e1, e0), fused, (kind if fused else None)
+    def _kernel(self, ctx: AttentionContext, query, key, value, groups, attention_mask, causal, dropout, kwargs):
+        """The heads of `query` `(B, h, T, d)` in one kernel: FlexAttention with the score_mods of `groups` (fused
+        groups: method, first and stop head among these heads, then in the layer) when one has a score_mod, else SDPA
+        with their additive biases, else the configured kernel (no method changes these heads). `(B, T, h, d)`, or
+        None where FlexAttention failed or did not run compiled."""
+        kinds = {m.fused for m, *_ in groups}
+        if "score_mod" in kinds:
+            try:
+                return self._flex(ctx, query, key, value, groups, attention_mask, causal)
+            except Exception as error:  # noqa: BLE001 - a kernel that cannot run here must not stop the run
+                if fused_kernels.limit_reached(error):  # dynamo's recompile limit, or dynamo disabled
+                    fused_kernels.warn_not_compiled()
+                else:  # e.g. it cannot compile here: not tried again for this device, head dim and dtype
+                    fused_kernels.failed(error, query.device, self.head_dim, query.dtype)
+                return None
+        if "bias" in kinds:
+            return self._sdpa_bias(ctx, query, key, value, groups, dropout)
+        interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(
+            self.config._attn_implementation, eager_attention_forward
+        )
+        return interface(self, query, key, value, attention_mask, dropout=dropout, scaling=self.scaling, **kwargs)[0]
 
     def _eager(self, ctx: AttentionContext, query, key, value, dropout, offset: int = 0):
         """Heads `offset..offset+n-1` by matmul-softmax with the method hooks: `query`/`key`/`value`
@@ -311,7 +309,9 @@ class SyntaxMTAttention(MarianAttention):
             parts.append(query.new_zeros(B, h - pos, T, S))
         bias = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]  # (B, h, T, S)
         attn_mask = (bias if ctx.mask is None else bias + ctx.mask).to(query.dtype)  # (B, h, T, S)
-        if S % 8:  # rows start 16-byte aligned, as the fused kernels need (the op would copy it; compiled, it fails)
+        if (
+            S % 8 and query.device.type == "cuda"
+        ):  # rows 16-byte aligned, as its fused kernels need (compiled: or fail)
             attn_mask = nn.functional.pad(attn_mask, (0, 8 - S % 8))[..., :S]  # (B, h, T, S) view of (B, h, T, S8)
         # cuDNN's SDPA returns no gradient for the mask and misreads some masks on H100 (pytorch #191612, #196678):
         # on CUDA the memory-efficient kernel (which takes an arbitrary bias, with its gradient), else the math one

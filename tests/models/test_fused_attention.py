@@ -171,6 +171,42 @@ def test_pascal_beside_recorded_dbsa_heads_and_output_attentions(monkeypatch):
         torch.testing.assert_close(a, b, atol=ATOL, rtol=0)
 
 
+def test_a_layer_with_pascal_tree_bias_dbsa_and_a_plain_head_takes_two_kernels(monkeypatch):
+    """Encoder layer 0 holds a PASCAL head, a tree-bias head, a DBSA head and a plain one (in that order). Fused
+    without a loss: PASCAL eager (FlexAttention takes no additive bias), the tree bias folded into SDPA's mask beside
+    the DBSA and plain heads (zeros there); with DBSA's loss the eager span runs from PASCAL to DBSA, the plain head in
+    the configured kernel. Every head, the loss and the DBSA loss equal the eager path's."""
+    calls = count_calls(monkeypatch)
+    spans = []
+    eager = SyntaxMTAttention._eager
+    monkeypatch.setattr(
+        SyntaxMTAttention,
+        "_eager",
+        lambda self, ctx, q, *a: spans.append((self.site, q.shape[1])) or eager(self, ctx, q, *a),
+    )
+    model = make_model(encoder_pascal_heads=[1, 0], encoder_tree_bias_heads=[1, 0], encoder_dbsa_heads=[1, 0])
+    with torch.no_grad():
+        model.model.encoder.layers[0].self_attn.tree_bias.copy_(torch.tensor([1.3]))
+    inputs = batch()
+    inputs["word_index"] = torch.tensor([[1, 2, 3, 4, 5, 6, 0], [1, 2, 3, 4, 0, 0, 0], [1, 2, 0, 0, 0, 0, 0]])
+    inputs["word_heads"] = torch.tensor([[2, 0, 2, 3, 4, 5], [2, 0, 2, 3, 0, 0], [0, 1, 0, 0, 0, 0]])
+    valid = inputs["attention_mask"].bool()  # (B, S): real query rows
+    plain = {k: v for k, v in inputs.items() if k not in ("labels", "dbsa_heads")}
+    dec = torch.tensor([[PAD, 20, 21]] * 3)
+    _, eager_heads = per_head(model, plain, "eager", decoder_input_ids=dec)
+    spans.clear()
+    _, fused_heads = per_head(model, plain, "fused", decoder_input_ids=dec)
+    assert calls == {"flex": 0, "bias": 1} and spans == [("encoder", 1)]  # PASCAL alone eager
+    torch.testing.assert_close(fused_heads[valid], eager_heads[valid], atol=ATOL, rtol=0)
+    eager_out, eager_heads = per_head(model, inputs, "eager")
+    spans.clear()
+    fused_out, fused_heads = per_head(model, inputs, "fused")
+    assert calls == {"flex": 0, "bias": 1} and spans == [("encoder", 3)]  # PASCAL, tree bias, DBSA (recorded)
+    torch.testing.assert_close(fused_heads[valid], eager_heads[valid], atol=ATOL, rtol=0)
+    for name in ("loss", "dbsa_loss"):
+        torch.testing.assert_close(getattr(fused_out, name), getattr(eager_out, name), atol=ATOL, rtol=0)
+
+
 @pytest.mark.parametrize("biases", [None, ["position"], ["markov", "fertility"]])
 def test_alignment_bias_sdpa_equals_eager_with_gradients(biases):
     """The biased cross-attention as SDPA with `mask + bias`: per example and per head outputs, the loss and every
@@ -303,8 +339,9 @@ def test_a_flex_failure_disables_flex_only_for_what_failed(monkeypatch, fresh_ke
 
 
 def test_flex_is_skipped_untried_where_it_cannot_run():
-    """`_plan`'s test: no flex on CUDA below head dim 16 (Inductor's kernel refuses it), none for what failed, none with
-    a gradient where flex is not compiled (the CPU), and none compiled with a dimension of size 1 (another graph)."""
+    """`fused_kernels.can_run`: no flex on CUDA below head dim 16 (Inductor's kernel refuses it), none for what
+    failed, none with a gradient where flex is not compiled (the CPU), and none compiled with a dimension of size 1
+    (another graph)."""
     cuda, cpu = torch.device("cuda"), torch.device("cpu")
     sizes = (3, 4, 7, 7)
     assert not fused_kernels.can_run(cuda, 8, torch.float32, True, sizes)
