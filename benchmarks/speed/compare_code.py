@@ -33,7 +33,9 @@ BENCHES = {"pascal": ("bench_pascal.py", "pascal"), "alignment": ("bench_alignme
 
 def commit_of(tree: Path) -> str:
     out = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
-    dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--", "src"], capture_output=True, text=True)
+    dirty = subprocess.run(
+        ["git", "-C", str(tree), "status", "--porcelain", "--", "src"], capture_output=True, text=True
+    )
     return out.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
 
 
@@ -93,7 +95,9 @@ def main() -> None:
         "speed_ratio_median": {part: statistics.median(v) for part, v in ratios.items()},
         "vanilla_normalised_ratio_per_pair": normalised,
         "vanilla_normalised_ratio_median": {part: statistics.median(v) for part, v in normalised.items()},
-        "seconds": {which: {part: [r[f][name] for r in rs] for part, f in fields.items()} for which, rs in runs.items()},
+        "seconds": {
+            which: {part: [r[f][name] for r in rs] for part, f in fields.items()} for which, rs in runs.items()
+        },
         "note": "ratio = baseline seconds / this tree's seconds: > 1 means this tree is faster",
     }
     output = args.output or ROOT / "benchmarks" / "results" / "spine" / f"compare_{args.bench}.json"
