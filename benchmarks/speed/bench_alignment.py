@@ -9,6 +9,7 @@ loss switched on (weight 0.1, from step 0) in training. Its biases get random we
     python benchmarks/speed/bench_alignment.py                       # bias in the last decoder layer
     python benchmarks/speed/bench_alignment.py --bias-layers all     # bias in every decoder layer
     python benchmarks/speed/bench_alignment.py --device cuda --d-model 512 --layers 6 --heads 8
+    python benchmarks/speed/bench_alignment.py --kernel fused --output /tmp/fused.json   # the biases in SDPA's mask
 
 Writes benchmarks/results/alignment.json. Targets (issue 4): generation >= 0.90x, training >= 0.85x vanilla.
 """
@@ -62,7 +63,7 @@ def make_models(args, tokenizer, device):
     )
     options = dict(
         alignment_bias_layers=bias_layers, alignment_window=args.window, alignment_bias_hidden_size=args.hidden,
-        global_fertility_weight=0.1,
+        global_fertility_weight=0.1, syntax_attention_kernel=args.kernel,
     )  # fmt: skip
     aligned = build_model(model_config(tokenizer, **options, **dims), seed=args.seed)
     g = torch.Generator().manual_seed(args.seed)
@@ -84,6 +85,8 @@ def main():
     p.add_argument("--bias-layers", default="5", help="comma-separated decoder layers, or 'all'")
     p.add_argument("--window", type=int, default=2, help="k of the Markov / local fertility windows")
     p.add_argument("--hidden", type=int, default=16, help="alignment_bias_hidden_size")
+    p.add_argument("--kernel", choices=["auto", "eager", "fused"], default="auto",
+                   help="syntax_attention_kernel of the aligned model (fused: its biases folded into SDPA's mask)")  # fmt: skip
     p.add_argument("--quick", action="store_true", help="small model, 5 rounds (checks that it runs)")
     args = p.parse_args()
     if args.quick:  # layers kept: --bias-layers names them
