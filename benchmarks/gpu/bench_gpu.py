@@ -607,6 +607,8 @@ def main(argv=None) -> int:
         "skipped": {}, "complete": False,
     }  # fmt: skip
     previous = signal.signal(signal.SIGTERM, _interrupted)
+    # a SIGINT stops the run too, even where the shell that started it made background jobs ignore SIGINT
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     phase, last = "building the models", 0.0
     try:
         models = build_models(args.only, size, args.device)
@@ -665,6 +667,7 @@ def main(argv=None) -> int:
         budget.cut.append(f"{phase}: interrupted by {name} after {budget.spent():.0f} s; the phases after it not run")
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
     result["targets"] = targets(result)
     result["seconds"] = time.perf_counter() - started
     result["complete"] = not budget.cut
