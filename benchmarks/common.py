@@ -389,10 +389,13 @@ def add_study_arguments(p, results: str | Path | None, output_dir: str | Path | 
                    "only")  # fmt: skip
 
 
-def refuse_quick_evidence(p, args) -> None:
-    """``--quick`` results are not evidence: refuse them under ``benchmarks/results``."""
-    if args.quick and Path(args.results).resolve().is_relative_to(RESULTS.resolve()):
-        p.error(f"--quick results are not evidence: give --results outside {RESULTS} (e.g. /tmp/quick)")
+def refuse_quick_evidence(p, args, quick: bool | None = None, path=None, flag: str = "--results") -> None:
+    """``--quick`` results are not evidence: refuse them under ``benchmarks/results`` (``path``, given as ``flag``;
+    by default ``args.results`` when ``args.quick``)."""
+    quick = args.quick if quick is None else quick
+    path = args.results if path is None else path
+    if quick and Path(path).resolve().is_relative_to(RESULTS.resolve()):
+        p.error(f"--quick results are not evidence: give {flag} outside {RESULTS} (e.g. /tmp/quick)")
 
 
 def run_plan(plan: Iterable[tuple], done: set[str], run: Callable[..., object],

@@ -90,8 +90,7 @@ def main() -> None:
             f"the trees differ beyond {LAYERS.name}: {differ[:5]}; use compare_code.py (one process each)"
         )
     output = Path(args.output or ROOT / "benchmarks" / "results" / "spine" / f"attention_{args.bench}.json")
-    if args.quick and output.resolve().is_relative_to(common.RESULTS.resolve()):
-        p.error(f"--quick results are not evidence: give --output outside {common.RESULTS} (e.g. /tmp/quick.json)")
+    common.refuse_quick_evidence(p, args, path=output, flag="--output")
     if args.quick:
         args.d_model, args.layers, args.batch_size, args.rounds, args.warmup, args.new_tokens = 128, 2, 8, 4, 1, 16
         args.bias_layers = "1"

@@ -63,8 +63,7 @@ def main() -> None:
         raise SystemExit(f"--baseline {args.baseline}: no src/hf_syntax_mt there; give a checkout of this repository")
     extra = [a for a in args.bench_args if a != "--"]
     output = args.output or ROOT / "benchmarks" / "results" / "spine" / f"compare_{args.bench}.json"
-    if "--quick" in extra and output.resolve().is_relative_to(common.RESULTS.resolve()):
-        p.error(f"--quick results are not evidence: give --output outside {common.RESULTS} (e.g. /tmp/quick.json)")
+    common.refuse_quick_evidence(p, args, quick="--quick" in extra, path=output, flag="--output")
     name = BENCHES[args.bench][1]
     trees = {"baseline": args.baseline.resolve(), "this": ROOT}
     runs: dict[str, list[dict]] = {"baseline": [], "this": []}
