@@ -191,9 +191,10 @@ class SyntaxMTAttention(MarianAttention):
         if e1 - e0 < H:
             n = e1 - e0  # the fused groups outside the eager heads, with their first and stop head among the others
             rest = [
-                (m, a - n * (a >= e1), b - n * (a >= e1), a, b) for m, a, b in self.head_groups if m.fused in forms
+                (m, a - n * (a >= e1), b - n * (a >= e1), a, b)
+                for m, a, b in self.head_groups
+                if m.fused in forms and (b <= e0 or a >= e1)
             ]
-            rest = [g for g in rest if g[4] <= e0 or g[3] >= e1]
             q, k, v = _without(query, e0, e1), _without(key, e0, e1), _without(value, e0, e1)  # (B, H-n, T|S, d)
             out_rest = self._kernel(ctx, q, k, v, rest, attention_mask, causal, dropout, kwargs)  # (B, T, H-n, d)
             if out_rest is None:  # FlexAttention could not run: every head on the eager path, the reference
