@@ -104,7 +104,7 @@ def run_phase(
     models: dict, args, size: dict, timer, autocast, make_batch, inputs_for, real_tokens, budget=None
 ) -> dict:
     """The phase for the models of `MODELS` that `models` has: `{"plan": ..., "models": {name: row}}`. With a
-    `budget` (bench_gpu.Budget), a model starts only if as long a run as the longest so far still fits; the models
+    `budget` (timing.Budget), a model starts only if as long a run as the longest so far still fits; the models
     left out are noted in its `cut`."""
     import torch
 
