@@ -55,6 +55,7 @@ def translate(pipe, lines: list[str], args) -> tuple[list[str], float]:
 
 def main(argv=None) -> int:
     args = arguments(argv)
+    own = unit_scores(args.run_file, Path(args.model)) if args.run_file else None  # checked before any translating
     import torch
     from transformers import AutoTokenizer, pipeline
 
@@ -104,10 +105,6 @@ def main(argv=None) -> int:
             results[test_set] = {"sentences": len(sources), "engines": by_engine}
             print(test_set, json.dumps({n: {k: e[k] for k in ("bleu", "chrf", "identical_to_generate",
                                          "sentences_per_s")} for n, e in by_engine.items()}), flush=True)  # fmt: skip
-    own = None
-    if args.run_file:
-        unit = json.loads(Path(args.run_file).read_text(encoding="utf-8"))
-        own = {k: {m: v.get(m) for m in ("bleu", "chrf")} for k, v in unit.get("tests", {}).items()}
     config = json.loads((Path(args.model) / "config.json").read_text(encoding="utf-8"))
     report = {
         "what": "test BLEU/chrF and speed of one trained model: generate vs its CTranslate2 export (issue 55 item 6)",
@@ -122,6 +119,21 @@ def main(argv=None) -> int:
     }  # fmt: skip
     print(f"wrote {write_json(args.output, report, newline=True)}", file=sys.stderr)
     return 0
+
+
+def unit_scores(run_file: str, model_dir: Path) -> dict:
+    """The unit's own test BLEU/chrF from its run file, refused unless the file is the model's own run: its
+    `model_signature` must be the one the model directory's `hf_syntax_mt_run.json` records (two runs of one recipe,
+    say round two's unit and its replay, have different signatures and scores)."""
+    unit = json.loads(Path(run_file).read_text(encoding="utf-8"))
+    mine, theirs = _signature(model_dir), unit.get("model_signature")
+    if mine is None or mine != theirs:
+        raise SystemExit(
+            f"--run-file {run_file}: its model_signature is not the model's ({model_dir / 'hf_syntax_mt_run.json'})"
+            f"\n  run file: {theirs}\n  model:    {mine}\npass the run file of the run that trained this model, or "
+            "leave --run-file out"
+        )
+    return {k: {m: v.get(m) for m in ("bleu", "chrf")} for k, v in unit.get("tests", {}).items()}
 
 
 def _signature(model_dir: Path) -> str | None:
