@@ -6,11 +6,13 @@ methods, seeds 0-2:
 - ``pascal_dbsa_sync``: round two's PASCAL (2 PASCAL heads in encoder layer 1) plus its DBSA + synchronous loss (1
   DBSA head in layer 1 of the encoder and of the decoder, lambda_dep = lambda_sync = 0.5, decoder full context);
 - ``all3``: the same plus round two's alignment biases (Cohn et al.'s position, Markov and fertility biases in every
-  decoder layer's cross-attention).
+  decoder layer's cross-attention);
+- ``dbsa_sync_align``: ``all3`` without PASCAL (DBSA + sync and the alignment biases), to tell which of ``all3``'s
+  parts pays (its DBSA heads are head 0 of encoder and decoder layer 1, as in round two's DBSA + sync units).
 
 Heads: the methods' heads never share a head. `methods.head_layout` gives each method of a layer a block of
-consecutive heads in registry order, so encoder layer 1 (index 0) of both combinations has heads 0-1 PASCAL, head 2
-DBSA and head 3 plain (`HEAD_LAYOUT`; round two's PASCAL units had heads 0-1 PASCAL, its DBSA units head 0 DBSA: the
+consecutive heads in registry order, so encoder layer 1 (index 0) of the combinations with PASCAL has heads 0-1 PASCAL,
+head 2 DBSA and head 3 plain (`HEAD_LAYOUTS`; round two's PASCAL units had heads 0-1 PASCAL, its DBSA units head 0 DBSA: the
 DBSA head moves from index 0 to 2, which changes nothing, heads being interchangeable at initialisation), and decoder
 layer 1 has head 0 DBSA. The alignment biases take no head: they add to the cross-attention logits of every head, in
 every decoder layer, so in ``all3`` the synchronous loss reads a biased cross-attention (decoder layer 2 of 3, l_sync).
@@ -68,11 +70,21 @@ METHODS = {
         "PASCAL + DBSA + synchronous loss as pascal_dbsa_sync, plus Cohn et al.'s alignment biases in every "
         "decoder layer's cross-attention",
     ),  # fmt: skip
+    "dbsa_sync_align": (
+        ",".join((_without_init("alignment"), _without_init("dbsa_sync_full"), round_two.XAVIER)),
+        True,
+        "all3 without PASCAL: DBSA + synchronous loss and the alignment biases (which of all3's parts pays)",
+    ),
 }
-#: (site, layer) -> the heads of each kind in both combinations (of 4), as `methods.head_kinds` lays them out
-HEAD_LAYOUT = {("encoder", 0): {"pascal": (0, 2), "dbsa": (2, 3)}, ("decoder", 0): {"dbsa": (0, 1)}}
+#: combination -> (site, layer) -> the heads of each kind (of 4), as `methods.head_kinds` lays them out
+_WITH_PASCAL = {("encoder", 0): {"pascal": (0, 2), "dbsa": (2, 3)}, ("decoder", 0): {"dbsa": (0, 1)}}
+HEAD_LAYOUTS = {"pascal_dbsa_sync": _WITH_PASCAL, "all3": _WITH_PASCAL,
+                "dbsa_sync_align": {("encoder", 0): {"dbsa": (0, 1)}, ("decoder", 0): {"dbsa": (0, 1)}}}  # fmt: skip
+#: (system, base, what the system adds to the base): pairs that differ by one method; a base in `SINGLE` is round two's
+PARTS = [("all3", "pascal_dbsa_sync", "alignment biases"), ("dbsa_sync_align", "dbsa_sync_full", "alignment biases"),
+         ("all3", "dbsa_sync_align", "PASCAL"), ("pascal_dbsa_sync", "dbsa_sync_full", "PASCAL")]  # fmt: skip
 SEEDS = round_two.SEEDS
-PLAN = [(SETTING, method, seed) for seed in SEEDS for method in METHODS]  # seed 0's two units first
+PLAN = [(SETTING, method, seed) for seed in SEEDS for method in METHODS]  # seed 0's units first
 
 
 def parse_unit(name: str) -> tuple[str, str, int]:
@@ -145,6 +157,28 @@ def verdict(delta: float, p: float) -> str:
     if delta > 0 and p < 0.05:
         return "**stacks**"
     return "ahead, not significant" if delta > 0 else "no"
+
+
+def parts_lines(three: list[dict], two: dict, refs: dict, scopes, samples: int) -> list[str]:
+    """What each part of ``all3`` adds: every pair of `PARTS` (the system has one method more than the base), pooled
+    over the seeds both have in the same precision and device."""
+    units = {**two, **{(u["method"], u["seed"]): u for u in three}}
+    rows = []
+    for system, base, added in PARTS:
+        seeds = [s for s in SEEDS if (system, s) in units and (base, s) in units
+                 and fair(units[(system, s)], units[(base, s)])]  # fmt: skip
+        if not seeds:
+            continue
+        sys_units, base_units = [units[(system, s)] for s in seeds], [units[(base, s)] for s in seeds]
+        cells = [f"{d:+.2f} ({p:.3f})" for d, p in
+                 (pooled(base_units, sys_units, refs, tests, samples) for _, tests in scopes)]  # fmt: skip
+        rows.append(f"| + {added} | {system} vs {base} | {','.join(map(str, seeds))} | " + " | ".join(cells) + " |")
+    if not rows:
+        return []
+    return ["", "What each part adds: ΔBLEU of a combination against the one without that part, same seeds pooled "
+            "(p); a base without a round-three unit is round two's:", "",
+            "| adds | system vs base | seeds | " + " | ".join(name for name, _ in scopes) + " |",
+            "|---|---|---|" + "---|" * len(scopes), *rows]  # fmt: skip
 
 
 def validation_lines(three: list[dict], two: dict) -> list[str]:
@@ -230,6 +264,7 @@ def aggregate(args) -> str | None:
         better, worse = sum(d > 0 for d in deltas), sum(d < 0 for d in deltas)
         lines.append(f"- {method} against {against}: {better} better, {worse} worse, two-sided p = "
                      f"{format_p(sign_test(better, worse))}")  # fmt: skip
+    lines += parts_lines(three, two, refs, scopes, args.bootstrap_samples)
     lines += ["", "Cost: training time and throughput (tokens/s of the training inputs) against vanilla of the same "
               "seed. Units that ran in different sessions of a shared machine differ by its load as much as by the "
               "method (round two's vanilla ran at 771 to 2,584 tokens/s), so read the ratio as indicative only:", "",

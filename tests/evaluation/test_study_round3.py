@@ -1,6 +1,7 @@
 """`benchmarks/studies/study_round3.py`: the combinations are round two's options joined, their heads do not overlap,
-a seed trains in the precision of round two's units of that seed, and the aggregate's comparisons (against vanilla
-and against round two's best single method) on hand-built units against sacrebleu computed directly."""
+a seed trains in the precision of round two's units of that seed, and the aggregate's comparisons (against vanilla,
+against round two's best single method, and what each part of all3 adds) on hand-built units against sacrebleu
+computed directly."""
 
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ def _options(overrides: str) -> dict:
     return parse_config_overrides(overrides, SyntaxMTConfig)
 
 
-def test_the_plan_runs_both_combinations_at_every_seed_and_names_round_trip():
-    assert r3.PLAN == [("low", m, s) for s in (0, 1, 2) for m in ("pascal_dbsa_sync", "all3")]
+def test_the_plan_runs_every_combination_at_every_seed_and_names_round_trip():
+    assert r3.PLAN == [("low", m, s) for s in (0, 1, 2) for m in ("pascal_dbsa_sync", "all3", "dbsa_sync_align")]
     for unit in r3.PLAN:
         assert r3.parse_unit(r2.unit_name(*unit)) == unit
     for bad in ("low-pascal-seed0", "full-all3-seed0", "low-all3-seedX", "low-all3"):
@@ -37,8 +38,9 @@ def test_the_plan_runs_both_combinations_at_every_seed_and_names_round_trip():
 
 @pytest.mark.parametrize(
     ("combination", "singles"),
-    [("pascal_dbsa_sync", ("pascal", "dbsa_sync_full")), ("all3", ("pascal", "dbsa_sync_full", "alignment"))],
-)
+    [("pascal_dbsa_sync", ("pascal", "dbsa_sync_full")), ("all3", ("pascal", "dbsa_sync_full", "alignment")),
+     ("dbsa_sync_align", ("dbsa_sync_full", "alignment"))],
+)  # fmt: skip
 def test_a_combination_is_round_twos_options_of_its_methods_joined(combination, singles):
     joined = {}
     for method in singles:
@@ -47,7 +49,7 @@ def test_a_combination_is_round_twos_options_of_its_methods_joined(combination, 
     assert r3.METHODS[combination][1]  # DBSA's decoder heads need the German trees
 
 
-@pytest.mark.parametrize("combination", ["pascal_dbsa_sync", "all3"])
+@pytest.mark.parametrize("combination", ["pascal_dbsa_sync", "all3", "dbsa_sync_align"])
 def test_pascal_and_dbsa_take_different_heads(combination):
     from hf_syntax_mt import SyntaxMTConfig
     from hf_syntax_mt.methods.registry import head_kinds
@@ -64,9 +66,9 @@ def test_pascal_and_dbsa_take_different_heads(combination):
             kinds = {kind: (start, stop) for kind, start, stop in head_kinds(config, site, layer, recipe["heads"])}
             if kinds:
                 layout[(site, layer)] = kinds
-    assert layout == r3.HEAD_LAYOUT
-    pascal, dbsa = (set(range(*layout[("encoder", 0)][k])) for k in ("pascal", "dbsa"))
-    assert len(pascal) == 2 and len(dbsa) == 1 and not pascal & dbsa
+    assert layout == r3.HEAD_LAYOUTS[combination]
+    pascal, dbsa = (set(range(*layout[("encoder", 0)].get(k, (0, 0)))) for k in ("pascal", "dbsa"))
+    assert len(pascal) == (0 if combination == "dbsa_sync_align" else 2) and len(dbsa) == 1 and not pascal & dbsa
 
 
 def test_a_seed_trains_in_the_precision_of_round_twos_units(tmp_path, monkeypatch):
@@ -121,6 +123,8 @@ def test_the_aggregate_compares_with_vanilla_and_with_round_twos_best_single_met
         _write_unit(two, "dbsa_sync_full", seed, one_right)
         _write_unit(two, "alignment", seed, two_right)
     _write_unit(three, "pascal_dbsa_sync", 0, three_right)
+    _write_unit(three, "dbsa_sync_align", 0, two_right)
+    _write_unit(three, "all3", 0, REFS)
     monkeypatch.setattr(r3, "ROUND_TWO", two)
     text = r3.aggregate(SimpleNamespace(results=str(three), data=str(tmp_path / "data"), bootstrap_samples=20))
 
@@ -140,6 +144,19 @@ def test_the_aggregate_compares_with_vanilla_and_with_round_twos_best_single_met
     assert "- pascal_dbsa_sync against vanilla: 4 better, 0 worse" in text
     assert "- pascal_dbsa_sync against best single: 4 better, 0 worse" in text
     assert "| low-pascal_dbsa_sync-seed0 | fp32 | 2.0 | 100.0 | 2.0 | 100.0 | 1.00 |" in text
+    # what each part adds: a combination against the one without that part (round two's unit where round three has
+    # none), per test set and the four pooled
+    parts = {line.split("|")[2].strip(): [c.strip() for c in line.strip("|").split("|")]
+             for line in text.splitlines() if line.startswith("| + ")}  # fmt: skip
+    expected = {"all3 vs pascal_dbsa_sync": (REFS, three_right), "dbsa_sync_align vs dbsa_sync_full": (two_right, one_right),
+                "all3 vs dbsa_sync_align": (REFS, two_right), "pascal_dbsa_sync vs dbsa_sync_full": (three_right, one_right)}  # fmt: skip
+    assert set(parts) == set(expected)
+    for pair, (system, base) in expected.items():
+        cells = parts[pair]
+        assert cells[2] == "0"
+        assert all(c.startswith(f"{bleu(system) - bleu(base):+.2f} (") for c in cells[3:7])
+        assert cells[7].startswith(f"{bleu(system, 4) - bleu(base, 4):+.2f} (")
+    assert parts["all3 vs dbsa_sync_align"][0] == "+ PASCAL"
     assert (three / "results.md").read_text(encoding="utf-8") == text
     # a hypothesis file that is not the one the unit scored stops the aggregate, naming it
     (three / "runs" / "low-pascal_dbsa_sync-seed0.test_2017_flickr.txt").write_text("".join(h + "\n" for h in REFS))
