@@ -6,7 +6,9 @@ methods, seeds 0-2:
 - ``pascal_dbsa_sync``: round two's PASCAL (2 PASCAL heads in encoder layer 1) plus its DBSA + synchronous loss (1
   DBSA head in layer 1 of the encoder and of the decoder, lambda_dep = lambda_sync = 0.5, decoder full context);
 - ``all3``: the same plus round two's alignment biases (Cohn et al.'s position, Markov and fertility biases in every
-  decoder layer's cross-attention).
+  decoder layer's cross-attention);
+- ``dbsa_sync_align``: ``all3`` without PASCAL (DBSA + sync and the alignment biases), to tell which of ``all3``'s
+  parts pays (its DBSA heads are head 0 of encoder and decoder layer 1, as in round two's DBSA + sync units).
 
 Heads: the methods' heads never share a head. `methods.head_layout` gives each method of a layer a block of
 consecutive heads in registry order, so encoder layer 1 (index 0) of both combinations has heads 0-1 PASCAL, head 2
@@ -68,6 +70,11 @@ METHODS = {
         "PASCAL + DBSA + synchronous loss as pascal_dbsa_sync, plus Cohn et al.'s alignment biases in every "
         "decoder layer's cross-attention",
     ),  # fmt: skip
+    "dbsa_sync_align": (
+        ",".join((_without_init("alignment"), _without_init("dbsa_sync_full"), round_two.XAVIER)),
+        True,
+        "all3 without PASCAL: DBSA + synchronous loss and the alignment biases (which of all3's parts pays)",
+    ),
 }
 #: (site, layer) -> the heads of each kind in both combinations (of 4), as `methods.head_kinds` lays them out
 HEAD_LAYOUT = {("encoder", 0): {"pascal": (0, 2), "dbsa": (2, 3)}, ("decoder", 0): {"dbsa": (0, 1)}}
