@@ -310,9 +310,8 @@ class SyntaxMTAttention(MarianAttention):
             parts.append(query.new_zeros(B, h - pos, T, S))
         bias = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]  # (B, h, T, S)
         attn_mask = (bias if ctx.mask is None else bias + ctx.mask).to(query.dtype)  # (B, h, T, S)
-        if (
-            S % 8 and query.device.type == "cuda"
-        ):  # rows 16-byte aligned, as its fused kernels need (compiled: or fail)
+        # CUDA's fused kernels need rows 16-byte aligned (the op would copy the mask; compiled, it fails)
+        if S % 8 and query.device.type == "cuda":
             attn_mask = nn.functional.pad(attn_mask, (0, 8 - S % 8))[..., :S]  # (B, h, T, S) view of (B, h, T, S8)
         # cuDNN's SDPA returns no gradient for the mask and misreads some masks on H100 (pytorch #191612, #196678):
         # on CUDA the memory-efficient kernel (which takes an arbitrary bias, with its gradient), else the math one
