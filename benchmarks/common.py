@@ -84,10 +84,10 @@ def software() -> dict:
     return {"platform": platform.platform(), "torch": torch.__version__, "package": __version__}
 
 
-def git_commit() -> str | None:
-    """The repository's commit (None outside a git checkout)."""
+def git_commit(tree: Path = ROOT) -> str | None:
+    """The commit of the checkout at ``tree`` (this repository by default; None outside a git checkout)."""
     try:
-        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+        return subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True,
                               check=True).stdout.strip()  # fmt: skip
     except (OSError, subprocess.CalledProcessError):
         return None

@@ -33,11 +33,11 @@ BENCHES = {"pascal": ("bench_pascal.py", "pascal"), "alignment": ("bench_alignme
 
 
 def commit_of(tree: Path) -> str:
-    out = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+    """`tree`'s commit, with ``+changes`` when its `src/` has uncommitted changes."""
     dirty = subprocess.run(
         ["git", "-C", str(tree), "status", "--porcelain", "--", "src"], capture_output=True, text=True
     )
-    return out.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
+    return (common.git_commit(tree) or "?") + ("+changes" if dirty.stdout.strip() else "")
 
 
 def run_once(tree: Path, bench: str, extra: list[str], output: Path) -> dict:
