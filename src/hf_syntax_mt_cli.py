@@ -43,7 +43,7 @@ def _load(name: str):
 def _attach() -> None:
     """Make the modules `_load` registered attributes of the package, as an ordinary import of them does."""
     package = sys.modules.get("hf_syntax_mt")
-    for name in ("errors", "cli_args", "train_help"):
+    for name in ("errors", "cli_args", "recipes", "run_requirements", "train_help"):
         if package is not None and f"hf_syntax_mt.{name}" in sys.modules:
             setattr(package, name, sys.modules[f"hf_syntax_mt.{name}"])
 
@@ -58,6 +58,7 @@ def main() -> int:
     argv, debug = cli_args.split_debug(sys.argv[1:])
     try:
         if argv and argv[0] == "train":
+            _load("recipes"), _load("run_requirements")  # standard library only: train_help checks a recipe's parses
             train_help = _load("train_help")
             if any(a in ("-h", "--help") for a in argv[1:]):
                 text = train_help.fast_help()  # None where the kept help is not this installation's

@@ -313,6 +313,9 @@ def test_train_numeric_flags_have_a_range(tmp_path):
     own += [f for f in dataclasses.fields(SyntaxMTTrainingArguments) if f.name not in inherited]
     # floats that are config options: SyntaxMTConfig's validation checks them when the model is built
     config_floats = {"dropout", "pascal_sigma", "parent_ignoring", "label_smoothing", "time_budget_seconds"}
+    # the method flags (one per registered method's `Option`) are config options too: each option's own check
+    # refuses a bad value when the run plans its config, before any work (tests/test_recipes.py)
+    config_floats |= set(ModelArguments.method_flags)
     numeric = [f.name for f in own if any(t in str(f.type) for t in ("int", "float")) and "list" not in str(f.type)]
     missing = [n for n in numeric if n not in RANGES and n not in config_floats]
     assert not missing, f"train flags without a range in script_args.RANGES: {missing}"

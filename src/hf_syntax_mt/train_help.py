@@ -31,13 +31,23 @@ _ACTIONS = {"_StoreAction": "store", "_StoreTrueAction": "store_true", "_StoreFa
             "_StoreConstAction": "store_const", "_AppendAction": "append", "_CountAction": "count"}  # fmt: skip
 
 
+#: the modules the help is made from besides ``script_args.py``: the recipes (``--recipe``'s help) and the methods
+#: (a flag for each option they declare)
+SOURCES = (Path(__file__).with_name("recipes.py"), *sorted(Path(__file__).with_name("methods").glob("*.py")))
+
+
 def source_key() -> dict:
-    """What the help is made from: the installed transformers release and the train script's arguments module."""
+    """What the help is made from: the installed transformers release, the train script's arguments module, and the
+    recipes and method modules whose options become flags."""
     try:
         transformers = metadata.version("transformers")
     except metadata.PackageNotFoundError:
         transformers = None
-    return {"transformers": transformers, "script_args": hashlib.sha256(SCRIPT_ARGS.read_bytes()).hexdigest()}
+    methods = hashlib.sha256()
+    for path in SOURCES:
+        methods.update(path.name.encode() + b"\0" + path.read_bytes())
+    return {"transformers": transformers, "script_args": hashlib.sha256(SCRIPT_ARGS.read_bytes()).hexdigest(),
+            "methods": methods.hexdigest()}  # fmt: skip
 
 
 def spec_of(parser: argparse.ArgumentParser) -> dict:
@@ -154,13 +164,32 @@ def check_train_args(argv: list[str], prog: str = "hf-syntax-mt train") -> None:
         value = getattr(args, name, None)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value < minimum:
             raise UserError(f"--{name} must be at least {minimum}, got {value}")
+    check_recipe_parses(args, kept.get("method_flags", []))
+
+
+def check_recipe_parses(args, method_flags) -> None:
+    """A ``--recipe`` run whose splits lack a parse the recipe reads (a recipe with DBSA without target trees, say)
+    is refused here, before transformers is imported, with every problem listed (`run_requirements`). Only where
+    the recipe alone decides the model: a method flag, ``--config_overrides`` or a checkpoint may change what it
+    reads, and `training.prepare.check_requirements` checks those runs once the method registry is loaded."""
+    from .recipes import RECIPES, parses_read
+    from .run_requirements import missing_parses, refuse, will_train
+
+    recipe = getattr(args, "recipe", None)
+    if recipe not in RECIPES or getattr(args, "config_overrides", None) or getattr(args, "model_name_or_path", None):
+        return
+    if any(getattr(args, flag, None) is not None for flag in method_flags):
+        return
+    reads = {True: parses_read(recipe, training=True), False: parses_read(recipe, training=False)}
+    refuse(missing_parses(reads, args, will_train(args)))
 
 
 def write_spec() -> Path:
     """Write ``train_help.json`` from the real parser (imports transformers)."""
-    from .training.script_args import MINIMUMS, train_parser
+    from .training.script_args import MINIMUMS, model_arguments_class, train_parser
 
-    kept = {"key": source_key(), "spec": spec_of(train_parser()), "minimums": MINIMUMS}
+    kept = {"key": source_key(), "spec": spec_of(train_parser()), "minimums": MINIMUMS,
+            "method_flags": sorted(model_arguments_class().method_flags)}  # fmt: skip
     SPEC.write_text(json.dumps(kept, indent=1) + "\n", encoding="utf-8")
     return SPEC
 

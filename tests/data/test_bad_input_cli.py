@@ -320,13 +320,13 @@ def test_a_train_mistake_does_not_block_the_corrected_command(corpus, tmp_path):
     command was then refused without --overwrite_output_dir."""
     out = tmp_path / "run"
     src, tgt, conllu = (str(corpus["train"][k]) for k in ("src", "tgt", "src_conllu"))
-    with pytest.raises(UserError, match=r"give CoNLL-U sources \(--train_source_conllu\) or a parser"):
+    with pytest.raises(UserError, match=r"pascal trains on source trees: give --train_source_conllu .* or --parser"):
         main(["train", "--output_dir", str(out), "--train_source_file", src, "--train_target_file", tgt,
               "--encoder_pascal_heads", "2", "0", *TRAIN, "--max_steps", "1"])  # fmt: skip
     assert not out.exists()  # as it found it
     (tmp_path / "kept").mkdir()
     (tmp_path / "kept" / "notes.txt").write_text("mine")
-    with pytest.raises(UserError, match="give CoNLL-U sources"):  # a directory that was there keeps what it held
+    with pytest.raises(UserError, match="give --train_source_conllu"):  # a directory that was there keeps what it held
         main(["train", "--output_dir", str(tmp_path / "kept"), "--train_source_file", src, "--train_target_file",
               tgt, "--encoder_pascal_heads", "2", "0", *TRAIN, "--max_steps", "1", "--overwrite_output_dir"])  # fmt: skip
     assert [p.name for p in (tmp_path / "kept").iterdir()] == ["notes.txt"]

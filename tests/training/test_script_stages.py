@@ -146,14 +146,18 @@ def test_each_split_gets_the_preprocessor_its_columns_and_model_need(tokenizer):
     assert choose_preprocessor("train", plain, bare, tokenizer, parser, data).tokenize_only
     fn = choose_preprocessor("test", parsed, pascal, tokenizer, parser, data)
     assert isinstance(fn, SyntaxMTPreprocessor) and fn.source_parse_column == "source_parse"
-    with pytest.raises(ValueError, match=r"syntax heads but the test split has no parses: give CoNLL-U sources "
-                                         r"\(--test_source_conllu\)"):  # fmt: skip
+    with pytest.raises(ValueError, match=r"the model translates with source trees but the test split has none: "
+                                         r"give --test_source_conllu or --parser"):  # fmt: skip
         choose_preprocessor("test", plain, pascal, tokenizer, parser, data)
-    with pytest.raises(ValueError, match=r"decoder_dbsa_heads=\[0, 1\] is trained on target trees: give "
-                                         "--validation_target_conllu"):  # fmt: skip
-        choose_preprocessor("validation", parsed, dbsa, tokenizer, parser, data)
+    with pytest.raises(ValueError, match=r"the model trains on target trees but the train split has none: give "
+                                         "--train_target_conllu or --target_parser"):  # fmt: skip
+        choose_preprocessor("train", parsed, dbsa, tokenizer, parser, data)
+    # a split that only decodes reads no target tree: none asked, the ones it brings are used (its loss has them)
+    assert choose_preprocessor("validation", parsed, dbsa, tokenizer, parser, data).tokenize_only
     fn = choose_preprocessor("validation", [*parsed, "target_parse"], dbsa, tokenizer, parser, data)
-    assert fn.target_parse_column == "target_parse"
+    assert fn.target_parse_column == "target_parse" and list(map(str, fn.target_columns)) == ["decoder_dbsa_heads"]
+    # nor does a split of a model that does not train: its training split decodes
+    assert choose_preprocessor("train", parsed, dbsa, tokenizer, parser, data, training=False).tokenize_only
 
 
 def test_document_context_is_the_previous_sentences_of_the_same_document():

@@ -213,7 +213,7 @@ def test_data_errors_name_file_line_and_field(tmp_path):
 def test_a_pascal_model_without_parses_is_refused(corpus, tmp_path):
     argv = ["--output_dir", str(tmp_path), "--train_source_file", str(corpus["train"]["src"]), "--train_target_file",
             str(corpus["train"]["tgt"]), "--encoder_pascal_heads", "2", "0", *TINY, *QUIET, "--max_steps", "1"]  # fmt: skip
-    with pytest.raises(ValueError, match="syntax heads but the train split has no parses"):
+    with pytest.raises(ValueError, match="the train split: pascal trains on source trees: give --train_source_conllu"):
         cli_main(["train", *argv])
 
 

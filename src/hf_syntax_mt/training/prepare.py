@@ -167,8 +167,10 @@ def _config_values(config, syntax: dict, source_parser, overrides: dict) -> dict
 
 def check_model_flags(model_args: ModelArguments) -> None:
     """The model flags that contradict each other, checked before anything is written."""
-    if model_args.vanilla_marian and model_args.syntax_options():
-        raise UserError(f"--vanilla_marian takes no syntax option, got {sorted(model_args.syntax_options())}")
+    if model_args.vanilla_marian and (model_args.syntax_options() or model_args.recipe):
+        given = sorted(model_args.syntax_options()) + ([f"--recipe {model_args.recipe}"] if model_args.recipe else [])
+        raise UserError(f"--vanilla_marian takes no syntax option, got {given}: drop --vanilla_marian to train a "
+                        "SyntaxMT model (--recipe vanilla is the studies' plain baseline)")  # fmt: skip
     if model_args.attention_init is not None and (model_args.model_name_or_path or model_args.vanilla_marian):
         where = "--model_name_or_path (the checkpoint keeps its weights)" if model_args.model_name_or_path else (
             "--vanilla_marian (MarianMTModel has Marian's own init)")  # fmt: skip
@@ -179,41 +181,93 @@ def check_model_flags(model_args: ModelArguments) -> None:
                          "size comes from the checkpoint (use --config_overrides for other fields)")  # fmt: skip
 
 
+def recipe_options(model_args: ModelArguments, values: dict, from_scratch: bool) -> dict:
+    """What ``--recipe`` sets on a model whose config values (with ``--config_overrides``) are ``values``: the
+    recipe adapted to its layers and heads (`hf_syntax_mt.recipes`), the attention init only for a model built from
+    scratch; {} without ``--recipe``."""
+    from ..recipes import Shape
+    from ..recipes import recipe_options as options_of
+
+    if not model_args.recipe:
+        return {}
+    shape = Shape(values["encoder_layers"], values["decoder_layers"], values["encoder_attention_heads"],
+                  values["decoder_attention_heads"])  # fmt: skip
+    return options_of(model_args.recipe, shape, from_scratch=from_scratch)
+
+
+class _PlannedVocabulary:
+    """What `factory.model_config` reads of a tokenizer, before there is one (`plan_config`): its size and the ids
+    of its padding and end tokens."""
+
+    pad_token_id, eos_token_id = 0, 1
+
+    def __init__(self, size: int):
+        self.size = max(size, 2)
+
+    def __len__(self) -> int:
+        return self.size
+
+
+def plan_config(model_args: ModelArguments):
+    """The run's config before any data is read or tokenizer trained: the recipe, the flags and the overrides on the
+    checkpoint's config or on the size flags (with ``--vocab_size`` standing for the tokenizer's): its methods and
+    shape are those of the config `build_config_and_model` makes, so every requirement of the data can be checked
+    first (`check_requirements`), and a wrong option is refused before any work."""
+    return build_config(model_args, _PlannedVocabulary(model_args.vocab_size), None)
+
+
+def build_config(model_args: ModelArguments, tokenizer, source_parser: dict | None):
+    """The config of the run: a new one from the size flags, or ``--model_name_or_path``'s, with (in this order,
+    each over the last) the recipe's options, the method flags and ``--config_overrides`` applied on top. Every
+    syntax option is validated by `SyntaxMTConfig`."""
+    from transformers import MarianConfig
+
+    from ..configuration_syntax_mt import SyntaxMTConfig
+    from .factory import DEFAULT_ATTENTION_INIT, model_config
+
+    check_model_flags(model_args)
+    config_class = MarianConfig if model_args.vanilla_marian else SyntaxMTConfig
+    overrides = parse_config_overrides(model_args.config_overrides, config_class)
+    flags = {**model_args.syntax_options(), **{k: v for k, v in overrides.items() if k not in ("source_parser",)}}
+    path = model_args.model_name_or_path
+    if path and model_args.vanilla_marian:
+        return MarianConfig.from_pretrained(path, **flags)
+    if path:
+        base = SyntaxMTConfig.from_pretrained(path)
+        syntax = {**recipe_options(model_args, {**base.to_dict(), **overrides}, from_scratch=False), **flags}
+        return SyntaxMTConfig(**_config_values(base, syntax, source_parser, overrides))
+    size = {**SIZE_DEFAULTS, **model_args.size_options()}
+    dims = dict(d_model=size["d_model"], ffn_dim=size["ffn_dim"], heads=size["attention_heads"],
+                max_position_embeddings=size["max_position_embeddings"], dropout=size["dropout"],
+                layers=size["encoder_layers"])  # fmt: skip
+    marian = model_config(tokenizer, marian=True, **dims)  # Marian dims, then the recipe, flags, overrides on top
+    flags = {"decoder_layers": size["decoder_layers"], **flags}
+    if model_args.vanilla_marian:
+        return config_class(**{k: v for k, v in {**marian.to_dict(), **flags}.items() if k not in SAVED_ONLY})
+    init = {"attention_init": model_args.attention_init} if model_args.attention_init else {}
+    recipe = recipe_options(model_args, {**marian.to_dict(), **flags}, from_scratch=True)
+    values = _config_values(marian, {**recipe, **init, **flags}, source_parser, overrides)
+    # the study's better start unless asked for Marian's ("normal"); --config_overrides wins over the flag
+    values.setdefault("attention_init", DEFAULT_ATTENTION_INIT)
+    return config_class(**values)
+
+
 def build_config_and_model(model_args: ModelArguments, tokenizer, seed: int, source_parser: dict | None):
-    """Config and model: a new one from the size flags, or ``--model_name_or_path`` with the syntax flags and
-    ``--config_overrides`` applied on top. Every syntax option is validated by `SyntaxMTConfig`."""
+    """Config (`build_config`) and model: a new one with seeded random weights, or ``--model_name_or_path``'s
+    weights."""
     from transformers import MarianConfig, MarianMTModel
 
     from ..configuration_syntax_mt import SyntaxMTConfig
     from ..modeling_syntax_mt import SyntaxMTForConditionalGeneration
-    from .factory import DEFAULT_ATTENTION_INIT, build_model, load_pretrained, model_config
+    from .factory import build_model, load_pretrained
 
-    config_class = MarianConfig if model_args.vanilla_marian else SyntaxMTConfig
-    overrides = parse_config_overrides(model_args.config_overrides, config_class)
-    syntax = {**model_args.syntax_options(), **{k: v for k, v in overrides.items() if k not in ("source_parser",)}}
-    check_model_flags(model_args)
+    config = build_config(model_args, tokenizer, source_parser)
     path = model_args.model_name_or_path
     if path and model_args.vanilla_marian:
-        config = MarianConfig.from_pretrained(path, **syntax)
         model = load_pretrained(MarianMTModel, path, config, MarianConfig.from_pretrained(path))
     elif path:
-        base = SyntaxMTConfig.from_pretrained(path)
-        config = SyntaxMTConfig(**_config_values(base, syntax, source_parser, overrides))
-        model = load_pretrained(SyntaxMTForConditionalGeneration, path, config, base)
+        model = load_pretrained(SyntaxMTForConditionalGeneration, path, config, SyntaxMTConfig.from_pretrained(path))
     else:
-        size = {**SIZE_DEFAULTS, **model_args.size_options()}
-        dims = dict(d_model=size["d_model"], ffn_dim=size["ffn_dim"], heads=size["attention_heads"],
-                    max_position_embeddings=size["max_position_embeddings"], dropout=size["dropout"],
-                    layers=size["encoder_layers"])  # fmt: skip
-        marian = model_config(tokenizer, marian=True, **dims)  # Marian dims, then the overrides on top
-        syntax = {"decoder_layers": size["decoder_layers"], **syntax}
-        if model_args.vanilla_marian:
-            values = {k: v for k, v in {**marian.to_dict(), **syntax}.items() if k not in SAVED_ONLY}
-        else:
-            values = _config_values(marian, syntax, source_parser, overrides)
-            # the study's better start unless asked for Marian's ("normal"); --config_overrides wins over the flag
-            values.setdefault("attention_init", model_args.attention_init or DEFAULT_ATTENTION_INIT)
-        config = config_class(**values)
         model = build_model(config, seed=seed)
     if isinstance(model, MarianMTModel) and not isinstance(model, SyntaxMTForConditionalGeneration):
         # Marian's loss is a mean over the micro-batch and ignores `num_items_in_batch`: let the Trainer do the
@@ -222,18 +276,29 @@ def build_config_and_model(model_args: ModelArguments, tokenizer, seed: int, sou
     return config, model
 
 
-def _preprocessing_step(config, parser) -> str:
-    """What preprocessing does, for its progress bar: a model without syntax input only tokenizes (issue 56: it
-    showed "Parsing and aligning")."""
-    from ..configuration_syntax_mt import SyntaxMTConfig
-    from ..methods.registry import active_methods
+def describe_recipe(model_args: ModelArguments, config) -> str | None:
+    """One line: what ``--recipe`` set on ``config`` (None without a recipe); the options a flag or
+    ``--config_overrides`` changed afterwards are named with their final value."""
+    from ..recipes import describe
 
-    if parser is not None:
-        return "Parsing and aligning"
-    reads_parses = isinstance(config, SyntaxMTConfig) and {m.name for m in active_methods(config)} - {
-        "document_context"
-    }
-    return "Aligning the parses" if reads_parses else "Tokenizing"
+    if not model_args.recipe:
+        return None
+    values = {k: v for k, v in config.to_dict().items()}
+    planned = recipe_options(model_args, values, from_scratch=not model_args.model_name_or_path)
+    final = {k: values.get(k) for k in planned}
+    changed = [k for k in planned if final[k] != planned[k]]
+    text = describe(model_args.recipe, planned)
+    return text + (f"; then changed by flags: {', '.join(f'{k}={final[k]}' for k in changed)}" if changed else "")
+
+
+def _preprocessing_step(config, preprocessor) -> str:
+    """What preprocessing does, for its progress bar: a split that parses says which side (issue 56: a model
+    without syntax input showed "Parsing and aligning")."""
+    if preprocessor.tokenize_only:
+        return "Tokenizing"
+    parsing = [side for side, p in (("sources", preprocessor.parser), ("targets", preprocessor.target_parser))
+               if p is not None and (preprocessor.source_columns if side == "sources" else preprocessor.target_columns)]  # fmt: skip
+    return f"Parsing the {' and '.join(parsing)} and aligning" if parsing else "Aligning the parses"
 
 
 def freeze_sentence_level(model, config, model_args: ModelArguments) -> None:
@@ -277,35 +342,110 @@ def check_alignment_file(config, data_args: DataArguments, has_alignments: bool,
                          "et al.'s weight), or leave out --train_alignment_file.")  # fmt: skip
 
 
-def choose_preprocessor(split: str, columns: list[str], config, tokenizer, parser, data_args: DataArguments):
-    """The ``datasets.map`` function of one split: every column the config's methods consume
-    (`SyntaxMTPreprocessor.for_config`), from the split's CoNLL-U parses (a ``source_parse`` column), else from
-    ``parser``; tokenize-only (``columns=()``) for vanilla Marian without parses. A syntax model without parses, or
-    a DBSA model without target trees, is an error naming the flag to give."""
+# ------------------------------------------------------------------------------------------------------------------
+# What each split must bring, checked before any work
+# ------------------------------------------------------------------------------------------------------------------
+def parses_read(config, training: bool) -> dict[str, list[str]]:
+    """Parse side (``"source"``, ``"target"``) -> the methods that read it, for a split that trains (``training``:
+    the inputs and the supervision) or only decodes (the inputs: what translating reads)."""
+    from ..configuration_syntax_mt import SyntaxMTConfig
+    from ..methods.registry import active_methods, column_specs
+
+    if not isinstance(config, SyntaxMTConfig):
+        return {}
+    specs, out = column_specs(), {}
+    for method in active_methods(config):
+        columns = [*method.input_columns(config), *(method.supervision_columns(config) if training else ())]
+        for side in dict.fromkeys(specs[c].parse for c in columns if c in specs and specs[c].parse):
+            out.setdefault(side, []).append(method.name)
+    return out
+
+
+def check_requirements(config, data_args: DataArguments, training: bool) -> None:
+    """Every split's requirements, before any data is read, tokenizer trained or sentence parsed
+    (`run_requirements`): the parses each split reads (`parses_read`: the training split what its methods read and
+    learn from, validation and test what translating reads, so never a target tree), the parser flags, the alignment
+    file of guided alignment and the document ids of document context. Everything missing is one `UserError`, a line
+    each, naming the flags to give."""
+    from ..configuration_syntax_mt import SyntaxMTConfig
+    from ..run_requirements import given_splits, missing_parses, refuse
+
+    problems = missing_parses({True: parses_read(config, True), False: parses_read(config, False)}, data_args,
+                              training)  # fmt: skip
+    is_syntax = isinstance(config, SyntaxMTConfig)
+    if training and is_syntax and "decoder_alignment" in supervised_columns(config) and not (
+        data_args.train_alignment_file
+    ):
+        problems.append(f"guided_alignment_weight={config.guided_alignment_weight} trains on word alignments: give "
+                        "--train_alignment_file (Pharaoh, one line per training pair, e.g. from eflomal)")  # fmt: skip
+    if is_syntax and config.context_sentences and not data_args.dataset_name:
+        for split in given_splits(data_args):
+            if not getattr(data_args, f"{split}_docid_file", None):
+                problems.append(f"context_sentences={config.context_sentences} needs document boundaries: give "
+                                f"--{split}_docid_file (one document id a line)")  # fmt: skip
+    refuse(problems)
+    if data_args.target_parser not in ("auto", "none") and "target" not in parses_read(config, training):
+        logger.warning(f"--target_parser {data_args.target_parser}: no method of this model reads target trees, so "
+                       "no target is parsed")  # fmt: skip
+
+
+def split_columns(config, training_split: bool, free: set[str]) -> list[str]:
+    """The columns of a split computed from parses: a training split's inputs and supervision; a decoding split's
+    inputs, plus the supervision of the sides whose parses it has at no cost (``free``: a CoNLL-U column it brings,
+    or a source parse its inputs make anyway)."""
+    from ..methods.registry import column_specs, input_columns
+
+    specs = column_specs()
+    inputs = set(input_columns(config))
+    wanted = [c for c in dict.fromkeys([*input_columns(config), *supervised_columns(config)])
+              if c in specs and specs[c].parse is not None]  # fmt: skip
+    return [c for c in wanted if training_split or c in inputs or specs[c].parse in free]
+
+
+def choose_preprocessor(split: str, columns: list[str], config, tokenizer, parser, data_args: DataArguments,
+                        target_parser=None, training: bool = True):  # fmt: skip
+    """The ``datasets.map`` function of one split: the columns the config's methods read from the parses
+    (`split_columns`: a training split everything they read and learn from, a decoding split what translating
+    reads), from the split's CoNLL-U parses (``source_parse``, ``target_parse`` columns), else from ``parser`` /
+    ``target_parser`` (the training split's targets only); tokenize-only (``columns=()``) for vanilla Marian without
+    parses. A parse that is needed and missing is an error naming the flags to give (`check_requirements` has said
+    so before any work)."""
     from ..configuration_syntax_mt import SyntaxMTConfig
     from ..data.preprocess import SyntaxMTPreprocessor
+    from ..methods.registry import column_specs, input_columns
 
-    is_syntax = isinstance(config, SyntaxMTConfig)
     lengths = dict(max_source_length=data_args.max_source_length, max_target_length=data_args.max_target_length)
-    if "source_parse" in columns and data_args.parser in ("auto", "conllu"):
-        source = {"source_parse_column": "source_parse"}
-    elif parser is not None:
-        source = {"parser": parser}
-    elif is_syntax and config.needs_source_parse:
-        raise UserError(f"the model has syntax heads but the {split} split has no parses: give CoNLL-U sources "
-                         f"(--{split}_source_conllu) or a parser (--parser spacy --parser_model ...)")  # fmt: skip
-    elif is_syntax:
-        source = {}  # nothing needs a parse: for_config tokenizes only (with the context length)
-    else:
+    source_column = "source_parse" in columns and data_args.parser in ("auto", "conllu")
+    if not isinstance(config, SyntaxMTConfig):
+        if source_column:
+            return SyntaxMTPreprocessor(tokenizer, source_parse_column="source_parse", **lengths)
+        if parser is not None:
+            return SyntaxMTPreprocessor(tokenizer, parser=parser, **lengths)
         return SyntaxMTPreprocessor(tokenizer, columns=(), **lengths)
-    if not is_syntax:
-        return SyntaxMTPreprocessor(tokenizer, **source, **lengths)
-    if "decoder_dbsa_heads" in supervised_columns(config):  # trained on target trees
-        if "target_parse" not in columns:
-            raise UserError(f"decoder_dbsa_heads={config.decoder_dbsa_heads} is trained on target trees: give "
-                             f"--{split}_target_conllu (the {split} targets parsed, CoNLL-U)")  # fmt: skip
-        source["target_parse_column"] = "target_parse"
-    return SyntaxMTPreprocessor.for_config(config, tokenizer, **source, **lengths)
+    trains = split == "train" and training
+    specs = column_specs()
+    inputs_read = {specs[c].parse for c in input_columns(config) if c in specs and specs[c].parse}
+    sides: dict[str, dict] = {}
+    if source_column:
+        sides["source"] = {"source_parse_column": "source_parse"}
+    elif parser is not None:
+        sides["source"] = {"parser": parser}
+    if "target_parse" in columns and data_args.target_parser in ("auto", "conllu"):
+        sides["target"] = {"target_parse_column": "target_parse"}
+    elif target_parser is not None and trains:  # only the training targets are parsed: translating reads none
+        sides["target"] = {"target_parser": target_parser}
+    free = {s for s, how in sides.items() if "parser" not in how or s in inputs_read}
+    wanted = split_columns(config, trains, free)
+    read = {specs[c].parse for c in wanted}
+    for side in sorted(read - sides.keys()):
+        flags = (f"--{split}_source_conllu or --parser spacy --parser_model ..." if side == "source" else
+                 f"--{split}_target_conllu or --target_parser spacy --target_parser_model ...")  # fmt: skip
+        raise UserError(f"the model {'trains on' if trains else 'translates with'} {side} trees but the {split} "
+                        f"split has none: give {flags}")  # fmt: skip
+    kwargs = {k: v for side in read for k, v in sides[side].items()}
+    if config.uses_context:
+        kwargs["max_context_length"] = config.resolved_max_context_length
+    return SyntaxMTPreprocessor(tokenizer, columns=wanted, **kwargs, **lengths)
 
 
 def with_document_context(split: str, ds, context_k: int, num_proc: int | None = None):
@@ -320,10 +460,11 @@ def with_document_context(split: str, ds, context_k: int, num_proc: int | None =
     return add_document_context(ds, context_k, num_proc=num_proc)
 
 
-def preprocess_splits(raw: dict, config, tokenizer, parser, data_args: DataArguments, training_args):
-    """Every split: document context, then parse + tokenize + align in one ``datasets.map``, then the
-    guided-alignment targets of the training split. Returns the model-ready splits and each split's raw
-    ``source`` / ``target`` columns (for scoring)."""
+def preprocess_splits(raw: dict, config, tokenizer, parser, data_args: DataArguments, training_args,
+                      target_parser=None, training: bool = True):  # fmt: skip
+    """Every split: document context, then parse + tokenize + align in one ``datasets.map`` (`choose_preprocessor`:
+    ``target_parser`` parses the training split's targets), then the guided-alignment targets of the training split.
+    Returns the model-ready splits and each split's raw ``source`` / ``target`` columns (for scoring)."""
     from ..configuration_syntax_mt import SyntaxMTConfig
 
     context_k = config.context_sentences if isinstance(config, SyntaxMTConfig) else 0
@@ -333,12 +474,13 @@ def preprocess_splits(raw: dict, config, tokenizer, parser, data_args: DataArgum
         kept_raw[split] = ds.select_columns(["source", "target"])
         with training_args.main_process_first(desc=f"document context {split}"):
             ds = with_document_context(split, ds, context_k, num_proc=data_args.preprocessing_num_workers)
-        fn = choose_preprocessor(split, ds.column_names, config, tokenizer, parser, data_args)
+        fn = choose_preprocessor(split, ds.column_names, config, tokenizer, parser, data_args,
+                                 target_parser=target_parser, training=training)  # fmt: skip
         with training_args.main_process_first(desc=f"preprocessing {split}"):
             processed[split] = ds.map(fn, batched=True, with_indices=True, remove_columns=ds.column_names,
                                       num_proc=data_args.preprocessing_num_workers,
                                       features=fn.output_features(ds.column_names),
-                                      desc=f"{_preprocessing_step(config, parser)} ({split})")  # fmt: skip
+                                      desc=f"{_preprocessing_step(config, fn)} ({split})")  # fmt: skip
         if alignments and split == "train" and "alignment" in ds.column_names:
             processed[split] = _with_alignment_targets(processed[split], ds, tokenizer, data_args)
     return processed, kept_raw

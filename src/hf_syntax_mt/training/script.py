@@ -27,17 +27,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .data import load_raw_datasets
+from .data import build_parser, load_raw_datasets
 from .prepare import (
     any_do,
     build_config_and_model,
     check_alignment_file,
     check_model_flags,
     check_output_dir,
+    check_requirements,
     choose_parser,
     conllu_files,
+    describe_recipe,
     freeze_sentence_level,
     load_or_train_tokenizer,
+    plan_config,
     preprocess_splits,
     undo_on_failure,
     will_train,
@@ -72,15 +75,21 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
     training = will_train(training_args)
     check_output_dir(training_args, do_train=training)
     check_model_flags(model_args)  # before anything is written
+    # every split's parses, parsers, alignment and document files, before any data is read or parsed
+    check_requirements(plan_config(model_args), data_args, training)
     with undo_on_failure(training_args):  # a run that fails before training leaves --output_dir as it found it
         raw = load_raw_datasets(data_args)
         tokenizer = load_or_train_tokenizer(model_args, training_args, raw["train"])
         parser, source_parser = choose_parser(data_args, raw)
+        target_parser = build_parser(data_args, side="target")
         config, model = build_config_and_model(model_args, tokenizer, training_args.seed, source_parser)
+        if recipe := describe_recipe(model_args, config):
+            logger.warning(recipe)  # what --recipe set, on every run's log (and in the run file and model card)
         freeze_sentence_level(model, config, model_args)
         has_alignments = "alignment" in raw["train"].column_names
         check_alignment_file(config, data_args, has_alignments=has_alignments, training=training)
-        processed, kept_raw = preprocess_splits(raw, config, tokenizer, parser, data_args, training_args)
+        processed, kept_raw = preprocess_splits(raw, config, tokenizer, parser, data_args, training_args,
+                                                target_parser=target_parser, training=training)  # fmt: skip
     configure_generation(model, data_args, training_args)
     decode = make_decoder(tokenizer)
     trainer, curve, averager = build_run_trainer(model, tokenizer, processed, decode, training_args, training)

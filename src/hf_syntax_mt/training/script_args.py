@@ -9,15 +9,19 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import logging
 import os
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from transformers import HfArgumentParser, Seq2SeqTrainingArguments
 
 from ..errors import UserError
+from ..recipes import ABOUT, RECIPES
+
+logger = logging.getLogger(__name__)
 
 # keys of a saved config that are not options: never passed back to a config class
 SAVED_ONLY = ("model_type", "transformers_version", "architectures", "auto_map", "custom_pipelines")
@@ -75,9 +79,17 @@ def check_ranges(arguments, names=None) -> None:
 
 
 @dataclass
-class ModelArguments:
-    """Which model to train: a new one of a given size, or a local Marian / SyntaxMT directory, plus the syntax
-    options (flags for today's options; ``--config_overrides`` for any `SyntaxMTConfig` field)."""
+class BaseModelArguments:
+    """Which model to train: a new one of a given size, or a local Marian / SyntaxMT directory, a method recipe, and
+    the options of the spine; `model_arguments_class` adds a flag for every option a registered method declares."""
+
+    recipe: str | None = field(
+        default=None,
+        metadata={"help": "A method recipe, the studies' settings of each method adapted to the model's layers and "
+                  "heads (hf_syntax_mt.recipes): " + "; ".join(f"`{k}`: {v}" for k, v in ABOUT.items())
+                  + ". Method flags given on the command line override what it sets, --config_overrides overrides "
+                  "both.", "choices": list(RECIPES)},
+    )  # fmt: skip
 
     model_name_or_path: str | None = field(
         default=None,
@@ -109,24 +121,10 @@ class ModelArguments:
     ffn_dim: int | None = field(default=None, metadata={"help": "Feed-forward size (default 1024)."})
     max_position_embeddings: int | None = field(default=None, metadata={"help": "Maximum positions (default 256)."})
     dropout: float | None = field(default=None, metadata={"help": "Dropout (default 0.1)."})
-    encoder_pascal_heads: list[int] | None = field(
-        default=None,
-        metadata={"help": "PASCAL heads per encoder layer, one number per layer, e.g. `4 0 0`."},
-    )
-    pascal_sigma: float | None = field(default=None, metadata={"help": "PASCAL Gaussian standard deviation (1.0)."})
-    pascal_weighting: str | None = field(
-        default=None, metadata={"help": "PASCAL weighting.", "choices": ["gaussian", "parent_only"]}
-    )
-    parent_ignoring: float | None = field(default=None, metadata={"help": "Parent-ignoring probability q."})
     label_smoothing: float | None = field(
         default=None,
         metadata={"help": "Label smoothing computed in the model (use this, not label_smoothing_factor)."},
     )
-    context_sentences: int | None = field(
-        default=None,
-        metadata={"help": "Document-level context (Zhang et al. 2018): k previous source sentences of the same document "
-                  "(needs --{split}_docid_file; 0 = off)."},
-    )  # fmt: skip
     freeze_sentence_level: bool = field(
         default=False,
         metadata={"help": "Train only the document-level parameters (the paper's two-step training, Section 2.4): "
@@ -139,16 +137,96 @@ class ModelArguments:
                   "SyntaxMTConfig later work here without changing this script."},
     )  # fmt: skip
 
+    #: flag name -> (method name, the option's value is JSON text, a `SyntaxMTConfig` field): the method flags
+    #: `model_arguments_class` added
+    method_flags: ClassVar[dict[str, tuple[str, bool, bool]]] = {}
+
     def __post_init__(self):
         check_ranges(self)
 
+    def method_options(self) -> dict[str, Any]:
+        """The method flags given (not None), as config values: a built-in method's as `SyntaxMTConfig` fields, a
+        method registered outside the package under ``method_options`` (``{"name": {...}}``)."""
+        out: dict[str, Any] = {}
+        for flag, (method, is_json, builtin) in self.method_flags.items():
+            value = getattr(self, flag, None)
+            if value is None:
+                continue
+            if is_json:
+                try:
+                    value = json.loads(value)
+                except json.JSONDecodeError as e:
+                    raise UserError(f"--{flag} {value!r} is not JSON ({e.msg}); write lists as [1,0], objects as "
+                                    '{"a": 1}, strings in double quotes') from None  # fmt: skip
+            if builtin:
+                out[flag] = value
+            else:
+                out.setdefault("method_options", {}).setdefault(method, {})[flag] = value
+        return out
+
     def syntax_options(self) -> dict[str, Any]:
-        names = ("encoder_pascal_heads", "pascal_sigma", "pascal_weighting", "parent_ignoring", "label_smoothing",
-                 "context_sentences")  # fmt: skip
-        return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
+        """The method flags given and ``--label_smoothing``: what the command line sets on the config, over the
+        recipe."""
+        spine = {"label_smoothing": self.label_smoothing} if self.label_smoothing is not None else {}
+        return {**self.method_options(), **spine}
 
     def size_options(self) -> dict[str, Any]:
         return {n: getattr(self, n) for n in SIZE_DEFAULTS if getattr(self, n) is not None}
+
+
+def _flag_type(option_type: Any) -> tuple[Any, bool]:
+    """A method `Option`'s type as a flag's (a type `HfArgumentParser` parses, whether the value is JSON text): numbers,
+    booleans, strings and lists of them are typed flags; anything else (a dict, a nested list) is JSON text."""
+    text = option_type if isinstance(option_type, str) else getattr(option_type, "__name__", str(option_type))
+    parts = {p.strip() for p in text.split("|")} - {"None", "NoneType"}
+    simple = {"int": int, "float": float, "bool": bool, "str": str, "list[int]": list[int], "list[float]": list[float],
+              "list[str]": list[str]}  # fmt: skip
+    if parts == {"float", "int"}:
+        return float, False
+    if len(parts) == 1 and (name := next(iter(parts))) in simple:
+        return simple[name], False
+    return str, True
+
+
+def _flag_help(method, option) -> str:
+    doc = " ".join(str(option.doc).split())
+    shown = "off" if option.default in (None, 0, False) else json.dumps(option.default)
+    return f"[{method.name}] {doc} (default: {shown})"
+
+
+def model_arguments_class() -> type:
+    """`BaseModelArguments` with a flag for every option of every registered method (the registry's `Option`
+    declarations: type, default, help text), each ``None`` unless given, so that a recipe's value stands where the
+    flag is not given. A method registered later gets its flags the next time this is called; an option named like
+    a flag the train script already has keeps only ``--config_overrides`` (with a warning)."""
+    from ..configuration_syntax_mt import SyntaxMTConfig
+    from ..methods.registry import registered
+
+    taken = {f.name for cls in (BaseModelArguments, DataArguments, SyntaxMTTrainingArguments)
+             for f in dataclasses.fields(cls)}  # fmt: skip
+    builtin = {f.name for f in dataclasses.fields(SyntaxMTConfig)}
+    fields, flags = [], {}
+    for method in registered():
+        for name, option in method.config_options.items():
+            if name in taken or name in flags:
+                logger.warning(f"method {method.name}: option {name!r} has the name of another train flag; set it "
+                               f"with --config_overrides")  # fmt: skip
+                continue
+            flag_type, is_json = _flag_type(option.type)
+            help_text = _flag_help(method, option) + (" (JSON)" if is_json else "")
+            fields.append((name, flag_type | None, field(default=None, metadata={"help": help_text})))
+            flags[name] = (method.name, is_json, name in builtin and method.name in _builtin_methods())
+    cls = dataclasses.make_dataclass("ModelArguments", fields, bases=(BaseModelArguments,))
+    cls.method_flags = flags
+    cls.__doc__ = BaseModelArguments.__doc__
+    cls.__module__ = __name__
+    return cls
+
+
+def _builtin_methods() -> set[str]:
+    from ..methods.builtin import BUILTIN
+
+    return {m.name for m in BUILTIN}
 
 
 @dataclass
@@ -210,7 +288,21 @@ class DataArguments:
     parser_model: str | None = field(
         default=None, metadata={"help": "spaCy package, stanza language or CoNLL-U path(s) for --parser."}
     )
-    parser_cache_dir: str | None = field(default=None, metadata={"help": "Cache parses on disk (CachedParser)."})
+    target_parser: str = field(
+        default="auto",
+        metadata={"help": "Target parser, for the methods trained on target trees (decoder DBSA heads, the synchronous "
+                  "loss; e.g. --recipe dbsa_sync or all3): 'auto' (CoNLL-U targets when given, else none), 'spacy', "
+                  "'stanza', 'conllu' (--target_parser_model = CoNLL-U file(s)), 'none'. Only the training split's "
+                  "targets are parsed: translating reads no target tree.", "choices": list(PARSER_CHOICES)},
+    )  # fmt: skip
+    target_parser_model: str | None = field(
+        default=None, metadata={"help": "spaCy package, stanza language or CoNLL-U path(s) for --target_parser."}
+    )
+    parser_cache_dir: str | None = field(
+        default=None,
+        metadata={"help": "Cache parses on disk (CachedParser), both sides: each parser's parses in a folder of their "
+                  "own (keyed by the parser's signature), so one folder serves --parser and --target_parser."},
+    )  # fmt: skip
     parser_description: str | None = field(
         default=None, metadata={"help": "Free text for the model card: which parser and model made the parses."}
     )
@@ -308,12 +400,18 @@ class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
                              "apache-2.0, mit, cc-by-sa-4.0 or other (lower case)")  # fmt: skip
 
 
+#: the train script's model arguments with a flag for every option of the methods registered when this module was
+#: imported (the built-in ones); `train_parser` makes the class again from the registry as it is then
+ModelArguments = model_arguments_class()
+
+
 def train_parser() -> HfArgumentParser:
-    """The parser of the train script's flags (``hf_syntax_mt.train_help`` keeps its help for a fast ``--help``)."""
+    """The parser of the train script's flags, a flag for every option of every method registered now
+    (``hf_syntax_mt.train_help`` keeps its help for a fast ``--help``)."""
     from ..cli_args import TrainHelpFormatter  # no "(default: None)" after a help that says the default
 
     return HfArgumentParser(
-        (ModelArguments, DataArguments, SyntaxMTTrainingArguments), formatter_class=TrainHelpFormatter
+        (model_arguments_class(), DataArguments, SyntaxMTTrainingArguments), formatter_class=TrainHelpFormatter
     )
 
 
