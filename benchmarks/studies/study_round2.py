@@ -55,21 +55,31 @@ SETTINGS = ("full", "low", "long")
 #: setting -> its test sets (long: the documents' sentences, with many more long sentences than Multi30k's)
 TEST_SETS = {"full": MULTI30K_TESTS, "low": MULTI30K_TESTS, "long": ("iwslt17.test", "europarl7.test")}
 XAVIER = "attention_init=xavier"
-#: method -> (config overrides, needs target trees, what it is): round one's settings, every model Xavier-initialised
+#: study method -> its recipe in `hf_syntax_mt.recipes` (the table `hf-syntax-mt train --recipe` reads)
+RECIPE_OF = {"vanilla": "vanilla", "pascal": "pascal", "alignment": "alignment", "dbsa_sync_full": "dbsa_sync"}
+
+
+def recipe_method(name: str, about: str) -> tuple[str, bool, str]:
+    """`METHODS`' triple of recipe ``name`` at the study's shape: its ``--config_overrides`` text (what the unit files
+    record), whether it trains on target trees, what it is."""
+    from hf_syntax_mt.recipes import overrides_text, parses_read
+
+    return overrides_text(name), "target" in parses_read(name, training=True), about
+
+
+#: method -> (config overrides, needs target trees, what it is): the recipes of `hf_syntax_mt.recipes` at the study's
+#: 3 + 3 layers of 4 heads, every model Xavier-initialised (round one's settings of each method)
 METHODS = {
-    "vanilla": (XAVIER, False, "no syntax (Marian's architecture), Xavier attention init"),
-    "pascal": ("encoder_pascal_heads=[2,0,0]," + XAVIER, False, "PASCAL: 2 of 4 heads of encoder layer 1"),
-    "alignment": (
-        "alignment_bias_layers=[0,1,2]," + XAVIER,
-        False,
-        "Cohn et al. position, Markov and fertility biases in every decoder layer's cross-attention",
-    ),  # fmt: skip
-    "dbsa_sync_full": (
-        round_one.METHODS["dbsa_sync_full"][0] + "," + XAVIER,
-        True,
-        "DBSA (1 head, layer 1, encoder "
-        "and decoder) + synchronous loss, decoder full context (lambda_dep = lambda_sync = 0.5)",
-    ),  # fmt: skip
+    "vanilla": recipe_method("vanilla", "no syntax (Marian's architecture), Xavier attention init"),
+    "pascal": recipe_method("pascal", "PASCAL: 2 of 4 heads of encoder layer 1"),
+    "alignment": recipe_method(
+        "alignment", "Cohn et al. position, Markov and fertility biases in every decoder layer's cross-attention"
+    ),
+    "dbsa_sync_full": recipe_method(
+        "dbsa_sync",
+        "DBSA (1 head, layer 1, encoder and decoder) + synchronous loss, decoder full context (lambda_dep = "
+        "lambda_sync = 0.5)",
+    ),
 }
 SEEDS = (0, 1, 2)
 #: vanilla first in every (setting, seed), so that each method's paired test can be made as soon as it is done

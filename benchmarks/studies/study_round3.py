@@ -50,29 +50,21 @@ TESTS = round_two.TEST_SETS[SETTING]
 SINGLE = ("pascal", "dbsa_sync_full", "alignment")  # round two's single methods
 
 
-def _without_init(method: str) -> str:
-    return round_two.METHODS[method][0].removesuffix("," + round_two.XAVIER)
-
-
-#: combination -> (config overrides, needs target trees, what it is): round two's options of each method, joined
+#: combination -> (config overrides, needs target trees, what it is): the recipes of `hf_syntax_mt.recipes` (round two's
+#: options of each method, joined) at the study's shape
 METHODS = {
-    "pascal_dbsa_sync": (
-        ",".join((_without_init("pascal"), _without_init("dbsa_sync_full"), round_two.XAVIER)),
-        True,
+    "pascal_dbsa_sync": round_two.recipe_method(
+        "pascal_dbsa_sync",
         "PASCAL (2 heads, encoder layer 1) + DBSA (1 head, layer 1, encoder and decoder) + synchronous loss, "
         "decoder full context; Xavier attention init",
     ),
-    "all3": (
-        ",".join(
-            (_without_init("pascal"), _without_init("alignment"), _without_init("dbsa_sync_full"), round_two.XAVIER)
-        ),
-        True,
+    "all3": round_two.recipe_method(
+        "all3",
         "PASCAL + DBSA + synchronous loss as pascal_dbsa_sync, plus Cohn et al.'s alignment biases in every "
         "decoder layer's cross-attention",
-    ),  # fmt: skip
-    "dbsa_sync_align": (
-        ",".join((_without_init("alignment"), _without_init("dbsa_sync_full"), round_two.XAVIER)),
-        True,
+    ),
+    "dbsa_sync_align": round_two.recipe_method(
+        "dbsa_sync_align",
         "all3 without PASCAL: DBSA + synchronous loss and the alignment biases (which of all3's parts pays)",
     ),
 }

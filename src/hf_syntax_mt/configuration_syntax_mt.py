@@ -350,15 +350,12 @@ class SyntaxMTConfig(_method_option_fields()):
                     f"method_options names {unknown}, which no registered method has (registered: {sorted(methods)}): "
                     "import the module that registers it (`hf_syntax_mt.methods.register`) before building the config."
                 )
-        late = [(m.name, n) for m in registered() for n in m.config_options if n not in _TYPES]
-        if late:  # declared options become fields only for methods registered before SyntaxMTConfig was created
-            raise UserError(
-                f"Method {late[0][0]!r} declares options {[n for _, n in late]} (`Method.config_options`) but was registered "
-                "after SyntaxMTConfig was created, so they are not config fields: list the method in "
-                "hf_syntax_mt/methods/builtin.py, or read its options from config.method_options[name]."
-            )
         for method in registered():  # each method checks the options it declares, then their combination
-            check_options(method, self)
+            late = [n for n in method.config_options if n not in _TYPES]
+            # declared options are fields for the methods registered before SyntaxMTConfig was created (the built-in
+            # ones); a method registered later keeps them in method_options[name], checked as fields are
+            check_options(method, _LateOptions(self, method) if late else self)
+
         for site in SITES:  # the heads the methods take fit in every attention
             side = "encoder" if site == "encoder" else "decoder"
             for layer in range(getattr(self, f"{side}_layers")):
@@ -379,6 +376,28 @@ class SyntaxMTConfig(_method_option_fields()):
     @property
     def resolved_max_context_length(self) -> int:
         return self.max_context_length if self.max_context_length is not None else self.max_position_embeddings
+
+
+class _LateOptions:
+    """A config as a method registered after `SyntaxMTConfig` was created sees it when its options are checked: the
+    options it declares read from ``method_options[name]`` (their defaults where not given), everything else from
+    the config. A key of ``method_options[name]`` the method does not declare is refused."""
+
+    def __init__(self, config, method):
+        given = (config.method_options or {}).get(method.name, {})
+        declared = method.config_options
+        unknown = sorted(set(given) - set(declared))
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], list(declared), n=2)
+            hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
+            raise UserError(f"method_options[{method.name!r}] has {unknown}, which {method.name} does not declare "
+                            f"(its options: {sorted(declared)}).{hint}")  # fmt: skip
+        self._config, self._values = config, {n: given.get(n, o.default) for n, o in declared.items()}
+
+    def __getattr__(self, name: str):
+        if name in self._values:
+            return self._values[name]
+        return getattr(self._config, name)
 
 
 if _options_doc():  # the options methods declare, in help(SyntaxMTConfig) beside the others

@@ -80,9 +80,13 @@ PARTS: dict[str, Part] = {
     "dbsa_sync": Part(
         "DBSA (Deguchi et al. 2019): 1 head of layer 1 in the encoder and the decoder trained on the trees, plus the "
         "synchronous loss (lambda_dep = lambda_sync = 0.5), decoder full context",
-        lambda s: {"encoder_dbsa_heads": _first_layer(s.encoder_layers, 1),
-                   "decoder_dbsa_heads": _first_layer(s.decoder_layers, 1), "dbsa_loss_weight": 0.5,
-                   "sync_loss_weight": 0.5, "decoder_dbsa_full_context": True},  # fmt: skip
+        lambda s: {
+            "encoder_dbsa_heads": _first_layer(s.encoder_layers, 1),
+            "decoder_dbsa_heads": _first_layer(s.decoder_layers, 1),
+            "dbsa_loss_weight": 0.5,
+            "sync_loss_weight": 0.5,
+            "decoder_dbsa_full_context": True,
+        },  # fmt: skip
         parses=("source", "target"),
         inference=(),
     ),

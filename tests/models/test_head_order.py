@@ -93,19 +93,30 @@ def test_register_after_puts_a_method_in_the_middle_of_the_order():
     assert "first_token" not in [m.name for m in registered()]
 
 
-def test_a_method_registered_late_with_declared_options_is_refused_with_the_fix():
+def test_a_method_registered_late_keeps_its_declared_options_in_method_options():
     """`Method.config_options` become `SyntaxMTConfig` fields only for the built-in methods (registered before the config
-    class exists); a method registered later that declares some would see them silently ignored."""
+    class exists); a method registered later keeps them in ``method_options[name]``, each checked by its own check as a
+    field is (and an undeclared key refused)."""
     from hf_syntax_mt.methods import Option
+
+    def at_most_two(config, name):
+        if any(h > 2 for h in getattr(config, name) or []):
+            raise ValueError(f"{name}={getattr(config, name)}: at most 2 heads a layer")
 
     class Late(FirstToken):
         name = "late"
-        config_options = {"late_heads": Option("list[int] | None", None, "Heads.")}
+        config_options = {"late_heads": Option("list[int] | None", None, "Heads.", check=at_most_two)}
 
     register(Late())
     try:
-        with pytest.raises(ValueError, match=r"Method 'late' declares options \['late_heads'\].*method_options"):
-            SyntaxMTConfig(**TINY)
+        assert SyntaxMTConfig(**TINY).method_options is None  # not given: the default
+        SyntaxMTConfig(**TINY, method_options={"late": {"late_heads": [2, 0]}})
+        with pytest.raises(ValueError, match=r"late_heads=\[3, 0\]: at most 2 heads"):
+            SyntaxMTConfig(**TINY, method_options={"late": {"late_heads": [3, 0]}})
+        with pytest.raises(
+            ValueError, match=r"method_options\['late'\] has \['late_head'\].*Did you mean 'late_heads'"
+        ):
+            SyntaxMTConfig(**TINY, method_options={"late": {"late_head": [1, 0]}})
     finally:
         unregister("late")
     SyntaxMTConfig(**TINY)

@@ -373,8 +373,11 @@ def check_requirements(config, data_args: DataArguments, training: bool) -> None
     problems = missing_parses({True: parses_read(config, True), False: parses_read(config, False)}, data_args,
                               training)  # fmt: skip
     is_syntax = isinstance(config, SyntaxMTConfig)
-    if training and is_syntax and "decoder_alignment" in supervised_columns(config) and not (
-        data_args.train_alignment_file
+    if (
+        training
+        and is_syntax
+        and "decoder_alignment" in supervised_columns(config)
+        and not (data_args.train_alignment_file)
     ):
         problems.append(f"guided_alignment_weight={config.guided_alignment_weight} trains on word alignments: give "
                         "--train_alignment_file (Pharaoh, one line per training pair, e.g. from eflomal)")  # fmt: skip
