@@ -95,7 +95,8 @@ def refuse(problems: list[str]) -> None:
 
 
 def will_train(flags: Any) -> bool:
-    """Whether a run trains: ``--do_train``, or no ``--do_*`` flag at all."""
+    """Whether a run trains: ``--do_train``, or no ``--do_*`` flag at all (an ``--eval_strategy`` is none:
+    `training.prepare.any_do`)."""
     given = [getattr(flags, f"do_{k}", None) for k in ("train", "eval", "predict")]
     return bool(given[0] or not any(given))
 

@@ -68,6 +68,7 @@ def flags(do_train=False, do_eval=False, do_predict=False, predict_with_generate
      (flags(predict_with_generate=False), True, False, [])],
 )  # fmt: skip
 def test_which_steps_run_follows_the_do_flags(args, trains, named, scored):
+    """(An --eval_strategy alone is no --do_eval: test_an_eval_strategy_is_no_do_eval.)"""
     assert will_train(args) is trains
     assert any_do(args) is named  # some --do_* flag was given
     assert splits_to_score({"train": 1, "validation": 1, "test": 1}, args) == scored
@@ -278,3 +279,17 @@ def test_the_model_card_license_flag(tmp_path):
     with pytest.raises(UserError, match="--model_card_license 'CC BY-SA' is not a Hub licence id"):
         parse_args([*argv, "--model_card_license", "CC BY-SA"])
     assert not (tmp_path / "run").exists()
+
+
+def test_an_eval_strategy_is_no_do_eval():
+    """TrainingArguments turns do_eval on for --eval_strategy steps: the run still trains and scores every split
+    (it trained nothing and scored only the validation set)."""
+    from hf_syntax_mt.training.script_args import parse_args
+
+    base = ["--output_dir", "unused", "--train_source_file", "s", "--train_target_file", "t", "--use_cpu"]
+    _, _, args = parse_args([*base, "--eval_strategy", "steps", "--eval_steps", "5"])
+    assert args.do_eval and not args.do_eval_given  # transformers' own, not given
+    assert will_train(args) and not any_do(args)
+    assert splits_to_score({"train": 1, "validation": 1, "test": 1}, args) == ["validation", "test"]
+    _, _, args = parse_args([*base, "--eval_strategy", "steps", "--eval_steps", "5", "--do_eval"])
+    assert not will_train(args) and splits_to_score({"validation": 1, "test": 1}, args) == ["validation"]

@@ -22,7 +22,11 @@ def will_train(training_args) -> bool:
 
 
 def any_do(training_args) -> bool:
-    return bool(training_args.do_train or training_args.do_eval or training_args.do_predict)
+    """Whether a ``--do_*`` flag was given. ``TrainingArguments`` turns ``do_eval`` on by itself for an
+    ``--eval_strategy`` other than ``no``: that is no ``--do_eval`` (a run with ``--eval_strategy steps`` and no
+    ``--do_*`` flag trained nothing and scored no test set); `SyntaxMTTrainingArguments` keeps the given value."""
+    do_eval = getattr(training_args, "do_eval_given", training_args.do_eval)
+    return bool(training_args.do_train or do_eval or training_args.do_predict)
 
 
 def check_output_dir(training_args, do_train: bool) -> None:

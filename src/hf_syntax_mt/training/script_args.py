@@ -383,6 +383,7 @@ class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
             raise UserError(f"--max_steps must be a number of steps >= 1 (or -1, the default: train for "
                             f"--num_train_epochs), got {self.max_steps}")  # fmt: skip
         check_ranges(self)
+        self.do_eval_given = bool(self.do_eval)  # before TrainingArguments sets it for an --eval_strategy (any_do)
         super().__post_init__()
         if self.time_budget_seconds is not None and not self.time_budget_seconds > 0:
             raise UserError(
