@@ -137,19 +137,20 @@ def recipe_options(name: str, shape: Shape, from_scratch: bool = True) -> dict[s
     return {**options, **(INIT if from_scratch else {})}
 
 
-def _text(value: Any) -> str:
+def value_text(value: Any) -> str:
+    """An option's value as the studies wrote it: JSON without spaces (``[2,0,0]``, ``true``), strings bare."""
     return json.dumps(value, separators=(",", ":")) if not isinstance(value, str) else value
 
 
 def overrides_text(name: str, shape: Shape = STUDY_SHAPE) -> str:
     """``key=value,...`` of `recipe_options` as the studies' ``--config_overrides`` wrote it (and their unit files
     record), e.g. ``encoder_pascal_heads=[2,0,0],attention_init=xavier``."""
-    return ",".join(f"{k}={_text(v)}" for k, v in recipe_options(name, shape).items())
+    return ",".join(f"{k}={value_text(v)}" for k, v in recipe_options(name, shape).items())
 
 
 def describe(name: str, options: dict[str, Any]) -> str:
     """One line: what recipe ``name`` set, e.g. ``recipe all3: encoder_pascal_heads=[2,0,0], ...``."""
-    return f"recipe {name} ({ABOUT[name]}): " + ", ".join(f"{k}={_text(v)}" for k, v in options.items())
+    return f"recipe {name} ({ABOUT[name]}): " + ", ".join(f"{k}={value_text(v)}" for k, v in options.items())
 
 
 def parses_read(name: str, training: bool = True) -> dict[str, list[str]]:
@@ -163,4 +164,4 @@ def parses_read(name: str, training: bool = True) -> dict[str, list[str]]:
 
 
 __all__ = ["ABOUT", "PARTS", "RECIPES", "STUDY_SHAPE", "Shape", "check_recipe", "describe", "overrides_text",
-           "parses_read", "recipe_options"]  # fmt: skip
+           "parses_read", "recipe_options", "value_text"]  # fmt: skip

@@ -283,16 +283,16 @@ def build_config_and_model(model_args: ModelArguments, tokenizer, seed: int, sou
 def describe_recipe(model_args: ModelArguments, config) -> str | None:
     """One line: what ``--recipe`` set on ``config`` (None without a recipe); the options a flag or
     ``--config_overrides`` changed afterwards are named with their final value."""
-    from ..recipes import describe
+    from ..recipes import describe, value_text
 
     if not model_args.recipe:
         return None
-    values = {k: v for k, v in config.to_dict().items()}
+    values = config.to_dict()
     planned = recipe_options(model_args, values, from_scratch=not model_args.model_name_or_path)
-    final = {k: values.get(k) for k in planned}
-    changed = [k for k in planned if final[k] != planned[k]]
+    changed = {k: values.get(k) for k in planned if values.get(k) != planned[k]}
     text = describe(model_args.recipe, planned)
-    return text + (f"; then changed by flags: {', '.join(f'{k}={final[k]}' for k in changed)}" if changed else "")
+    return text + ("; then changed by flags: " + ", ".join(f"{k}={value_text(v)}" for k, v in changed.items())
+                   if changed else "")  # fmt: skip
 
 
 def _preprocessing_step(config, preprocessor) -> str:
