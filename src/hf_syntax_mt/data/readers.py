@@ -476,6 +476,8 @@ def iter_conllu(path: str | os.PathLike) -> Iterable[ParsedSentence]:
         if not line.strip():
             if rows or mwt_rows:
                 yield _build_sentence(rows, mwt_rows, comments, path, start_line)
+            elif "text" in comments:  # an empty sentence (`format_conllu(..., empty=True)`: an empty input line)
+                yield ParsedSentence([], [], [], [], text=comments["text"], spans=[])
             rows, mwt_rows, comments, start_line = [], [], {}, lineno + 1
             continue
         if line.startswith("#"):
@@ -507,6 +509,8 @@ def iter_conllu(path: str | os.PathLike) -> Iterable[ParsedSentence]:
         rows.append((lineno, wid_int, cols[1], cols[3], head, cols[7], cols[9]))
     if rows or mwt_rows:
         yield _build_sentence(rows, mwt_rows, comments, path, start_line)
+    elif "text" in comments:
+        yield ParsedSentence([], [], [], [], text=comments["text"], spans=[])
 
 
 def read_conllu(path: str | os.PathLike) -> list[ParsedSentence]:
@@ -514,8 +518,10 @@ def read_conllu(path: str | os.PathLike) -> list[ParsedSentence]:
 
     Handles ``# text =`` comments, multi-word token lines (``3-4 du``: their words share the token's span and
     become a :attr:`ParsedSentence.mwt` range) and skips empty nodes (``5.1``). Without ``# text`` the text is
-    rebuilt from FORM and MISC ``SpaceAfter=No`` (and UDPipe's ``SpacesBefore``/``SpacesAfter``). Errors name
-    the file and the line number.
+    rebuilt from FORM and MISC ``SpaceAfter=No`` (and UDPipe's ``SpacesBefore``/``SpacesAfter``). A block of
+    comments with a ``# text`` and no word line is an empty sentence (an empty input line: ``hf-syntax-mt parse``
+    writes one); comments without ``# text`` (a file's header) are no sentence. Errors name the file and the line
+    number.
     """
     return list(iter_conllu(path))
 
