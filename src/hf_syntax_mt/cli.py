@@ -408,6 +408,13 @@ def _aer(args: argparse.Namespace) -> int:
     return 0
 
 
+def _parsing(module: str, command: str, args: argparse.Namespace) -> int:
+    """`parse`: its code is in `hf_syntax_mt.data.<module>`."""
+    import importlib
+
+    return getattr(importlib.import_module(f"hf_syntax_mt.data.{module}"), command)(args)
+
+
 def _is_user_error(error: BaseException) -> bool:
     """An error a user can fix, shown as one ``error:`` line: decided where it was raised, not guessed here. The
     package raises its `UserError` wherever bad input is found (a flag, an argument, a file's content; a file that
@@ -470,6 +477,7 @@ COMMANDS = {
     "align": _align,
     "aer": _aer,
     "uas": _uas,
+    "parse": lambda args: _parsing("parse_corpus", "parse_command", args),
 }
 
 

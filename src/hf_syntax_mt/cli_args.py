@@ -325,9 +325,28 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--batch-size", type=BATCH, default=32, help="sentences per forward pass")
     u.add_argument("--limit", type=POSITIVE, help="score the first N sentences only")
     u.add_argument("--json", help="also write the result to this JSON file")
+    add_parsing_commands(sub)
     for parser in sub.choices.values():
         parser.formatter_class = _HelpFormatter
     return p
+
+
+def add_parsing_commands(sub) -> None:
+    """`parse` (issue 64; the command is `data.parse_corpus.parse_command`)."""
+    q = sub.add_parser("parse", help="parse a text file (one sentence a line) into CoNLL-U, one block per line, for "
+                       "--{split}_source_conllu / --{split}_target_conllu",
+                       description="Parse a text file once and keep the trees: one CoNLL-U block per input line, in "
+                       "order (an empty line: a block of its comments alone), for train's --{split}_source_conllu / "
+                       "--{split}_target_conllu. The parser flags are train's. A progress bar shows on stderr from "
+                       "100 lines on.")  # fmt: skip
+    q.add_argument("--parser", required=True, choices=["spacy", "stanza"], help="as train's --parser")
+    q.add_argument("--parser_model", "--parser-model", required=True, help="a spaCy package or pipeline folder "
+                   "(train-parser's OUTPUT/model-best), or a stanza language code")  # fmt: skip
+    q.add_argument("--parser_cache_dir", "--parser-cache-dir", help="cache parses on disk (as train's flag): a rerun "
+                   "or an interrupted run parses only the lines not cached yet")  # fmt: skip
+    q.add_argument("--input", required=True, help="text file, one sentence a line (UTF-8, .gz ok)")
+    q.add_argument("--output", required=True, help="the CoNLL-U file to write (gzip-compressed if it ends in .gz)")
+    q.add_argument("--batch-size", type=BATCH, default=256, help="lines per parser call")
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -341,6 +360,7 @@ _INPUTS = {
     "uas": ("conllu",),
     "aer": ("hyp", "gold"),
     "contrastive": (),
+    "parse": ("input",),
 }
 #: per subcommand: the flags that name folders it reads (a model directory, a test-set folder): no output may be one
 #: of their files
@@ -361,9 +381,10 @@ _OUTPUTS = {
     "aer": ("json",),
     "contrastive": ("json",),
     "export": ("output",),
+    "parse": ("output", "parser_cache_dir"),
 }
 #: outputs that are folders (written into: new, or empty for `export`), not files
-_OUTPUT_FOLDERS = {("demo", "output_dir"), ("export", "output")}
+_OUTPUT_FOLDERS = {("demo", "output_dir"), ("export", "output"), ("parse", "parser_cache_dir")}
 
 
 def _flag(dest: str) -> str:
