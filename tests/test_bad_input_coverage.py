@@ -47,6 +47,8 @@ ACCEPTED = {
     ("export", "--output", "a folder"): "export writes into a new or an empty folder (a non-empty one is refused)",
     ("parse", "--input", "empty file"): "an empty input is parsed into an empty CoNLL-U file",
     ("parse", "--parser_cache_dir", "a folder"): "an existing cache folder is read and added to (train's flag too)",
+    ("train-parser", "--output", "a folder"): "train-parser writes into a new or an empty folder (a non-empty one is "
+    "refused)",
 }
 #: (function, parameter, case) -> why the API accepts it
 API_ACCEPTED = {
@@ -143,6 +145,16 @@ def base_argv(d: Path) -> dict[str, list[str]]:
             str(d / "src.txt"),
             "--output",
             str(d / "out" / "p.conllu"),
+        ],  # fmt: skip
+        "train-parser": [
+            "--lang",
+            "en",
+            "--train",
+            str(d / "gold.conllu"),
+            "--dev",
+            str(d / "gold.conllu"),
+            "--output",
+            str(d / "out" / "parser"),
         ],  # fmt: skip
     }
 

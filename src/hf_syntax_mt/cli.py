@@ -409,7 +409,7 @@ def _aer(args: argparse.Namespace) -> int:
 
 
 def _parsing(module: str, command: str, args: argparse.Namespace) -> int:
-    """`parse`: its code is in `hf_syntax_mt.data.<module>`."""
+    """`parse` and `train-parser`: their code is in `hf_syntax_mt.data.<module>`."""
     import importlib
 
     return getattr(importlib.import_module(f"hf_syntax_mt.data.{module}"), command)(args)
@@ -478,6 +478,7 @@ COMMANDS = {
     "aer": _aer,
     "uas": _uas,
     "parse": lambda args: _parsing("parse_corpus", "parse_command", args),
+    "train-parser": lambda args: _parsing("parser_training", "train_parser_command", args),
 }
 
 
