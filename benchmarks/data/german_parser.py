@@ -91,7 +91,7 @@ def train(data: Path = DATA, output: Path = DEFAULT_OUTPUT, progress: bool = Tru
     files = [treebanks[rel] for rel, (role, _) in TREEBANKS.items() if role == "train"]
     dev = next(treebanks[rel] for rel, (role, _) in TREEBANKS.items() if role == "dev")
     record = train_spacy_parser("de", files, dev, output, max_seconds=TRAIN_TIMEOUT, max_steps=max_steps,
-                                eval_frequency=eval_frequency, threads=1, overwrite=True, progress=progress)  # fmt: skip
+                                eval_frequency=eval_frequency, overwrite=True, progress=progress)  # fmt: skip
     return {"seconds": record["seconds"]}
 
 

@@ -408,11 +408,11 @@ def _aer(args: argparse.Namespace) -> int:
     return 0
 
 
-def _parsing(module: str, command: str, args: argparse.Namespace) -> int:
-    """`parse` and `train-parser`: their code is in `hf_syntax_mt.data.<module>`."""
-    import importlib
+def _parsing(command: str, args: argparse.Namespace) -> int:
+    """`parse` and `train-parser`: `hf_syntax_mt.parser_commands`."""
+    from hf_syntax_mt import parser_commands
 
-    return getattr(importlib.import_module(f"hf_syntax_mt.data.{module}"), command)(args)
+    return getattr(parser_commands, command)(args)
 
 
 def _is_user_error(error: BaseException) -> bool:
@@ -477,8 +477,8 @@ COMMANDS = {
     "align": _align,
     "aer": _aer,
     "uas": _uas,
-    "parse": lambda args: _parsing("parse_corpus", "parse_command", args),
-    "train-parser": lambda args: _parsing("parser_training", "train_parser_command", args),
+    "parse": lambda args: _parsing("parse_command", args),
+    "train-parser": lambda args: _parsing("train_parser_command", args),
 }
 
 

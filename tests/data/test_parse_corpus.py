@@ -121,10 +121,12 @@ def test_columns_from_the_parsed_files_equal_parsing_on_the_fly(tmp_path):
     assert read_conllu(tmp_path / "train.tgt.conllu.gz") == parse_texts(parser, targets)
 
     tokenizer = train_tokenizer([*sources, *targets] * 20, vocab_size=120, min_frequency=1)
-    config = model_config(tokenizer, d_model=16, layers=1, heads=4, ffn_dim=32, encoder_pascal_heads=[1],
-                          encoder_dbsa_heads=[1], decoder_dbsa_heads=[1], input_features=["pos", "deprel"])  # fmt: skip
-    from_files = load_split(DataArguments(train_source_conllu=str(tmp_path / "train.src.conllu.gz"),
-                                          train_target_conllu=str(tmp_path / "train.tgt.conllu.gz")), "train")  # fmt: skip
+    methods = dict(encoder_pascal_heads=[1], encoder_dbsa_heads=[1], decoder_dbsa_heads=[1],
+                   input_features=["pos", "deprel"])  # fmt: skip
+    config = model_config(tokenizer, d_model=16, layers=1, heads=4, ffn_dim=32, **methods)
+    conllu = {f"train_{side}_conllu": str(tmp_path / f"train.{tag}.conllu.gz")
+              for side, tag in (("source", "src"), ("target", "tgt"))}  # fmt: skip
+    from_files = load_split(DataArguments(**conllu), "train")
     on_the_fly = load_split(DataArguments(train_source_file=str(tmp_path / "train.src"),
                                           train_target_file=str(tmp_path / "train.tgt")), "train")  # fmt: skip
     assert from_files["source"] == sources and from_files["target"] == targets == on_the_fly["target"]

@@ -3,10 +3,11 @@
 For users who parse a corpus once and reuse it: one sentence a line in, one CoNLL-U block a line out (an empty line
 becomes a block of comments alone, which `read_conllu` reads back as an empty sentence), so the file feeds
 ``hf-syntax-mt train --{split}_source_conllu`` / ``--{split}_target_conllu`` and gives the same columns as parsing on
-the fly with the same parser (``tests/data/test_parse_corpus.py``). The parser is built from the train script's flags
-(``--parser``, ``--parser_model``, ``--parser_cache_dir``: `training.data.build_parser`, one mapping for both).
+the fly with the same parser (``tests/data/test_parse_corpus.py``). The command (`hf_syntax_mt.parser_commands`)
+builds the parser from the train script's flags (``--parser``, ``--parser_model``, ``--parser_cache_dir``:
+`training.data.build_parser`, one mapping for both).
 
-    hf-syntax-mt parse --parser spacy --parser_model en_core_web_sm --input train.en --output train.en.conllu.gz
+    hf-syntax-mt parse --parser spacy --parser_model fr_core_news_sm --input train.fr --output train.fr.conllu.gz
 """
 
 from __future__ import annotations
@@ -69,13 +70,9 @@ def parse_corpus(
     if _same_file(input_path, output_path):
         raise UserError(f"--output {output_path} is the --input file: writing it would destroy the text before it is "
                         "read; give another output name (e.g. the input's name + .conllu)")  # fmt: skip
-    return _write_conllu(read_lines(input_path), input_path, output_path, parser, batch_size, progress)
-
-
-def _write_conllu(lines: list[str], input_path: Path, output_path: Path, parser: Parser, batch_size: int,
-                  progress: bool | None) -> int:  # fmt: skip
     from .preprocess import parse_texts
 
+    lines = read_lines(input_path)
     if output_path.is_dir():
         raise UserFileError(f"--output {output_path}: is a folder; give the name of the file to write", errno.EISDIR,
                             str(output_path))  # fmt: skip
@@ -113,17 +110,3 @@ def _write_conllu(lines: list[str], input_path: Path, output_path: Path, parser:
         if tmp.exists():
             tmp.unlink()
     return len(lines)
-
-
-def parse_command(args) -> int:
-    """``hf-syntax-mt parse``: the parser from the train script's flags, then `parse_corpus`."""
-    from ..training.data import build_parser
-    from ..training.script_args import DataArguments
-
-    lines = read_lines(args.input)  # a missing, undecodable or damaged input fails before the parser loads
-    parser = build_parser(DataArguments(parser=args.parser, parser_model=args.parser_model,
-                                        parser_cache_dir=args.parser_cache_dir))  # fmt: skip
-    n = _write_conllu(lines, Path(args.input), Path(args.output), parser, args.batch_size, None)
-    print(f"wrote {n} CoNLL-U blocks (one per line of {args.input}) to {args.output}; parser "
-          f"{parser.signature()}", file=sys.stderr)  # fmt: skip
-    return 0

@@ -275,16 +275,3 @@ def train_spacy_parser(
     }  # fmt: skip
     (output / RECORD).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return record
-
-
-def train_parser_command(args) -> int:
-    """``hf-syntax-mt train-parser``: `train_spacy_parser` with the flags, then where the model is and its scores."""
-    record = train_spacy_parser(args.lang, args.train, args.dev, args.output, max_seconds=args.max_seconds,
-                                max_steps=args.max_steps, eval_frequency=args.eval_frequency,
-                                threads=args.threads)  # fmt: skip
-    dev = record["dev_scores"]
-    print(f"dev UAS {dev['uas']}  LAS {dev['las']}  POS {dev['pos']}  ({record['dev']['sentences']} sentences of "
-          f"{args.dev}; training {record['seconds'].get('train')} s, stopped by {record['stopped_by']})\n"
-          f"the parser: {record['model']}  (use it with --parser spacy --parser_model {record['model']}; its scores "
-          f"in {Path(args.output) / RECORD})")  # fmt: skip
-    return 0
