@@ -39,6 +39,11 @@ def write_treebank(path, sentences=TREEBANK):
     return path
 
 
+def write_text(path, text):
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
 def test_bad_treebanks_folders_and_settings_are_refused_before_spacy_runs(tmp_path):
     good = write_treebank(tmp_path / "good.conllu")
     (tmp_path / "header.conllu").write_text("# newdoc id = x\n\n", encoding="utf-8")
@@ -48,6 +53,10 @@ def test_bad_treebanks_folders_and_settings_are_refused_before_spacy_runs(tmp_pa
         (dict(train=[tmp_path]), r"--train .*: is a folder; give a CoNLL-U file"),
         (dict(train=[tmp_path / "header.conllu"]), r"--train .*header\.conllu: holds no sentence with words"),
         (dict(train=str(good)), r"--train .*: give a list of CoNLL-U files"),
+        (
+            dict(train=[good, write_text(tmp_path / "x.txt", "a b\n")]),
+            r"--train .*x\.txt:1: expected 10 tab-separated columns",
+        ),
         (dict(dev=tmp_path / "none.conllu"), r"--dev .*none\.conllu: no such file"),
         (dict(max_steps=0), r"--max-steps 0: give a whole number from 1"),
         (dict(max_seconds=float("nan")), r"--max-seconds nan: give a positive number"),

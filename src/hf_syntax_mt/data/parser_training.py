@@ -76,7 +76,10 @@ def _check_treebank(path: str | os.PathLike, flag: str) -> int:
     if os.path.isdir(path):
         raise UserFileError(f"{flag} {path}: is a folder; give a CoNLL-U file (a UD treebank's *.conllu)",
                             errno.EISDIR, str(path))  # fmt: skip
-    n = sum(1 for sentence in iter_conllu(path) if sentence.words)
+    try:
+        n = sum(1 for sentence in iter_conllu(path) if sentence.words)
+    except UserError as e:  # the file and line are in the message; the flag too, then
+        raise UserError(f"{flag} {e}; give a UD treebank's CoNLL-U file") from None
     if n == 0:
         raise UserError(f"{flag} {path}: holds no sentence with words; give a UD treebank's CoNLL-U file")
     return n
