@@ -338,7 +338,7 @@ def _lang_code(text: str) -> str:
 
 
 def add_parsing_commands(sub) -> None:
-    """`parse` and `train-parser` (issue 64; the commands in `data.parse_corpus` and `data.parser_training`)."""
+    """`parse` and `train-parser` (issue 64; run by `hf_syntax_mt.parser_commands`)."""
     q = sub.add_parser("parse", help="parse a text file (one sentence a line) into CoNLL-U, one block per line, for "
                        "--{split}_source_conllu / --{split}_target_conllu",
                        description="Parse a text file once and keep the trees: one CoNLL-U block per input line, in "
