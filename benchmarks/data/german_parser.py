@@ -3,23 +3,24 @@ trees of the German targets, and no German spaCy or stanza model installs from P
 
 multi30k-parsed's PROVENANCE.md documents how its German side was parsed: a spaCy 3.8.18 pipeline (tok2vec +
 morphologizer + parser, the CPU "efficiency" starter config) trained on UD German-GSD test + UD German-PUD test, with
-GSD dev choosing the checkpoint, and the model kept only in /tmp. This script repeats those steps with spaCy's own
-commands, on the same treebank files (`../shared/data/ud`, checked by sha256):
+GSD dev choosing the checkpoint, and the model kept only in /tmp. Those steps are the package's command now (issue
+64: `hf_syntax_mt.data.parser_training.train_spacy_parser`, `hf-syntax-mt train-parser`), which this script runs on the
+same treebank files (`../shared/data/ud`, checked by sha256):
 
-    spacy init config -l de -p morphologizer,parser -o efficiency config.cfg
-    spacy convert <treebank>.conllu corpus/... --converter conllu -n 10     (GSD test and PUD test: train; GSD dev)
-    spacy train config.cfg --output model --paths.train corpus/train --paths.dev corpus/de_gsd-ud-dev.spacy
-    spacy evaluate model/model-best corpus/de_gsd-ud-dev.spacy --output dev_eval.json
+    hf-syntax-mt train-parser --lang de --train DATA/ud/UD_German-GSD/de_gsd-ud-test.conllu \
+        DATA/ud/UD_German-PUD/de_pud-ud-test.conllu --dev DATA/ud/UD_German-GSD/de_gsd-ud-dev.conllu --output OUTPUT
 
-with one thread, and then measures how close the result is to the parser multi30k-parsed used: the sha256 of its
-weight files against those PROVENANCE lists, and the agreement of the two parsers' trees on Multi30k's German
-validation captions (the fraction of words with the same head, and with the same head and relation, and of sentences
-parsed identically). It writes ``results/german_parser/german_parser.json``; the model stays in ``--output``
-(outside git, about 6 MB). A model already there (its ``dev_eval.json`` written) is reused unless ``--force``.
+(spaCy's init config, convert, train and evaluate, one thread), and then measures how close the result is to the
+parser multi30k-parsed used: the sha256 of its weight files against those PROVENANCE lists, and the agreement of the
+two parsers' trees on Multi30k's German validation captions (the fraction of words with the same head, and with the
+same head and relation, and of sentences parsed identically). It writes ``results/german_parser/german_parser.json``;
+the model stays in ``--output`` (outside git, about 6 MB). A model already there (its ``dev_eval.json`` written) is
+reused unless ``--force``.
 
-Measured here (2026-11-26): training stopped by itself after 3,200 steps (776 s on one thread, cores shared), the
-best checkpoint (step 1,600) has the weight sha256 PROVENANCE lists, the same dev scores (UAS 74.53, LAS 66.39), and
-parses Multi30k's 1,014 German validation captions exactly as multi30k-parsed does: the same parser, bit for bit.
+Measured here (2026-11-26, with this script's own spaCy calls before they moved into the package): training stopped
+by itself after 3,200 steps (776 s on one thread, cores shared), the best checkpoint (step 1,600) has the weight sha256
+PROVENANCE lists, the same dev scores (UAS 74.53, LAS 66.39), and parses Multi30k's 1,014 German validation captions
+exactly as multi30k-parsed does: the same parser, bit for bit.
 
     python benchmarks/data/german_parser.py                      # train (about 13-18 CPU minutes) or reuse, then compare
     python benchmarks/data/german_parser.py --output DIR --force
@@ -30,11 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
@@ -76,73 +73,37 @@ def check_treebanks(data: Path, verify: bool = True) -> dict[str, str]:
     return out
 
 
-def spacy_commands(treebanks: dict[str, str], work: Path, overrides: tuple[str, ...] = ()) -> list[list[str]]:
-    """The spaCy command lines of PROVENANCE.md, in order (``python -m spacy ...``), for files under ``work``;
-    ``overrides`` are more ``spacy train`` options (``--training.max_steps 20``: the tests' miniature)."""
-    spacy = [sys.executable, "-m", "spacy"]
-    commands = [spacy + ["init", "config", "-l", "de", "-p", "morphologizer,parser", "-o", "efficiency",
-                         str(work / "config.cfg")]]  # fmt: skip
-    for rel, path in treebanks.items():
-        target = work / "corpus" / ("train" if TREEBANKS[rel][0] == "train" else "")
-        commands.append(spacy + ["convert", path, str(target), "--converter", "conllu", "-n", "10"])
-    dev = work / "corpus" / "de_gsd-ud-dev.spacy"
-    commands.append(spacy + ["train", str(work / "config.cfg"), "--output", str(work / "model"), "--paths.train",
-                             str(work / "corpus" / "train"), "--paths.dev", str(dev), *overrides])  # fmt: skip
-    commands.append(spacy + ["evaluate", str(work / "model" / "model-best"), str(dev), "--output",
-                             str(work / "dev_eval.json")])  # fmt: skip
-    return commands
-
-
 def model_path(output: str | Path = DEFAULT_OUTPUT) -> Path:
-    return Path(output) / "model" / "model-best"
+    """The parser's folder: ``OUTPUT/model-best`` (train-parser's layout), or ``OUTPUT/model/model-best`` where this
+    script trained it before the package had the command."""
+    legacy = Path(output) / "model" / "model-best"
+    return legacy if legacy.is_dir() and not (Path(output) / "model-best").is_dir() else Path(output) / "model-best"
 
 
-def train(data: Path = DATA, output: Path = DEFAULT_OUTPUT, progress: bool = True, overrides: tuple[str, ...] = (),
-          verify: bool = True) -> dict:  # fmt: skip
-    """Run `spacy_commands` into ``output`` (emptied first) with one thread; returns what the record says of it.
-    ``overrides`` and ``verify=False`` (no sha256 check of the treebanks) are for tests on a miniature."""
+def train(data: Path = DATA, output: Path = DEFAULT_OUTPUT, progress: bool = True, verify: bool = True,
+          max_steps: int | None = None, eval_frequency: int | None = None) -> dict:  # fmt: skip
+    """`train_spacy_parser` on the treebanks of `TREEBANKS` into ``output`` (emptied first), one thread; returns what
+    the record says of it. ``max_steps``, ``eval_frequency`` and ``verify=False`` (no sha256 check of the treebanks)
+    are for tests on a miniature."""
+    from hf_syntax_mt.data.parser_training import train_spacy_parser
+
     treebanks = check_treebanks(Path(data), verify)
-    output = Path(output)
-    if output.exists():
-        shutil.rmtree(output)
-    (output / "corpus" / "train").mkdir(parents=True)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    seconds = {}
-    for command in spacy_commands(treebanks, output, tuple(overrides)):
-        step = command[3]
-        if progress:
-            print("$ spacy " + " ".join(command[3:]), flush=True)
-        start = time.perf_counter()
-        log = output / f"{step}.log"
-        with open(log, "a", encoding="utf-8") as f:
-            proc = subprocess.Popen(command, stdout=f, stderr=subprocess.STDOUT, env=env)
-            try:
-                proc.wait(timeout=TRAIN_TIMEOUT if step == "train" else None)
-            except subprocess.TimeoutExpired:
-                proc.send_signal(2)  # SIGINT: spaCy stops and saves model-last (model-best is already on disk)
-                proc.wait()
-        seconds[step] = seconds.get(step, 0.0) + time.perf_counter() - start
-        if proc.returncode != 0 and not (step == "train" and model_path(output).is_dir()):
-            tail = log.read_text(encoding="utf-8")[-2000:]
-            raise SystemExit(f"spacy {step} failed (exit {proc.returncode}); its log {log} ends:\n{tail}")
-    return {"seconds": {k: round(v, 1) for k, v in seconds.items()}}
+    files = [treebanks[rel] for rel, (role, _) in TREEBANKS.items() if role == "train"]
+    dev = next(treebanks[rel] for rel, (role, _) in TREEBANKS.items() if role == "dev")
+    record = train_spacy_parser("de", files, dev, output, max_seconds=TRAIN_TIMEOUT, max_steps=max_steps,
+                                eval_frequency=eval_frequency, overwrite=True, progress=progress)  # fmt: skip
+    return {"seconds": record["seconds"]}
+
+
+def training_steps(output: Path) -> dict:
+    """The last and best step of the training log: `hf_syntax_mt.data.parser_training.training_steps`."""
+    from hf_syntax_mt.data.parser_training import training_steps as steps
+
+    return steps(output)
 
 
 def weight_hashes(model: Path) -> dict[str, str]:
     return {name: sha256_file(model / name) for name in PROVENANCE_SHA256 if (model / name).is_file()}
-
-
-def training_steps(output: Path) -> dict:
-    """The last and best step of the training log (spaCy's table: E, #, ..., SCORE)."""
-    rows = []
-    for line in (output / "train.log").read_text(encoding="utf-8").splitlines():
-        cells = line.split()
-        if len(cells) > 3 and cells[0].isdigit() and cells[1].isdigit():
-            rows.append((int(cells[0]), int(cells[1]), float(cells[-1])))
-    if not rows:
-        return {}
-    best = max(rows, key=lambda r: r[2])
-    return {"epochs": rows[-1][0], "last_step": rows[-1][1], "best_step": best[1], "best_score": best[2]}
 
 
 def agreement(mine: list, theirs: list) -> dict:

@@ -408,6 +408,13 @@ def _aer(args: argparse.Namespace) -> int:
     return 0
 
 
+def _parsing(command: str, args: argparse.Namespace) -> int:
+    """`parse` and `train-parser`: `hf_syntax_mt.parser_commands`."""
+    from hf_syntax_mt import parser_commands
+
+    return getattr(parser_commands, command)(args)
+
+
 def _is_user_error(error: BaseException) -> bool:
     """An error a user can fix, shown as one ``error:`` line: decided where it was raised, not guessed here. The
     package raises its `UserError` wherever bad input is found (a flag, an argument, a file's content; a file that
@@ -470,6 +477,8 @@ COMMANDS = {
     "align": _align,
     "aer": _aer,
     "uas": _uas,
+    "parse": lambda args: _parsing("parse_command", args),
+    "train-parser": lambda args: _parsing("train_parser_command", args),
 }
 
 

@@ -95,11 +95,12 @@ class SyntaxTranslationPipeline(Pipeline):
         if recorded is None:
             raise UserError(
                 "This model has syntax heads but its config records no `source_parser` (a model trained on "
-                "pre-parsed CoNLL-U records none unless told which parser made it) and none was given: new text "
-                "needs a parser, e.g. pipeline(..., parser=hf_syntax_mt.data.get_parser('spacy', "
-                "model='fr_core_news_sm')). Record one at training time: --parser spacy --parser_model NAME (raw "
-                'text), or --config_overrides \'source_parser={"backend": "spacy", "model": NAME}\' for the '
-                "parser that produced the CoNLL-U."
+                "pre-parsed CoNLL-U records none unless told which parser made it, nor one trained with a spaCy "
+                "pipeline folder: a local path) and none was given: new text needs a parser, e.g. pipeline(..., "
+                "parser=hf_syntax_mt.data.get_parser('spacy', model='fr_core_news_sm')), or hf-syntax-mt translate "
+                "--parser spacy --parser-model NAME_OR_FOLDER. Record one at training time: --parser spacy "
+                '--parser_model NAME (raw text), or --config_overrides \'source_parser={"backend": "spacy", '
+                '"model": NAME}\' for the parser that produced the CoNLL-U.'
             )
         return parser_from_config(recorded, model_dir=getattr(self.model, "name_or_path", None) or None)
 

@@ -17,7 +17,8 @@ SRC = Path(hf_syntax_mt.__file__).parent  # src/hf_syntax_mt
 DATA = SRC / "data"
 
 # The flow: readers (+ the parse data class) -> parsers -> subwords -> document context -> preprocess -> collator.
-# A module may import only modules before it. `parser_config` (a parser from a model config) follows the parsers,
+# A module may import only modules before it. `parser_config` (a parser from a model config) and `parser_training` (a
+# spaCy parser trained on treebanks) follow the parsers, `parse_corpus` (a text file parsed to CoNLL-U) the preprocessor,
 # `multitask` (parse + translate rows for the preprocessor) the preprocessor; the package `__init__` re-exports what
 # comes before. (The guided-alignment targets built on the preprocessed rows are in `hf_syntax_mt.alignment.targets`.)
 FLOW = [
@@ -27,10 +28,12 @@ FLOW = [
     "cache_shards",
     "parsers",
     "parser_config",
+    "parser_training",
     "subwords",
     "documents",
     "preprocess",
     "multitask",
+    "parse_corpus",
     "collator",
     "__init__",
 ]

@@ -43,3 +43,22 @@ def test_an_empty_sentence_or_a_tab_inside_a_word_is_refused():
         format_conllu(ParsedSentence([], [], [], [], text=""), "e-1")
     with pytest.raises(ValueError, match=r"sentence t-1: word 2 'b\\tc' is empty or holds a tab"):
         format_conllu(ParsedSentence(["a", "b\tc"], [0, 1], ["root", "dep"], ["X", "X"]), "t-1")
+
+
+def test_an_empty_sentence_is_a_block_of_comments_that_reads_back_as_an_empty_sentence(tmp_path):
+    empty = ParsedSentence([], [], [], [], text="", spans=[])
+    assert format_conllu(empty, "2", empty=True) == "# sent_id = 2\n# text = \n\n"
+    with pytest.raises(ValueError, match="a sentence without words has no CoNLL-U block"):
+        format_conllu(empty, "2")  # the default keeps refusing it
+    (tmp_path / "x.conllu").write_text(
+        "# newdoc id = d1\n\n"  # a header block without `# text`: no sentence
+        "# sent_id = 1\n# text = Hi\n1\tHi\t_\tINTJ\t_\t_\t0\troot\t_\tSpaceAfter=No\n\n"
+        "# sent_id = 2\n# text = \n\n"
+        "# sent_id = 3\n# text =   \n\n"
+        "# sent_id = 4\n# text = Yes\n1\tYes\t_\tINTJ\t_\t_\t0\troot\t_\tSpaceAfter=No\n\n"
+        "# sent_id = 5\n# text = ",  # the last block, without the final blank line
+        encoding="utf-8",
+    )
+    got = read_conllu(tmp_path / "x.conllu")
+    assert [(s.words, s.text) for s in got] == [(["Hi"], "Hi"), ([], ""), ([], "  "), (["Yes"], "Yes"), ([], "")]
+    assert got[1] == empty

@@ -1,6 +1,7 @@
-"""`benchmarks/data/german_parser.py`: multi30k-parsed's German parser rebuilt with spaCy's commands. The agreement measure
-on hand-built trees, the treebank checks, the training log's steps, and one miniature training run end to end (40
-sentences, 20 steps) whose model parses one tree per line and agrees with its own trees written as CoNLL-U."""
+"""`benchmarks/data/german_parser.py`: multi30k-parsed's German parser rebuilt with spaCy's commands (the package's
+`train_spacy_parser`). The agreement measure on hand-built trees, the treebank checks, the training log's steps, and
+one miniature training run end to end (40 sentences, 20 steps) whose model parses one tree per line and agrees with
+its own trees written as CoNLL-U."""
 
 from __future__ import annotations
 
@@ -77,8 +78,7 @@ def test_a_miniature_parser_trains_parses_one_tree_per_line_and_agrees_with_its_
     needs.shared_data("ud/UD_German-PUD/de_pud-ud-test.conllu")
     data = _miniature(tmp_path / "data")
     out = tmp_path / "parser"
-    record = german_parser.train(data, out, progress=False, verify=False,
-                                 overrides=("--training.max_steps", "20", "--training.eval_frequency", "10"))  # fmt: skip
+    record = german_parser.train(data, out, progress=False, verify=False, max_steps=20, eval_frequency=10)
     assert set(record["seconds"]) == {"init", "convert", "train", "evaluate"}
     assert german_parser.training_steps(out)["last_step"] == 20
     assert set(german_parser.weight_hashes(german_parser.model_path(out))) == set(german_parser.PROVENANCE_SHA256)

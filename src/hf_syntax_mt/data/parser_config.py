@@ -183,17 +183,39 @@ def _spacy_meta(path: Path) -> bool:
 def portable_parser_config(parser: Parser | None) -> dict | None:
     """What to record as `config.source_parser` for a parser that can parse new text on another machine: spaCy and
     stanza configs as they are (they name installed models; a local `model_dir` is dropped), and `None` for a
-    CoNLL-U parser (its files hold the training text only, and their paths are local). Options a config may not
-    carry (see the module docstring) raise `ValueError` now rather than when the model is loaded."""
+    CoNLL-U parser (its files hold the training text only, and their paths are local) and for a spaCy pipeline
+    folder (``train-parser``'s ``OUTPUT/model-best``: a local path; a warning says how to translate with it). Options
+    a config may not carry (see the module docstring) raise `ValueError` now rather than when the model is loaded."""
     if parser is None:
         return None
     options = dict(parser.to_config())
     if options.get("backend") == "conllu":
         return None
+    if options.get("backend") == "spacy" and _local_spacy_model(options.get("model")):
+        logger.warning(local_spacy_model_note(options["model"]))
+        return None
     if options.get("model_dir") is not None:
         options["model_dir"] = None
     check_parser_config(options)  # what the saved model's pipeline will accept, checked at training time already
     return options
+
+
+def _local_spacy_model(model) -> bool:
+    """Whether a spaCy model is a folder on this machine (a path, or a name a folder here answers to) rather than an
+    installed pipeline package."""
+    if not isinstance(model, str):
+        return False
+    return not _NAME.match(model) or Path(model).expanduser().is_dir()
+
+
+def local_spacy_model_note(model: str) -> str:
+    """Why a model trained with a spaCy pipeline folder (``train-parser``'s ``OUTPUT/model-best``) records no parser,
+    and how to translate with it."""
+    return (f"the spaCy parser {model} is a folder on this machine, which does not travel with the model: the saved "
+            "model records no source_parser, and translating new text needs the parser given: hf-syntax-mt translate "
+            f"--parser spacy --parser-model {model} (in Python: pipeline(..., parser={{'backend': 'spacy', 'model': "
+            f"{model!r}}})). A model records an installed spaCy pipeline package by its name (the docs' Parsing "
+            "page)")  # fmt: skip
 
 
 def recordable_parser_config(options: dict | None) -> dict | None:

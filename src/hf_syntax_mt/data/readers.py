@@ -394,6 +394,8 @@ def _misc(misc: str) -> dict[str, str]:
 
 def _build_sentence(rows, mwt_rows, comments, path, start_line) -> ParsedSentence:
     """rows: (lineno, id, form, upos, head, deprel, misc); mwt_rows: (lineno, first, last, form, misc)."""
+    if not rows and not mwt_rows:  # comments alone: an empty sentence (`format_conllu(..., empty=True)`)
+        return ParsedSentence([], [], [], [], text=comments["text"], spans=[])
     if not rows:
         raise UserError(f"{path}:{start_line}: sentence block has no word lines")
     for k, row in enumerate(rows):
@@ -474,7 +476,7 @@ def iter_conllu(path: str | os.PathLike) -> Iterable[ParsedSentence]:
     rows, mwt_rows, comments, start_line = [], [], {}, 1
     for lineno, line in iter_lines(path):  # lines end at "\n" only; invalid UTF-8 names the file, line and byte
         if not line.strip():
-            if rows or mwt_rows:
+            if rows or mwt_rows or "text" in comments:
                 yield _build_sentence(rows, mwt_rows, comments, path, start_line)
             rows, mwt_rows, comments, start_line = [], [], {}, lineno + 1
             continue
@@ -505,7 +507,7 @@ def iter_conllu(path: str | os.PathLike) -> Iterable[ParsedSentence]:
         except ValueError:
             raise UserError(f"{path}:{lineno}: HEAD must be an integer, found {cols[6]!r}") from None
         rows.append((lineno, wid_int, cols[1], cols[3], head, cols[7], cols[9]))
-    if rows or mwt_rows:
+    if rows or mwt_rows or "text" in comments:
         yield _build_sentence(rows, mwt_rows, comments, path, start_line)
 
 
@@ -514,8 +516,8 @@ def read_conllu(path: str | os.PathLike) -> list[ParsedSentence]:
 
     Handles ``# text =`` comments, multi-word token lines (``3-4 du``: their words share the token's span and
     become a :attr:`ParsedSentence.mwt` range) and skips empty nodes (``5.1``). Without ``# text`` the text is
-    rebuilt from FORM and MISC ``SpaceAfter=No`` (and UDPipe's ``SpacesBefore``/``SpacesAfter``). Errors name
-    the file and the line number.
+    rebuilt from FORM and MISC ``SpaceAfter=No`` (and UDPipe's ``SpacesBefore``/``SpacesAfter``). Comments with a
+    ``# text`` and no word line are an empty sentence (`format_conllu`); errors name the file and the line number.
     """
     return list(iter_conllu(path))
 
