@@ -208,6 +208,20 @@ def test_the_aggregate_tests_each_seed_against_vanilla_and_pools_the_seeds(tmp_p
     assert summary["full"]["buckets"]["pascal"][0]["delta"] == pytest.approx(by_length)
     assert (results / "deltas.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "`deltas.png` beside this file" in text
+    # units of one seed that record different machine kinds are not compared (unless --mixed-machines), and said so
+    for name, threads in (("full-vanilla-seed1", 1), ("full-pascal-seed1", 2)):
+        path = results / "runs" / f"{name}.json"
+        machine = {"device": "cpu", "cpu": "AMD EPYC", "flags": ["avx2"], "torch_cpu_capability": "AVX2",
+                   "threads": threads, "torch": "2.13.0+cpu"}  # fmt: skip
+        path.write_text(json.dumps({**json.loads(path.read_text()), "machine": machine}))
+    text = r2.aggregate(SimpleNamespace(results=str(results), data=str(data), bootstrap_samples=20))
+    row = next(line for line in text.splitlines() if line.startswith("| pascal | test_2016_flickr |"))
+    assert (
+        f"{d0:+.2f} (" in row and "not compared (different machines: vanilla AMD EPYC [avx2] AVX2, 1 thread(s)" in row
+    )
+    assert "- pascal: 4 better, 0 worse" in text  # seed 0's four test sets only
+    assert "1 on different kinds (left out)" in text
+    assert "- full-pascal-seed1 / full-vanilla-seed1: different machine kinds: threads 2 vs 1" in text
     # a truncated unit file stops the aggregate with its name
     (results / "runs" / "full-pascal-seed1.json").write_text('{"unit": "full-pascal-seed1", "tests"')
     with pytest.raises(SystemExit, match="full-pascal-seed1.json"):
