@@ -44,9 +44,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
-from benchmarks import common  # noqa: E402
+from benchmarks import common, machine  # noqa: E402
 from benchmarks.common import RESULTS as ALL_RESULTS  # noqa: E402
 from benchmarks.studies import multi30k_study as round_one  # noqa: E402
+from benchmarks.studies import seed_stats  # noqa: E402
 from benchmarks.studies.round2_stats import FairPair, bucket_deltas, format_p, length_gap, plot, sign_test  # noqa: E402
 
 RESULTS = ALL_RESULTS / "round2"
@@ -127,6 +128,9 @@ def parse_args(
     p.add_argument("--ende-cache", default=None, help="the shared en-de sentence data of the long setting (default: "
                    "ende_sentence_data's runs/ende_sentence_data, shared with docnmt_real)")  # fmt: skip
     p.add_argument("--bootstrap-samples", type=int, default=1000)
+    p.add_argument("--mixed-machines", action="store_true", help="the aggregate compares units of different machine "
+                   "kinds too (by default a pair whose unit files record different machines is left out, and counted; "
+                   "`benchmarks.machine.same_kind`)")  # fmt: skip
     p.add_argument("--eval-batch-size", type=int, default=64)
     args = p.parse_args(argv)
     common.refuse_quick_evidence(p, args)
@@ -342,6 +346,7 @@ def run_unit(args, setting: str, method: str, seed: int, device: str) -> Path:
         "tests": tests, "model_signature": info["model_signature"],
         "device": device if device == "cpu" else f"cuda ({torch.cuda.get_device_name()})",
         "cpu_native_bf16": common.cpu_has_native_bf16(), "threads": torch.get_num_threads(),
+        "machine": machine.machine_record(device),
         "load_average_at_end": os.getloadavg(), "resumed_from": checkpoint and Path(checkpoint).name,
         **common.software(), "commit": common.git_commit(), "train_argv": [common.relative_path(a) for a in argv],
     }  # fmt: skip
@@ -405,6 +410,46 @@ def trainer_agreement(unit: dict) -> str:
     )
 
 
+def seed_lines(
+    fair: dict[str, dict[int, list[FairPair]]], kinds: dict[tuple[str, int], str], setting: str, samples: int
+) -> list[str]:
+    """Statistics that count seeds (issue 66; `seed_stats`): per method, each seed's ΔBLEU against vanilla of the seed
+    over every test set of the setting pooled (corpus BLEU of the test sets concatenated), tested over seeds, and the
+    sentence-cluster bootstrap of the pooled ΔBLEU. ``fair``: method -> seed -> its pairs with vanilla of the seed
+    (one a test set), the pairs the tables above compare (a seed missing a test set is left out); ``kinds``: (method,
+    seed) -> the machine relation of the pair ("same", "unknown", "different")."""
+    from hf_syntax_mt.evaluation import corpus_scores
+
+    lines = ["", "Seed-level statistics (each seed one observation: its ΔBLEU against vanilla over every test set of "
+             "the setting concatenated; paired t over seeds with the 95% interval, exact Wilcoxon and sign tests, the "
+             "unpaired t of the per-seed BLEU, and the sentence-cluster bootstrap of the pooled ΔBLEU, a source "
+             "sentence carrying every seed's lines; the line bootstrap is in the per-test-set table above):", "",
+             *seed_stats.SEED_TABLE_HEADER]  # fmt: skip
+    tests = TEST_SETS[setting]
+    for method, by_seed in fair.items():
+        seeds = sorted(s for s, p in by_seed.items() if [q.test_set for q in p] == list(tests))  # every test set
+        if not seeds:
+            continue
+        joined = {
+            s: [[x for p in by_seed[s] for x in getattr(p, k)] for k in ("base", "system", "refs")] for s in seeds
+        }
+        r = joined[seeds[0]][2]
+        if any(joined[s][2] != r for s in seeds):
+            raise SystemExit(f"{setting} {method}: seeds translated different test sentences; compare full units")
+        base_bleu = [corpus_scores(joined[s][0], r)["bleu"] for s in seeds]
+        sys_bleu = [corpus_scores(joined[s][1], r)["bleu"] for s in seeds]
+        deltas = [a - b for a, b in zip(sys_bleu, base_bleu, strict=True)]
+        stats = seed_stats.seed_level(deltas, sys_bleu, base_bleu)
+        cluster = seed_stats.cluster_bootstrap(
+            [joined[s][0] for s in seeds], [joined[s][1] for s in seeds], r, samples
+        )
+        relations = [kinds[(method, s)] for s in seeds]
+        machines = "; ".join(f"{','.join(str(s) for s, k in zip(seeds, relations, strict=True) if k == kind)}: {kind}"
+                             for kind in dict.fromkeys(relations))  # fmt: skip
+        lines.append(seed_stats.seed_row(f"{method} - vanilla", seeds, deltas, stats, cluster, None, machines))
+    return lines
+
+
 def aggregate(args) -> str | None:
     from hf_syntax_mt.evaluation import bucket_scores, paired_bootstrap
 
@@ -425,6 +470,7 @@ def aggregate(args) -> str | None:
                                  f"{test_files(args, u['setting'], t)['tgt']} have {len(refs[t])}: the file was cut "
                                  "or replaced; restore it, or delete the unit's files to run it again")  # fmt: skip
     by_key = {(u["setting"], u["method"], u["seed"]): u for u in units}
+    pairing = machine.Pairing(getattr(args, "mixed_machines", False))
     summary = {}  # setting -> what `plot` draws
     lines = ["# Study round two: results", "", "Built by `python benchmarks/studies/study_round2.py --aggregate` from "
              f"`runs/*.json` ({len(units)} units). The ΔBLEU columns are drawn in `deltas.png` beside this file.", ""]  # fmt: skip
@@ -439,6 +485,8 @@ def aggregate(args) -> str | None:
                   "| method | test set | seeds | BLEU | chrF | ΔBLEU vs vanilla per seed (p) | pooled ΔBLEU (p) |",
                   "|---|---|---|---|---|---|---|"]  # fmt: skip
         fair: dict[str, list[FairPair]] = {}  # method -> its same-seed pairs with vanilla, every test set
+        by_seed: dict[str, dict[int, list[FairPair]]] = {}  # the same pairs: method -> seed -> one a test set
+        kinds: dict[tuple[str, int], str] = {}  # (method, seed) -> the machine relation of its pair with vanilla
         summary[setting] = {"runs": {}, "buckets": {}}
         runs = summary[setting]["runs"]  # method -> [(seed, test set, ΔBLEU)]
         for method in METHODS:
@@ -455,6 +503,10 @@ def aggregate(args) -> str | None:
                         per_seed.append(f"not compared (vanilla {base['precision']} on {base['device']}, "
                                         f"{method} {u['precision']} on {u['device']})")  # fmt: skip
                         continue
+                    if not pairing.ok(base, u):  # units of one seed on different machine kinds
+                        per_seed.append(f"not compared (different machines: vanilla {machine.describe(base)}, "
+                                        f"{method} {machine.describe(u)})")  # fmt: skip
+                        continue
                     n = len(u["hypotheses"][t])
                     b = paired_bootstrap(
                         base["hypotheses"][t], u["hypotheses"][t], refs[t][:n], args.bootstrap_samples
@@ -462,9 +514,10 @@ def aggregate(args) -> str | None:
                     delta = b["bleu"]["system"] - b["bleu"]["baseline"]
                     per_seed.append(f"{delta:+.2f} ({b['bleu']['p_value']:.3f})")
                     runs.setdefault(method, []).append((u["seed"], t, delta))
-                    fair.setdefault(method, []).append(
-                        FairPair(t, base["hypotheses"][t], u["hypotheses"][t], refs[t][:n], lengths[t][:n])
-                    )
+                    pair = FairPair(t, base["hypotheses"][t], u["hypotheses"][t], refs[t][:n], lengths[t][:n])
+                    fair.setdefault(method, []).append(pair)
+                    by_seed.setdefault(method, {}).setdefault(u["seed"], []).append(pair)
+                    kinds[(method, u["seed"])] = machine.RELATION[machine.same_kind(base, u)[0]]
                 pooled, pairs = "-", [p for p in fair.get(method, []) if p.test_set == t]
                 if len(pairs) > 1:  # the concatenated hypotheses of every seed the method and vanilla share
                     b = paired_bootstrap(*([x for p in pairs for x in getattr(p, k)] for k in ("base", "system", "refs")),
@@ -494,6 +547,7 @@ def aggregate(args) -> str | None:
                 }
                 lines.append(f"- {m}: " + ", ".join(f"seed {seed} {d:+.2f}" for seed, d in means.items())
                              + f" ({sum(d > 0 for d in means.values())} of {len(means)} seeds ahead)")  # fmt: skip
+            lines += seed_lines(by_seed, kinds, setting, args.bootstrap_samples)
         lines += ["", "BLEU by source length (words), every test set and seed pooled:", ""]
         table = {}
         for method in METHODS:
@@ -524,8 +578,10 @@ def aggregate(args) -> str | None:
             lines += [f"- {method}: {length_gap(pairs, args.bootstrap_samples)}"
                       for method, pairs in fair.items()]  # fmt: skip
         lines.append("")
+    lines += [*pairing.lines(), ""]
     lines += ["Units:", ""] + [
         f"- {u['unit']}: {u['device']}, {u['precision']}, {u['train_minutes']} training min, "
+        f"machine {machine.describe(u)}, "
         f"commit {(u.get('commit') or '?')[:10]}, " + trainer_agreement(u)
         for u in units
     ]

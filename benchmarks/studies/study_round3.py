@@ -40,6 +40,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
 from benchmarks import common  # noqa: E402
 from benchmarks.common import RESULTS as ALL_RESULTS  # noqa: E402
+from benchmarks.machine import RELATION, Pairing, describe, same_kind  # noqa: E402
+from benchmarks.studies import seed_stats  # noqa: E402
 from benchmarks.studies import study_round2 as round_two  # noqa: E402
 from benchmarks.studies.round2_stats import format_p, sign_test  # noqa: E402
 
@@ -133,32 +135,45 @@ def best_single(two: dict, refs: dict, tests) -> tuple[str, float]:
     return method, out[method]
 
 
+_POOLED: dict[tuple, tuple[float, float]] = {}  # (base units, system units, tests, samples) -> `pooled`'s answer
+
+
 def pooled(base: list[dict], system: list[dict], refs: dict, tests, samples: int) -> tuple[float, float]:
-    """Paired bootstrap of ``system`` against ``base`` (same seeds, in order) over ``tests``, seeds concatenated."""
+    """Paired bootstrap of ``system`` against ``base`` (same seeds, in order) over ``tests``, seeds concatenated
+    (each line resampled on its own: test-sentence noise only, see `seed_lines`); computed once an aggregate."""
     from hf_syntax_mt.evaluation import paired_bootstrap
 
-    b = paired_bootstrap(concat(base, tests, system), concat(system, tests), references(refs, system, tests), samples)
-    return b["bleu"]["system"] - b["bleu"]["baseline"], b["bleu"]["p_value"]
+    key = (tuple(u["unit"] for u in base), tuple(u["unit"] for u in system), tuple(tests), samples)
+    if key not in _POOLED:
+        b = paired_bootstrap(concat(base, tests, system), concat(system, tests), references(refs, system, tests),
+                             samples)  # fmt: skip
+        _POOLED[key] = b["bleu"]["system"] - b["bleu"]["baseline"], b["bleu"]["p_value"]
+    return _POOLED[key]
 
 
-def fair(a: dict, b: dict) -> bool:
-    return (a["precision"], a["device"]) == (b["precision"], b["device"])
+def fair(a: dict, b: dict, pairing: Pairing | None = None) -> bool:
+    """Same precision and device, and (given ``pairing``) a machine kind `pairing` allows."""
+    same = (a["precision"], a["device"]) == (b["precision"], b["device"])
+    return same and (pairing is None or pairing.ok(a, b))
 
 
 def verdict(delta: float, p: float) -> str:
+    """The line bootstrap's reading only (test sentences, not seeds): the seed-level table below decides."""
     if delta > 0 and p < 0.05:
-        return "**stacks**"
+        return "ahead (line p < 0.05)"
     return "ahead, not significant" if delta > 0 else "no"
 
 
-def parts_lines(three: list[dict], two: dict, refs: dict, scopes, samples: int) -> list[str]:
+def parts_lines(
+    three: list[dict], two: dict, refs: dict, scopes, samples: int, pairing: Pairing | None = None
+) -> list[str]:
     """What each part of ``all3`` adds: every pair of `PARTS` (the system has one method more than the base), pooled
     over the seeds both have in the same precision and device."""
     units = {**two, **{(u["method"], u["seed"]): u for u in three}}
     rows = []
     for system, base, added in PARTS:
         seeds = [s for s in SEEDS if (system, s) in units and (base, s) in units
-                 and fair(units[(system, s)], units[(base, s)])]  # fmt: skip
+                 and fair(units[(system, s)], units[(base, s)], pairing)]  # fmt: skip
         if not seeds:
             continue
         sys_units, base_units = [units[(system, s)] for s in seeds], [units[(base, s)] for s in seeds]
@@ -171,6 +186,62 @@ def parts_lines(three: list[dict], two: dict, refs: dict, scopes, samples: int) 
             "(p); a base without a round-three unit is round two's:", "",
             "| adds | system vs base | seeds | " + " | ".join(name for name, _ in scopes) + " |",
             "|---|---|---|" + "---|" * len(scopes), *rows]  # fmt: skip
+
+
+#: the comparisons tested over seeds: each combination against vanilla, all3 against DBSA + sync (the decision rule's),
+#: then what each part adds (`PARTS`); a base in `SINGLE` or vanilla is round two's unit of the seed
+SEED_COMPARISONS = list(dict.fromkeys([*((m, "vanilla") for m in METHODS), ("all3", "dbsa_sync_full"),
+                                       *((s, b) for s, b, _ in PARTS)]))  # fmt: skip
+#: the comparison the decision rule reads ("stacks": its seed-level 95% interval excludes 0)
+DECISION = ("all3", "dbsa_sync_full")
+
+
+def seed_lines(three: list[dict], two: dict, refs: dict, samples: int, pairing: Pairing) -> list[str]:
+    """Statistics that count seeds (issue 66): per comparison of `SEED_COMPARISONS`, each seed's ΔBLEU over every test
+    set pooled (corpus BLEU of the four test sets concatenated), the paired t-test over seeds and its 95% interval,
+    the Wilcoxon and sign tests, the unpaired t-test of the per-seed BLEU, the sentence-cluster bootstrap of the pooled
+    ΔBLEU, and beside them the line bootstrap reported before; then the decision rule on `DECISION`."""
+    units = {**two, **{(u["method"], u["seed"]): u for u in three}}
+    lines = ["", "## Seed-level statistics", "",
+             "Each seed is one observation: ΔBLEU of a seed = corpus BLEU of the system's four test sets concatenated "
+             "minus the base's (a base without a round-three unit is round two's unit of the seed). Paired t over "
+             "seeds with the 95% t interval of the mean; exact Wilcoxon signed-rank and sign tests (with 3 seeds "
+             "neither can go below p = 0.25); the unpaired t-test of the two methods' per-seed BLEU (for pairs whose "
+             "units ran on different machines, which weakens the pairing); the sentence-cluster bootstrap of the "
+             f"pooled ΔBLEU ({samples} resamples of the source sentences, each carrying every seed's lines of both "
+             "systems); and the line bootstrap reported before (the seeds' lines concatenated, each line resampled "
+             "on its own), which measures test-sentence noise only.", "", *seed_stats.SEED_TABLE_HEADER]  # fmt: skip
+    results = {}
+    for system, base in SEED_COMPARISONS:
+        seeds = [s for s in SEEDS if (system, s) in units and (base, s) in units
+                 and fair(units[(system, s)], units[(base, s)], pairing)]  # fmt: skip
+        if not seeds:
+            continue
+        sys_units, base_units = [units[(system, s)] for s in seeds], [units[(base, s)] for s in seeds]
+        r = references(refs, sys_units[:1], TESTS)
+        if any(references(refs, [u], TESTS) != r for u in sys_units):
+            raise SystemExit(f"{system}: its units translated different numbers of test sentences; compare full units")
+        sys_lines = [concat([u], TESTS) for u in sys_units]
+        base_lines = [concat([b], TESTS, [u]) for b, u in zip(base_units, sys_units, strict=True)]
+        sys_bleu, base_bleu = [_corpus_bleu(h, r) for h in sys_lines], [_corpus_bleu(h, r) for h in base_lines]
+        deltas = [a - b for a, b in zip(sys_bleu, base_bleu, strict=True)]
+        stats = seed_stats.seed_level(deltas, sys_bleu, base_bleu)
+        cluster = seed_stats.cluster_bootstrap(base_lines, sys_lines, r, samples)
+        line_p = pooled(base_units, sys_units, refs, TESTS, samples)[1]
+        kinds = [RELATION[same_kind(b, u)[0]] for b, u in zip(base_units, sys_units, strict=True)]
+        machines = "; ".join(f"{','.join(str(s) for s, k in zip(seeds, kinds, strict=True) if k == kind)}: {kind}"
+                             for kind in dict.fromkeys(kinds))  # fmt: skip
+        lines.append(seed_stats.seed_row(f"{system} - {base}", seeds, deltas, stats, cluster, line_p, machines))
+        results[(system, base)] = stats
+    if DECISION in results:
+        s = results[DECISION]
+        decided = seed_stats.excludes_zero(s)
+        interval = "no interval" if s["ci"] is None else f"[{s['ci'][0]:+.2f}, {s['ci'][1]:+.2f}]"
+        lines += ["", f"Decision rule (\"stacks\" means the seed-level 95% interval of {DECISION[0]} - DBSA + sync "
+                  f"excludes 0), over {s['n']} seeds: mean {s['mean']:+.2f}, interval {interval}: "
+                  + ("**stacks**" if decided and s["mean"] > 0 else "does not stack (it is worse)" if decided else
+                     "**not shown to stack** (the interval includes 0)")]  # fmt: skip
+    return [*lines, ""]
 
 
 def validation_lines(three: list[dict], two: dict) -> list[str]:
@@ -203,18 +274,24 @@ def aggregate(args) -> str | None:
     for t in TESTS:
         f = round_two.test_files(args, SETTING, t)
         refs[t] = f["tgt"].read_text(encoding="utf-8").split("\n")[:-1]
+    pairing = Pairing(getattr(args, "mixed_machines", False))
+    mixed = " --mixed-machines" if pairing.mixed else ""
+    _POOLED.clear()
     every = ("every test set", TESTS)  # the four test sets concatenated
     scopes = [(t, (t,)) for t in TESTS] + [every]
     best = {name: best_single(two, refs, tests) for name, tests in scopes}
     lines = ["# Study round three: results", "",
-             "Built by `python benchmarks/studies/study_round3.py --aggregate` from round three's `runs/*.json` "
+             f"Built by `python benchmarks/studies/study_round3.py --aggregate{mixed}` from round three's `runs/*.json` "
              f"({len(three)} of {len(PLAN)} units) and round two's `low-*` units ({len(two)}), every hypothesis file "
              "checked against its sha256. Setting `low`: 5,000 pairs, 2,000 steps. "
-             f"Precision by seed: {round_two.precision_by_seed(three)}.", "",
+             f"Precision by seed: {round_two.precision_by_seed(three)}. The p-values of the tables below resample test "
+             "sentences only (the paired bootstrap over the seeds' lines concatenated); the seed-level statistics "
+             "(section *Seed-level statistics*) count the seeds, and the decision rule reads them.", "",
              "Round two's best single method on each test set (largest pooled ΔBLEU over vanilla, corpus BLEU of its "
              "three seeds concatenated): " + "; ".join(f"{n}: {m} {d:+.2f}" for n, (m, d) in best.items()) + ".", "",
              "| combination | test set | seeds | BLEU | ΔBLEU vs vanilla per seed (p) | pooled ΔBLEU vs vanilla (p) "
-             "| best single (round two) | ΔBLEU vs best single, same seeds pooled (p) | stacks? |",
+             "| best single (round two) | ΔBLEU vs best single, same seeds pooled (p) | ahead of best single? (line "
+             "bootstrap) |",
              "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     signs = {}  # (combination, against) -> [ΔBLEU per seed x test set]
     for method in METHODS:
@@ -226,15 +303,15 @@ def aggregate(args) -> str | None:
             per_seed, pairs, against = [], [], []
             for u in mu:
                 base, other = two.get(("vanilla", u["seed"])), two.get((single, u["seed"]))
-                if base is None or not fair(base, u):
-                    per_seed.append(f"seed {u['seed']}: no vanilla of its precision and device")
+                if base is None or not fair(base, u, pairing):
+                    per_seed.append(f"seed {u['seed']}: no vanilla of its precision, device and machine kind")
                     continue
                 d, p = pooled([base], [u], refs, tests, args.bootstrap_samples)
                 per_seed.append(f"{d:+.2f} ({p:.3f})")
                 pairs.append((base, u))
                 if len(tests) == 1:
                     signs.setdefault((method, "vanilla"), []).append(d)
-                if other is not None and fair(other, u):
+                if other is not None and fair(other, u, pairing):
                     against.append((other, u))
                     if len(tests) == 1:
                         signs.setdefault((method, "best single"), []).append(
@@ -256,7 +333,9 @@ def aggregate(args) -> str | None:
         better, worse = sum(d > 0 for d in deltas), sum(d < 0 for d in deltas)
         lines.append(f"- {method} against {against}: {better} better, {worse} worse, two-sided p = "
                      f"{format_p(sign_test(better, worse))}")  # fmt: skip
-    lines += parts_lines(three, two, refs, scopes, args.bootstrap_samples)
+    lines += parts_lines(three, two, refs, scopes, args.bootstrap_samples, pairing)
+    lines += seed_lines(three, two, refs, args.bootstrap_samples, pairing)
+    lines += pairing.lines()
     lines += ["", "Cost: training time and throughput (tokens/s of the training inputs) against vanilla of the same "
               "seed. Units that ran in different sessions of a shared machine differ by its load as much as by the "
               "method (round two's vanilla ran at 771 to 2,584 tokens/s), so read the ratio as indicative only:", "",
@@ -272,7 +351,7 @@ def aggregate(args) -> str | None:
     lines += ["", *validation_lines(three, two), "Units:", ""] + [
         f"- {u['unit']}: {u['device']}, {u['precision']}, {u['train_minutes']} training min, "
         f"{u.get('wall_minutes_train', '?')} + {u.get('wall_minutes_test', '?')} wall min (train + test), "
-        f"commit {(u.get('commit') or '?')[:10]}, " + round_two.trainer_agreement(u)
+        f"machine {describe(u)}, commit {(u.get('commit') or '?')[:10]}, " + round_two.trainer_agreement(u)
         for u in three
     ]
     mean_delta = {m: statistics.mean(d) for (m, a), d in signs.items() if a == "vanilla"}

@@ -184,6 +184,20 @@ def test_the_aggregate_tests_each_seed_against_vanilla_and_pools_the_seeds(tmp_p
     bucket_row = text.split("ΔBLEU against vanilla by source length")[1].split("| pascal | ")[1].splitlines()[0]
     assert bucket_row.startswith(f"{by_length:+.2f} (") and "n=32)" in bucket_row
     assert "- pascal: not measurable (no long sources (>= 31 words) among the 32 sentences)" in text
+    # statistics that count seeds: each seed's ΔBLEU over the four test sets concatenated, tested over the two fair
+    # seeds as scipy tests them
+    from scipy import stats
+
+    def bleu4(h):
+        return sacrebleu.corpus_bleu(h * 4, [refs * 4]).score
+
+    seed_row = next(line for line in text.splitlines() if line.startswith("| pascal - vanilla |"))
+    cells = [c.strip() for c in seed_row.strip("|").split("|")]
+    system, base = [bleu4(half), bleu4(refs)], [bleu4(wrong), bleu4(half)]
+    assert cells[1] == "0,1" and cells[2] == " / ".join(f"{a - b:+.2f}" for a, b in zip(system, base, strict=True))
+    assert cells[4] == r2.format_p(stats.ttest_rel(system, base).pvalue)
+    assert cells[7] == r2.format_p(stats.ttest_ind(system, base).pvalue)
+    assert cells[10] == "0,1: unknown"  # the hand-built units record no machine
     # the plot draws the same per-seed deltas (seed 2's unfair pair left out) and the by-length row, as a PNG
     (summary,) = drawn
     assert set(summary) == {"full"} and list(summary["full"]["runs"]) == ["pascal"]
@@ -194,6 +208,20 @@ def test_the_aggregate_tests_each_seed_against_vanilla_and_pools_the_seeds(tmp_p
     assert summary["full"]["buckets"]["pascal"][0]["delta"] == pytest.approx(by_length)
     assert (results / "deltas.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "`deltas.png` beside this file" in text
+    # units of one seed that record different machine kinds are not compared (unless --mixed-machines), and said so
+    for name, threads in (("full-vanilla-seed1", 1), ("full-pascal-seed1", 2)):
+        path = results / "runs" / f"{name}.json"
+        machine = {"device": "cpu", "cpu": "AMD EPYC", "flags": ["avx2"], "torch_cpu_capability": "AVX2",
+                   "threads": threads, "torch": "2.13.0+cpu"}  # fmt: skip
+        path.write_text(json.dumps({**json.loads(path.read_text()), "machine": machine}))
+    text = r2.aggregate(SimpleNamespace(results=str(results), data=str(data), bootstrap_samples=20))
+    row = next(line for line in text.splitlines() if line.startswith("| pascal | test_2016_flickr |"))
+    assert (
+        f"{d0:+.2f} (" in row and "not compared (different machines: vanilla AMD EPYC [avx2] AVX2, 1 thread(s)" in row
+    )
+    assert "- pascal: 4 better, 0 worse" in text  # seed 0's four test sets only
+    assert "1 on different kinds (left out)" in text
+    assert "- full-pascal-seed1 / full-vanilla-seed1: different machine kinds: threads 2 vs 1" in text
     # a truncated unit file stops the aggregate with its name
     (results / "runs" / "full-pascal-seed1.json").write_text('{"unit": "full-pascal-seed1", "tests"')
     with pytest.raises(SystemExit, match="full-pascal-seed1.json"):
@@ -293,3 +321,37 @@ def test_the_plot_gives_a_method_one_colour_in_every_setting(tmp_path, monkeypat
     assert [line.get_ydata().tolist() for line in bottom_long.get_lines() if line.get_label() == "pascal"] == [
         [0.5, -0.2]
     ]
+
+
+def test_a_unit_file_records_its_machine(tmp_path, monkeypatch):
+    import torch
+
+    from benchmarks import machine
+    from hf_syntax_mt.training import script
+
+    data = tmp_path / "data"
+    (data / "multi30k").mkdir(parents=True)
+    for t in r2.MULTI30K_TESTS:
+        for lang in ("en", "de"):
+            (data / "multi30k" / f"{t}.{lang}").write_text("a man rides a red bike\ntwo dogs play\n")
+    monkeypatch.setattr(r2.round_one, "files", lambda d, name: {"src": Path(d) / "multi30k" / f"{name}.en",
+                                                                "tgt": Path(d) / "multi30k" / f"{name}.de"})  # fmt: skip
+    args = r2.parse_args(["--data", str(data), "--results", str(tmp_path / "results"), "--output-dir",
+                          str(tmp_path / "out")])  # fmt: skip
+    monkeypatch.setattr(r2, "tokenizer_for", lambda *a: tmp_path / "tokenizer")
+    monkeypatch.setattr(r2, "unit_precision", lambda *a: "fp32")
+    monkeypatch.setattr(r2.round_one, "train_argv", lambda *a, **k: ["--model_card_title", "x"])
+    monkeypatch.setattr(r2.common, "resume_or_clear", lambda out, argv: None)
+    monkeypatch.setattr(script, "parse_args", lambda argv: ())
+    info = {"train_seconds": 60.0, "train_runtime": 60.0, "global_step": 3, "num_input_tokens_seen": 600,
+            "curve": [], "averaged_steps": [], "scores": {}, "model_signature": "tiny"}  # fmt: skip
+    out = Path(args.output_dir) / "models" / "full-vanilla-seed0"
+    monkeypatch.setattr(script, "run", lambda *a: (out.mkdir(parents=True), (out / "hf_syntax_mt_run.json").write_text(json.dumps(info))))  # fmt: skip
+    refs = {
+        t: r2.round_one.files(data, t)["tgt"].read_text(encoding="utf-8").split("\n")[:-1] for t in r2.MULTI30K_TESTS
+    }
+    monkeypatch.setattr(r2, "translate_test_sets", lambda *a: refs)
+    record = json.loads(r2.run_unit(args, "full", "vanilla", 0, "cpu").read_text())
+    assert record["machine"] == machine.machine_record("cpu")
+    assert record["machine"]["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert record["machine"]["threads"] == torch.get_num_threads() == record["threads"]

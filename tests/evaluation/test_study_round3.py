@@ -162,3 +162,78 @@ def test_the_aggregate_compares_with_vanilla_and_with_round_twos_best_single_met
     (three / "runs" / "low-pascal_dbsa_sync-seed0.test_2017_flickr.txt").write_text("".join(h + "\n" for h in REFS))
     with pytest.raises(SystemExit, match="low-pascal_dbsa_sync-seed0"):
         r3.aggregate(SimpleNamespace(results=str(three), data=str(tmp_path / "data"), bootstrap_samples=20))
+
+
+def _machine(flags: list[str]) -> dict:
+    return {"device": "cpu", "cpu": "AMD EPYC", "flags": flags, "torch_cpu_capability": "AVX2", "threads": 1,
+            "torch": "2.13.0+cpu"}  # fmt: skip
+
+
+def test_the_seed_level_statistics_count_seeds_and_pair_only_one_machine_kind(tmp_path, monkeypatch):
+    from scipy import stats
+
+    data = tmp_path / "data" / "multi30k"
+    data.mkdir(parents=True)
+    for t in r2.MULTI30K_TESTS:
+        (data / f"{t}.de").write_text("".join(r + "\n" for r in REFS))
+        (data / f"{t}.en").write_text("".join(r + "\n" for r in REFS))
+    monkeypatch.setattr(r2.round_one, "files", lambda d, name: {"src": Path(d) / "multi30k" / f"{name}.en",
+                                                                "tgt": Path(d) / "multi30k" / f"{name}.de"})  # fmt: skip
+    two, three = tmp_path / "two", tmp_path / "three"
+    for results in (two, three):
+        (results / "runs").mkdir(parents=True)
+    right = [REFS[:k] + WRONG[k:] for k in range(5)]  # k sentences right
+    # seed -> (vanilla, DBSA + sync, all3): all3 ahead of DBSA + sync by 2, 1 and 2 sentences
+    plan = {0: (right[0], right[1], right[3]), 1: (right[0], right[2], right[3]), 2: (right[1], right[1], right[3])}
+    for seed, (vanilla, dbsa, all3) in plan.items():
+        _write_unit(two, "vanilla", seed, vanilla)
+        _write_unit(two, "dbsa_sync_full", seed, dbsa)
+        _write_unit(three, "all3", seed, all3)
+    # seed 2's all3 records a machine of another kind than round two's units (their record says no native bf16)
+    path = three / "runs" / "low-all3-seed2.json"
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({**record, "machine": _machine(["avx2", "avx512f", "avx512_bf16"])}))
+    monkeypatch.setattr(r3, "ROUND_TWO", two)
+    for unit in (two / "runs").glob("*.json"):
+        unit.write_text(json.dumps({**json.loads(unit.read_text()), "cpu_native_bf16": False, "threads": 1}))
+
+    def args(mixed):
+        return SimpleNamespace(results=str(three), data=str(tmp_path / "data"), bootstrap_samples=20,
+                               mixed_machines=mixed)  # fmt: skip
+
+    def bleu(h):
+        return sacrebleu.corpus_bleu(h * 4, [REFS * 4]).score  # every test set concatenated
+
+    def row(text, name):
+        line = next(x for x in text.splitlines() if x.startswith(f"| {name} |"))
+        return [c.strip() for c in line.strip("|").split("|")]
+
+    text = r3.aggregate(args(False))
+    deltas = [bleu(plan[s][2]) - bleu(plan[s][1]) for s in (0, 1)]  # seed 2 left out: another machine kind
+    cells = row(text, "all3 - dbsa_sync_full")
+    assert cells[1] == "0,1" and cells[2] == " / ".join(f"{d:+.2f}" for d in deltas)
+    p = stats.ttest_rel([bleu(plan[s][2]) for s in (0, 1)], [bleu(plan[s][1]) for s in (0, 1)]).pvalue
+    assert cells[4] == r2.format_p(p)
+    assert cells[10] == "0,1: unknown"  # round two's units record no machine; what they do record agrees
+    assert "2 on different kinds (left out)" in text  # all3 seed 2 against vanilla and against DBSA + sync
+    assert "- low-all3-seed2 / low-vanilla-seed2: different machine kinds: native bf16 True vs False" in text
+    assert "seed 2: no vanilla of its precision, device and machine kind" in text
+
+    text = r3.aggregate(args(True))
+    deltas = [bleu(plan[s][2]) - bleu(plan[s][1]) for s in (0, 1, 2)]
+    cells = row(text, "all3 - dbsa_sync_full")
+    assert cells[1] == "0,1,2" and cells[2] == " / ".join(f"{d:+.2f}" for d in deltas)
+    test = stats.ttest_rel([bleu(plan[s][2]) for s in plan], [bleu(plan[s][1]) for s in plan])
+    low, high = stats.t.interval(0.95, 2, loc=sum(deltas) / 3, scale=stats.sem(deltas))
+    assert cells[3] == f"{sum(deltas) / 3:+.2f} [{low:+.2f}, {high:+.2f}]" and cells[4] == r2.format_p(test.pvalue)
+    assert cells[5] == r2.format_p(stats.wilcoxon(deltas, method="exact").pvalue) and cells[6] == "3+ 0- p 0.250"
+    pooled = (sacrebleu.corpus_bleu([h for s in plan for h in plan[s][2] * 4], [REFS * 12]).score
+              - sacrebleu.corpus_bleu([h for s in plan for h in plan[s][1] * 4], [REFS * 12]).score)  # fmt: skip
+    assert cells[8].startswith(f"{pooled:+.2f} [")  # the cluster bootstrap's observed pooled ΔBLEU
+    assert cells[10] == "0,1: unknown; 2: different"
+    assert "mixed machines allowed" in text
+    verdict = "**stacks**" if low > 0 else "**not shown to stack** (the interval includes 0)"
+    assert (
+        f"excludes 0), over 3 seeds: mean {sum(deltas) / 3:+.2f}, interval [{low:+.2f}, {high:+.2f}]: {verdict}"
+        in text
+    )
