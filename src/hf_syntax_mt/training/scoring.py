@@ -46,10 +46,10 @@ class Results:
 def decode_batch_size(training_args) -> int:
     """The decoding batch: ``--per_device_eval_batch_size`` where it was changed from its default, else
     `DECODE_BATCH_SIZE`."""
-    defaults = {f.name: f.default for f in dataclasses.fields(type(training_args))} if dataclasses.is_dataclass(
-        training_args) else {}  # fmt: skip
     given = training_args.per_device_eval_batch_size
-    return DECODE_BATCH_SIZE if given == defaults.get("per_device_eval_batch_size", object()) else given
+    fields = dataclasses.fields(training_args) if dataclasses.is_dataclass(training_args) else ()
+    default = next((f.default for f in fields if f.name == "per_device_eval_batch_size"), None)
+    return DECODE_BATCH_SIZE if given == default else given
 
 
 def splits_to_score(processed: dict, training_args) -> list[str]:
@@ -107,9 +107,6 @@ class Decodes:
         """The passes the run makes after training (the n of "k of n")."""
         n = len(self.splits) + (self.test_twice and "test" in self.splits)
         return n + (self.compared and (1 if "validation" in self.splits else 2))
-
-    def seconds(self) -> float:
-        return sum(r["seconds"] for r in self.records)
 
     def label(self, split: str, weights: str | None) -> str:
         verb = "decoding" if self.generate else "scoring (loss)"
