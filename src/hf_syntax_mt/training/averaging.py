@@ -12,10 +12,10 @@ from ..generation_defaults import weights_text
 logger = logging.getLogger(__name__)
 
 
-def _validation_scores(trainer, dataset) -> dict:
-    """BLEU and chrF (when the run generates: ``--predict_with_generate``) and the loss of the model as it is now,
-    decoded as the run decodes (the generation config `configure_generation` wrote)."""
-    metrics = trainer.predict(dataset, metric_key_prefix="validation").metrics
+def _validation_scores(predict, dataset, weights: str) -> dict:
+    """BLEU and chrF (when the run generates: ``--predict_with_generate``) and the loss of the model as it is now
+    (``weights``), decoded as the run decodes (the generation config `configure_generation` wrote)."""
+    metrics = predict(dataset, weights).metrics
     return {k: float(metrics[f"validation_{k}"]) for k in ("bleu", "chrf", "loss") if f"validation_{k}" in metrics}
 
 
@@ -24,7 +24,7 @@ def _rank(scores: dict) -> tuple:
     return (scores["bleu"], -scores.get("loss", 0.0)) if "bleu" in scores else (-scores.get("loss", 0.0),)
 
 
-def choose_weights(trainer, averager, dataset, keep_average: bool = False) -> dict:
+def choose_weights(trainer, averager, dataset, keep_average: bool = False, predict=None) -> dict:
     """Score the average (in the model when training ends) and the last step's own weights (``averager.last_state``)
     on ``dataset`` (the validation split; None: nothing to compare on, the average is kept), leave the chosen ones in
     the model, and keep the average in ``averager.average_state``.
@@ -33,7 +33,17 @@ def choose_weights(trainer, averager, dataset, keep_average: bool = False) -> di
     average regardless. Returns the record the run file holds: ``saved`` and ``other`` (``"average"`` or
     ``"last_step"``), ``chosen_by`` (``validation-bleu``, ``validation-loss``, ``keep_average``,
     ``no-validation-set``), ``weights`` (each one's `weights_text`), ``validation`` (each one's scores, or None) and
-    ``averaged_steps``."""
+    ``averaged_steps``.
+
+    ``predict(dataset, weights)`` passes over the validation set with the weights in the model (``weights``: their
+    `weights_text`) and returns the `PredictionOutput`, metrics prefixed ``validation``; the run gives
+    `scoring.Decodes` ``("validation", ...)``, which keeps the decode of the weights chosen here as the run's
+    validation score. Default: ``trainer.predict``."""
+    if predict is None:
+
+        def predict(data, weights):
+            return trainer.predict(data, metric_key_prefix="validation")
+
     model = trainer.model
     steps, last = list(averager.steps), trainer.state.global_step
     averager.average_state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
@@ -42,9 +52,9 @@ def choose_weights(trainer, averager, dataset, keep_average: bool = False) -> di
     if dataset is None:
         saved, chosen_by = "average", "no-validation-set"
     else:
-        scores = {"average": _validation_scores(trainer, dataset)}
+        scores = {"average": _validation_scores(predict, dataset, record["weights"]["average"])}
         model.load_state_dict(averager.last_state)
-        scores["last_step"] = _validation_scores(trainer, dataset)
+        scores["last_step"] = _validation_scores(predict, dataset, record["weights"]["last_step"])
         record["validation"] = scores
         better = "last_step" if _rank(scores["last_step"]) > _rank(scores["average"]) else "average"
         saved = "average" if keep_average else better

@@ -1,5 +1,6 @@
 """Trainer callbacks of training runs: a wall-clock budget (:class:`TimeBudgetCallback`), checkpoint averaging in
-memory (:class:`CheckpointAverageCallback`) and the learning curve (:class:`CurveCallback`)."""
+memory (:class:`CheckpointAverageCallback`), the learning curve (:class:`CurveCallback`) and progress bars that say
+what each prediction pass decodes (:class:`LabelledProgressCallback`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ import time
 from pathlib import Path
 
 import torch
+from tqdm.auto import tqdm
 from transformers import TrainerCallback
+from transformers.trainer_callback import ProgressCallback
+from transformers.trainer_utils import has_length
 
 from ..errors import UserError
 
@@ -319,3 +323,22 @@ class CurveCallback(TrainerCallback):
         self.points.append(point)
         self.last_step_end = now  # the next eval's time starts after this one
         return control
+
+
+class LabelledProgressCallback(ProgressCallback):
+    """transformers' `ProgressCallback` (the training bar, and a bar for each prediction pass) whose prediction bars
+    say what they decode: ``decode_label`` while it is set (`scoring.Decodes` sets it: ``decoding validation:
+    average(200+250+300) (1 of 4)``), else ``evaluating at step N``. The Trainer's own bar has no description (a bare
+    ``0/25``); this one is made with it, before `ProgressCallback.on_prediction_step`, which then only advances it.
+    `SyntaxMTTrainer` puts it in the place of the Trainer's `ProgressCallback`."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.decode_label: str | None = None
+
+    def on_prediction_step(self, args, state, control, eval_dataloader=None, **kwargs):
+        if state.is_world_process_zero and has_length(eval_dataloader) and self.prediction_bar is None:
+            label = self.decode_label or f"evaluating at step {state.global_step}"
+            self.prediction_bar = tqdm(total=len(eval_dataloader), desc=label, leave=self.training_bar is None,
+                                       dynamic_ncols=True)  # fmt: skip
+        return super().on_prediction_step(args, state, control, eval_dataloader=eval_dataloader, **kwargs)

@@ -9,9 +9,10 @@ from functools import partial
 import torch
 from torch.utils.data import DataLoader, SequentialSampler
 from transformers import Seq2SeqTrainer
+from transformers.trainer_callback import ProgressCallback
 
 from ..errors import UserError
-from .callbacks import CheckpointAverageCallback, CurveCallback, TimeBudgetCallback
+from .callbacks import CheckpointAverageCallback, CurveCallback, LabelledProgressCallback, TimeBudgetCallback
 
 
 def _is_term(name: str, value) -> bool:
@@ -30,6 +31,8 @@ class SyntaxMTTrainer(Seq2SeqTrainer):
       another order than the references);
     - forms token-based training batches (`TokenBatchSampler`) when ``max_tokens`` is given here or on the training
       arguments (``SyntaxMTTrainingArguments.max_tokens``); ``per_device_train_batch_size`` is then unused;
+    - labels each prediction pass's progress bar (`LabelledProgressCallback` in the place of the Trainer's
+      `ProgressCallback`: ``decoding test: last(300) (2 of 2)``, not a bare ``0/25``);
     - logs each term of the objective beside `loss`: `translation_loss`, `dbsa_loss`, `lisa_loss`, `sync_loss`,
       `fertility_loss`, any registered method's loss, and the symmetric model's `forward_loss`, `backward_loss`,
       `symmetry_bonus` (unweighted; averaged over the optimizer steps since the last log, like `loss`, so exact
@@ -44,6 +47,10 @@ class SyntaxMTTrainer(Seq2SeqTrainer):
             raise UserError(f"max_tokens must be a positive integer, got {self.max_tokens!r}")
         self._terms: dict[str, float] = {}
         self._term_calls = 0
+        handler = self.callback_handler  # the same place in the list: the bars stay the last callback, as before
+        handler.callbacks = [
+            LabelledProgressCallback() if type(c) is ProgressCallback else c for c in handler.callbacks
+        ]
         if getattr(self.model, "global_fertility", None) is not None:
             from ..alignment.cross_attention import AlignmentTrainingCallback
 
