@@ -214,11 +214,12 @@ def test_a_ctranslate2_directory_decodes_with_the_resolved_settings(tokenizer, t
             ids = model.generate(**batch(tokenizer), num_beams=1)
         assert none_passed == decode(tokenizer, ids) and ids.shape[1] > 21
         source = tmp_path / "in.txt"
-        source.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+        source.write_text("\n".join(TEXTS) + "\n\n", encoding="utf-8")  # an empty line last
         assert main(["translate", "--model", str(directory), "--input", str(source), "--output",
                      str(tmp_path / "out.txt")]) == 0  # fmt: skip
-        assert f"decoding: beams:1|max_length:{POSITIONS} " in capsys.readouterr().err
-        assert (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines() == none_passed
+        err = capsys.readouterr().err
+        assert f"decoding: beams:1|max_length:{POSITIONS} " in err and "note: 1 empty line(s)" in err
+        assert (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines() == [*none_passed, ""]
         with pytest.raises(UserError, match="--engine onnxruntime"):
             main(["translate", "--model", str(directory), "--input", str(source), "--engine", "onnxruntime"])
         with pytest.raises(UserError, match="encoder_repetition_penalty=1.5"):
