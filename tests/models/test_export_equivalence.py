@@ -39,7 +39,7 @@ TEXTS = ["le chat dort", "un grand chien rouge mange vite", "la maison"]
 #: the registered methods whose inference graph is Marian's (the registry says which)
 EXPORTABLE = [m.name for m in registered() if m.tester_config is not None and m.inference_needs is None]
 #: positions of the models built here: the length limit where their generation config sets none
-POSITIONS = 28
+POSITIONS = 24
 FAST = settings(max_examples=4, deadline=None, database=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])  # fmt: skip
 SLOW = settings(FAST, max_examples=40)
@@ -153,6 +153,7 @@ def test_the_resolved_settings_are_the_models_own(tokenizer):
 def test_generate_decodes_with_the_resolved_settings(tokenizer):
     """The issue's model: outputs run to its positions (random weights rarely end a sentence), not to 20 tokens."""
     model = build(tokenizer, UNEQUAL)
+    model.generation_config.num_beams = 2  # the model's own beam size (fewer steps to run than the default 4)
     inputs = batch(tokenizer)
     resolved = resolve_generation(model)[0]
     with torch.no_grad():
@@ -165,6 +166,7 @@ def test_generate_decodes_with_the_resolved_settings(tokenizer):
 def test_the_engines_search_decodes_with_the_resolved_settings(tokenizer):
     """The ONNX engine's search (run on Marian's decoder step in torch; the ONNX graph: the slow test below)."""
     model = build(tokenizer, UNEQUAL)
+    model.generation_config.num_beams = 2  # the model's own beam size (fewer steps to run than the default 4)
     inputs = batch(tokenizer)
     decoder = TorchDecoder(model)
     resolved = resolve_generation(model)[0]
@@ -182,16 +184,18 @@ def test_a_marian_export_decodes_with_the_resolved_settings(tokenizer, tmp_path)
     from transformers import MarianMTModel
 
     model = build(tokenizer, UNEQUAL)
+    model.generation_config.num_beams = 2  # the model's own beam size (fewer steps to run than the default 4)
     inputs = batch(tokenizer)
     resolved = resolve_generation(model)[0]
     save_marian(model, tmp_path / "marian", tokenizer)
     saved = json.loads((tmp_path / "marian" / "generation_config.json").read_text())
-    assert (saved["max_length"], saved["num_beams"]) == (POSITIONS, DEFAULT_NUM_BEAMS)
+    assert (saved["max_length"], saved["num_beams"]) == (POSITIONS, 2)
     with torch.no_grad():
         expected = model.generate(**inputs)
-        for exported in (export_to_marian(model), MarianMTModel.from_pretrained(tmp_path / "marian").eval()):
-            assert torch.equal(exported.generate(**inputs), expected)
-            assert torch.equal(exported.generate(**inputs, **explicit(resolved)), expected)
+        assert torch.equal(export_to_marian(model).generate(**inputs), expected)
+        loaded = MarianMTModel.from_pretrained(tmp_path / "marian").eval()
+        assert torch.equal(loaded.generate(**inputs), expected)
+        assert torch.equal(loaded.generate(**inputs, **explicit(resolved)), expected)
     assert expected.shape[1] > 21
 
 
@@ -254,9 +258,9 @@ def check_marian_and_search(tokenizer, draw: dict) -> None:
         # the engine runs the model itself where its decoder is Marian's, else its Marian export (DBSA decoder heads
         # fold into q_proj)
         decoder = TorchDecoder(exported if decoder_changes(model.config) else model)
-        for beams in (1, 3):
-            expected = model.generate(**inputs, num_beams=beams, max_new_tokens=10)
-            got = decoder.generate(inputs["input_ids"], inputs["attention_mask"], num_beams=beams, max_new_tokens=10)
+        for beams in (1, 2):
+            expected = model.generate(**inputs, num_beams=beams, max_new_tokens=8)
+            got = decoder.generate(inputs["input_ids"], inputs["attention_mask"], num_beams=beams, max_new_tokens=8)
             assert torch.equal(got, expected), beams
 
 
@@ -271,7 +275,7 @@ def check_ctranslate2(tokenizer, draw: dict) -> None:
 
 @given(draw=exportable())
 @example(draw=UNEQUAL)
-@FAST
+@settings(FAST, max_examples=15)  # about 0.3 s an example on one thread
 def test_the_marian_export_and_the_engines_search_equal_generate(tokenizer, draw):
     check_marian_and_search(tokenizer, draw)
 
