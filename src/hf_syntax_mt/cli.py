@@ -138,15 +138,15 @@ def _random_contexts(args: argparse.Namespace, lines: list[str], documents, k: i
     return contexts
 
 
-def _decoding_line(model, num_beams: int | None) -> str:
-    """The decoding `translate` uses, on stderr: the model's generation config (what the training run's test scores
-    were decoded with) unless ``--num-beams`` overrides its beams."""
-    from hf_syntax_mt.generation_defaults import decoding, fill_generation_defaults, max_length_of
+def _decoding_line(translator, num_beams: int | None) -> str:
+    """The decoding `translate` runs, on stderr: the settings every engine reads (`resolve_generation`: the model's
+    generation config, which a training run writes, its own length limit where it sets none), ``--num-beams``
+    overriding its beams."""
+    from hf_syntax_mt.generation_defaults import decoding_of
 
-    fill_generation_defaults(model)  # a model saved before the defaults: what generate() will use
     given = num_beams is not None
-    text = decoding(num_beams if given else model.generation_config.num_beams, max_length_of(model))
-    return f"decoding: {text} ({'--num-beams; the length limit from ' if given else ''}the model's generation config)"
+    text = decoding_of(translator.decoding_settings(**({"num_beams": num_beams} if given else {})))
+    return f"decoding: {text} ({'--num-beams; the rest from ' if given else ''}the model's generation config)"
 
 
 def _translate(args: argparse.Namespace) -> int:
@@ -201,7 +201,7 @@ def _translate(args: argparse.Namespace) -> int:
         check_bf16(translator.device)
     print(device_line(translator.device, args.bf16), file=sys.stderr)
     generate = {} if args.num_beams is None else {"num_beams": args.num_beams}  # else the model's generation config
-    print(_decoding_line(translator.model, args.num_beams), file=sys.stderr)
+    print(_decoding_line(translator, args.num_beams), file=sys.stderr)
     try:
         with bf16_autocast(translator.device, args.bf16):
             outputs = translate_lines(translator, lines, documents, use_context=not args.no_context,

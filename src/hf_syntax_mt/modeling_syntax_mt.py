@@ -32,7 +32,7 @@ from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 from .compat import checkpoint_keyword_tensors, legacy_cache_warning, legacy_checkpointing, show_in_signature
 from .configuration_syntax_mt import SyntaxMTConfig
 from .errors import UserError
-from .generation_defaults import fill_generation_defaults
+from .generation_defaults import fill_generation_defaults, resolve_generation
 from .methods.registry import (
     AttentionRecord,
     ForwardInputs,
@@ -454,38 +454,12 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         return output
 
     def generate(self, *args, **kwargs):
-        """`GenerationMixin.generate`; a multi-task model starts every output with its `"translate"` task token
-        unless `forced_bos_token_id` or `decoder_input_ids` say otherwise."""
-        if self.config.task_token_ids and "forced_bos_token_id" not in kwargs and "decoder_input_ids" not in kwargs:
-            kwargs["forced_bos_token_id"] = self.config.task_token_ids["translate"]
-        fill_generation_defaults(self, kwargs)  # the beams of a model saved before the defaults; the length limit
-        self._cap_generation_length(kwargs)
-        return super().generate(*args, **kwargs)
-
-    def _cap_generation_length(self, kwargs: dict) -> None:
-        """In place: cap `max_new_tokens` / `max_length` so that the decoder never reads a position past
-        `max_position_embeddings` (an opaque `IndexError` deep in the position embedding otherwise), with a warning.
-
-        The decoder reads every output token but the last, so an output of L tokens (decoder start token included)
-        needs L - 1 positions."""
-        limit = self.config.max_position_embeddings + 1  # longest output, decoder start token included
-        config = kwargs.get("generation_config") or self.generation_config
-        start = kwargs["decoder_input_ids"].shape[-1] if kwargs.get("decoder_input_ids") is not None else 1
-        max_new = kwargs.get("max_new_tokens", config.max_new_tokens)
-        max_length = kwargs.get("max_length", config.max_length)
-        if max_new is not None and start + max_new > limit:
-            logger.warning(
-                f"max_new_tokens={max_new} after {start} decoder token(s) would pass the model's "
-                f"max_position_embeddings={self.config.max_position_embeddings}: generating at most {limit - start} "
-                "new tokens."
-            )
-            kwargs["max_new_tokens"] = limit - start
-        elif max_new is None and max_length is not None and max_length > limit:
-            logger.warning(
-                f"max_length={max_length} would pass the model's max_position_embeddings="
-                f"{self.config.max_position_embeddings}: generating at most {limit} tokens (decoder start included)."
-            )
-            kwargs["max_length"] = limit
+        """`GenerationMixin.generate` with the settings `generation_defaults.resolve_generation` gives (the one source
+        every engine reads): a multi-task model starts every output with its `"translate"` task token unless
+        `forced_bos_token_id` or `decoder_input_ids` say otherwise; the model's own beam size and length limit where
+        nothing sets them, and a length capped where the decoder would run out of positions (with a warning)."""
+        generation_config, inputs = resolve_generation(self, kwargs)
+        return super().generate(*args, generation_config=generation_config, **inputs)
 
 
 __all__ = ["SyntaxMTForConditionalGeneration", "SyntaxMTModel", "SyntaxMTPreTrainedModel"]

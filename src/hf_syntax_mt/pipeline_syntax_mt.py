@@ -278,13 +278,24 @@ class SyntaxTranslationPipeline(Pipeline):
             out["forced_bos_token_id"] = multitask["translate"]
         return out
 
+    def decoding_settings(self, **generate_kwargs):
+        """The `GenerationConfig` a call with ``generate_kwargs`` decodes with, whatever the engine or the model
+        (`generation_defaults.resolve_generation`: the model's own length limit and beams where the call sets none;
+        an exported `MarianMTModel` too, whose own `generate` would fall back on transformers' 20 tokens)."""
+        from .generation_defaults import resolve_generation
+
+        return resolve_generation(self.model, generate_kwargs, warn=False)[0]
+
     def _forward(self, model_inputs, **generate_kwargs):
+        from .generation_defaults import resolve_generation
+
         forced = model_inputs.pop("forced_bos_token_id", None)
         if forced is not None:
             generate_kwargs.setdefault("forced_bos_token_id", forced)
+        generation_config, other = resolve_generation(self.model, generate_kwargs)
         if self._decoder is not None:
-            return {"output_ids": self._decoder.generate(**model_inputs, **generate_kwargs)}
-        return {"output_ids": self.model.generate(**model_inputs, **generate_kwargs)}
+            return {"output_ids": self._decoder.generate(**model_inputs, generation_config=generation_config, **other)}
+        return {"output_ids": self.model.generate(**model_inputs, generation_config=generation_config, **other)}
 
     def postprocess(self, model_outputs, clean_up_tokenization_spaces=False):
         texts = self.tokenizer.batch_decode(

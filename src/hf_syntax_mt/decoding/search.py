@@ -12,11 +12,11 @@ for the others.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Protocol
 
 import torch
+from transformers import GenerationConfig
 from transformers.generation.logits_process import (
     ForcedBOSTokenLogitsProcessor,
     ForcedEOSTokenLogitsProcessor,
@@ -28,6 +28,7 @@ from transformers.generation.logits_process import (
 )
 
 from ..errors import UserError
+from ..generation_defaults import check_generation_options, resolve_generation
 
 
 class Rows(Protocol):
@@ -41,26 +42,18 @@ class Rows(Protocol):
         keeps its sentence (a beam reorder), so the source side needs no gather."""
 
 
-#: generation options the searches implement (anything else set to a non-default value is refused)
-_DEFAULTS = {
-    "do_sample": False, "num_return_sequences": 1, "repetition_penalty": 1.0, "no_repeat_ngram_size": 0,
-    "encoder_no_repeat_ngram_size": 0, "sequence_bias": None, "begin_suppress_tokens": None,
-    "exponential_decay_length_penalty": None, "num_beam_groups": 1, "diversity_penalty": 0.0,
-    "constraints": None, "force_words_ids": None, "guidance_scale": None, "output_scores": False,
-    "output_logits": False, "return_dict_in_generate": False, "output_attentions": False,
-    "output_hidden_states": False, "penalty_alpha": None, "renormalize_logits": False,
-    "remove_invalid_values": False, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "min_p": None, "max_time": None,
-    "stop_strings": None,
-}  # fmt: skip
-
-
-#: transformers' defaults of the options the searches read, for those a generation config leaves unset (None)
-_UNSET = {"max_length": 20, "min_length": 0, "num_beams": 1, "length_penalty": 1.0, "early_stopping": False}
+#: the `GenerationConfig` fields the searches read; any other field set to a value other than its default is refused
+#: (`generation_defaults.check_generation_options`), unless it changes no token (`INERT_GENERATION_FIELDS`)
+IMPLEMENTED = frozenset({
+    "max_length", "max_new_tokens", "min_length", "min_new_tokens", "num_beams", "length_penalty", "early_stopping",
+    "bad_words_ids", "forced_bos_token_id", "forced_eos_token_id", "suppress_tokens", "eos_token_id",
+    "pad_token_id", "decoder_start_token_id", "bos_token_id",
+})  # fmt: skip
 
 
 @dataclass
 class Search:
-    """The resolved settings of one `generate` call."""
+    """The settings of one `generate` call (`generation_defaults.resolve_generation`) as the searches read them."""
 
     start_id: int
     pad_id: int
@@ -77,31 +70,28 @@ def resolve_search(model, engine: str, kwargs: dict) -> tuple[Search, dict]:
     keyword arguments that are not generation options (the model inputs).
 
     Raises:
-        UserError: an option the searches do not implement (sampling, several returned sequences, repetition
-            penalties, ...), naming it and ``engine``.
+        UserError: an option the searches do not implement (any field of the generation config but `IMPLEMENTED`
+            and the inert ones, set to a value other than its default: sampling, several returned sequences,
+            repetition penalties, ...), naming it and ``engine``.
     """
     if kwargs.get("decoder_input_ids") is not None:
         raise UserError(f"engine={engine!r} starts every output from the decoder start token: decoder_input_ids "
                         "(a forced prefix) needs engine='generate'")  # fmt: skip
-    config = copy.deepcopy(kwargs.pop("generation_config", None) or model.generation_config)
-    inputs = config.update(**kwargs)  # the keys it does not know: the model inputs
+    config, inputs = resolve_generation(model, kwargs)
     inputs.pop("decoder_input_ids", None)
-    for name, default in _DEFAULTS.items():
-        value = getattr(config, name, default)
-        if value is not None and value != default and not (default is None and value in (0, 1.0)):
-            raise UserError(f"engine={engine!r} does not implement {name}={value!r}: leave it out, or translate with "
-                            "engine='generate'")  # fmt: skip
+    check_generation_options(config, IMPLEMENTED, f"engine={engine!r}", "translate with engine='generate'")
     eos = config.eos_token_id if config.eos_token_id is not None else model.config.eos_token_id
     eos_ids = [int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])] if eos is not None else []
     pad = config.pad_token_id if config.pad_token_id is not None else (eos_ids[0] if eos_ids else None)
-    start = config.decoder_start_token_id
+    start = config.decoder_start_token_id if config.decoder_start_token_id is not None else config.bos_token_id
     start = model.config.decoder_start_token_id if start is None else start
     if start is None or pad is None:
         raise UserError(f"engine={engine!r}: the model's generation config names no decoder_start_token_id or "
                         "pad_token_id")  # fmt: skip
-    for name, value in _UNSET.items():  # transformers 5 leaves unset options None and applies these defaults
+    defaults = GenerationConfig._get_default_generation_params()  # transformers 5 applies these where unset
+    for name in ("min_length", "length_penalty", "early_stopping"):
         if getattr(config, name, None) is None:
-            setattr(config, name, value)
+            setattr(config, name, defaults[name])
     max_length = config.max_length if config.max_new_tokens is None else 1 + config.max_new_tokens
     eos_tensor = torch.tensor(eos_ids) if eos_ids else None
     processors = LogitsProcessorList()  # in the order `GenerationMixin._get_logits_processor` builds them
@@ -234,10 +224,6 @@ def beam_search(rows: Rows, batch_size: int, search: Search) -> torch.LongTensor
 def generate_with(decoder, model, input_ids, attention_mask=None, **kwargs) -> torch.LongTensor:
     """Encode with ``model``'s own encoder (torch), then search with ``decoder.rows`` (see `OnnxDecoder.generate`).
     The same length caps and multi-task start token as `SyntaxMTForConditionalGeneration.generate`."""
-    if getattr(model.config, "task_token_ids", None) and "forced_bos_token_id" not in kwargs:
-        kwargs["forced_bos_token_id"] = model.config.task_token_ids["translate"]
-    if hasattr(model, "_cap_generation_length"):
-        model._cap_generation_length(kwargs)
     search, inputs = resolve_search(model, "onnxruntime", kwargs)
     with torch.inference_mode():
         encoded = model.get_encoder()(input_ids=input_ids, attention_mask=attention_mask, return_dict=True, **inputs)

@@ -42,10 +42,14 @@ def translate_ctranslate2(args) -> int:
     """`hf-syntax-mt translate` with a CTranslate2 directory: the same input options (plain lines, or documents
     translated sentence by sentence: an exported model has no document context) and the same output."""
     from ..data.readers import split_lines
+    from ..generation_defaults import decoding_of
     from ..inference import read_translation_input, translate_lines, write_output
 
     refused = {"parser": "reads no parse", "random_context": "has no document context", "bf16": "computes in the "
                "type it was exported with (export --quantization bfloat16 for bfloat16 weights)"}  # fmt: skip
+    if getattr(args, "engine", "generate") not in (None, "generate"):
+        raise UserError(f"--engine {args.engine}: {args.model} is a CTranslate2 model, which CTranslate2 decodes; "
+                        "leave out --engine (or translate the model it was exported from with it).")  # fmt: skip
     for flag, why in refused.items():
         if getattr(args, flag, None) not in (None, False):
             raise UserError(f"--{flag.replace('_', '-')}: {args.model} is a CTranslate2 model, which {why}; leave "
@@ -62,6 +66,14 @@ def translate_ctranslate2(args) -> int:
               f"{len(documents)} documents sentence by sentence", file=sys.stderr)  # fmt: skip
     pipe = CTranslate2Pipeline(args.model, device=device, device_index=index)
     print(f"device: {device}{f':{index}' if device == 'cuda' else ''}, engine: CTranslate2", file=sys.stderr)
-    outputs = translate_lines(pipe, lines, documents, batch_size=args.batch_size, num_beams=args.num_beams)
+    generate = {} if args.num_beams is None else {"num_beams": args.num_beams}
+    given = "--num-beams; the rest from " if generate else ""
+    print(f"decoding: {decoding_of(pipe.decoding_settings(**generate))} ({given}the model's generation config)",
+          file=sys.stderr)  # fmt: skip
+    translated = range(len(lines)) if documents is None else [i for s, e in documents for i in range(s, e)]
+    if empty := sum(not lines[i].strip() for i in translated):  # CTranslate2 skips a source of special tokens only
+        print(f"note: {empty} empty line(s): CTranslate2 translates an empty source as an empty line, where the "
+              "model it was exported from generates a translation of its end-of-sentence token", file=sys.stderr)  # fmt: skip
+    outputs = translate_lines(pipe, lines, documents, batch_size=args.batch_size, **generate)
     write_output(args.output, "".join(" ".join(split_lines(o) or [""]) + "\n" for o in outputs), "--output")
     return 0

@@ -41,7 +41,9 @@ def _ctranslate2():
                         "'hf-syntax-mt[deploy]' (or pip install ctranslate2).") from None  # fmt: skip
     needed = {
         "TransformersConverter": ("convert",), "MarianMTLoader": ("get_model_spec", "set_config", "set_decoder",
-        "get_vocabulary"), "BartLoader": ("get_model_spec", "set_config", "set_decoder", "get_vocabulary"),
+        "get_vocabulary", "_remove_pad_weights"), "BartLoader": ("get_model_spec", "set_config", "set_decoder",
+        "get_vocabulary", "set_encoder", "set_linear"), "transformer_spec": ("TransformerSpec",),
+        "_SUPPORTED_ACTIVATIONS": ("get",),
     }  # fmt: skip
     missing = [f"{cls}.{attr}" if hasattr(converters, cls) else cls for cls, attrs in needed.items()
                for attr in attrs if not hasattr(getattr(converters, cls, None), attr)]  # fmt: skip
@@ -77,11 +79,49 @@ def _loader_class(converters):
                                 f"{model.config.vocab_size}, decoder_vocab_size={decoder_vocab}), which the export to "
                                 "CTranslate2 does not support.")  # fmt: skip
             self.keep_pad = not self.opus_mt_layout(model)
-            if not self.keep_pad:
-                return super().get_model_spec(model)
-            model.config.normalize_before = False
+            model.config.normalize_before = False  # MarianMTLoader.get_model_spec's settings
             model.config.normalize_embedding = False
-            return converters.BartLoader.get_model_spec(self, model)  # the spec without removing the pad row
+            spec = self.bart_model_spec(model)
+            if not self.keep_pad:
+                self._remove_pad_weights(spec)  # as MarianMTLoader.get_model_spec
+            return spec
+
+        # Copied from ctranslate2.converters.transformers.BartLoader.get_model_spec (4.x), changed: each stack is
+        # specified with its own head count (upstream gives both `encoder_attention_heads`, which splits a decoder of
+        # another head count wrongly). tests/models/test_export_equivalence.py checks the copy against the installed
+        # release.
+        def bart_model_spec(self, model):
+            transformer_spec = converters.transformer_spec
+            activation = model.config.activation_function
+            if activation not in converters._SUPPORTED_ACTIVATIONS:
+                raise UserError(f"activation_function={activation!r}: CTranslate2 has no such activation (it has "
+                                f"{', '.join(sorted(converters._SUPPORTED_ACTIVATIONS))}); this model cannot be "
+                                "exported to CTranslate2 (export it --to marian).")  # fmt: skip
+            _SUPPORTED_ACTIVATIONS = converters._SUPPORTED_ACTIVATIONS  # noqa: N806 (upstream's name)
+
+            def from_config(heads):
+                return transformer_spec.TransformerSpec.from_config(
+                    (model.config.encoder_layers, model.config.decoder_layers),
+                    heads,
+                    pre_norm=model.config.normalize_before,
+                    activation=_SUPPORTED_ACTIVATIONS[model.config.activation_function],
+                    layernorm_embedding=getattr(model.config, "normalize_embedding", True),
+                )
+
+            spec = transformer_spec.TransformerSpec(
+                from_config(model.config.encoder_attention_heads).encoder,
+                from_config(model.config.decoder_attention_heads).decoder,
+            )
+
+            self.set_encoder(spec.encoder, model.model.encoder)
+            self.set_decoder(spec.decoder, model.model.decoder)
+            self.set_linear(spec.decoder.projection, model.lm_head)
+
+            final_logits_bias = getattr(model, "final_logits_bias", None)
+            if final_logits_bias is not None and final_logits_bias.nonzero().numel() != 0:
+                spec.decoder.projection.bias = final_logits_bias.squeeze()
+
+            return spec
 
         def set_config(self, config, model, tokenizer):
             super().set_config(config, model, tokenizer)

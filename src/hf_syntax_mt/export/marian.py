@@ -62,13 +62,14 @@ def marian_config(config) -> MarianConfig:
     return MarianConfig(**values, architectures=["MarianMTModel"])
 
 
-def _generation_config(model, config) -> GenerationConfig:
-    """The model's generation config, with the multi-task translate token forced first (as our `generate` does)."""
-    generation = GenerationConfig.from_dict(model.generation_config.to_dict())
-    task_tokens = getattr(config, "task_token_ids", None)
-    if task_tokens and generation.forced_bos_token_id is None:
-        generation.forced_bos_token_id = task_tokens["translate"]
-    return generation
+def _generation_config(model) -> GenerationConfig:
+    """The settings the model decodes with (`generation_defaults.resolve_generation`: its own length limit and beams
+    where its generation config sets none, the multi-task translate token forced first), written out in full: a
+    `MarianMTModel`'s `generate` reads them from its generation config, and falls back on transformers' 20 tokens
+    where it has no length limit."""
+    from ..generation_defaults import resolve_generation
+
+    return GenerationConfig.from_dict(resolve_generation(model, warn=False)[0].to_dict())
 
 
 def export_to_marian(model) -> MarianMTModel:
@@ -110,7 +111,7 @@ def export_to_marian(model) -> MarianMTModel:
             "must fold or delete its parameters in `Method.export_state`."
         )
     exported.tie_weights()
-    exported.generation_config = _generation_config(model, config)
+    exported.generation_config = _generation_config(model)
     return exported.train(model.training)
 
 
@@ -147,8 +148,12 @@ def save_marian(model, output_dir, tokenizer=None) -> Path:
     """
     out = check_output_directory(output_dir)
     exported = model if type(model) is MarianMTModel else export_to_marian(model)
+    own, exported.generation_config = exported.generation_config, _generation_config(exported)
     out.mkdir(parents=True, exist_ok=True)
-    exported.save_pretrained(out)
+    try:
+        exported.save_pretrained(out)
+    finally:
+        exported.generation_config = own  # the caller's MarianMTModel keeps its own
     if tokenizer is not None:
         tokenizer.save_pretrained(out)
     return out

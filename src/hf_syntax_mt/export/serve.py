@@ -38,6 +38,15 @@ def exported_kind(path) -> str | None:
     return "marian" if config.get("model_type") == "marian" else None
 
 
+#: the `GenerationConfig` fields `CTranslate2Pipeline` applies (as `translate_batch` options or by construction of
+#: the export); any other field set to a value other than its default is refused, not ignored
+CTRANSLATE2_IMPLEMENTS = frozenset({
+    "max_length", "max_new_tokens", "min_length", "min_new_tokens", "num_beams", "length_penalty", "early_stopping",
+    "repetition_penalty", "no_repeat_ngram_size", "bad_words_ids", "suppress_tokens", "forced_bos_token_id",
+    "forced_eos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id", "bos_token_id",
+})  # fmt: skip
+
+
 class CTranslate2Pipeline:
     """A CTranslate2 directory behind the interface `inference.translate_lines` uses: ``pipe(texts, batch_size=...,
     num_beams=...)`` -> ``[{"translation_text": str}]``, decoding as transformers' `generate` with the directory's
@@ -63,20 +72,37 @@ class CTranslate2Pipeline:
         self.max_source_length = info.get("max_position_embeddings") or 512
         self.vocabulary = set(_vocabulary(directory))
         has_generation = (directory / "generation_config.json").is_file()
-        self.generation_config = GenerationConfig.from_pretrained(directory) if has_generation else GenerationConfig()
-        # what translate_lines reads of a model: a sentence-level model (no document context)
-        self.model = SimpleNamespace(config=SimpleNamespace(context_sentences=0), name_or_path=str(directory))
+        generation_config = GenerationConfig.from_pretrained(directory) if has_generation else GenerationConfig()
+        # what translate_lines and `resolve_generation` read of a model: a sentence-level model (no document
+        # context), its positions (the length limit where the generation config sets none) and generation config
+        config = SimpleNamespace(context_sentences=0, max_position_embeddings=self.max_source_length)
+        self.model = SimpleNamespace(config=config, generation_config=generation_config, name_or_path=str(directory))
         self.device = SimpleNamespace(type=device, index=device_index)
 
-    def options(self, num_beams=None, max_new_tokens=None, max_length=None) -> dict:
-        """`translate_batch` options equal to `generate`'s settings (the call's, else the generation config's)."""
-        g = self.generation_config
-        beams = num_beams or g.num_beams or 1
-        if max_new_tokens is None and max_length is None:
-            max_new_tokens, max_length = g.max_new_tokens, g.max_length
+    @property
+    def generation_config(self):
+        return self.model.generation_config
+
+    def decoding_settings(self, **generate_kwargs):
+        """The `GenerationConfig` a call with ``generate_kwargs`` decodes with (`resolve_generation`, as every engine):
+        the directory's `generation_config.json`, the model's own length limit where it sets none. Raises a
+        `UserError` naming each option CTranslate2 cannot apply (an allow-list, `CTRANSLATE2_IMPLEMENTS`)."""
+        from ..generation_defaults import check_generation_options, resolve_generation
+
+        resolved, other = resolve_generation(self.model, generate_kwargs, warn=False)
+        if other:
+            raise UserError(f"A CTranslate2 model takes no {sorted(other)} (only generation options); leave them "
+                            "out.")  # fmt: skip
+        check_generation_options(resolved, CTRANSLATE2_IMPLEMENTS, "CTranslate2",
+                                 "translate with the model it was exported from")  # fmt: skip
+        return resolved
+
+    def options(self, **generate_kwargs) -> dict:
+        """`translate_batch` options equal to `generate`'s settings (`decoding_settings`)."""
+        g = self.decoding_settings(**generate_kwargs)
         # generate's max_length counts the decoder start token; CTranslate2 counts the tokens it decodes. A forced
         # end token (forced_eos_token_id) takes the last place, which CTranslate2 leaves out of its hypothesis.
-        limit = max_new_tokens if max_new_tokens is not None else (max_length or 20) - 1
+        limit = g.max_new_tokens if g.max_new_tokens is not None else g.max_length - 1
         limit = min(limit, self.max_source_length)  # the decoder's positions (our generate caps there too)
         if g.forced_eos_token_id is not None:
             limit -= 1
@@ -86,27 +112,25 @@ class CTranslate2Pipeline:
         # (288 of 300 beam-4 outputs equal on tests/models/test_export_ctranslate2.py's model, patience 1: 263)
         patience = {True: 1, "never": limit + 1}.get(g.early_stopping, 2)
         options = dict(
-            beam_size=beams, patience=patience, max_decoding_length=max(limit, 1),
+            beam_size=g.num_beams, patience=patience, max_decoding_length=max(limit, 1),
             length_penalty=1.0 if g.length_penalty is None else g.length_penalty,
             repetition_penalty=g.repetition_penalty or 1.0, no_repeat_ngram_size=g.no_repeat_ngram_size or 0,
             min_decoding_length=g.min_new_tokens or max((g.min_length or 0) - 1, 0),
         )  # fmt: skip
         # a banned sequence with a token the CTranslate2 vocabulary dropped (opus-mt's <pad>) cannot be generated
         banned = [self.tokenizer.convert_ids_to_tokens(ids) for ids in g.bad_words_ids or []]
+        banned += [[self.tokenizer.convert_ids_to_tokens(int(i))] for i in g.suppress_tokens or []]
         if banned := [b for b in banned if set(b) <= self.vocabulary]:
             options["suppress_sequences"] = banned
         return options
 
-    def __call__(self, texts, batch_size: int = 16, num_beams=None, max_new_tokens=None, max_length=None, **other):
-        if other:
-            raise UserError(f"A CTranslate2 model takes no {sorted(other)} (only num_beams, max_new_tokens and "
-                            "max_length); leave them out.")  # fmt: skip
+    def __call__(self, texts, batch_size: int = 16, **generate_kwargs):
         texts = [texts] if isinstance(texts, str) else list(texts)
         sources = [self.tokenizer.convert_ids_to_tokens(ids) for ids in self._encode(texts)]
-        forced = self.generation_config.forced_bos_token_id  # the multi-task translate token, first
+        forced = self.decoding_settings(**generate_kwargs).forced_bos_token_id  # the multi-task translate token
         prefix = None if forced is None else [[self.tokenizer.convert_ids_to_tokens(forced)]] * len(texts)
         results = self.translator.translate_batch(sources, target_prefix=prefix, max_batch_size=batch_size,
-                                                  **self.options(num_beams, max_new_tokens, max_length))  # fmt: skip
+                                                  **self.options(**generate_kwargs))  # fmt: skip
         ids = [self.tokenizer.convert_tokens_to_ids(r.hypotheses[0]) for r in results]
         return [{"translation_text": t} for t in self.tokenizer.batch_decode(ids, skip_special_tokens=True)]
 
