@@ -175,10 +175,10 @@ def test_decoding_by_length_gives_the_hypotheses_of_unsorted_decoding(tiny, monk
 
 def test_the_decoding_batch_defaults_to_32_unless_given(tiny):
     args = copy.copy(tiny[0].args)  # no new TrainingArguments: that would reset the fixture trainer's accelerator
-    args.per_device_eval_batch_size = 8  # TrainingArguments' default: not given
+    args.per_device_eval_batch_size = 32  # SyntaxMTTrainingArguments' default: not given
     assert decode_batch_size(args) == DECODE_BATCH_SIZE == 32
-    args.per_device_eval_batch_size = 5
-    assert decode_batch_size(args) == 5
+    args.per_device_eval_batch_size = 8  # TrainingArguments' default, given to the train script: taken
+    assert decode_batch_size(args) == 8
 
 
 def test_a_second_request_for_the_same_split_and_weights_is_not_decoded_again(tiny, monkeypatch):
