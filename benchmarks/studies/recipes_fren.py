@@ -63,10 +63,12 @@ def main(argv=None) -> int:
     )
     p.add_argument("--data", required=True, type=Path, help="the corpora folder (multi30k/)")
     p.add_argument("--runs-commit", help="the commit the runs trained on (default: this checkout's)")
+    p.add_argument("--load", help="what else ran on the machine during the runs (text for the table)")
     args = p.parse_args(argv)
     cli = [sys.executable, "-m", "hf_syntax_mt.cli"]
     record: dict = {
         "commit": args.runs_commit or git_commit(),
+        "load_during_runs": args.load,
         "recipes": {},
         "threads": os.environ.get("OMP_NUM_THREADS"),
     }
@@ -91,6 +93,9 @@ def main(argv=None) -> int:
                                                     "--output", f"{tmp}/hyp.en"])  # fmt: skip
         record["generate_translate_seconds_1000"] = run([*cli, "translate", "--model", str(model), "--input",
                                                          str(test), "--output", f"{tmp}/hyp_generate.en"])  # fmt: skip
+        all3 = args.runs / "fren-all3-seed0"  # its pipeline parses every sentence first
+        record["all3_translate_seconds_1000"] = run([*cli, "translate", "--model", str(all3), "--input", str(test),
+                                                     "--output", f"{tmp}/hyp_all3.en"])  # fmt: skip
     record["load_average_at_end"] = list(os.getloadavg())
     write_json(OUT / "fren.json", record)
     rows = []
@@ -101,17 +106,21 @@ def main(argv=None) -> int:
     text = "\n".join([
         f"Measured by `benchmarks/studies/recipes_fren.py` (`benchmarks/results/recipes/fren.json`, commit "
         f"{record['commit'][:10]}): the commands above with `--max_steps {record['recipes']['all3']['steps']}` "
-        "(the same schedule cut short), one thread each, the two runs side by side on this 2-core machine, which other "
-        "jobs shared (load average at the end: " + ", ".join(f"{x:.1f}" for x in record["load_average_at_end"]) + ").",
+        "(the same schedule cut short), one thread each, the two runs side by side on this 2-core machine"
+        + (f", which {record['load_during_runs']}" if record["load_during_runs"] else "") + ". "
         "Training minutes grow linearly with the steps: the studies' 2,000 steps take about five times the training "
-        "minutes shown. Test BLEU after so few steps says nothing of the recipes' quality ([round three](studies/round3.md)).",
+        "minutes at the same speed; on a core of its own a 2,000-step all3 unit of round three trained in 55 to 61 "
+        "minutes in fp32 (1,197 to 1,311 tokens/s, [round three](studies/round3.md)). Test BLEU after 400 steps says "
+        "nothing of the recipes' quality.",
         "", "| recipe | steps | training min | tokens/s | wall min (parse, train, score) | peak MiB | test BLEU |",
         "|---|---|---|---|---|---|---|", *rows, "",
         f"- Parsing the 5,000 training pairs once, without the cache: French sources {ps['fr']:.0f} s, English targets "
         f"{ps['en']:.0f} s (spaCy's small pipelines, one process); a run with `--parser_cache_dir` parses each text once.",
         f"- Exporting the dbsa_sync model to CTranslate2: {record['export_seconds']:.0f} s; translating test_2016_flickr "
         f"(1,000 sentences, beam 4): CTranslate2 {record['ct2_translate_seconds_1000']:.0f} s, `generate` "
-        f"{record['generate_translate_seconds_1000']:.0f} s (each a fresh process, loading included).",
+        f"{record['generate_translate_seconds_1000']:.0f} s; the all3 model with `generate`, its pipeline parsing "
+        f"every sentence first: {record['all3_translate_seconds_1000']:.0f} s (each a fresh process on one thread, "
+        "loading included).",
         "- At inference `all3` parses every input sentence (its PASCAL heads read the parse) and runs its bias "
         "modules; `dbsa_sync` needs neither and exports.",
     ])  # fmt: skip
