@@ -126,13 +126,27 @@ def test_ctranslate2_scores_equal_our_log_probabilities(trained, converted):
         torch.testing.assert_close(torch.tensor(scored.log_probs), expected, rtol=0, atol=1e-4)
 
 
-def test_int8_converts_and_translates(trained, tmp_path):
+def test_int8_converts_and_translates(trained, converted, tmp_path):
+    """int8 weights (less than half float32's file) score `generate`'s greedy outputs about as the float32 folder
+    does: per-token log-probabilities within 0.5 nats on average (0.20 measured on an AVX2 EPYC, whose int8 kernels
+    round differently from AVX512's; a wrong scale would be nats off). Equal outputs are not asked for: this small
+    model is unsure (-0.94 nats a token), so int8 rounding flips near ties (3 to over 10 of 20 greedy outputs stayed,
+    by CPU)."""
     _, model, tokenizer = trained
     out = export_to_ctranslate2(trained[0], tmp_path / "int8", quantization="int8")
+    assert (out / "model.bin").stat().st_size < 0.5 * (converted / "model.bin").stat().st_size
     texts = [s for s, _ in pairs(20, seed=3)]
     translations = [r["translation_text"] for r in CTranslate2Pipeline(out)(texts, num_beams=1)]
-    same = sum(a == b for a, b in zip(translations, generate(model, tokenizer, texts, num_beams=1), strict=True))
-    assert same >= 10  # int8 weights round: most outputs stay, none is required to
+    assert len(translations) == 20 and all(t.strip() for t in translations)
+    sources = [tokenizer.convert_ids_to_tokens(tokenizer(s)["input_ids"]) for s in texts]
+    targets = [tokenizer.convert_ids_to_tokens(tokenizer(t)["input_ids"])[:-1]
+               for t in generate(model, tokenizer, texts, num_beams=1)]  # fmt: skip
+    float32 = ctranslate2.Translator(str(converted)).score_batch(sources, targets)
+    int8 = ctranslate2.Translator(str(out)).score_batch(sources, targets)
+    gaps = [
+        abs(a - b) for x, y in zip(float32, int8, strict=True) for a, b in zip(x.log_probs, y.log_probs, strict=True)
+    ]
+    assert sum(gaps) / len(gaps) < 0.5
 
 
 def opus_mt_checkpoint(directory, zero_pad_row: bool = True):
