@@ -332,39 +332,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _lang_code(text: str) -> str:
-    if not re.fullmatch(r"[a-z]{2,3}", text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a language code (spaCy's: de, fr, en, ...; xx for any)")
-    return text
+    if re.fullmatch(r"[a-z]{2,3}", text):
+        return text
+    raise argparse.ArgumentTypeError(f"{text!r} is not a language code (spaCy's: de, fr, en, ...; xx for any)")
 
 
 def add_parsing_commands(sub) -> None:
     """`parse` and `train-parser` (issue 64; run by `hf_syntax_mt.parser_commands`)."""
-    q = sub.add_parser("parse", help="parse a text file (one sentence a line) into CoNLL-U, one block per line, for "
-                       "--{split}_source_conllu / --{split}_target_conllu",
-                       description="Parse a text file once and keep the trees: one CoNLL-U block per input line, in "
-                       "order (an empty line: a block of its comments alone), for train's --{split}_source_conllu / "
-                       "--{split}_target_conllu. The parser flags are train's. A progress bar shows on stderr from "
-                       "100 lines on.")  # fmt: skip
+    q = sub.add_parser("parse", help="parse a text file into CoNLL-U for --{split}_{source,target}_conllu",
+                       description="One CoNLL-U block per input line, in order; the parser flags are train's.")  # fmt: skip
     q.add_argument("--parser", required=True, choices=["spacy", "stanza"], help="as train's --parser")
-    q.add_argument("--parser_model", "--parser-model", required=True, help="a spaCy package or pipeline folder "
-                   "(train-parser's OUTPUT/model-best), or a stanza language code")  # fmt: skip
-    q.add_argument("--parser_cache_dir", "--parser-cache-dir", help="cache parses on disk (as train's flag): a rerun "
-                   "or an interrupted run parses only the lines not cached yet")  # fmt: skip
+    q.add_argument("--parser_model", "--parser-model", required=True, help="spaCy package or folder, stanza language")
+    q.add_argument("--parser_cache_dir", "--parser-cache-dir", help="cache parses on disk (as train's flag)")
     q.add_argument("--input", required=True, help="text file, one sentence a line (UTF-8, .gz ok)")
     q.add_argument("--output", required=True, help="the CoNLL-U file to write (gzip-compressed if it ends in .gz)")
     q.add_argument("--batch-size", type=BATCH, default=256, help="lines per parser call")
     tp = sub.add_parser("train-parser", help="train a spaCy parser for a language on UD treebanks (CoNLL-U)",
-                        description="Train spaCy's CPU pipeline (tok2vec, morphologizer, parser) on CoNLL-U treebanks "
-                        "with spaCy's own commands; the model lands in OUTPUT/model-best, its dev scores and times in "
-                        "OUTPUT/train_parser.json. Needs spaCy (pip install 'hf-syntax-mt[spacy]').")  # fmt: skip
+                        description="spaCy's commands on CoNLL-U treebanks: OUTPUT/model-best, with dev scores and "
+                        "times in OUTPUT/train_parser.json (needs pip install 'hf-syntax-mt[spacy]').")  # fmt: skip
     tp.add_argument("--lang", required=True, type=_lang_code, help="spaCy's language code (de, fr, ...; xx: any)")
     tp.add_argument("--train", required=True, nargs="+", metavar="CONLLU", help="training treebank(s)")
     tp.add_argument("--dev", required=True, metavar="CONLLU", help="the treebank that chooses the checkpoint")
     tp.add_argument("--output", required=True, help="a new (or empty) folder for the parser")
-    tp.add_argument("--max-seconds", type=float_range(maximum=1e7, above=0), default=1200.0,
-                    help="stop training after this many seconds, keeping the best checkpoint")  # fmt: skip
-    tp.add_argument("--max-steps", type=int_range(1, 10**8), help="spaCy's training.max_steps (default 20,000; "
-                    "spaCy's patience, 1,600 steps without a better dev score, usually stops it first)")  # fmt: skip
+    tp.add_argument("--max-seconds", type=float_range(maximum=1e7, above=0), default=1200.0, help="training's limit")
+    tp.add_argument("--max-steps", type=int_range(1, 10**8), help="spaCy's training.max_steps (default 20,000)")
     tp.add_argument("--eval-frequency", type=int_range(1, 10**8), help="steps between dev scores (default 200)")
     tp.add_argument("--threads", type=int_range(1, 1024), default=1, help="CPU threads of the spaCy processes")
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import needs
 import numpy as np
 import pytest
 import sacrebleu
-from scipy import stats
+
+stats = needs.package("scipy").stats  # the dev extra's; the study scripts themselves do not need scipy
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
 

@@ -9,9 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+import needs
 import pytest
-
-from tests import needs
 
 REPO = Path(__file__).resolve().parents[2]
 #: a tiny model (the docs page's commands use the studies' size)
