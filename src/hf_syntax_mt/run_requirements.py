@@ -94,11 +94,27 @@ def refuse(problems: list[str]) -> None:
         raise UserError(f"train: the run cannot start ({many}), nothing was read or parsed:\n{lines}")
 
 
+def any_do(flags: Any) -> bool:
+    """Whether a ``--do_*`` flag was given (``flags``: the command line's, or the parsed training arguments).
+    ``TrainingArguments`` turns ``do_eval`` on by itself for an ``--eval_strategy`` other than ``no``: that is no
+    ``--do_eval`` (such a run trained nothing and scored no test set); `SyntaxMTTrainingArguments` keeps the given
+    value as ``do_eval_given``."""
+    do_eval = getattr(flags, "do_eval_given", getattr(flags, "do_eval", None))
+    return bool(getattr(flags, "do_train", None) or do_eval or getattr(flags, "do_predict", None))
+
+
 def will_train(flags: Any) -> bool:
-    """Whether a run trains: ``--do_train``, or no ``--do_*`` flag at all (an ``--eval_strategy`` is none:
-    `training.prepare.any_do`)."""
-    given = [getattr(flags, f"do_{k}", None) for k in ("train", "eval", "predict")]
-    return bool(given[0] or not any(given))
+    """Whether a run trains: ``--do_train``, or no ``--do_*`` flag at all (then it trains, evaluates, predicts)."""
+    return bool(getattr(flags, "do_train", None) or not any_do(flags))
 
 
-__all__ = ["given_splits", "has_parses", "missing_parses", "parser_flags", "parser_problem", "refuse", "will_train"]
+__all__ = [
+    "any_do",
+    "given_splits",
+    "has_parses",
+    "missing_parses",
+    "parser_flags",
+    "parser_problem",
+    "refuse",
+    "will_train",
+]

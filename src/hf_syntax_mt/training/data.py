@@ -8,12 +8,10 @@ from typing import TYPE_CHECKING
 
 from ..data.readers import _require_nonempty, read_jsonl, read_tsv
 from ..errors import UserError
-from ..run_requirements import parser_flags, parser_problem
+from ..run_requirements import SPLITS, parser_flags, parser_problem  # noqa: F401  (SPLITS importable here)
 
 if TYPE_CHECKING:
     from .script_args import DataArguments
-
-SPLITS = ("train", "validation", "test")
 
 
 def load_split(data_args: DataArguments, split: str):

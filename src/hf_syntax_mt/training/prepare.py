@@ -10,23 +10,11 @@ import logging
 from pathlib import Path
 
 from ..errors import UserError
+from ..run_requirements import any_do, will_train  # noqa: F401  (importable from here, as before)
 from .data import SPLITS, build_parser
 from .script_args import SAVED_ONLY, SIZE_DEFAULTS, DataArguments, ModelArguments, parse_config_overrides
 
 logger = logging.getLogger(__name__)
-
-
-def will_train(training_args) -> bool:
-    """Whether the run trains: ``--do_train``, or no ``--do_*`` flag at all (then it trains, evaluates, predicts)."""
-    return bool(training_args.do_train or not any_do(training_args))
-
-
-def any_do(training_args) -> bool:
-    """Whether a ``--do_*`` flag was given. ``TrainingArguments`` turns ``do_eval`` on by itself for an
-    ``--eval_strategy`` other than ``no``: that is no ``--do_eval`` (a run with ``--eval_strategy steps`` and no
-    ``--do_*`` flag trained nothing and scored no test set); `SyntaxMTTrainingArguments` keeps the given value."""
-    do_eval = getattr(training_args, "do_eval_given", training_args.do_eval)
-    return bool(training_args.do_train or do_eval or training_args.do_predict)
 
 
 def check_output_dir(training_args, do_train: bool) -> None:
@@ -331,6 +319,17 @@ def supervised_columns(config) -> list[str]:
     return supervision_columns(config) if isinstance(config, SyntaxMTConfig) else []
 
 
+#: what guided alignment and document context say when their file is missing (`check_requirements` lists them
+#: before any work; `check_alignment_file` and `with_document_context` are the API's checks of the same)
+_ALIGNMENTS_MISSING = (
+    "guided_alignment_weight={weight} trains on word alignments: give --train_alignment_file "
+    "(Pharaoh, one line per training pair, e.g. from eflomal)"
+)
+_DOC_IDS_MISSING = (
+    "context_sentences={k} needs document boundaries: give --{split}_docid_file (one document id a line)"
+)
+
+
 def check_alignment_file(config, data_args: DataArguments, has_alignments: bool, training: bool) -> None:
     """Guided alignment trains on ``--train_alignment_file``, and only guided alignment reads it: either alone is
     an error saying what to add or drop (checked before any preprocessing)."""
@@ -338,8 +337,7 @@ def check_alignment_file(config, data_args: DataArguments, has_alignments: bool,
         return
     supervised = "decoder_alignment" in supervised_columns(config)
     if supervised and not has_alignments:
-        raise UserError(f"guided_alignment_weight={config.guided_alignment_weight} trains on word alignments: give "
-                         "--train_alignment_file (Pharaoh, one line per training pair, e.g. from eflomal)")  # fmt: skip
+        raise UserError(_ALIGNMENTS_MISSING.format(weight=config.guided_alignment_weight))
     if has_alignments and not supervised:
         raise UserError(f"--train_alignment_file {data_args.train_alignment_file} is read only by guided alignment, "
                          "which this model does not train: add --config_overrides guided_alignment_weight=0.05 (Garg "
@@ -376,20 +374,11 @@ def check_requirements(config, data_args: DataArguments, training: bool) -> None
 
     problems = missing_parses({True: parses_read(config, True), False: parses_read(config, False)}, data_args,
                               training)  # fmt: skip
-    is_syntax = isinstance(config, SyntaxMTConfig)
-    if (
-        training
-        and is_syntax
-        and "decoder_alignment" in supervised_columns(config)
-        and not (data_args.train_alignment_file)
-    ):
-        problems.append(f"guided_alignment_weight={config.guided_alignment_weight} trains on word alignments: give "
-                        "--train_alignment_file (Pharaoh, one line per training pair, e.g. from eflomal)")  # fmt: skip
-    if is_syntax and config.context_sentences and not data_args.dataset_name:
-        for split in given_splits(data_args):
-            if not getattr(data_args, f"{split}_docid_file", None):
-                problems.append(f"context_sentences={config.context_sentences} needs document boundaries: give "
-                                f"--{split}_docid_file (one document id a line)")  # fmt: skip
+    if training and "decoder_alignment" in supervised_columns(config) and not data_args.train_alignment_file:
+        problems.append(_ALIGNMENTS_MISSING.format(weight=config.guided_alignment_weight))
+    if isinstance(config, SyntaxMTConfig) and config.context_sentences and not data_args.dataset_name:
+        problems += [_DOC_IDS_MISSING.format(k=config.context_sentences, split=split) for split in
+                     given_splits(data_args) if not getattr(data_args, f"{split}_docid_file", None)]  # fmt: skip
     refuse(problems)
     if data_args.target_parser not in ("auto", "none") and "target" not in parses_read(config, training):
         logger.warning(f"--target_parser {data_args.target_parser}: no method of this model reads target trees, so "
@@ -462,8 +451,7 @@ def with_document_context(split: str, ds, context_k: int, num_proc: int | None =
     if not context_k:
         return ds
     if "doc_id" not in ds.column_names:
-        raise UserError(f"context_sentences={context_k} needs document boundaries: give --{split}_docid_file "
-                         "(one document id a line)")  # fmt: skip
+        raise UserError(_DOC_IDS_MISSING.format(k=context_k, split=split))
     return add_document_context(ds, context_k, num_proc=num_proc)
 
 
