@@ -35,6 +35,7 @@ from pathlib import Path
 
 from ..errors import MissingFileError, UserError, UserFileError
 from .readers import iter_conllu
+from .stanza_resources import file_sha256
 
 __all__ = ["train_spacy_parser", "training_steps"]
 
@@ -83,16 +84,6 @@ def _check_treebank(path: str | os.PathLike, flag: str) -> int:
     if n == 0:
         raise UserError(f"{flag} {path}: holds no sentence with words; give a UD treebank's CoNLL-U file")
     return n
-
-
-def _sha256(path: str | os.PathLike) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def training_steps(output: str | os.PathLike) -> dict:
@@ -268,9 +259,9 @@ def train_spacy_parser(
     record = {
         "about": "a spaCy tagger + parser trained on UD treebanks by hf-syntax-mt train-parser",
         "lang": lang, **versions, "components": COMPONENTS, "model": str(output / "model-best"),
-        "train": [{"path": str(p), "sha256": _sha256(p), "sentences": n}
+        "train": [{"path": str(p), "sha256": file_sha256(p), "sentences": n}
                   for p, n in zip(train_paths, sizes["train"], strict=True)],
-        "dev": {"path": str(dev), "sha256": _sha256(dev), "sentences": sizes["dev"]},
+        "dev": {"path": str(dev), "sha256": file_sha256(dev), "sentences": sizes["dev"]},
         "dev_scores": {"uas": percent("dep_uas"), "las": percent("dep_las"), "pos": percent("pos_acc"),
                        "morph": percent("morph_acc")},
         "seconds": {k: round(v, 1) for k, v in seconds.items()}, "threads": threads, "stopped_by": stopped,
