@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from hf_syntax_mt.configuration_syntax_mt import SyntaxMTConfig
 from hf_syntax_mt.errors import UserError
 from hf_syntax_mt.methods import Method, register, unregister
 from hf_syntax_mt.methods.registry import Option
@@ -152,7 +153,7 @@ class Strength(Method):
         return bool((config.method_options or {}).get(self.name, {}).get("strength_test_gain"))
 
 
-def test_a_method_registered_later_gets_its_flags_without_a_cli_edit(tokenizer):
+def test_a_method_registered_later_gets_its_flags_without_a_cli_edit(tokenizer, tmp_path):
     register(Strength())
     try:
         model_args = parse_args(["--output_dir", "x", *DATA, "--strength_test_gain", "0.5",
@@ -162,6 +163,8 @@ def test_a_method_registered_later_gets_its_flags_without_a_cli_edit(tokenizer):
         }
         config = build_config(model_args, tokenizer, None)
         assert config.method_options == {"strength_test": {"strength_test_gain": 0.5, "strength_test_table": {"a": 1}}}
+        config.save_pretrained(tmp_path)  # the flags' values travel with the model
+        assert SyntaxMTConfig.from_pretrained(tmp_path).method_options == config.method_options
         with pytest.raises(UserError, match="--strength_test_table '\\{a' is not JSON"):
             parse_args(["--output_dir", "x", *DATA, "--strength_test_table", "{a"])[0].syntax_options()
     finally:
