@@ -391,6 +391,20 @@ def test_includes_read_the_file_demote_headings_and_fail_on_a_missing_file(tmp_p
         hook.include("::include ../../etc/hostname", "p.md")
 
 
+def test_every_required_include_is_a_file_git_tracks():
+    """Session 20's CI failed on a clean clone: `::include benchmarks/results/recipes/fren.md` existed here but
+    .gitignore kept it out of the commit. A required include must name a file the repository tracks."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    tracked = set(subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split())
+    pattern = re.compile(r"^::include[ \t]+(\S+)[ \t]*$", re.MULTILINE)
+    required = {(page.relative_to(ROOT).as_posix(), rel) for page in (ROOT / "docs").rglob("*.md")
+                for rel in pattern.findall(page.read_text(encoding="utf-8"))}  # fmt: skip
+    assert len(required) >= 5
+    untracked = sorted(f"{page}: {rel}" for page, rel in required if rel not in tracked)
+    assert not untracked, f"pages include files git does not track (commit them, or un-ignore them): {untracked}"
+
+
 def _first_shell_block(page: str, heading: str) -> str:
     section = page[page.index(f"\n## {heading}\n") :]
     return re.search(r"```bash\n(.*?)```", section, flags=re.S).group(1)
