@@ -119,11 +119,11 @@ bench-bf16: $(STAMP)
 # `.ci/run` runs it before the tests: ruff's lint rules and its formatter (ruff pinned in the dev extra, so that the
 # formatter's output does not change under CI)
 lint: $(STAMP)
-	$(BIN)/ruff check src tests scripts benchmarks docs/hooks
-	$(BIN)/ruff format --check src tests scripts benchmarks docs/hooks
+	$(BIN)/ruff check src tests scripts benchmarks examples docs/hooks
+	$(BIN)/ruff format --check src tests scripts benchmarks examples docs/hooks
 
 format: $(STAMP)
-	$(BIN)/ruff format src tests scripts benchmarks docs/hooks
+	$(BIN)/ruff format src tests scripts benchmarks examples docs/hooks
 
 clean:
 	rm -rf $(VENV) $(FLOORS) runs build dist site src/*.egg-info
