@@ -167,6 +167,9 @@ def _translate(args: argparse.Namespace) -> int:
 
     if (done := _translate_exported(args)) is not None:  # a CTranslate2 directory (hf-syntax-mt export)
         return done
+    from hf_syntax_mt.cli_engine_args import refuse_engine_flags
+
+    refuse_engine_flags(args)  # --threads, --compute-type: a CTranslate2 directory's
     model = _model_directory(args.model)  # before reading standard input
     device = resolve_device(args.device)  # None: transformers' pipeline picks (the accelerator, if any)
     # the documents first: bad input fails before the model loads

@@ -13,6 +13,7 @@ import os
 import re
 import sys
 
+from .cli_engine_args import CT2_QUANTIZATIONS, ctranslate2_arguments
 from .errors import UserError
 
 #: set to 1 to see the traceback of an error a user can fix (as ``--debug`` does)
@@ -70,17 +71,6 @@ def _check_range(value, minimum, maximum) -> None:
 POSITIVE = int_range(1)  # a count, a size, a batch: 0 would divide by zero, never start, or do nothing
 NATURAL = int_range(0)  # an index, a layer, a number of warm-up steps
 SEED = int_range(0, 2**32 - 1)  # numpy's and torch's seeds
-#: CTranslate2's weight types (`ctranslate2.specs.model_spec.ACCEPTED_MODEL_TYPES`): `export --quantization`
-CT2_QUANTIZATIONS = (
-    "float32",
-    "int8",
-    "int8_float32",
-    "int8_float16",
-    "int8_bfloat16",
-    "int16",
-    "float16",
-    "bfloat16",
-)
 # past these a value can only exhaust memory (or never end): beams, batches, model sizes, generated data
 MAX_BEAMS = 128
 MAX_BATCH = 4096  # sentences (or examples) per forward pass
@@ -256,6 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--num-beams", type=BEAMS, help="beam size (1: greedy decoding; default: the model's generation "
                    "config, which a training run writes: the decoding its test scores name)")  # fmt: skip
     _device_arguments(t, "translate")
+    ctranslate2_arguments(t)  # --threads, --compute-type
     t.add_argument("--engine", choices=["generate", "onnxruntime"], default="generate", help="how to decode: "
                    "generate (transformers, default) or onnxruntime (the model's encoder in torch, Marian's decoder "
                    "in ONNX Runtime: the same translations, faster on a CPU; for models whose decoder is Marian's, "

@@ -64,8 +64,10 @@ def translate_ctranslate2(args) -> int:
     if documents is not None:
         print(f"note: {args.model} has no document context (a CTranslate2 model): translating the "
               f"{len(documents)} documents sentence by sentence", file=sys.stderr)  # fmt: skip
-    pipe = CTranslate2Pipeline(args.model, device=device, device_index=index)
-    print(f"device: {device}{f':{index}' if device == 'cuda' else ''}, engine: CTranslate2", file=sys.stderr)
+    threads, compute_type = getattr(args, "threads", None), getattr(args, "compute_type", None)
+    pipe = CTranslate2Pipeline(args.model, device=device, device_index=index, threads=threads or 0,
+                               compute_type=compute_type or "default")  # fmt: skip
+    print(engine_line(pipe, device, index, threads, compute_type), file=sys.stderr)
     generate = {} if args.num_beams is None else {"num_beams": args.num_beams}
     given = "--num-beams; the rest from " if generate else ""
     print(f"decoding: {decoding_of(pipe.decoding_settings(**generate))} ({given}the model's generation config)",
@@ -77,3 +79,13 @@ def translate_ctranslate2(args) -> int:
     outputs = translate_lines(pipe, lines, documents, batch_size=args.batch_size, **generate)
     write_output(args.output, "".join(" ".join(split_lines(o) or [""]) + "\n" for o in outputs), "--output")
     return 0
+
+
+def engine_line(pipe, device: str, index: int, threads: int | None, compute_type: str | None) -> str:
+    """The line `translate` prints on stderr for a CTranslate2 directory: the device, the engine, the type it
+    computes in (what CTranslate2 resolved ``--compute-type`` to) and its threads."""
+    shown = f"{compute_type} -> {pipe.translator.compute_type}" if compute_type not in (None, "default") else (
+        pipe.translator.compute_type)  # fmt: skip
+    given = f"{threads} (--threads)" if threads else "CTranslate2's default (--threads 0)"
+    return (f"device: {device}{f':{index}' if device == 'cuda' else ''}, engine: CTranslate2, compute type: {shown}, "
+            f"threads: {given}")  # fmt: skip

@@ -220,6 +220,9 @@ def export_to_ctranslate2(model_dir, output_dir, quantization: str = "float32") 
         "exported_from": model_type, "max_position_embeddings": max_positions, "hf_syntax_mt_version": __version__,
     }  # fmt: skip
     (out / EXPORT_INFO).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    from .ct2_usage import write_usage
+
+    write_usage(out)  # README.md: the translate_batch call and the decoding settings CTranslate2 does not read
     return out
 
 

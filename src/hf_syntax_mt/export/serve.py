@@ -56,15 +56,17 @@ class CTranslate2Pipeline:
         directory: a directory `export_to_ctranslate2` wrote (it holds the tokenizer files).
         device: `"cpu"` or `"cuda"` (CTranslate2's names); `device_index` the GPU.
         threads: CPU threads of one translation (CTranslate2's `intra_threads`; 0: its default).
+        compute_type: CTranslate2's `compute_type` (`"default"`: the type the directory was exported in).
     """
 
-    def __init__(self, directory, device: str = "cpu", device_index: int = 0, threads: int = 0):
+    def __init__(self, directory, device: str = "cpu", device_index: int = 0, threads: int = 0,
+                 compute_type: str = "default"):  # fmt: skip
         from transformers import AutoTokenizer, GenerationConfig
 
         ctranslate2, _ = _ctranslate2()
         directory = Path(directory).expanduser()
         self.translator = ctranslate2.Translator(str(directory), device=device, device_index=device_index,
-                                                 intra_threads=threads)  # fmt: skip
+                                                 intra_threads=threads, compute_type=compute_type)  # fmt: skip
         self.tokenizer = AutoTokenizer.from_pretrained(directory)
         info_file = directory / EXPORT_INFO
         info = json.loads(info_file.read_text(encoding="utf-8")) if info_file.is_file() else {}

@@ -10,6 +10,7 @@ import logging
 import os
 from pathlib import Path
 
+from .distill import distillation_text
 from .prepare import conllu_files
 from .scoring import Results
 from .script_args import DataArguments
@@ -34,6 +35,8 @@ def sign_run(results: Results, config, parser, data_args: DataArguments, raw: di
         weights["weights"] = results.weights
         if results.averaging is not None:
             weights["weights_chosen_by"] = results.averaging["chosen_by"]
+    if results.distillation is not None:  # another model: trained on a teacher's translations
+        weights["distilled_from"] = results.distillation["teacher"].replace("|", "/")
     results.model_signature = model_signature(config, parser=(parser_sig or "none").replace("|", "/"), seed=seed,
                                               data=data_sig, steps=steps, **weights)  # fmt: skip
 
@@ -100,6 +103,7 @@ def write_run_file(trainer, curve, averager, model_args, data_args, training_arg
                      "max_length": training_args.generation_max_length},
         "time_budget": budget.record(trainer.state.max_steps) if budget is not None else None, "time": results.time,
         "recipe": results.recipe, "target_parser": results.target_parser_signature,
+        "distillation": results.distillation,
         "model_args": portable_paths(dataclasses.asdict(model_args)),
         "data_args": portable_paths(dataclasses.asdict(data_args)),
     }  # fmt: skip
@@ -130,7 +134,7 @@ def _recipe_text(results: Results) -> str:
     text = f" Trained with `--recipe`: {results.recipe}." if results.recipe else ""
     if results.target_parser_signature:
         text += f" Target trees (training only) parsed by `{results.target_parser_signature}`."
-    return text
+    return text + distillation_text(results.distillation)
 
 
 #: `datasets.load_dataset` builders that read local files: a `--dataset_name` of one of these is no Hub dataset

@@ -45,6 +45,8 @@ class Results:
     recipe: str | None = None
     #: the signature of the parser of the training targets (``--target_parser``), None without one
     target_parser_signature: str | None = None
+    #: ``--distill_from``: the teacher and how its translations were made (`distill.teacher_translations`)
+    distillation: dict | None = None
 
 
 def decode_batch_size(training_args) -> int:

@@ -29,6 +29,7 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from .data import build_parser, load_raw_datasets
+from .distill import check_teacher, distill_training_targets
 from .prepare import (
     any_do,  # noqa: F401  (importable from here, as before the split)
     build_config_and_model,
@@ -103,10 +104,12 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
     training = will_train(training_args)
     check_output_dir(training_args, do_train=training)
     check_model_flags(model_args)  # before anything is written
+    teacher = check_teacher(data_args, training)  # --distill_from: before the requirements name the target trees
     # every split's parses, parsers, alignment and document files, before any data is read or parsed
     check_requirements(plan_config(model_args), data_args, training)
     with undo_on_failure(training_args):  # a run that fails before training leaves --output_dir as it found it
         raw = load_raw_datasets(data_args)
+        distillation = distill_training_targets(raw, data_args, training_args, teacher) if teacher else None
         tokenizer = load_or_train_tokenizer(model_args, training_args, raw["train"])
         parser, source_parser = choose_parser(data_args, raw)
         target_parser = build_parser(data_args, side="target")
@@ -124,6 +127,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
     trainer, curve, averager = build_run_trainer(model, tokenizer, processed, decode, training_args, training)
     results = Results(recipe=recipe, target_parser_signature=(target_parser.signature() if target_parser is not None
                                                               and "target" in parses_read(config, training) else None))  # fmt: skip
+    results.distillation = distillation
     gen = dict(max_length=training_args.generation_max_length, num_beams=training_args.generation_num_beams)
     decodes = Decodes(trainer, splits_to_score(processed, training_args), gen, training_args.predict_with_generate)
     if training:

@@ -51,6 +51,7 @@ RANGES: dict[str, tuple[float, float]] = {
     # DataArguments
     "max_source_length": (2, 1_048_576), "max_target_length": (2, 1_048_576), "max_train_samples": (1, 10**12),
     "max_eval_samples": (1, 10**12), "max_predict_samples": (1, 10**12), "preprocessing_num_workers": (1, 1024),
+    "distill_num_beams": (1, 128), "distill_max_length": (1, 1_048_576), "distill_batch_size": (1, 4096),
     # SyntaxMTTrainingArguments' own
     "max_tokens": (1, 10_000_000), "average_checkpoints": (0, 1000), "average_every": (1, 10**9),
     # TrainingArguments' that matter here
@@ -302,6 +303,27 @@ class DataArguments:
         default=None,
         metadata={"help": "Cache parses on disk (CachedParser), both sides: each parser's parses in a folder of their "
                   "own (keyed by the parser's signature), so one folder serves --parser and --target_parser."},
+    )  # fmt: skip
+    distill_from: str | None = field(
+        default=None,
+        metadata={"help": "Sequence-level knowledge distillation (Kim and Rush 2016): a teacher model's directory; the "
+                  "teacher beam-translates the training sources (batched, longest first, cached under "
+                  "--distill_cache_dir and resumed if stopped) and the model trains on its translations instead of "
+                  "the training targets (their trees from --target_parser); validation and test keep the "
+                  "references. The model card names the teacher and its decoding."},
+    )  # fmt: skip
+    distill_num_beams: int | None = field(
+        default=None, metadata={"help": "--distill_from: the teacher's beams (default: its generation config's)."}
+    )
+    distill_max_length: int | None = field(
+        default=None,
+        metadata={"help": "--distill_from: the teacher's length limit (default: its generation config's)."},
+    )
+    distill_batch_size: int = field(default=32, metadata={"help": "--distill_from: sentences per teacher batch."})
+    distill_cache_dir: str | None = field(
+        default=None,
+        metadata={"help": "--distill_from: where the teacher's translations are kept, one file per teacher, decoding "
+                  "and training sources (default: $HF_SYNTAX_MT_CACHE/distill, else ~/.cache/hf_syntax_mt/distill)."},
     )  # fmt: skip
     parser_description: str | None = field(
         default=None, metadata={"help": "Free text for the model card: which parser and model made the parses."}
