@@ -155,6 +155,8 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=0, choices=range(0, 1025), metavar="0-1024",
                    help="CTranslate2's CPU threads (0: its default)")  # fmt: skip
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--compute-type", default="default", help="CTranslate2's compute_type (default: the type the "
+                   "folder was exported in; auto: the fastest this machine has; int8, float32, ...)")  # fmt: skip
     args = p.parse_args(argv)
     if not 0 <= args.max_wait_ms <= 10_000:
         p.error(f"--max-wait-ms {args.max_wait_ms}: give 0 to 10000")
@@ -165,8 +167,10 @@ def main(argv=None) -> int:
         p.error(f"--model {args.model}: not a CTranslate2 folder (write one with `hf-syntax-mt export --model DIR "
                 "--to ctranslate2 --output OUT`)")  # fmt: skip
     try:
-        pipe = CTranslate2Pipeline(args.model, device=args.device, threads=args.threads)
-    except UserError as e:
+        pipe = CTranslate2Pipeline(
+            args.model, device=args.device, threads=args.threads, compute_type=args.compute_type
+        )
+    except (UserError, ValueError) as e:  # CTranslate2 names a compute type this machine lacks in a ValueError
         p.error(str(e))
     server = make_server(pipe, args.host, args.port, args.max_batch, args.max_wait_ms)
     host, port = server.server_address[:2]
