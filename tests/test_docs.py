@@ -396,7 +396,9 @@ def test_every_required_include_is_a_file_git_tracks():
     .gitignore kept it out of the commit. A required include must name a file the repository tracks."""
     if not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
-    tracked = set(subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split())
+    tracked = set(
+        subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    )
     pattern = re.compile(r"^::include[ \t]+(\S+)[ \t]*$", re.MULTILINE)
     required = {(page.relative_to(ROOT).as_posix(), rel) for page in (ROOT / "docs").rglob("*.md")
                 for rel in pattern.findall(page.read_text(encoding="utf-8"))}  # fmt: skip
