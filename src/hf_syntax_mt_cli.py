@@ -43,14 +43,17 @@ def _load(name: str):
 def _attach() -> None:
     """Make the modules `_load` registered attributes of the package, as an ordinary import of them does."""
     package = sys.modules.get("hf_syntax_mt")
-    for name in ("errors", "overwriting", "cli_args", "recipes", "run_requirements", "train_help"):
+    for name in ("errors", "overwriting", "suggest", "cli_args", "recipes", "run_requirements", "train_help"):
         if package is not None and f"hf_syntax_mt.{name}" in sys.modules:
             setattr(package, name, sys.modules[f"hf_syntax_mt.{name}"])
 
 
 def main() -> int:
     """`hf-syntax-mt`: the parser alone first (help, argparse errors, `check_args`), then `hf_syntax_mt.cli.main`."""
-    errors, _, cli_args = _load("errors"), _load("overwriting"), _load("cli_args")  # cli_args imports overwriting
+    errors, cli_args = (
+        _load("errors"),
+        _load("overwriting") and _load("suggest") and _load("cli_args"),
+    )  # its imports first
     if errors is None or cli_args is None:  # not an installed package layout: the package reports its own errors
         from hf_syntax_mt.cli import main as cli_main
 

@@ -15,6 +15,7 @@ import sys
 
 from .errors import UserError
 from .overwriting import refuse_writing_over
+from .suggest import SuggestingParser
 
 #: set to 1 to see the traceback of an error a user can fix (as ``--debug`` does)
 DEBUG_ENV = "HF_SYNTAX_MT_DEBUG"
@@ -137,7 +138,7 @@ class TrainHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every subcommand but `train` (whose flags are `HfArgumentParser`'s: `train_help`)."""
-    p = argparse.ArgumentParser(
+    p = SuggestingParser(  # did-you-mean for a mistyped flag
         prog="hf-syntax-mt", description="Syntax-aware NMT for Hugging Face transformers.",
         epilog=f"An error you can fix prints one 'error:' line; --debug (or {DEBUG_ENV}=1) shows its traceback.",
     )  # fmt: skip
