@@ -122,6 +122,8 @@ def test_every_number_flag_of_every_script_has_a_range_and_refuses_a_value_out_o
         ("benchmarks/speed/bench_deploy.py", ["--threads", "1", "0"], "argument --threads: must be at least 1, got 0"),
         ("benchmarks/speed/bench_deploy.py", ["--time-budget", "inf"], "argument --time-budget: must be a finite"),
         ("scripts/synthetic_document_demo.py", ["--pronoun-probability", "1.5"], "must be at most 1, got 1.5"),
+        ("benchmarks/probes/decode_paths.py", ["--settings", "8x0"], "argument --settings: must be at least 1, got 0"),
+        ("benchmarks/probes/decode_paths.py", ["--settings", "8"], "argument --settings: '8' is not BATCHxBEAMS"),
     ],
 )
 def test_the_issues_number_flags_are_refused(script, argv, message, monkeypatch, capsys):

@@ -379,9 +379,10 @@ def test_a_check_stopped_by_a_signal_records_the_running_part_and_bundles_what_i
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="with CUDA the preflight alone fails for another reason")
-def test_without_cuda_a_check_of_no_gpu_part_says_it_checked_nothing(tmp_path):
+def test_without_cuda_a_check_of_no_gpu_part_says_it_checked_nothing(tmp_path, monkeypatch):
     """Issue 65: `--parts preflight` on a machine without CUDA printed "# GPU check: OK", exit 0: the preflight
     passes, and nothing ran on a GPU."""
+    monkeypatch.setenv("PREFLIGHT_LIMIT", "600")  # its 45 s are for a GPU machine, not a loaded CPU one
     run = gpu_check(sys.executable, tmp_path, "--parts", "preflight")
     summary = json.loads((tmp_path / "gpu_check.json").read_text())
     assert summary["parts"]["preflight"]["status"] == "passed", run.stdout + run.stderr  # it ran, and passed
