@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from .errors import UserError
 
-__all__ = ["MODEL_FILE_PATTERNS", "inside_folder", "refuse_writing_over", "same_file"]
+__all__ = ["MODEL_FILE_PATTERNS", "refuse_writing_over"]
 
 #: names a model loader reads: a new file of one of these names in a model directory would change the model
 MODEL_FILE_PATTERNS = ("config.json", "generation_config.json", "tokenizer*.json", "special_tokens_map.json",

@@ -8,7 +8,7 @@ import argparse
 import difflib
 from collections.abc import Iterable
 
-__all__ = ["SuggestingParser", "closest"]
+__all__ = ["SuggestingParser"]  # closest: the helper it and compat share
 
 
 def closest(name: str, names: Iterable[str]) -> str | None:
