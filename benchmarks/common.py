@@ -22,6 +22,11 @@ import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+try:  # as `benchmarks.common` (every script), or as plain `common` with this folder on sys.path
+    from benchmarks.arguments import BATCH, NATURAL, POSITIVE, SECONDS, SEED, THREADS, apply_quick, refuse_overwriting
+except ImportError:
+    from arguments import BATCH, NATURAL, POSITIVE, SECONDS, SEED, THREADS, apply_quick, refuse_overwriting
+
 HERE = Path(__file__).resolve().parent  # benchmarks/
 ROOT = HERE.parent  # the repository
 DATA = ROOT.parent / "shared" / "data"  # the shared data directory, beside the repository
@@ -350,6 +355,8 @@ def run_study(args, plan: list[tuple], parse: Callable[[str], tuple], run: Calla
     ``--aggregate`` only, or run ``run(args, *unit, device)`` for ``--units`` (parsed by ``parse``; default the plan)
     that are not done yet, with `run_plan`, aggregating after each unless ``--no-aggregate``."""
     units = [parse(u) for u in args.units] if args.units else plan
+    for flag in ("results", "output_dir"):  # a unit clears its folder under --output-dir: never the data's
+        refuse_overwriting(None, args, [flag], folders=["data"])
     done = done_units(args.results)  # a truncated or corrupted unit file is reported and its unit runs again
     if args.list:
         list_units([name(*u) for u in plan], done)
@@ -371,12 +378,12 @@ def add_study_arguments(p, results: str | Path | None, output_dir: str | Path | 
     ``--quick``. A ``results`` or ``output_dir`` of None leaves the default to the study (set after parsing). Check
     ``--quick`` with `refuse_quick_evidence` after parsing."""
     p.add_argument("--units", nargs="+", help=units_help)
-    p.add_argument("--time-limit", type=float, default=None, help="start no new unit after this many minutes")
-    p.add_argument("--max-units", type=int, default=None, help="run at most N units in this invocation")
+    p.add_argument("--time-limit", type=SECONDS, default=None, help="start no new unit after this many minutes")
+    p.add_argument("--max-units", type=POSITIVE, default=None, help="run at most N units in this invocation")
     p.add_argument("--list", action="store_true", help="print which units are done and stop")
     p.add_argument("--aggregate", action="store_true", help="only rebuild the tables from the unit files")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    p.add_argument("--threads", type=int, default=threads, help="torch threads on the CPU")
+    p.add_argument("--threads", type=THREADS, default=threads, help="torch threads on the CPU")
     p.add_argument("--data", default=str(DATA), help="the shared data directory")
     p.add_argument("--results", default=results and str(results), help="unit files and tables (committed)")
     p.add_argument("--output-dir", default=output_dir and str(output_dir),
@@ -437,18 +444,18 @@ def run_plan(plan: Iterable[tuple], done: set[str], run: Callable[..., object],
 # ------------------------------------------------------------------------------------------------------------------
 def add_common_arguments(p, output: str) -> None:
     """The arguments every throughput benchmark shares: threads, model dims, the synthetic batch, rounds, output."""
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--d-model", type=int, default=256)
-    p.add_argument("--layers", type=int, default=6)
-    p.add_argument("--heads", type=int, default=8)
-    p.add_argument("--vocab-size", type=int, default=2000)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--min-words", type=int, default=10)
-    p.add_argument("--max-words", type=int, default=60)
-    p.add_argument("--new-tokens", type=int, default=32)
-    p.add_argument("--rounds", type=int, default=15)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=THREADS, default=2)
+    p.add_argument("--d-model", type=POSITIVE, default=256)
+    p.add_argument("--layers", type=POSITIVE, default=6)
+    p.add_argument("--heads", type=POSITIVE, default=8)
+    p.add_argument("--vocab-size", type=POSITIVE, default=2000)
+    p.add_argument("--batch-size", type=BATCH, default=32)
+    p.add_argument("--min-words", type=POSITIVE, default=10)
+    p.add_argument("--max-words", type=POSITIVE, default=60)
+    p.add_argument("--new-tokens", type=POSITIVE, default=32)
+    p.add_argument("--rounds", type=POSITIVE, default=15)
+    p.add_argument("--warmup", type=NATURAL, default=3)
+    p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("--output", default=output)
 
 
@@ -458,8 +465,7 @@ def parse_quick(p):
 
     p.add_argument("--quick", action="store_true", help="small model, 5 rounds")
     args = p.parse_args()
-    if args.quick:
-        args.d_model, args.layers, args.rounds, args.warmup, args.batch_size = 128, 3, 5, 1, 16
+    apply_quick(p, args, None, dict(d_model=128, layers=3, rounds=5, warmup=1, batch_size=16))
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     return args

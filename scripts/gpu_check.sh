@@ -27,8 +27,9 @@
 # stopped and recorded) has what it did. --bundle DIR (a lent machine's $OUT) gets gpu_check.{json,md}, the bench
 # JSON/MD and every log in gpu_check.tar.gz at the same moments. --dry-run: install and preflight only; the other
 # parts are reported with the command they would run. Exit status 0 only when something was checked and nothing
-# failed: no part failed or timed out, one passed at least, and no GPU part (gpu, bench) was asked for on a Python
-# whose torch sees no CUDA (outside a dry run); 2 for bad options, no part, or a --python that cannot import torch.
+# failed: no part failed or timed out, one passed at least, and (outside a dry run) torch sees CUDA and a GPU part
+# (gpu, bench) was asked for: without CUDA it says "checked nothing: no CUDA device" and exits 1, whatever passed;
+# 2 for bad options, no part, or a --python that cannot import torch.
 # The limits (not timings) add up to 570 s; what was measured: docs/gpu.md. Documented in docs/gpu.md and
 # benchmarks/gpu/README.md (how to download the wheel folder).
 set -uo pipefail

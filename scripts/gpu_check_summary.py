@@ -5,8 +5,9 @@ runs), so that a run cut off by a time limit has its results so far; the last ca
     python scripts/gpu_check_summary.py OUT PARTS DRY_RUN [--partial [--running PART]] [--stopped WHY]
                                                                     # exit 0: ok, 1: not (or --partial)
 
-The verdict is "OK" only when something was checked and nothing failed: no part failed, timed out or was cut, at
-least one part passed, and no GPU part (gpu, bench) went without a CUDA device, outside a dry run. It imports no
+The verdict is "OK" only when something was checked on the GPU and nothing failed: no part failed, timed out or
+was cut, at least one part passed, and, outside a dry run, torch sees a CUDA device and a GPU part (gpu, bench) was
+asked for ("checked nothing: no CUDA device" otherwise, whatever passed: issue 65). It imports no
 torch (device.json holds what the check read from torch once, at its start).
 """
 
@@ -118,9 +119,13 @@ def summarise(
     bad = [part for part, status in statuses.items() if status not in ("passed", "skipped")]
     if bad:
         problems.append(f"not passed: {', '.join(f'{part} ({statuses[part]})' for part in bad)}")
-    no_cuda = [p for p in parts if p in GPU_PARTS and not device["cuda_available"]]
-    if no_cuda and not dry_run:
-        problems.append(f"no CUDA device (torch.cuda.is_available() is False): {', '.join(no_cuda)} checked nothing")
+    gpu_asked = [p for p in parts if p in GPU_PARTS]
+    if not dry_run and not device["cuda_available"]:  # whatever passed, nothing ran on a GPU
+        could_not = f": {', '.join(gpu_asked)} could not run" if gpu_asked else ": no GPU part (gpu, bench) ran"
+        problems.append(f"checked nothing: no CUDA device (torch.cuda.is_available() is False){could_not}; run the "
+                        "check on a Python whose torch sees a GPU")  # fmt: skip
+    elif not dry_run and not gpu_asked:
+        problems.append("checked nothing on the GPU: no GPU part (gpu, bench) was asked for; add them to --parts")
     if not any(status == "passed" for status in statuses.values()):
         problems.append("nothing was checked: no part passed")
     if stopped:

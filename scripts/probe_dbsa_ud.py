@@ -17,6 +17,7 @@ import argparse
 import glob
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -28,6 +29,9 @@ from hf_syntax_mt.data import DataCollatorForSyntaxMT, SyntaxMTPreprocessor
 from hf_syntax_mt.data.parsers import read_conllu
 from hf_syntax_mt.evaluation.probing import _representative_heads, attachment_score, uas_against_conllu
 from hf_syntax_mt.training import SyntaxMTTrainer, TimeBudgetCallback, build_model, model_config, train_tokenizer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: `import benchmarks.*`
+from benchmarks.arguments import POSITIVE, SECONDS, SEED, THREADS, refuse_overwriting  # noqa: E402
 
 
 def neighbour_baseline(sentences, side: int) -> dict:
@@ -44,14 +48,15 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--treebank", required=True, help="a UD treebank's folder (its *-ud-train.conllu and "
                    "*-ud-test.conllu), e.g. a git clone of github.com/UniversalDependencies/UD_English-EWT")  # fmt: skip
-    p.add_argument("--train-sentences", type=int, default=6000)
-    p.add_argument("--test-sentences", type=int, default=500)
-    p.add_argument("--budget", type=float, default=300.0, help="training seconds")
-    p.add_argument("--max-length", type=int, default=64)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--train-sentences", type=POSITIVE, default=6000)
+    p.add_argument("--test-sentences", type=POSITIVE, default=500)
+    p.add_argument("--budget", type=SECONDS, default=300.0, help="training seconds")
+    p.add_argument("--max-length", type=POSITIVE, default=64)
+    p.add_argument("--seed", type=SEED, default=0)
+    p.add_argument("--threads", type=THREADS, default=2)
     p.add_argument("--output", default="runs/probe_dbsa_ud.json")
     args = p.parse_args()
+    refuse_overwriting(p, args, ["output"], folders=["treebank"])
     torch.set_num_threads(args.threads)
 
     train_file = glob.glob(os.path.join(args.treebank, "*-ud-train.conllu"))[0]

@@ -20,6 +20,9 @@ import random
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: `import benchmarks.*`
+from benchmarks.arguments import POSITIVE, SEED  # noqa: E402
+
 
 def subset(paths: list[Path], pairs: int, seed: int, output_dir: Path) -> dict:
     """Write the subset of each file of ``paths`` (line aligned) into ``output_dir``; returns its record."""
@@ -46,8 +49,10 @@ def subset(paths: list[Path], pairs: int, seed: int, output_dir: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("files", nargs="+", type=Path, help="line-aligned files (source, target, ...)")
-    p.add_argument("--pairs", type=int, default=5000, help="lines to draw (default 5000, the studies' low setting)")
-    p.add_argument("--seed", type=int, default=2026, help="the draw's seed (default 2026, the studies')")
+    p.add_argument(
+        "--pairs", type=POSITIVE, default=5000, help="lines to draw (default 5000, the studies' low setting)"
+    )
+    p.add_argument("--seed", type=SEED, default=2026, help="the draw's seed (default 2026, the studies')")
     p.add_argument("--output-dir", type=Path, required=True)
     args = p.parse_args(argv)
     print(json.dumps(subset(args.files, args.pairs, args.seed, args.output_dir)))

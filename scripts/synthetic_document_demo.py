@@ -45,24 +45,27 @@ from hf_syntax_mt.demo.synthetic_corpus import contrastive_examples, generate_do
 from hf_syntax_mt.evaluation.contrastive import score_contrastive
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: `import benchmarks.*`
+from benchmarks.arguments import BATCH, POSITIVE, PROBABILITY, RATE, SECONDS, SEED, THREADS  # noqa: E402
+
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--train-docs", type=int, default=3000)
-    p.add_argument("--test-docs", type=int, default=300)
-    p.add_argument("--context-sentences", type=int, default=1, help="k previous source sentences (context model)")
-    p.add_argument("--max-words", type=int, default=6, help="longest source sentence, in words (shortest: 3)")
-    p.add_argument("--pronoun-probability", type=float, default=0.8, help="see generate_documents")
-    p.add_argument("--vocab-size", type=int, default=300)
-    p.add_argument("--d-model", type=int, default=32)
-    p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--learning-rate", type=float, default=3e-3)
-    p.add_argument("--max-steps", type=int, default=4000, help="optimizer steps of each model")
-    p.add_argument("--budget", type=float, help="also stop the first (context) model after this many seconds")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--train-docs", type=POSITIVE, default=3000)
+    p.add_argument("--test-docs", type=POSITIVE, default=300)
+    p.add_argument("--context-sentences", type=POSITIVE, default=1, help="k previous source sentences (context model)")
+    p.add_argument("--max-words", type=POSITIVE, default=6, help="longest source sentence, in words (shortest: 3)")
+    p.add_argument("--pronoun-probability", type=PROBABILITY, default=0.8, help="see generate_documents")
+    p.add_argument("--vocab-size", type=POSITIVE, default=300)
+    p.add_argument("--d-model", type=POSITIVE, default=32)
+    p.add_argument("--layers", type=POSITIVE, default=2)
+    p.add_argument("--heads", type=POSITIVE, default=4)
+    p.add_argument("--batch-size", type=BATCH, default=64)
+    p.add_argument("--learning-rate", type=RATE, default=3e-3)
+    p.add_argument("--max-steps", type=POSITIVE, default=4000, help="optimizer steps of each model")
+    p.add_argument("--budget", type=SECONDS, help="also stop the first (context) model after this many seconds")
+    p.add_argument("--seed", type=SEED, default=0)
+    p.add_argument("--threads", type=THREADS, default=2)
     p.add_argument("--json", help="write the figures to this JSON file")
     args = p.parse_args(argv)
     for name in ("train_docs", "test_docs", "context_sentences", "max_steps", "batch_size"):

@@ -43,18 +43,27 @@ def _load(name: str):
 def _attach() -> None:
     """Make the modules `_load` registered attributes of the package, as an ordinary import of them does."""
     package = sys.modules.get("hf_syntax_mt")
-    for name in ("errors", "cli_engine_args", "cli_args", "recipes", "run_requirements", "train_help"):
+    for name in (
+        "errors",
+        "overwriting",
+        "suggest",
+        "cli_engine_args",
+        "cli_args",
+        "recipes",
+        "run_requirements",
+        "train_help",
+    ):
         if package is not None and f"hf_syntax_mt.{name}" in sys.modules:
             setattr(package, name, sys.modules[f"hf_syntax_mt.{name}"])
 
 
 def main() -> int:
     """`hf-syntax-mt`: the parser alone first (help, argparse errors, `check_args`), then `hf_syntax_mt.cli.main`."""
-    errors, engine_args = _load("errors"), _load("cli_engine_args")  # cli_args imports both
-    cli_args = _load("cli_args")
-    if (
-        errors is None or engine_args is None or cli_args is None
-    ):  # not an installed package layout: the package reports its own errors
+    errors = _load("errors")
+    # cli_args imports these first (standard library only)
+    helpers = [_load(name) for name in ("overwriting", "suggest", "cli_engine_args")]
+    cli_args = _load("cli_args") if all(m is not None for m in helpers) else None
+    if errors is None or cli_args is None:  # not an installed package layout: the package reports its own errors
         from hf_syntax_mt.cli import main as cli_main
 
         return cli_main()

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.arguments import POSITIVE, refuse_overwriting  # noqa: E402
 from benchmarks.common import DATA, RESULTS, ROOT, write_json
 
 sys.path.insert(0, str(ROOT / "src"))
@@ -34,9 +35,10 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", default=str(DATA))
     p.add_argument("--results", default=str(RESULTS / "alignment"))
-    p.add_argument("--max-train", type=int, default=None, help="first N Multi30k pairs (default: all 29,000)")
-    p.add_argument("--seed-runs", type=int, default=1, help="eflomal samplers are random: repeat and report each")
+    p.add_argument("--max-train", type=POSITIVE, default=None, help="first N Multi30k pairs (default: all 29,000)")
+    p.add_argument("--seed-runs", type=POSITIVE, default=1, help="eflomal samplers are random: repeat and report each")
     args = p.parse_args(argv)
+    refuse_overwriting(p, args, ["results"], folders=["data"])
     try:
         import eflomal
     except ImportError:

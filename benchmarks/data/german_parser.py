@@ -35,6 +35,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.arguments import refuse_overwriting  # noqa: E402
 from benchmarks.common import DATA, RESULTS, ROOT, sha256_file, write_json  # noqa: E402
 
 DEFAULT_OUTPUT = ROOT / "runs" / "de_parser"
@@ -157,6 +158,7 @@ def main(argv=None) -> int:
     p.add_argument("--results", default=str(RESULTS / "german_parser" / "german_parser.json"))
     p.add_argument("--force", action="store_true", help="train again even when --output has a model")
     args = p.parse_args(argv)
+    refuse_overwriting(p, args, ["output", "results"], folders=["data"])
     data, output = Path(args.data), Path(args.output)
     record: dict = {}
     if args.force or not (output / "dev_eval.json").is_file():

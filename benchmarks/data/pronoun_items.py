@@ -35,6 +35,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.arguments import POSITIVE, refuse_overwriting  # noqa: E402
 from benchmarks.common import DATA, RESULTS, relative_path, sha256_file, write_json
 from benchmarks.data.ende_sentence_data import DEFAULT_CACHE, TEST_SETS, build
 
@@ -83,13 +84,15 @@ def main(argv=None) -> int:
     p.add_argument("--data", default=str(DATA))
     p.add_argument("--cache", default=str(DEFAULT_CACHE), help="the shared data set (ende_sentence_data.py)")
     p.add_argument("--out", default=str(OUT))
-    p.add_argument("--max-train", type=int, default=None, help="extra alignment data: the first N training pairs")
+    p.add_argument("--max-train", type=POSITIVE, default=None, help="extra alignment data: the first N training pairs")
     p.add_argument(
         "--links",
         help="a JSON file (outside git) keeping the test sets' links: read when it exists, "
         "else written after eflomal, so that a rebuild with other rules aligns no more",
     )
-    p.add_argument("--antecedent-sentences", type=int, default=3, help="previous sentences searched for antecedents")
+    p.add_argument(
+        "--antecedent-sentences", type=POSITIVE, default=3, help="previous sentences searched for antecedents"
+    )
     p.add_argument(
         "--rescore",
         metavar="OLD_ITEMS",
@@ -103,6 +106,7 @@ def main(argv=None) -> int:
         "(`sein_predicate`, issue 59), and update the summary; the same items a rebuild from the same links gives",
     )
     args = p.parse_args(argv)
+    refuse_overwriting(p, args, ["out"], ["cache"], ["data"])
     if args.rescore:
         return rescore(Path(args.rescore), Path(args.out))
     if args.refilter:

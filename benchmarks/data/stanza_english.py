@@ -40,6 +40,8 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.arguments import POSITIVE, refuse_overwriting  # noqa: E402
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))  # the package of this checkout
 from benchmarks.common import RESULTS, ROOT, sha256_file, software, write_json  # noqa: E402
 
@@ -327,8 +329,11 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="model directory (default: runs/stanza_en)")
     ap.add_argument("--force", action="store_true", help="retrain every step even if its output exists")
     ap.add_argument("--results", type=Path, default=RESULTS / "stanza_english" / "stanza_english.json")
-    ap.add_argument("--eval-limit", type=int, default=None, help="evaluate on the first N dev/test sentences only")
+    ap.add_argument(
+        "--eval-limit", type=POSITIVE, default=None, help="evaluate on the first N dev/test sentences only"
+    )
     args = ap.parse_args(argv)
+    refuse_overwriting(ap, args, ["output", "results"], folders=["data"])
     import stanza
     import torch
 

@@ -54,6 +54,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the repository: `import benchmarks.*`
+from benchmarks.arguments import float_range, int_range  # noqa: E402
 from benchmarks.gpu import variable_shapes  # noqa: E402
 from benchmarks.gpu.timing import Budget, Timer, interleaved, summarise  # noqa: E402
 
@@ -403,20 +404,8 @@ def write(result: dict, output: Path) -> None:
 
 
 def ranged(kind, low, high=None):
-    """An argparse type: `kind` (int or float) in [low, high]; argparse names the flag in its error."""
-    noun = "a whole number" if kind is int else "a number"
-
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {noun}") from None
-        if not math.isfinite(value) or value < low or (high is not None and value > high):
-            bound = f">= {low}" if high is None else f"in [{low}, {high}]"
-            raise argparse.ArgumentTypeError(f"{text} is out of range: give {noun} {bound}")
-        return value
-
-    return parse
+    """An argparse type: `kind` (int or float) in [low, high] (the CLI's rule, `benchmarks.arguments`)."""
+    return (int_range if kind is int else float_range)(low, high)
 
 
 def parse_args(argv=None) -> argparse.Namespace:

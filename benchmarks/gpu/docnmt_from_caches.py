@@ -20,6 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]  # the package, and `import benchmarks.*`
+from benchmarks.arguments import BATCH  # noqa: E402
 from benchmarks.common import software, write_json  # noqa: E402
 from benchmarks.studies import docnmt_real as d  # noqa: E402
 
@@ -109,7 +110,7 @@ def main(argv=None) -> int:
     p.add_argument("--units", nargs="+", default=[f"document-seed{s}" for s in range(3)])
     p.add_argument("--commit", required=True, help="the commit the device ran (.dev/COMMIT)")
     p.add_argument("--device", required=True, help='as a unit file writes it, e.g. "cuda (NVIDIA H200)"')
-    p.add_argument("--translate-batch-size", type=int, required=True)
+    p.add_argument("--translate-batch-size", type=BATCH, required=True)
     p.add_argument("--precision", choices=["bf16", "fp32"], required=True, help="what the device trained in (a GPU "
                    "with bf16: bf16, as `common.choose_precision` picks there)")  # fmt: skip
     p.add_argument("--software", nargs="+", default=[], help="NAME=VERSION of the device machine, e.g. torch=2.11.0")

@@ -28,22 +28,36 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.arguments import BATCH, BEAMS, POSITIVE, THREADS, refuse_overwriting  # noqa: E402
 from benchmarks.common import RESULTS, cpu_name, git_commit, relative_path, software, write_json  # noqa: E402
 
 OUT = RESULTS / "deploy" / "decode_paths.json"
 
 
+def setting(text: str) -> str:
+    """An argparse type: ``BATCHxBEAMS``, a batch size and a beam count each in its range (``8x0`` was a crash)."""
+    batch, sep, beams = text.partition("x")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"{text!r} is not BATCHxBEAMS (e.g. 8x4)")
+    BATCH(batch), BEAMS(beams)  # each raises argparse's error with its range
+    return text
+
+
 def arguments(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", required=True, help="a folder with Multi30k's train.{en,de} and test_2016_flickr.en")
-    p.add_argument("--sentences", type=int, default=16)
-    p.add_argument("--settings", nargs="+", default=["1x1", "8x4"], help="BATCHxBEAMS (default: 1x1 8x4)")
-    p.add_argument("--new-tokens", type=int, default=20)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--sentences", type=POSITIVE, default=16)
+    p.add_argument(
+        "--settings", type=setting, nargs="+", default=["1x1", "8x4"], help="BATCHxBEAMS (default: 1x1 8x4)"
+    )
+    p.add_argument("--new-tokens", type=POSITIVE, default=20)
+    p.add_argument("--threads", type=THREADS, default=1)
+    p.add_argument("--rounds", type=POSITIVE, default=3)
     p.add_argument("--no-compile", action="store_true", help="leave out the torch.compile path (minutes to compile)")
     p.add_argument("--output", default=str(OUT))
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    refuse_overwriting(p, args, ["output"], folders=["data"])
+    return args
 
 
 def main(argv=None) -> int:

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.arguments import POSITIVE, refuse_overwriting  # noqa: E402
 from benchmarks.common import DATA, RESULTS, write_json  # noqa: E402
 from benchmarks.studies import multi30k_study as round_one  # noqa: E402
 
@@ -116,8 +117,9 @@ def main(argv=None) -> int:
     p.add_argument("--system", default=str(RESULTS / "multi30k_bf16"), help="the bf16 units' results directory")
     p.add_argument("--data", default=str(DATA))
     p.add_argument("--output", default=str(RESULTS / "bf16" / "quality.json"))
-    p.add_argument("--bootstrap-samples", type=int, default=1000)
+    p.add_argument("--bootstrap-samples", type=POSITIVE, default=1000)
     args = p.parse_args(argv)
+    refuse_overwriting(p, args, ["output"], folders=["base", "system", "data"])
     result = compare(args)
     text = markdown(result)
     write_json(args.output, result, indent=1)

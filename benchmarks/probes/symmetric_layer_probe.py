@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.arguments import POSITIVE  # noqa: E402
 from benchmarks.common import DATA, write_json  # noqa: E402
 from benchmarks.studies import alignment_study as study  # noqa: E402
 
@@ -39,7 +40,7 @@ def cross_attention(model, tokenizer, sources: list[str], targets: list[str]):
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--units", nargs="+", default=["symmetric-seed0"], help="kept models under --output-dir")
-    p.add_argument("--pairs", type=int, default=200, help="first N test_2016_flickr pairs")
+    p.add_argument("--pairs", type=POSITIVE, default=200, help="first N test_2016_flickr pairs")
     p.add_argument("--output-dir", default=str(study.ROOT / "runs" / "alignment_study"))
     p.add_argument("--results", default=str(study.RESULTS))
     p.add_argument("--data", default=str(DATA))

@@ -30,6 +30,7 @@ from hf_syntax_mt.demo.synthetic_grammar import generate_corpus
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.arguments import POSITIVE  # noqa: E402
 from benchmarks.common import add_common_arguments, medians, result_header, time_generation, time_training, write_json  # noqa: E402
 
 TARGETS = {"train_ratio": 0.85, "generate_ratio": 0.90}
@@ -83,8 +84,8 @@ def main():
     p.add_argument("--device", default="cpu")
     add_common_arguments(p, "benchmarks/results/alignment.json")
     p.add_argument("--bias-layers", default="5", help="comma-separated decoder layers, or 'all'")
-    p.add_argument("--window", type=int, default=2, help="k of the Markov / local fertility windows")
-    p.add_argument("--hidden", type=int, default=16, help="alignment_bias_hidden_size")
+    p.add_argument("--window", type=POSITIVE, default=2, help="k of the Markov / local fertility windows")
+    p.add_argument("--hidden", type=POSITIVE, default=16, help="alignment_bias_hidden_size")
     p.add_argument("--kernel", choices=["auto", "eager", "fused"], default="auto",
                    help="syntax_attention_kernel of the aligned model (fused: its biases folded into SDPA's mask)")  # fmt: skip
     p.add_argument("--quick", action="store_true", help="small model, 5 rounds (checks that it runs)")

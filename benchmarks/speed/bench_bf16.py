@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.arguments import POSITIVE, THREADS, apply_quick, refuse_overwriting  # noqa: E402
 from benchmarks.common import DATA, RESULTS, cpu_has_native_bf16, cpu_name, git_commit, software, write_json  # noqa: E402
 
 #: the registered methods at the study's size (3 layers): the study's settings where it has one
@@ -177,12 +178,12 @@ def markdown(result: dict) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--d-model", type=int, default=256)
-    p.add_argument("--max-tokens", type=int, default=2500, help="padded source+target tokens of the batch (the study's "
+    p.add_argument("--threads", type=THREADS, default=1)
+    p.add_argument("--d-model", type=POSITIVE, default=256)
+    p.add_argument("--max-tokens", type=POSITIVE, default=2500, help="padded source+target tokens of the batch (the study's "
                    "token batches)")  # fmt: skip
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--new-tokens", type=int, default=32)
+    p.add_argument("--rounds", type=POSITIVE, default=3)
+    p.add_argument("--new-tokens", type=POSITIVE, default=32)
     p.add_argument("--only", nargs="+", choices=list(METHODS))
     p.add_argument("--data", default=str(DATA))
     p.add_argument("--output", default=None, help="default: results/bf16/bf16-native.json on hardware that computes "
@@ -192,8 +193,8 @@ def main(argv=None) -> int:
     args.output = args.output or str(
         RESULTS / "bf16" / f"bf16-{'native' if cpu_has_native_bf16() else 'emulated'}.json"
     )
-    if args.quick:
-        args.d_model, args.rounds, args.max_tokens, args.new_tokens = 128, 2, 600, 8
+    refuse_overwriting(p, args, ["output"], folders=["data"])
+    apply_quick(p, args, argv, dict(d_model=128, rounds=2, max_tokens=600, new_tokens=8))
     import torch
 
     from hf_syntax_mt.training import train_tokenizer

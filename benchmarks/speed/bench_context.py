@@ -39,6 +39,7 @@ from hf_syntax_mt.methods.context_cost import context_flops
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.arguments import BEAMS, POSITIVE  # noqa: E402
 from benchmarks.common import (  # noqa: E402
     add_common_arguments,
     generate,
@@ -74,10 +75,10 @@ def make_batch(args):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_arguments(p, "benchmarks/results/context.json")
-    p.add_argument("--k", type=int, default=2, help="previous sentences of context (paper: 2)")
-    p.add_argument("--context-encoder-layers", type=int, default=1, help="N_c (paper: 1)")
-    p.add_argument("--max-context-length", type=int, default=256)
-    p.add_argument("--num-beams", type=int, default=1)
+    p.add_argument("--k", type=POSITIVE, default=2, help="previous sentences of context (paper: 2)")
+    p.add_argument("--context-encoder-layers", type=POSITIVE, default=1, help="N_c (paper: 1)")
+    p.add_argument("--max-context-length", type=POSITIVE, default=256)
+    p.add_argument("--num-beams", type=BEAMS, default=1)
     args = parse_quick(p)
     tokenizer, batch = make_batch(args)
     dims = dict(d_model=args.d_model, layers=args.layers, heads=args.heads, ffn_dim=4 * args.d_model, dropout=0.1)

@@ -26,6 +26,7 @@ from hf_syntax_mt import SyntaxMTConfig
 from hf_syntax_mt.methods.document_context import ContextAttention, ContextMasks
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.arguments import POSITIVE, THREADS  # noqa: E402
 from benchmarks.common import cpu_name, software, write_json  # noqa: E402
 
 
@@ -50,7 +51,7 @@ def main():
              ("--d-model", 256, "D, the model's width"), ("--heads", 8, "H, attention heads"),
              ("--calls", 400, "calls per timing (the median of 7 timings is kept)"))  # fmt: skip
     for flag, default, about in sizes:
-        p.add_argument(flag, type=int, default=default, help=about)
+        p.add_argument(flag, type=THREADS if flag == "--threads" else POSITIVE, default=default, help=about)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)

@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.arguments import BATCH, BEAMS, POSITIVE, SECONDS, THREADS, apply_quick, refuse_overwriting  # noqa: E402
 from benchmarks.common import RESULTS, cpu_name, git_commit, relative_path, software, write_json  # noqa: E402
 
 OUT = RESULTS / "deploy"
@@ -68,21 +69,21 @@ TARGETS = [
 def arguments(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--data", required=True, help="a folder with Multi30k's train.{en,de} and test_2016_flickr.en")
-    p.add_argument("--sentences", type=int, default=200, help="test sentences timed (the first N; default 200)")
-    p.add_argument("--batch1-sentences", type=int, default=None, help="at batch size 1, only the first N of them "
+    p.add_argument("--sentences", type=POSITIVE, default=200, help="test sentences timed (the first N; default 200)")
+    p.add_argument("--batch1-sentences", type=POSITIVE, default=None, help="at batch size 1, only the first N of them "
                    "(default: all; on a loaded machine the batch-1 rows take most of the time)")  # fmt: skip
-    p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    p.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 32])
-    p.add_argument("--beams", type=int, nargs="+", default=[1, 4])
-    p.add_argument("--new-tokens", type=int, default=20, help="output length of every sentence (default 20)")
-    p.add_argument("--rounds", type=int, default=None, help="rounds (default: as many as --time-budget allows)")
-    p.add_argument("--time-budget", type=float, default=900.0, help="seconds of timed rounds (default 900)")
+    p.add_argument("--threads", type=THREADS, nargs="+", default=[1, 2])
+    p.add_argument("--batch-sizes", type=BATCH, nargs="+", default=[1, 32])
+    p.add_argument("--beams", type=BEAMS, nargs="+", default=[1, 4])
+    p.add_argument("--new-tokens", type=POSITIVE, default=20, help="output length of every sentence (default 20)")
+    p.add_argument("--rounds", type=POSITIVE, default=None, help="rounds (default: as many as --time-budget allows)")
+    p.add_argument("--time-budget", type=SECONDS, default=900.0, help="seconds of timed rounds (default 900)")
     p.add_argument("--output-dir", default=str(OUT))
     p.add_argument("--quick", action="store_true", help="a smoke run: 12 sentences, batch 1 and 4, 1 thread, "
                    "8 tokens, one round (not evidence)")  # fmt: skip
     args = p.parse_args(argv)
-    if args.quick:
-        args.sentences, args.batch_sizes, args.threads, args.new_tokens, args.rounds = 12, [1, 4], [1], 8, 1
+    refuse_overwriting(p, args, ["output_dir"], folders=["data"])
+    apply_quick(p, args, argv, dict(sentences=12, batch_sizes=[1, 4], threads=[1], new_tokens=8, rounds=1))
     return args
 
 

@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.arguments import POSITIVE, refuse_overwriting  # noqa: E402
 from benchmarks.common import DATA, RESULTS, ROOT, cpu_name, software, write_json  # noqa: E402
 
 OUT = RESULTS / "parsing" / "parsing.json"
@@ -188,15 +189,18 @@ def extrapolate(results: dict) -> dict:
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--long", type=int, default=600, help="lines of the long-sentence corpus (default 600)")
-    ap.add_argument("--map-rows", type=int, default=512, help="rows of the datasets.map measurement (default 512)")
-    ap.add_argument("--limit", type=int, default=None, help="first N Multi30k lines only (default: all 1,014)")
+    ap.add_argument("--repeats", type=POSITIVE, default=3)
+    ap.add_argument("--long", type=POSITIVE, default=600, help="lines of the long-sentence corpus (default 600)")
+    ap.add_argument(
+        "--map-rows", type=POSITIVE, default=512, help="rows of the datasets.map measurement (default 512)"
+    )
+    ap.add_argument("--limit", type=POSITIVE, default=None, help="first N Multi30k lines only (default: all 1,014)")
     ap.add_argument("--output", type=Path, default=OUT)
     ap.add_argument("--data", type=Path, default=DATA, help="the data directory holding multi30k/, multi30k-parsed/ "
                     f"and docnmt-en-de/ (default: {DATA})")  # fmt: skip
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    refuse_overwriting(ap, args, ["output"], folders=["data"])
     if args.child:  # one backend, in this process
         print(json.dumps(measure_backend(args.child, args.repeats, args.long, args.map_rows, args.limit, args.data)))
         return {}

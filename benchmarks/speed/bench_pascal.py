@@ -29,6 +29,7 @@ from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
 from benchmarks import common  # noqa: E402
+from benchmarks.arguments import POSITIVE, apply_quick  # noqa: E402
 
 TARGETS = {"train_ratio": 0.95, "generate_ratio": 0.97, "memory_ratio": 1.05}
 
@@ -107,12 +108,11 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default="cpu")
     common.add_common_arguments(p, "benchmarks/results/pascal.json")
-    p.add_argument("--pascal-heads", type=int, default=4, help="PASCAL heads in encoder layer 0")
+    p.add_argument("--pascal-heads", type=POSITIVE, default=4, help="PASCAL heads in encoder layer 0")
     p.add_argument("--quick", action="store_true", help="a short run: d_model 128, 2 layers, batch 8, 4 rounds")
     args = p.parse_args()
-    if args.quick:
-        args.d_model, args.layers, args.batch_size, args.rounds, args.warmup = 128, 2, 8, 4, 1
-        args.new_tokens, args.vocab_size, args.pascal_heads = 16, 500, min(args.pascal_heads, args.heads)
+    apply_quick(p, args, None, dict(d_model=128, layers=2, batch_size=8, rounds=4, warmup=1, new_tokens=16,
+                                    vocab_size=500))  # fmt: skip
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)

@@ -31,6 +31,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the repository: `import benchmarks.*`
 from benchmarks import common  # noqa: E402
+from benchmarks.arguments import POSITIVE, apply_quick  # noqa: E402
 from benchmarks.speed import bench_alignment, bench_pascal  # noqa: E402
 from benchmarks.speed.compare_code import commit_of  # noqa: E402
 
@@ -74,10 +75,10 @@ def main() -> None:
     p.add_argument("--bench", required=True, choices=["pascal", "alignment"])
     p.add_argument("--device", default="cpu")
     common.add_common_arguments(p, None)
-    p.add_argument("--pascal-heads", type=int, default=4, help="(pascal) PASCAL heads in encoder layer 0")
+    p.add_argument("--pascal-heads", type=POSITIVE, default=4, help="(pascal) PASCAL heads in encoder layer 0")
     p.add_argument("--bias-layers", default="5", help="(alignment) comma-separated decoder layers, or 'all'")
-    p.add_argument("--window", type=int, default=2, help="(alignment) k of the Markov / local fertility windows")
-    p.add_argument("--hidden", type=int, default=16, help="(alignment) alignment_bias_hidden_size")
+    p.add_argument("--window", type=POSITIVE, default=2, help="(alignment) k of the Markov / local fertility windows")
+    p.add_argument("--hidden", type=POSITIVE, default=16, help="(alignment) alignment_bias_hidden_size")
     p.add_argument("--kernel", choices=["auto", "eager", "fused"], default="auto", help="(alignment) its kernel")
     p.add_argument("--quick", action="store_true", help="small model, 4 rounds (checks that it runs)")
     args = p.parse_args()
@@ -91,9 +92,8 @@ def main() -> None:
         )
     output = Path(args.output or ROOT / "benchmarks" / "results" / "spine" / f"attention_{args.bench}.json")
     common.refuse_quick_evidence(p, args, path=output, flag="--output")
-    if args.quick:
-        args.d_model, args.layers, args.batch_size, args.rounds, args.warmup, args.new_tokens = 128, 2, 8, 4, 1, 16
-        args.bias_layers = "1"
+    apply_quick(p, args, None, dict(d_model=128, layers=2, batch_size=8, rounds=4, warmup=1, new_tokens=16,
+                                    bias_layers="1"))  # fmt: skip
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)

@@ -28,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the repository: `import benchmarks.*`
 from benchmarks import common  # noqa: E402
+from benchmarks.arguments import POSITIVE  # noqa: E402
 
 BENCHES = {"pascal": ("bench_pascal.py", "pascal"), "alignment": ("bench_alignment.py", "aligned")}
 
@@ -53,7 +54,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--baseline", required=True, type=Path, help="a checkout of the code to compare with")
     p.add_argument("--bench", required=True, choices=sorted(BENCHES))
-    p.add_argument("--pairs", type=int, default=4, help="runs of each tree, alternating (default: 4)")
+    p.add_argument("--pairs", type=POSITIVE, default=4, help="runs of each tree, alternating (default: 4)")
     p.add_argument("--output", type=Path, default=None, help="default: benchmarks/results/spine/compare_BENCH.json")
     p.add_argument("bench_args", nargs=argparse.REMAINDER, help="after --: the benchmark's own arguments")
     args = p.parse_args()

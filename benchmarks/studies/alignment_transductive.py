@@ -20,16 +20,17 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.arguments import RATE, THREADS, float_range  # noqa: E402
 from benchmarks.common import DATA, write_json  # noqa: E402
 from benchmarks.studies import alignment_study as study  # noqa: E402
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--epochs", type=float, default=10, help="passes over the 447 Hansards pairs")
-    p.add_argument("--learning-rate", type=float, default=1e-4, help="constant, after the study's 7e-4 peak")
+    p.add_argument("--epochs", type=float_range(above=0), default=10, help="passes over the 447 Hansards pairs")
+    p.add_argument("--learning-rate", type=RATE, default=1e-4, help="constant, after the study's 7e-4 peak")
     p.add_argument("--units", nargs="+", help="kept models to adapt (default: every *-seed*/model under --output-dir)")
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--threads", type=THREADS, default=1)
     p.add_argument("--output-dir", default=str(study.ROOT / "runs" / "alignment_study"))
     p.add_argument("--results", default=str(study.RESULTS))
     p.add_argument("--data", default=str(DATA))

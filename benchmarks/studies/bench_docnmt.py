@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.arguments import BATCH, BEAMS, NATURAL, POSITIVE, RATE, SECONDS, SEED, THREADS, apply_quick  # noqa: E402
 from benchmarks.common import DATA, cpu_name, read_lines, write_json
 
 #: (name, what it is) of the three docnmt models, in training order.
@@ -57,43 +58,43 @@ def parse_docnmt_args(argv=None):
                    help="training documents: docnmt-en-de file stems, concatenated in this order")  # fmt: skip
     p.add_argument("--validation-corpus", default="newstest2015", help="scored after each model; 'none' to skip")
     p.add_argument("--test-corpus", default="iwslt17.test")
-    p.add_argument("--max-train", type=int, default=None,
+    p.add_argument("--max-train", type=POSITIVE, default=None,
                    help="at most N training sentences, the first N/len(--train-corpora) of each corpus (default: all)")  # fmt: skip
-    p.add_argument("--max-validation", type=int, default=200, help="first N validation sentences")
-    p.add_argument("--max-test", type=int, default=500, help="first N test sentences (whole documents in order)")
-    p.add_argument("--context-sentences", type=int, default=2, help="k, previous source sentences (paper best: 2)")
-    p.add_argument("--sentence-steps", type=int, default=300, help="step 1: training steps of the sentence model")
-    p.add_argument("--document-steps", type=int, default=150,
+    p.add_argument("--max-validation", type=POSITIVE, default=200, help="first N validation sentences")
+    p.add_argument("--max-test", type=POSITIVE, default=500, help="first N test sentences (whole documents in order)")
+    p.add_argument(
+        "--context-sentences", type=POSITIVE, default=2, help="k, previous source sentences (paper best: 2)"
+    )
+    p.add_argument("--sentence-steps", type=POSITIVE, default=300, help="step 1: training steps of the sentence model")
+    p.add_argument("--document-steps", type=POSITIVE, default=150,
                    help="step 2: training steps of the document model, and the extra steps of the control")  # fmt: skip
     p.add_argument(
-        "--budget-seconds", type=float, default=None, help="also stop each training after this many seconds"
+        "--budget-seconds", type=SECONDS, default=None, help="also stop each training after this many seconds"
     )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--learning-rate", type=float, default=1e-3)
-    p.add_argument("--warmup-steps", type=int, default=100, help="for each training (step 1, step 2, control)")
-    p.add_argument("--d-model", type=int, default=128, help="the model's width")
-    p.add_argument("--layers", type=int, default=3, help="encoder and decoder layers, each")
-    p.add_argument("--heads", type=int, default=4, help="attention heads")
-    p.add_argument("--vocab-size", type=int, default=8000, help="the joint BPE's vocabulary (trained in step 1)")
-    p.add_argument("--max-length", type=int, default=64, help="source/target truncation and generation, in tokens")
-    p.add_argument("--max-context-length", type=int, default=128, help="most context tokens (most recent kept)")
-    p.add_argument("--num-beams", type=int, default=1)
-    p.add_argument("--bootstrap-samples", type=int, default=1000)
-    p.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest on a shared 2-core CPU)")
+    p.add_argument("--seed", type=SEED, default=0)
+    p.add_argument("--batch-size", type=BATCH, default=32)
+    p.add_argument("--learning-rate", type=RATE, default=1e-3)
+    p.add_argument("--warmup-steps", type=NATURAL, default=100, help="for each training (step 1, step 2, control)")
+    p.add_argument("--d-model", type=POSITIVE, default=128, help="the model's width")
+    p.add_argument("--layers", type=POSITIVE, default=3, help="encoder and decoder layers, each")
+    p.add_argument("--heads", type=POSITIVE, default=4, help="attention heads")
+    p.add_argument("--vocab-size", type=POSITIVE, default=8000, help="the joint BPE's vocabulary (trained in step 1)")
+    p.add_argument(
+        "--max-length", type=POSITIVE, default=64, help="source/target truncation and generation, in tokens"
+    )
+    p.add_argument("--max-context-length", type=POSITIVE, default=128, help="most context tokens (most recent kept)")
+    p.add_argument("--num-beams", type=BEAMS, default=1)
+    p.add_argument("--bootstrap-samples", type=POSITIVE, default=1000)
+    p.add_argument("--threads", type=THREADS, default=1, help="torch threads (1 is fastest on a shared 2-core CPU)")
     p.add_argument("--output-dir", default="runs/bench_docnmt", help="models, and the concatenated training files")
     p.add_argument("--results", default="benchmarks/results/docnmt")
     p.add_argument("--quick", action="store_true", help="plumbing check in 1-2 minutes: 2,000 training sentences, "
                    "40 + 20 steps, d_model 64, 100 test and 50 validation sentences (flags given explicitly win)")  # fmt: skip
     argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)
-    if args.quick:
-        given = {a.dest for a in p._actions for token in argv if token.split("=", 1)[0] in a.option_strings}
-        quick = dict(max_train=2000, max_validation=50, max_test=100, sentence_steps=40, document_steps=20,
-                     warmup_steps=20, d_model=64, vocab_size=2000, bootstrap_samples=200)  # fmt: skip
-        for name, value in quick.items():
-            if name not in given:
-                setattr(args, name, value)
+    quick = dict(max_train=2000, max_validation=50, max_test=100, sentence_steps=40, document_steps=20,
+                 warmup_steps=20, d_model=64, vocab_size=2000, bootstrap_samples=200)  # fmt: skip
+    apply_quick(p, args, argv, quick)
     return args
 
 

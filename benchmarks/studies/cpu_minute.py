@@ -47,6 +47,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
 from benchmarks import common  # noqa: E402
+from benchmarks.arguments import BATCH, SECONDS  # noqa: E402
 from benchmarks.common import RESULTS as ALL_RESULTS  # noqa: E402
 from benchmarks.studies import multi30k_study as round_one  # noqa: E402
 from benchmarks.studies import study_round2 as round_two  # noqa: E402
@@ -79,9 +80,9 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     common.add_study_arguments(p, RESULTS, common.ROOT / "runs" / "cpu_minute", threads=1,
                         units_help="units to run, e.g. tiny-seed0 (default: tiny-seed0/1, study-seed0/1)")  # fmt: skip
-    p.add_argument("--budget-minutes", type=float, default=60.0, help="training minutes a run may take")
-    p.add_argument("--probe-minutes", type=float, default=3.0, help="length of the speed probe that fixes max_steps")
-    p.add_argument("--eval-batch-size", type=int, default=64)
+    p.add_argument("--budget-minutes", type=SECONDS, default=60.0, help="training minutes a run may take")
+    p.add_argument("--probe-minutes", type=SECONDS, default=3.0, help="length of the speed probe that fixes max_steps")
+    p.add_argument("--eval-batch-size", type=BATCH, default=64)
     p.add_argument("--keep-models", action="store_true", help="keep each unit's checkpoints and model")
     args = p.parse_args(argv)
     common.refuse_quick_evidence(p, args)

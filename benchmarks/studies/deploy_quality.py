@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
+from benchmarks.arguments import BATCH, BEAMS, POSITIVE, THREADS, refuse_overwriting  # noqa: E402
 from benchmarks.common import RESULTS, cpu_name, git_commit, relative_path, software, write_json  # noqa: E402
 
 TEST_SETS = ("test_2016_flickr", "test_2017_flickr", "test_2017_mscoco", "test_2018_flickr")
@@ -37,12 +38,14 @@ def arguments(argv=None):
     p.add_argument("--test-sets", nargs="+", default=list(TEST_SETS))
     p.add_argument("--src", default="en")
     p.add_argument("--tgt", default="de")
-    p.add_argument("--beams", type=int, default=4)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--limit", type=int, default=None, help="the first N sentences of each test set (a smoke run)")
+    p.add_argument("--beams", type=BEAMS, default=4)
+    p.add_argument("--batch-size", type=BATCH, default=32)
+    p.add_argument("--threads", type=THREADS, default=1)
+    p.add_argument("--limit", type=POSITIVE, default=None, help="the first N sentences of each test set (a smoke run)")
     p.add_argument("--output", default=str(OUT))
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    refuse_overwriting(p, args, ["output"], ["run_file"], ["model", "data"])
+    return args
 
 
 def translate(pipe, lines: list[str], args) -> tuple[list[str], float]:

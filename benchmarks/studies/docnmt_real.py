@@ -63,6 +63,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
 from benchmarks import common
+from benchmarks.arguments import POSITIVE  # noqa: E402
 from benchmarks.common import parse_unit as _parse_unit
 from benchmarks.data.ende_sentence_data import DEFAULT_CACHE, TEST_SETS, VALIDATION_SET
 from benchmarks.studies.docnmt_setup import (  # noqa: F401 (STEPn_STEPS: re-exported; shared with docnmt_stats)
@@ -86,7 +87,7 @@ def parse_args(argv=None):
                         units_help="units to run, e.g. step1-seed0 document-seed0 (default: the PLAN)")  # fmt: skip
     p.add_argument("--cache", default=str(DEFAULT_CACHE), help="the shared en-de data set (ende_sentence_data.py)")
     p.add_argument("--items", default=str(ITEMS), help="the pronoun items (pronoun_items.py)")
-    p.add_argument("--bootstrap-samples", type=int, default=1000)
+    p.add_argument("--bootstrap-samples", type=POSITIVE, default=1000)
     args = p.parse_args(argv)
     common.refuse_quick_evidence(p, args)
     args.recipe = {**RECIPE, **(QUICK if args.quick else {})}

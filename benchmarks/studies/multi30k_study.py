@@ -46,6 +46,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
 from benchmarks import common
+from benchmarks.arguments import POSITIVE, SECONDS  # noqa: E402
 from benchmarks.common import RESULTS as ALL_RESULTS
 from benchmarks.common import parse_unit as _parse_unit
 
@@ -108,13 +109,13 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     common.add_study_arguments(p, None, None, threads=2,
                         units_help="units to run, e.g. vanilla-seed0 pascal-seed1 (default: the PLAN)")  # fmt: skip
-    p.add_argument("--bootstrap-samples", type=int, default=1000)
-    p.add_argument("--attention-sentences", type=int, default=300,
+    p.add_argument("--bootstrap-samples", type=POSITIVE, default=1000)
+    p.add_argument("--attention-sentences", type=POSITIVE, default=300,
                    help="sentences of each tree set (EWT gold, Multi30k test) for the attachment")  # fmt: skip
     p.add_argument("--keep-models", action="store_true", help="keep each unit's model directory")
     p.add_argument("--bf16", action="store_true", help="train and evaluate under bf16 autocast (Trainer --bf16); the "
                    "default --results and --output-dir become multi30k_bf16 (issue 26: the precision check)")  # fmt: skip
-    p.add_argument("--speed", type=float, metavar="MINUTES", help="only measure training speed for MINUTES (of the "
+    p.add_argument("--speed", type=SECONDS, metavar="MINUTES", help="only measure training speed for MINUTES (of the "
                    "first --units, default vanilla-seed0) with --threads, and project it to the recipe's steps")  # fmt: skip
     args = p.parse_args(argv)
     args.recipe = {**RECIPE, **(QUICK if args.quick else {}), "bf16": args.bf16}

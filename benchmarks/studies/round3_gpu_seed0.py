@@ -21,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
 from benchmarks import common  # noqa: E402
+from benchmarks.arguments import POSITIVE  # noqa: E402
 
 HERE = common.RESULTS / "round3" / "gpu-seed0"
 TESTS = ("test_2016_flickr", "test_2017_flickr", "test_2017_mscoco", "test_2018_flickr")
@@ -64,7 +65,7 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--data", required=True, help="the folder holding multi30k/ (the references)")
     p.add_argument("--results", default=str(HERE), help="the folder holding runs/ (default: the committed one)")
-    p.add_argument("--bootstrap-samples", type=int, default=1000)
+    p.add_argument("--bootstrap-samples", type=POSITIVE, default=1000)
     args = p.parse_args(argv)
     results = Path(args.results)
     units, hyps, refs = load(results, Path(args.data))

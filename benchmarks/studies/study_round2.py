@@ -127,11 +127,11 @@ def parse_args(
                    help="auto: bf16 where the device computes it natively (CUDA, AVX512-BF16/AMX CPUs), else fp32")  # fmt: skip
     p.add_argument("--ende-cache", default=None, help="the shared en-de sentence data of the long setting (default: "
                    "ende_sentence_data's runs/ende_sentence_data, shared with docnmt_real)")  # fmt: skip
-    p.add_argument("--bootstrap-samples", type=int, default=1000)
+    p.add_argument("--bootstrap-samples", type=common.POSITIVE, default=1000)
     p.add_argument("--mixed-machines", action="store_true", help="the aggregate compares units of different machine "
                    "kinds too (by default a pair whose unit files record different machines is left out, and counted; "
                    "`benchmarks.machine.same_kind`)")  # fmt: skip
-    p.add_argument("--eval-batch-size", type=int, default=64)
+    p.add_argument("--eval-batch-size", type=common.BATCH, default=64)
     args = p.parse_args(argv)
     common.refuse_quick_evidence(p, args)
     args.recipe = {**round_one.RECIPE, **(round_one.QUICK if args.quick else {})}

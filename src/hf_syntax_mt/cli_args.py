@@ -15,6 +15,8 @@ import sys
 
 from .cli_engine_args import CT2_QUANTIZATIONS, ctranslate2_arguments
 from .errors import UserError
+from .overwriting import refuse_writing_over
+from .suggest import SuggestingParser
 
 #: set to 1 to see the traceback of an error a user can fix (as ``--debug`` does)
 DEBUG_ENV = "HF_SYNTAX_MT_DEBUG"
@@ -126,7 +128,7 @@ class TrainHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every subcommand but `train` (whose flags are `HfArgumentParser`'s: `train_help`)."""
-    p = argparse.ArgumentParser(
+    p = SuggestingParser(  # did-you-mean for a mistyped flag
         prog="hf-syntax-mt", description="Syntax-aware NMT for Hugging Face transformers.",
         epilog=f"An error you can fix prints one 'error:' line; --debug (or {DEBUG_ENV}=1) shows its traceback.",
     )  # fmt: skip
@@ -396,54 +398,12 @@ def _flag(dest: str) -> str:
     return {"layer_head": "--arcs-layer-head"}.get(dest, "--" + dest.replace("_", "-"))
 
 
-def _same_file(a: str, b: str) -> bool:
-    """Whether two paths name one file: the same inode when both exist (a symbolic or hard link), else the same
-    resolved path (an output that does not exist yet through a linked folder)."""
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.realpath(a) == os.path.realpath(b)
-
-
 def refuse_overwriting(args: argparse.Namespace) -> None:
     """A file the subcommand writes may be none of the files it reads (nor another file it writes): writing
-    ``--output`` over ``--input`` would destroy the input before (or while) it is read."""
-    given = lambda names: [(n, getattr(args, n)) for n in names if getattr(args, n, None) not in (None, "-")]  # noqa: E731
-    outputs = given(_OUTPUTS.get(args.command, ()))
-    for k, (out, out_path) in enumerate(outputs):
-        for name, path in given(_INPUTS.get(args.command, ())) + outputs[:k]:
-            if _same_file(out_path, path):
-                kind = "writes" if (name, path) in outputs else "reads"
-                raise UserError(f"{_flag(out)} {out_path} is the file that {_flag(name)} {path} names, which this "
-                                f"command {kind} too: give {_flag(out)} another file name.")  # fmt: skip
-        for name, folder in given(_FOLDERS.get(args.command, ())):
-            if _inside(out_path, folder):
-                raise UserError(f"{_flag(out)} {out_path} is a file of the folder {_flag(name)} {folder} names (the "
-                                f"model's or data's own files: writing it would destroy them): give {_flag(out)} a "
-                                "file outside that folder.")  # fmt: skip
-
-
-#: names a model loader reads: a new file of one of these names in a model directory would change the model
-_MODEL_FILE_PATTERNS = ("config.json", "generation_config.json", "tokenizer*.json", "special_tokens_map.json",
-                        "vocab.json", "*.safetensors", "*.safetensors.index.json", "*.spm", "*.model", "*.bin")  # fmt: skip
-
-
-def _inside(path: str, folder: str) -> bool:
-    """Whether writing ``path`` would overwrite a file of ``folder`` (resolved: through links too): the folder
-    itself, a file under it, or a new file a model loader would read (``config.json``, ``*.safetensors``, ...). A
-    new report beside the model (``runs/x/eval.json``) is fine; a folder that does not exist (a Hub id) holds
-    nothing to overwrite."""
-    import fnmatch
-
-    try:
-        root = os.path.realpath(os.path.expanduser(folder))
-        target = os.path.realpath(os.path.expanduser(path))
-    except (OSError, RuntimeError, ValueError):
-        return False
-    if not os.path.isdir(root) or not (target == root or os.path.commonpath([root, target]) == root):
-        return False
-    name = os.path.basename(target)
-    return target == root or os.path.exists(target) or any(fnmatch.fnmatch(name, p) for p in _MODEL_FILE_PATTERNS)
+    ``--output`` over ``--input`` would destroy the input before (or while) it is read (`overwriting`, the rule the
+    benchmark scripts share)."""
+    flags = lambda table: [(_flag(n), getattr(args, n, None)) for n in table.get(args.command, ())]  # noqa: E731
+    refuse_writing_over(flags(_OUTPUTS), flags(_INPUTS), flags(_FOLDERS))
 
 
 def _needs(args, flags: tuple[str, ...], what: str, fix: str) -> None:

@@ -152,3 +152,31 @@ def sdpa_backends(backends):
     from torch.nn.attention import sdpa_kernel
 
     return sdpa_kernel(backends, set_priority=True) if _sdpa_priority() else sdpa_kernel(backends)
+
+
+#: keyword arguments a model's `forward` takes beyond its signature: transformers' own (`TransformersKwargs`, the flash
+#: kernels' `FlashAttentionKwargs`, ``return_dict``, the cache under either name, ``cache_position``) and the spine's
+#: (the attention record the translation model hands its base model)
+_PASSED_THROUGH = ("return_dict", "cache", "past_key_values", "cache_position", "attention_record")
+
+
+def refuse_unknown_keywords(function, kwargs: dict, declared) -> None:
+    """Raise `UserTypeError` (a `TypeError`, as Python's own) for the first of ``kwargs`` that neither ``function``'s
+    shown signature, ``declared`` (the registered methods' inputs and supervision) nor transformers passes: a typo
+    (``parent_postions=``) was silently dropped. The message names the closest known name (`difflib`)."""
+    from transformers.modeling_flash_attention_utils import FlashAttentionKwargs
+    from transformers.utils import TransformersKwargs
+
+    from .errors import UserTypeError
+    from .suggest import closest
+
+    known = {*TransformersKwargs.__annotations__, *FlashAttentionKwargs.__annotations__, *_PASSED_THROUGH, *declared}
+    unknown = [name for name in kwargs if name not in known]
+    if not unknown:
+        return
+    shown = [n for n in inspect.signature(function).parameters if n not in ("self", "kwargs")]
+    names = sorted({*shown, *declared})
+    close = closest(unknown[0], names)
+    hint = f"did you mean {close}=?" if close else f"the inputs are {', '.join(names)}"
+    raise UserTypeError(f"{function.__qualname__}() got an unexpected keyword argument {unknown[0]}=: no argument of "
+                        f"forward and no registered method's input has that name; {hint}")  # fmt: skip

@@ -29,7 +29,13 @@ from transformers.utils import can_return_tuple, logging
 from transformers.utils.generic import merge_with_config_defaults
 from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
-from .compat import checkpoint_keyword_tensors, legacy_cache_warning, legacy_checkpointing, show_in_signature
+from .compat import (
+    checkpoint_keyword_tensors,
+    legacy_cache_warning,
+    legacy_checkpointing,
+    refuse_unknown_keywords,
+    show_in_signature,
+)
 from .configuration_syntax_mt import SyntaxMTConfig
 from .errors import UserError
 from .generation_defaults import fill_generation_defaults, resolve_generation
@@ -227,6 +233,7 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
         legacy_cache_warning(type(self).__name__, past_key_values, CACHE)
         past_key_values = pop_cache(past_key_values, kwargs)
         method_inputs = {name: kwargs.pop(name) for name in (*input_names(), *supervision_names()) if name in kwargs}
+        refuse_unknown_keywords(type(self).forward, kwargs, ())  # a typo is not silently dropped
         if encoder_outputs is None:
             encoder_outputs = self.encoder(
                 input_ids=input_ids,
@@ -383,6 +390,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
                 )
         config = self.config
         supervision = {name: kwargs.pop(name) for name in supervision_names() if name in kwargs}
+        refuse_unknown_keywords(type(self).forward, kwargs, input_names())  # a typo is not silently dropped
         if self.training and labels is not None and not getattr(self, "_supervision_checked", False):
             from .methods.supervision import check_batch  # the first training step: warn once what is missing
 

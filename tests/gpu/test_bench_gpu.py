@@ -176,9 +176,11 @@ def test_the_compile_watch_counts_graphs_recompiles_and_fallback_warnings(bench)
 
 @pytest.mark.parametrize(
     "flag, value, message",
-    [("--beams", "0", "--beams: 0 is out of range"), ("--rounds", "0", "--rounds: 0 is out of range"),
-     ("--steps", "0", "--steps: 0 is out of range"), ("--variable-tokens", "10", "--variable-tokens: 10 is out of range"),
-     ("--budget", "nan", "--budget: nan is out of range"), ("--new-tokens", "two", "--new-tokens: 'two' is not a whole number")],
+    [("--beams", "0", "--beams: must be at least 1, got 0"), ("--rounds", "0", "--rounds: must be at least 1, got 0"),
+     ("--steps", "0", "--steps: must be at least 1, got 0"),
+     ("--variable-tokens", "10", "--variable-tokens: must be at least 64, got 10"),
+     ("--budget", "nan", "--budget: must be a finite number, got nan"),
+     ("--new-tokens", "two", "--new-tokens: 'two' is not an integer")],
 )  # fmt: skip
 def test_numeric_flags_are_refused_out_of_range(bench, capsys, flag, value, message):
     with pytest.raises(SystemExit) as stop:

@@ -322,7 +322,8 @@ def test_a_gpu_part_asked_for_without_cuda_fails_the_check(tmp_path):
     summary = json.loads((tmp_path / "bundle" / "gpu_check.json").read_text())
     assert not summary["ok"] and summary["parts"]["bench"]["status"] == "skipped"
     assert summary["problems"] == [
-        "no CUDA device (torch.cuda.is_available() is False): bench checked nothing",
+        "checked nothing: no CUDA device (torch.cuda.is_available() is False): bench could not run; run the check on a "
+        "Python whose torch sees a GPU",
         "nothing was checked: no part passed",
     ]
 
@@ -377,6 +378,41 @@ def test_a_check_stopped_by_a_signal_records_the_running_part_and_bundles_what_i
         assert {"out/fast.log", "out/fast.xml", "out/preflight.log"} <= set(archive.getnames())
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="with CUDA the preflight alone fails for another reason")
+def test_without_cuda_a_check_of_no_gpu_part_says_it_checked_nothing(tmp_path, monkeypatch):
+    """Issue 65: `--parts preflight` on a machine without CUDA printed "# GPU check: OK", exit 0: the preflight
+    passes, and nothing ran on a GPU."""
+    monkeypatch.setenv("PREFLIGHT_LIMIT", "600")  # its 45 s are for a GPU machine, not a loaded CPU one
+    run = gpu_check(sys.executable, tmp_path, "--parts", "preflight")
+    summary = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert summary["parts"]["preflight"]["status"] == "passed", run.stdout + run.stderr  # it ran, and passed
+    assert run.returncode == 1 and "# GPU check: FAILED" in run.stdout, run.stdout
+    assert not summary["ok"] and summary["problems"] == [
+        "checked nothing: no CUDA device (torch.cuda.is_available() is False): no GPU part (gpu, bench) ran; run the "
+        "check on a Python whose torch sees a GPU"
+    ]
+    assert "checked nothing: no CUDA device" in (tmp_path / "gpu_check.md").read_text()
+
+
+def test_with_cuda_a_check_without_a_gpu_part_checked_nothing_on_the_gpu(tmp_path):
+    """The verdict itself (`gpu_check_summary.summarise`) on a device that has CUDA: a check of the fast suite alone
+    ran nothing on the GPU, so it is not OK; with the gpu part passed it is, and a dry run is judged as one."""
+    spec = importlib.util.spec_from_file_location("gpu_check_summary", ROOT / "scripts" / "gpu_check_summary.py")
+    summary_script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(summary_script)
+    (tmp_path / "device.json").write_text(json.dumps({"device": "GPU", "cuda": "12.8", "cuda_available": True,
+                                                      "python": "3.11"}))  # fmt: skip
+    (tmp_path / "parts.tsv").write_text("preflight\tpassed\t1.0\t45\t\nfast\tpassed\t2.0\t150\t\n")
+    verdict = summary_script.summarise(tmp_path, ["preflight", "fast"], False, False, None, None)
+    assert not verdict["ok"] and verdict["problems"] == [
+        "checked nothing on the GPU: no GPU part (gpu, bench) was asked for; add them to --parts"
+    ]
+    with (tmp_path / "parts.tsv").open("a") as f:
+        f.write("gpu\tpassed\t3.0\t150\t\n")
+    assert summary_script.summarise(tmp_path, ["preflight", "fast", "gpu"], False, False, None, None)["ok"]
+    assert summary_script.summarise(tmp_path, ["preflight", "fast"], True, False, None, None)["ok"]  # a dry run
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="with CUDA the check runs the GPU parts (the check itself)")
 def test_without_cuda_the_gpu_parts_are_skipped_with_the_reason(tmp_path):
@@ -388,7 +424,8 @@ def test_without_cuda_the_gpu_parts_are_skipped_with_the_reason(tmp_path):
     assert run.returncode == 1, run.stdout + run.stderr  # the GPU parts asked for checked nothing (issue 57)
     summary = json.loads((tmp_path / "gpu_check.json").read_text())
     assert not summary["ok"] and list(summary["parts"]) == ["preflight", "fast", "gpu", "bench"]
-    assert summary["problems"] == ["no CUDA device (torch.cuda.is_available() is False): gpu, bench checked nothing"]
+    assert summary["problems"] == ["checked nothing: no CUDA device (torch.cuda.is_available() is False): gpu, bench "
+                                   "could not run; run the check on a Python whose torch sees a GPU"]  # fmt: skip
     assert summary["versions"]["torch"] == torch.__version__ and "CPU only" in summary["device"]
     fast_part, gpu_part, bench = (summary["parts"][p] for p in ("fast", "gpu", "bench"))
     assert fast_part["status"] == "passed" and fast_part["tests"]["passed"] == len(fast)

@@ -55,6 +55,95 @@ def load_metric(name: str, **kwargs):
     return evaluate.load(metric_path(name), **kwargs)
 
 
+def check_metric_inputs(metric: str, columns: dict, kind: str = "text", allow_empty: bool = False) -> None:
+    """The inputs of a shipped metric's ``compute`` (or ``add_batch``), checked before `evaluate` makes a dataset of
+    them, where a string would be read as a list of one-character segments. Each column (``name -> value``) must be
+    a list (or tuple) of the same, non-zero length (``allow_empty``: a batch may be empty); a ``"text"`` column holds
+    strings (``"references"`` kind: ``references`` may hold a list of strings per segment, as sacrebleu's), a
+    ``"number"`` column real numbers that are not NaN (a NaN compares as a loss). Raises `UserTypeError` /
+    `UserError` naming the metric, the column and the fix."""
+    import math
+    import numbers
+
+    from ..errors import UserTypeError
+
+    for name, value in columns.items():
+        if isinstance(value, (str, bytes)):
+            raise UserTypeError(f"{metric}: {name} is a string ({_short(value)}), and a list of segments is expected: "
+                                f"pass [{_short(value)}] for one segment")  # fmt: skip
+        if not isinstance(value, (list, tuple)) and not hasattr(value, "tolist"):
+            raise UserTypeError(f"{metric}: {name} must be a list, got {type(value).__name__}")
+        values = value.tolist() if hasattr(value, "tolist") else value
+        if not isinstance(values, list):  # a 0-d array
+            raise UserTypeError(f"{metric}: {name} must be a list, got a single {type(values).__name__}")
+        if not values and not allow_empty:
+            raise UserError(f"{metric}: {name} is empty: there is nothing to score; give at least one segment")
+        for k, item in enumerate(values):
+            if kind == "number":
+                if isinstance(item, bool) or not isinstance(item, numbers.Real):
+                    raise UserTypeError(f"{metric}: {name}[{k}] is {_short(item)}, not a number")
+                if math.isnan(item):
+                    raise UserError(f"{metric}: {name}[{k}] is NaN (a score that failed): it would count as a loss; "
+                                    "drop that example or fix its score")  # fmt: skip
+            elif not isinstance(item, str) and not (
+                kind == "references"
+                and name == "references"
+                and isinstance(item, (list, tuple))
+                and all(isinstance(r, str) for r in item)
+            ):
+                what = "a string or a list of strings" if kind == "references" and name == "references" else "a string"
+                raise UserTypeError(f"{metric}: {name}[{k}] is {_short(item)}, not {what}")
+    lengths = {name: len(value) for name, value in columns.items()}
+    if len(set(lengths.values())) > 1:
+        shown = ", ".join(f"{n} {v}" for n, v in lengths.items())
+        raise UserError(f"{metric}: the inputs must have one entry per segment, got {shown}")
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+class CheckedInputs:
+    """Mixed into each module script's `evaluate.Metric` (before it): ``compute`` and ``add_batch`` check their
+    inputs (`check_metric_inputs`) before `evaluate` sees them, and ``_compute`` calls `check_computed` on what it
+    gets; ``columns`` names them, ``kind`` their type."""
+
+    columns: tuple[str, ...] = ("predictions", "references")
+    kind = "text"
+
+    def _check(self, kwargs: dict, allow_empty: bool = False) -> None:
+        given = [name for name in self.columns if kwargs.get(name) is not None]
+        if not given:
+            if not allow_empty and len(self) == 0:  # compute() with nothing added (empty batches add nothing)
+                raise UserError(f"{self.name}: {self.columns[0]} is empty: there is nothing to score; give "
+                                f"{', '.join(f'{n}=[...]' for n in self.columns)} or add a batch first")  # fmt: skip
+            return  # compute() after add_batch / add: checked there
+        missing = [name for name in self.columns if name not in given]
+        if missing:
+            raise UserError(f"{self.name}: compute needs {', '.join(f'{n}=' for n in missing)} too, one entry per "
+                            "segment")  # fmt: skip
+        check_metric_inputs(self.name, {name: kwargs[name] for name in self.columns}, self.kind, allow_empty)
+
+    def check_computed(self, *values) -> None:
+        """In ``_compute``: what `evaluate` gathered (``add_batch`` included) is not empty."""
+        check_metric_inputs(self.name, dict(zip(self.columns, values, strict=True)), self.kind)
+
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """The metric of the inputs, checked first (`check_metric_inputs`)."""
+        kwargs.update({k: v for k, v in (("predictions", predictions), ("references", references)) if v is not None})
+        self._check(kwargs)
+        return super().compute(**kwargs)
+
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """Add a batch of inputs, checked first (an empty batch is fine)."""
+        kwargs.update({k: v for k, v in (("predictions", predictions), ("references", references)) if v is not None})
+        self._check(kwargs, allow_empty=True)
+        if all(kwargs.get(name) is not None and len(kwargs[name]) == 0 for name in self.columns):
+            return None  # an empty batch adds nothing (evaluate would fail on it with an IndexError)
+        return super().add_batch(**kwargs)
+
+
 def sacrebleu_score(metric: str, predictions: Sequence[str], references: Sequence) -> dict:
     """What the ``bleu`` and ``chrf`` modules compute: ``{"score", "signature", "count"}`` of sacrebleu's corpus BLEU
     (``metric="bleu"``) or chrF (``"chrf"``). ``references`` holds one string per prediction (`corpus_scores`, the
@@ -123,4 +212,12 @@ def make_compute_metrics(
     return compute_metrics
 
 
-__all__ = ["METRICS", "load_metric", "make_compute_metrics", "metric_path", "sacrebleu_score"]
+__all__ = [
+    "METRICS",
+    "CheckedInputs",
+    "check_metric_inputs",
+    "load_metric",
+    "make_compute_metrics",
+    "metric_path",
+    "sacrebleu_score",
+]

@@ -7,6 +7,7 @@ import evaluate
 
 from hf_syntax_mt.alignment.aer import alignment_error_rate
 from hf_syntax_mt.data.readers import parse_pharaoh
+from hf_syntax_mt.evaluate_modules import CheckedInputs
 
 _CITATION = """@inproceedings{och-ney-2000-improved,
     title = "Improved Statistical Alignment Models",
@@ -26,7 +27,11 @@ Returns:
 """
 
 
-class HfSyntaxMtAer(evaluate.Metric):
+class HfSyntaxMtAer(CheckedInputs, evaluate.Metric):
+    """Inputs checked before `evaluate` reads them (`CheckedInputs`)."""
+
+    kind = "text"
+
     def _info(self):
         return evaluate.MetricInfo(
             description="Alignment error rate of predicted word links against gold sure and possible links.",
@@ -38,6 +43,7 @@ class HfSyntaxMtAer(evaluate.Metric):
         )
 
     def _compute(self, predictions, references, predictions_one_indexed=False, references_one_indexed=False):
+        self.check_computed(predictions, references)
         predicted = [parse_pharaoh(line, predictions_one_indexed, f"predictions[{k}]")
                      for k, line in enumerate(predictions)]  # fmt: skip
         gold = [parse_pharaoh(line, references_one_indexed, f"references[{k}]") for k, line in enumerate(references)]

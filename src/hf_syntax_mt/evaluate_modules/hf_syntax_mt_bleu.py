@@ -4,7 +4,7 @@
 import datasets
 import evaluate
 
-from hf_syntax_mt.evaluate_modules import sacrebleu_score
+from hf_syntax_mt.evaluate_modules import CheckedInputs, sacrebleu_score
 
 _CITATION = """@inproceedings{post-2018-call,
     title = "A Call for Clarity in Reporting {BLEU} Scores",
@@ -25,7 +25,11 @@ Returns:
 """
 
 
-class HfSyntaxMtBleu(evaluate.Metric):
+class HfSyntaxMtBleu(CheckedInputs, evaluate.Metric):
+    """Inputs checked before `evaluate` reads them (`CheckedInputs`)."""
+
+    kind = "references"
+
     def _info(self):
         return evaluate.MetricInfo(
             description="Corpus BLEU with sacrebleu's signature, as hf-syntax-mt reports it.",
@@ -44,4 +48,5 @@ class HfSyntaxMtBleu(evaluate.Metric):
         )
 
     def _compute(self, predictions, references):
+        self.check_computed(predictions, references)
         return sacrebleu_score("bleu", predictions, references)

@@ -4,7 +4,7 @@
 import datasets
 import evaluate
 
-from hf_syntax_mt.evaluate_modules import sacrebleu_score
+from hf_syntax_mt.evaluate_modules import CheckedInputs, sacrebleu_score
 
 _CITATION = """@inproceedings{popovic-2015-chrf,
     title = "chr{F}: character n-gram {F}-score for automatic {MT} evaluation",
@@ -25,7 +25,11 @@ Returns:
 """
 
 
-class HfSyntaxMtChrf(evaluate.Metric):
+class HfSyntaxMtChrf(CheckedInputs, evaluate.Metric):
+    """Inputs checked before `evaluate` reads them (`CheckedInputs`)."""
+
+    kind = "references"
+
     def _info(self):
         return evaluate.MetricInfo(
             description="Corpus chrF with sacrebleu's signature, as hf-syntax-mt reports it.",
@@ -44,4 +48,5 @@ class HfSyntaxMtChrf(evaluate.Metric):
         )
 
     def _compute(self, predictions, references):
+        self.check_computed(predictions, references)
         return sacrebleu_score("chrf", predictions, references)

@@ -6,6 +6,7 @@ contrastive`. The scores are a model's log-probabilities of the candidates (`sco
 import datasets
 import evaluate
 
+from hf_syntax_mt.evaluate_modules import CheckedInputs
 from hf_syntax_mt.evaluation.contrastive import contrastive_accuracy
 
 _CITATION = """@inproceedings{bawden-etal-2018-evaluating,
@@ -27,7 +28,12 @@ Returns:
 """
 
 
-class HfSyntaxMtContrastive(evaluate.Metric):
+class HfSyntaxMtContrastive(CheckedInputs, evaluate.Metric):
+    """Inputs checked before `evaluate` reads them (`CheckedInputs`)."""
+
+    columns = ("correct_scores", "contrastive_scores")
+    kind = "number"
+
     def _info(self):
         return evaluate.MetricInfo(
             description="Contrastive accuracy: how often the correct candidate outscores the contrastive one.",
@@ -39,5 +45,6 @@ class HfSyntaxMtContrastive(evaluate.Metric):
         )
 
     def _compute(self, correct_scores, contrastive_scores, tie_tolerance=1e-6):
+        self.check_computed(correct_scores, contrastive_scores)
         result = contrastive_accuracy(correct_scores, contrastive_scores, tie_tolerance)
         return {k: result[k] for k in ("accuracy", "n", "correct", "ties")}

@@ -4,6 +4,7 @@ sacrebleu's paired bootstrap of BLEU and chrF), the numbers of `hf-syntax-mt eva
 import datasets
 import evaluate
 
+from hf_syntax_mt.evaluate_modules import CheckedInputs
 from hf_syntax_mt.evaluation.metrics import paired_bootstrap
 
 _CITATION = """@inproceedings{koehn-2004-statistical,
@@ -27,7 +28,12 @@ Returns:
 """
 
 
-class HfSyntaxMtPairedBootstrap(evaluate.Metric):
+class HfSyntaxMtPairedBootstrap(CheckedInputs, evaluate.Metric):
+    """Inputs checked before `evaluate` reads them (`CheckedInputs`)."""
+
+    columns = ("predictions", "baseline_predictions", "references")
+    kind = "text"
+
     def _info(self):
         return evaluate.MetricInfo(
             description="Paired bootstrap resampling of BLEU and chrF (system against baseline), as hf-syntax-mt "
@@ -44,4 +50,5 @@ class HfSyntaxMtPairedBootstrap(evaluate.Metric):
         )
 
     def _compute(self, predictions, baseline_predictions, references, n_samples=1000, seed=12345):
+        self.check_computed(predictions, baseline_predictions, references)
         return paired_bootstrap(baseline_predictions, predictions, references, n_samples=n_samples, seed=seed)

@@ -151,8 +151,12 @@ def contrastive_accuracy(correct_scores: Sequence[float], contrastive_scores: Se
         raise UserError(f"got {len(correct_scores)} correct scores but {len(contrastive_scores)} contrastive ones: "
                         "give one of each per example")  # fmt: skip
     results = []
-    for good, bad in zip(correct_scores, contrastive_scores, strict=True):
+    for k, (good, bad) in enumerate(zip(correct_scores, contrastive_scores, strict=True)):
         good, bad = float(good), float(bad)
+        if good != good or bad != bad:  # NaN: every comparison is False, so it would count as a silent loss
+            which = "correct" if good != good else "contrastive"
+            raise UserError(f"example {k}: its {which} score is NaN (the scoring failed): drop the example or fix "
+                            "its score; a NaN cannot be compared")  # fmt: skip
         tie = abs(good - bad) <= tie_tolerance
         results.append(
             {"correct_score": good, "contrastive_score": bad, "correct": good > bad and not tie, "tie": tie}

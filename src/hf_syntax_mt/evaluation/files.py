@@ -63,25 +63,30 @@ def _run_signature(model_dir: str | os.PathLike | None, hyp_path: str | os.PathL
 
 
 def model_decoding_of(model_dir: str | os.PathLike | None) -> str | None:
-    """The decoding a saved model's generation config gives (`generation_defaults.decoding`; the defaults where it
-    leaves them unset), with the weights its training run saved: what `translate` and the pipeline decode with unless
-    ``--num-beams`` says otherwise. None without a model directory (the decoding of a file of hypotheses is not
-    known)."""
+    """The decoding a saved model's `generate` runs when the call sets nothing (`generation_defaults.decoding_of` of
+    `resolve_generation`, the one source every engine reads: the generation config as loading the model gives it,
+    the model's own beam size and length limit where it sets none), with the weights its training run saved: what
+    `translate` and the pipeline decode with unless ``--num-beams`` says otherwise. None without a model directory
+    (the decoding of a file of hypotheses is not known)."""
     if model_dir is None:
         return None
-    from ..generation_defaults import decoding, generation_defaults
+    from transformers import AutoConfig, GenerationConfig
+
+    from ..generation_defaults import decoding_of, fill_generation_defaults, resolve_generation
 
     directory = Path(model_dir)
-    values = {}
+    config = AutoConfig.from_pretrained(directory)
     if (directory / "generation_config.json").is_file():
-        values = json.loads((directory / "generation_config.json").read_text(encoding="utf-8"))
-    config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
-    defaults = generation_defaults(SimpleNamespace(max_position_embeddings=config.get("max_position_embeddings", 0)))
+        generation_config = GenerationConfig.from_pretrained(directory)
+    else:  # as `from_pretrained` makes it for a model saved without one
+        generation_config = GenerationConfig.from_model_config(config)
+    # what `generate` reads of a model, without its weights: the beam size the model's __init__ fills in
+    model = SimpleNamespace(config=config, generation_config=generation_config, name_or_path=str(directory))
+    fill_generation_defaults(model)
     weights = None
     if (directory / RUN_INFO).is_file():
         weights = json.loads((directory / RUN_INFO).read_text(encoding="utf-8")).get("weights")
-    return decoding(values.get("num_beams") or defaults["num_beams"], values.get("max_length") or defaults["max_length"],
-                    weights)  # fmt: skip
+    return decoding_of(resolve_generation(model, warn=False)[0], weights)
 
 
 def evaluate_files(
