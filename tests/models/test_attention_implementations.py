@@ -9,7 +9,7 @@ flex_attention: a `BlockMask`; flash_attention_*: a `(B, S)` key mask or None), 
 normalises (`modeling_layers._additive_mask`). Flash attention is not declared (transformers' flash path is wrong for
 padded cross-attention, pinned below); its mask format is tested through a kernel registered with flash's mask
 function. FlexAttention runs uncompiled here (its reference path: the same values), as compiling it on this CPU
-takes minutes; `test_flex_attention_runs_compiled_as_transformers_calls_it` runs one forward compiled."""
+takes minutes; `test_flex_attention_runs_compiled_as_transformers_calls_it` (slow) runs one forward compiled."""
 
 import pytest
 import torch
@@ -25,7 +25,7 @@ from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
 from hf_syntax_mt.errors import UserError
-from hf_syntax_mt.methods import head_layout, input_names, supervision_names
+from hf_syntax_mt.methods import get_method, head_layout, input_names, supervision_names
 
 ATOL = 1e-5
 #: each implementation the class declares, by the flag that declares it (eager needs none)
@@ -124,8 +124,11 @@ def test_the_declared_implementations_are_the_tested_ones():
     assert {"pascal", "tree", "tree_bias", "biaffine", "alignment_bias"} <= set(WITH_HEADS)
 
 
-@pytest.mark.parametrize("kernel", ["auto", "fused"])
-@pytest.mark.parametrize("name", WITH_HEADS)
+#: every method with heads on the default path, and those with a fused form also under "fused"
+CASES = [(name, "auto") for name in WITH_HEADS] + [(name, "fused") for name in WITH_HEADS if get_method(name).fused]
+
+
+@pytest.mark.parametrize(("name", "kernel"), CASES)
 def test_every_implementation_gives_eagers_outputs(name, kernel, tmp_path, uncompiled_flex, key_mask_kernel):
     """The forward's logits and loss, and cached greedy decoding (tokens and per-step scores), under each declared
     implementation (and flash's mask format) equal eager's on a padded batch; `syntax_attention_kernel="fused"` also
@@ -147,6 +150,7 @@ def test_every_implementation_gives_eagers_outputs(name, kernel, tmp_path, uncom
         torch.testing.assert_close(scores, expected[3], rtol=0, atol=ATOL, msg=implementation)
 
 
+@pytest.mark.slow  # compiling FlexAttention on the CPU takes about a minute
 def test_flex_attention_runs_compiled_as_transformers_calls_it():
     """One forward of a PASCAL model under flex_attention as transformers runs it (compiled): eager's logits."""
     model = perturbed_model("pascal")
