@@ -10,7 +10,9 @@ from collections.abc import Callable
 import torch
 from torch import nn
 from torch.nn.attention import SDPBackend
+from torch.nn.attention.flex_attention import BlockMask, create_mask
 from transformers.cache_utils import EncoderDecoderCache
+from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from transformers.models.marian.modeling_marian import (
     MarianAttention,
@@ -40,24 +42,44 @@ def pop_cache(past_key_values, kwargs: dict):
 
 
 def _additive_mask(
-    attention_mask: torch.Tensor | None, query_length: int, key_length: int, is_causal: bool, dtype, device
+    attention_mask: torch.Tensor | BlockMask | None,
+    query_length: int,
+    key_length: int,
+    is_causal: bool,
+    dtype,
+    device,
 ) -> torch.Tensor | None:
-    """Turn any mask the attention interface may receive into an additive float mask `(B|1, 1, T, S)`.
+    """Turn any mask the attention interface may receive into the additive float mask `(B|1, 1, T, S)` the method
+    hooks read (0: attend, the dtype's minimum: masked), or None when nothing is masked.
 
-    Under SDPA the mask may be `None` (no padding; causality via `is_causal`) or boolean (True = attend); under
-    eager it is already additive.
+    What transformers' mask functions (`ALL_MASK_ATTENTION_FUNCTIONS`) give each implementation: eager, an additive
+    float mask `(B, 1, T, S)`, returned as it is; sdpa, a boolean one (True = attend) or None (no padding;
+    causality via `is_causal`); flex_attention, a `BlockMask`, whose `mask_mod` is evaluated on every (query, key)
+    pair; flash_attention_*, a `(B, S)` key mask (1 = attend, the last S positions of a longer one are the keys) or
+    None, with causality via `is_causal`.
     """
     min_value = torch.finfo(dtype).min
-    if attention_mask is None:
-        if not is_causal or query_length == 1:
-            return None
+    if isinstance(attention_mask, BlockMask):  # flex_attention: (B|1, H|1, T, S) as a mask_mod, causality included
+        allowed = create_mask(attention_mask.mask_mod, attention_mask.shape[0], 1, query_length, key_length, device)
+        return torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill(~allowed, min_value)
+    causal = None
+    if is_causal and query_length > 1:
         # causal with an offset: query t (of T, the last T of S positions) sees keys 0..S-T+t
         q = torch.arange(query_length, device=device).view(-1, 1) + (key_length - query_length)
         k = torch.arange(key_length, device=device).view(1, -1)
-        return torch.zeros(1, 1, query_length, key_length, dtype=dtype, device=device).masked_fill(k > q, min_value)
-    if attention_mask.dtype == torch.bool:
-        return torch.zeros_like(attention_mask, dtype=dtype).masked_fill(~attention_mask, min_value)
-    return attention_mask.to(dtype)
+        causal = (k <= q).view(1, 1, query_length, key_length)  # (1, 1, T, S)
+    if attention_mask is not None and attention_mask.dim() == 2:  # flash_attention_*: (B, S') key padding
+        allowed = attention_mask[:, -key_length:].bool().view(-1, 1, 1, key_length)  # (B, 1, 1, S)
+        allowed = allowed if causal is None else allowed & causal  # (B, 1, 1|T, S)
+    elif attention_mask is None:
+        if causal is None:
+            return None
+        allowed = causal
+    elif attention_mask.dtype == torch.bool:  # sdpa
+        allowed = attention_mask
+    else:  # eager: already additive
+        return attention_mask.to(dtype)
+    return torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill(~allowed, min_value)
 
 
 def _by_group(x: torch.Tensor, groups, fn, offset: int = 0) -> torch.Tensor:
@@ -157,10 +179,12 @@ class SyntaxMTAttention(MarianAttention):
         past_key_values=None,
         attention_mask: torch.Tensor | None = None,
         attention_record: AttentionRecord | None = None,
+        method_inputs: dict | None = None,
         **kwargs,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """`hidden_states` `(B, T, D)`; method inputs (e.g. `parent_positions` `(B, S)`, `tree_weights` `(B, T, S)`)
-        arrive in `kwargs`."""
+        """`hidden_states` `(B, T, D)`; `method_inputs`: what the methods' hooks read (`Method.prepare`, e.g.
+        `parent_positions` `(B, S)`, `tree_weights` `(B, T, S)`), kept apart from `kwargs`, which go to the configured
+        kernel as transformers passes them (a method tensor never reaches it)."""
         past_key_values = pop_cache(past_key_values, kwargs)
         output_attentions = kwargs.get("output_attentions", False)
         record_cross = (
@@ -170,11 +194,18 @@ class SyntaxMTAttention(MarianAttention):
         if not self.head_groups and not read_all:
             return super().forward(hidden_states, key_value_states, past_key_values, attention_mask, **kwargs)
 
+        if self.config._attn_implementation not in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping:
+            raise UserError(
+                f"attn_implementation={self.config._attn_implementation!r} has no mask function, so transformers "
+                "gives its attention no mask and this model's method heads (or returned attention probabilities) "
+                "would attend to padding: use 'eager', 'sdpa', 'flex_attention' or 'flash_attention_2', or register "
+                "the mask format the kernel takes (transformers.AttentionMaskInterface.register(name, sdpa_mask))."
+            )
         input_shape, H = hidden_states.shape[:-1], self.num_heads  # (B, T)
         query, key, value = self._project(hidden_states, key_value_states, past_key_values, kwargs)  # (B, H, T|S, d)
         causal = self.is_causal and key_value_states is None
         mask = _additive_mask(attention_mask, query.shape[2], key.shape[2], causal, query.dtype, query.device)
-        ctx = AttentionContext(self, self.site, mask, past_key_values, kwargs, attention_record)
+        ctx = AttentionContext(self, self.site, mask, past_key_values, method_inputs or {}, attention_record)
         dropout = self.dropout if self.training else 0.0
         query = _by_group(query, self.head_groups, lambda m, q, a, b: m.query(ctx, q, a, b))  # (B, H, T, d)
         # heads e0..e1-1 take the eager score path: every head when probabilities are read, else from the first to the
@@ -238,7 +269,7 @@ class SyntaxMTAttention(MarianAttention):
         kinds = {m.fused for m, *_ in groups}
         if "score_mod" in kinds:
             try:
-                return self._flex(ctx, query, key, value, groups, attention_mask, causal)
+                return self._flex(ctx, query, key, value, groups, causal)
             except Exception as error:  # noqa: BLE001 - a kernel that cannot run here must not stop the run
                 if fused_kernels.limit_reached(error):  # dynamo's recompile limit, or dynamo disabled
                     fused_kernels.warn_not_compiled()
@@ -250,6 +281,7 @@ class SyntaxMTAttention(MarianAttention):
         interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(
             self.config._attn_implementation, eager_attention_forward
         )
+        # `attention_mask` as transformers made it for this kernel, `kwargs` as transformers passes them
         return interface(self, query, key, value, attention_mask, dropout=dropout, scaling=self.scaling, **kwargs)[0]
 
     def _eager(self, ctx: AttentionContext, query, key, value, dropout, offset: int = 0):
@@ -272,14 +304,15 @@ class SyntaxMTAttention(MarianAttention):
         out = torch.matmul(nn.functional.dropout(probs, p=dropout, training=self.training), value)  # (B, n, T, d)
         return out.transpose(1, 2), probs
 
-    def _flex(self, ctx: AttentionContext, query, key, value, groups, attention_mask, causal: bool) -> torch.Tensor:
+    def _flex(self, ctx: AttentionContext, query, key, value, groups, causal: bool) -> torch.Tensor:
         """The heads of `query` `(B, h, T, d)` in one FlexAttention call (`fused_kernels.flex`) whose score_mod applies
         each fused group's `score_mod` to its heads (`groups`: (method, first, stop) in these heads, then in the
-        layer), padding given as `(B, S)` key-valid and causality by position; returns `(B, T, h, d)`."""
+        layer), padding given as `(B, S)` key-valid (read from the additive mask, whatever format the configured
+        kernel's mask had) and causality by position; returns `(B, T, h, d)`."""
         mods = [m.score_mod(ctx, start, stop) for m, a, b, start, stop in groups]
         B, h, T, _ = query.shape
         group, rank = self._flex_heads(tuple((a, b) for _, a, b, _, _ in groups), h, query.device)
-        valid = fused_kernels.key_valid(attention_mask, B, key.shape[2], query.device)  # (B, S)
+        valid = fused_kernels.key_valid(ctx.mask, B, key.shape[2], query.device)  # (B, S)
         out = fused_kernels.flex(query, key, value, mods, group, rank, valid, causal, self.scaling)  # (B, h, T, d)
         return out.transpose(1, 2)  # (B, T, h, d)
 
@@ -323,16 +356,6 @@ class SyntaxMTAttention(MarianAttention):
         return out.transpose(1, 2)  # (B, T, h, d)
 
 
-def _feed_forward(layer, hidden_states: torch.Tensor) -> torch.Tensor:
-    """Marian's position-wise feed-forward sublayer with its residual connection and post-norm, `(B, T, D)`."""
-    residual = hidden_states
-    hidden_states = layer.activation_fn(layer.fc1(hidden_states))
-    hidden_states = nn.functional.dropout(hidden_states, p=layer.activation_dropout, training=layer.training)
-    hidden_states = layer.fc2(hidden_states)
-    hidden_states = nn.functional.dropout(hidden_states, p=layer.dropout, training=layer.training)
-    return layer.final_layer_norm(residual + hidden_states)
-
-
 def _sublayers(layer: nn.Module, config, side: str, layer_idx: int) -> list[Method]:
     """Let every registered method add its sublayer to `layer` (`Method.build_layer`); the active methods that
     have one (they override `Method.sublayer`) run it after the self-attention block."""
@@ -358,17 +381,41 @@ class SyntaxMTEncoderLayer(MarianEncoderLayer):
         hidden_states: torch.Tensor,
         attention_mask: torch.Tensor | None,
         layer_states: dict | None = None,
+        method_inputs: dict | None = None,
         **kwargs,
     ) -> torch.Tensor:
-        """`layer_states`: what the methods' sublayers read (`Method.encoder_states`, e.g. the document context's
-        keys and values). Method inputs and the record travel in `kwargs`, to the attention."""
+        """`MarianEncoderLayer.forward` with the methods' inputs given to the self-attention (`method_inputs`, what
+        their hooks read) and their sublayers after it (document context: Eq. 12); `layer_states`: what the sublayers
+        read (`Method.encoder_states`, e.g. the document context's keys and values)."""
+        # Copied from transformers.models.marian.modeling_marian.MarianEncoderLayer.forward, with `method_inputs` and
+        # the sublayer loop added (tests/models/test_upstream_copies.py compares it with the installed release)
         residual = hidden_states
-        hidden_states, _ = self.self_attn(hidden_states, attention_mask=attention_mask, **kwargs)
+        hidden_states, _ = self.self_attn(
+            hidden_states,
+            attention_mask=attention_mask,
+            method_inputs=method_inputs,
+            **kwargs,
+        )
         hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
-        hidden_states = self.self_attn_layer_norm(residual + hidden_states)  # B^(n), Eq. 11
+        hidden_states = residual + hidden_states
+        hidden_states = self.self_attn_layer_norm(hidden_states)  # B^(n), Eq. 11
+
         for method in self.sublayer_methods if layer_states else ():
             hidden_states = method.sublayer(self, hidden_states, layer_states)  # e.g. D^(n), Eq. 12
-        return _feed_forward(self, hidden_states)  # Eqs. 13 / 18
+
+        residual = hidden_states  # Eq. 13
+        hidden_states = self.activation_fn(self.fc1(hidden_states))
+        hidden_states = nn.functional.dropout(hidden_states, p=self.activation_dropout, training=self.training)
+        hidden_states = self.fc2(hidden_states)
+        hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
+        hidden_states = residual + hidden_states
+        hidden_states = self.final_layer_norm(hidden_states)
+
+        if hidden_states.dtype == torch.float16 and not torch.isfinite(hidden_states).all():
+            clamp_value = torch.finfo(hidden_states.dtype).max - 1000
+            hidden_states = torch.clamp(hidden_states, min=-clamp_value, max=clamp_value)
+
+        return hidden_states
 
 
 class SyntaxMTDecoderLayer(MarianDecoderLayer):
@@ -399,20 +446,47 @@ class SyntaxMTDecoderLayer(MarianDecoderLayer):
         16). `layer_states`: what they read (`Method.decoder_states`, e.g. the keys/values of every decoder context
         sublayer)."""
         past_key_values = pop_cache(past_key_values, kwargs)
+        # Copied from transformers.models.marian.modeling_marian.MarianDecoderLayer.forward, with the sublayer loop
+        # added and the cache under the name `past_key_values` (tests/models/test_upstream_copies.py compares it with
+        # the installed release)
         residual = hidden_states
+
+        # Self Attention
         hidden_states, _ = self.self_attn(
-            hidden_states, past_key_values=past_key_values, attention_mask=attention_mask, **kwargs
+            hidden_states,
+            past_key_values=past_key_values,
+            attention_mask=attention_mask,
+            **kwargs,
         )
         hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
-        hidden_states = self.self_attn_layer_norm(residual + hidden_states)  # E^(n), Eq. 15
+        hidden_states = residual + hidden_states
+        hidden_states = self.self_attn_layer_norm(hidden_states)  # E^(n), Eq. 15
+
         for method in self.sublayer_methods if layer_states else ():
             hidden_states = method.sublayer(self, hidden_states, layer_states)  # e.g. F^(n), Eq. 16
+
+        # Cross-Attention Block
         if encoder_hidden_states is not None:  # Eq. 17
             residual = hidden_states
+
             hidden_states, _ = self.encoder_attn(
-                hidden_states, key_value_states=encoder_hidden_states, attention_mask=encoder_attention_mask,
-                past_key_values=past_key_values, **kwargs,
-            )  # fmt: skip
+                hidden_states,
+                key_value_states=encoder_hidden_states,
+                attention_mask=encoder_attention_mask,
+                past_key_values=past_key_values,
+                **kwargs,
+            )
             hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
-            hidden_states = self.encoder_attn_layer_norm(residual + hidden_states)
-        return _feed_forward(self, hidden_states)  # Eqs. 13 / 18
+            hidden_states = residual + hidden_states
+            hidden_states = self.encoder_attn_layer_norm(hidden_states)
+
+        # Fully Connected
+        residual = hidden_states  # Eq. 18
+        hidden_states = self.activation_fn(self.fc1(hidden_states))
+        hidden_states = nn.functional.dropout(hidden_states, p=self.activation_dropout, training=self.training)
+        hidden_states = self.fc2(hidden_states)
+        hidden_states = nn.functional.dropout(hidden_states, p=self.dropout, training=self.training)
+        hidden_states = residual + hidden_states
+        hidden_states = self.final_layer_norm(hidden_states)
+
+        return hidden_states

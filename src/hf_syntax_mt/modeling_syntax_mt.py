@@ -60,6 +60,19 @@ class SyntaxMTPreTrainedModel(MarianPreTrainedModel):
     # Every Marian weight keeps its name, so Marian checkpoints load as they are; the parameters the methods add
     # (bi-affine U, feature embeddings, alignment biases, ...) are initialised by their `init_weights`.
     _no_split_modules = ["SyntaxMTEncoderLayer", "SyntaxMTDecoderLayer"]
+    # The attention implementations that work, with every method (tests/models/test_attention_implementations.py):
+    # eager, sdpa and flex_attention (the method heads read any mask format, `modeling_layers._additive_mask`). Not
+    # flash attention, which Marian declares: transformers' flash path unpads the cross-attention's queries with the
+    # source's padding mask (transformers issue #35032), so a padded source gives wrong outputs with any model.
+    _supports_flash_attn = False
+
+    def _flash_attn_can_dispatch(self, flash_attn_version: int, *args, **kwargs):
+        """transformers' check of `attn_implementation="flash_attention_*"`: refused (see `_supports_flash_attn`)."""
+        raise UserError(
+            f"attn_implementation='flash_attention_{flash_attn_version}' is not supported: transformers' flash "
+            "attention path gives wrong cross-attention outputs for padded sources in encoder-decoder models "
+            "(transformers issue #35032); use attn_implementation='sdpa' (the default) or 'flex_attention'."
+        )
 
     def __init__(self, config: SyntaxMTConfig, *args, **kwargs):
         config.check_token_ids()  # before Marian's embeddings, whose error names no option
@@ -139,7 +152,9 @@ class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
                 f"The input has {seq_len} tokens but max_position_embeddings={self.max_source_positions}: truncate "
                 "the source (`SyntaxMTPreprocessor(max_source_length=...)` or `tokenizer(..., truncation=True)`)."
             )
-        attention_inputs = {}  # what the attention hooks read, checked and computed once per forward
+        # what the attention hooks read, checked and computed once per forward; the layers hand it to the attention
+        # apart from the kernel's kwargs (no method tensor reaches the kernel)
+        attention_inputs = {}
         for method in active_methods(self.config):
             attention_inputs.update(method.prepare(self.config, inputs, inputs_embeds.shape[:2], attention_mask))
 
@@ -159,7 +174,7 @@ class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
         for layer in self.layers:
             if self.training and self.layerdrop > 0.0 and torch.rand([]) < self.layerdrop:
                 continue
-            hidden_states = layer(hidden_states, mask, **attention_inputs, **kwargs)
+            hidden_states = layer(hidden_states, mask, method_inputs=attention_inputs, **kwargs)
         return SyntaxMTEncoderOutput(last_hidden_state=hidden_states, **output_fields)
 
 

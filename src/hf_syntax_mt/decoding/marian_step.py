@@ -86,6 +86,10 @@ class MarianDecoderStep(nn.Module):
             out += [self._heads(attention.k_proj(memory)), self._heads(attention.v_proj(memory))]
         return out
 
+    # Rewritten from transformers.models.marian.modeling_marian.MarianDecoder.forward and MarianDecoderLayer.forward
+    # for one decoding step in evaluation (no dropout; the self-attention needs no mask, the newest token sees every
+    # earlier one): not a textual copy, so tests/models/test_upstream_copies.py checks its logits against the installed
+    # MarianMTModel's, step by step
     def forward(self, tokens, position, memory_mask, cross: list[torch.Tensor], past: list[torch.Tensor]):
         n = tokens.shape[0]
         sdpa = nn.functional.scaled_dot_product_attention

@@ -84,7 +84,8 @@ class AttentionRecord:
 @dataclass
 class AttentionContext:
     """What a hook sees besides its tensors: the attention module, its site and layer, the additive mask
-    `(B|1, 1, T, S)` or None, the cache, the method inputs (keyword arguments) and the record (or None). The mask
+    `(B|1, 1, T, S)` or None (whatever mask format the configured kernel takes), the cache, the method inputs (what
+    the active methods' `prepare` gave; never the kernel's kwargs) and the record (or None). The mask
     is set for the eager path and SDPA's bias; a score_mod, in FlexAttention, gets padding from the kernel instead
     (`mask` is then None)."""
 
@@ -239,8 +240,8 @@ class Method:
         return embeds
 
     def prepare(self, config, inputs: dict, input_shape: torch.Size, attention_mask) -> dict:
-        """Check this method's encoder inputs once per forward and return the attention keyword arguments they
-        become (e.g. tree weights from `word_index` / `word_heads`)."""
+        """Check this method's encoder inputs once per forward and return the attention inputs they become (the
+        hooks' `ctx.inputs`, e.g. tree weights from `word_index` / `word_heads`; never given to the kernel)."""
         return {}
 
     def encoder_states(self, encoder: nn.Module, config, inputs: dict, batch_size: int) -> tuple[dict, dict]:
