@@ -445,7 +445,12 @@ def check_ctranslate2_folder(directory: str | os.PathLike, what: str | None = No
         raise UserError(f"{what}: {vocabulary_file} holds {len(vocabulary)} tokens, but {directory / 'model.bin'} "
                         f"has {rows} embedding rows: the vocabulary belongs to another export; {_REEXPORT}")  # fmt: skip
     known = set(vocabulary)
-    fields = ("decoder_start_token", "eos_token", "unk_token", *(("bos_token",) if config.get("add_source_bos") else ()))
+    fields = (
+        "decoder_start_token",
+        "eos_token",
+        "unk_token",
+        *(("bos_token",) if config.get("add_source_bos") else ()),
+    )
     for field in fields:  # (bos_token is read only with add_source_bos: the Marian layout has none)
         if isinstance(token := config.get(field), str) and token not in known:
             raise UserError(f"{what}: {directory / 'config.json'} sets {field}={token!r}, which {vocabulary_file.name} "
