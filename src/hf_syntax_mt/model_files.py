@@ -470,7 +470,8 @@ def check_ctranslate2_folder(directory: str | os.PathLike, what: str | None = No
     _check_tokenizer(directory, what, _REEXPORT)
     tokenizer_vocabulary = _tokenizer_vocabulary(directory, what)
     if missing := [t for t in vocabulary if t not in tokenizer_vocabulary]:
-        raise UserError(f"{what}: the tokenizer of {directory} does not know {len(missing)} token(s) of "
+        tokenizer_file = directory / ("tokenizer.json" if (directory / "tokenizer.json").is_file() else "vocab.json")
+        raise UserError(f"{what}: {tokenizer_file} does not know {len(missing)} token(s) of "
                         f"{vocabulary_file.name} ({', '.join(map(repr, missing[:3]))}): it belongs to another model; "
                         f"{_REEXPORT}")  # fmt: skip
     if (directory / "generation_config.json").is_file():

@@ -197,7 +197,7 @@ CT2_DAMAGES = {
     "vocabulary not a list": (lambda f: (f / "shared_vocabulary.json").write_text('{"a": 1}'),
                               "shared_vocabulary.json", r"is not a list of tokens"),
     "tokenizer broken": (lambda f: (f / "tokenizer.json").write_text("{}"), "tokenizer.json", r"is not a tokenizer"),
-    "tokenizer of another model": (foreign_tokenizer, "", r"does not know \d+ token\(s\) of shared_vocabulary.json \('a', 'b', 'c'\): it belongs to another model"),
+    "tokenizer of another model": (foreign_tokenizer, "tokenizer.json", r"does not know \d+ token\(s\) of shared_vocabulary.json \('a', 'b', 'c'\): it belongs to another model"),
     "tokenizer deleted": (lambda f: (f / "tokenizer.json").unlink(), "", r"has no tokenizer"),
     "config.json not JSON": (truncate("config.json"), "config.json", r"is not valid JSON"),
     "export info not JSON": (truncate("hf_syntax_mt_export.json"), "hf_syntax_mt_export.json", r"is not valid JSON"),
