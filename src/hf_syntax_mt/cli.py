@@ -11,7 +11,7 @@ import traceback
 from pathlib import Path
 
 from .cli_args import BUG_REPORT, DEBUG_ENV, build_parser, check_args, one_line, split_debug
-from .errors import UserError, file_error
+from .errors import UserError
 
 __all__ = ["DEBUG_ENV", "build_parser", "main"]
 
@@ -61,43 +61,10 @@ def _hub_snapshot(repo_id: str, flag: str) -> Path:
 
 
 def _check_saved_model(directory: Path, flag_value: str, flag: str = "--model") -> None:
-    """The files a saved model needs, checked before transformers reads them (its messages give advice that does not
-    apply here): a readable config.json whose `model_type` is known, no custom pipeline code declared for the task
-    the CLI runs, and a tokenizer file."""
-    config_file = directory / "config.json"
-    try:
-        config = json.loads(config_file.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise UserError(f"{flag} {flag_value}: {config_file} is not valid JSON ({e}); restore it from the training "
-                         "run's output (or save_pretrained)") from None  # fmt: skip
-    except OSError as e:
-        raise file_error(e, config_file, f"{flag} {flag_value}:") from None
-    if not isinstance(config, dict):
-        raise UserError(f"{flag} {flag_value}: {config_file} holds no JSON object; restore it from the training run")
-    restore = ("the file was edited, or the directory holds another library's model; restore config.json from the "
-               "training run's output (or save the model again with save_pretrained)")  # fmt: skip
-    model_type = config.get("model_type")
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    """The model folder's check (`model_files.check_model_folder`, the one every reader runs), naming the flag."""
+    from .model_files import check_model_folder
 
-    import hf_syntax_mt  # noqa: F401  (registers syntax_mt and syntax_mt_symmetric)
-
-    if not isinstance(model_type, str) or model_type not in CONFIG_MAPPING:
-        raise UserError(f"{flag} {flag_value}: {config_file} has model_type {model_type!r}, which neither "
-                         "hf-syntax-mt (syntax_mt, syntax_mt_symmetric) nor transformers (e.g. marian) knows: "
-                         f"{restore}")  # fmt: skip
-    pipelines = config.get("custom_pipelines")
-    if isinstance(pipelines, dict) and "syntax-translation" in pipelines:
-        raise UserError(f"{flag} {flag_value}: {config_file} declares its own code for the task "
-                         "'syntax-translation' (custom_pipelines), which hf-syntax-mt never writes and does not run: "
-                         f"{restore}")  # fmt: skip
-    tokenizer_files = ("tokenizer.json", "*.spm", "*.model", "vocab.json", "vocab.txt")  # fast, or sentencepiece
-    if not any(f.is_file() for pattern in tokenizer_files for f in directory.glob(pattern)):
-        raise UserError(f"{flag} {flag_value}: {directory} has no tokenizer (no tokenizer.json): copy tokenizer.json "
-                         "and tokenizer_config.json from the training run's output directory, where "
-                         "save_pretrained wrote them beside the model")  # fmt: skip
-    from .model_files import check_model_files  # every file read, not only found: a damaged one is named (issue 49)
-
-    check_model_files(directory, f"{flag} {flag_value}")
+    check_model_folder(directory, f"{flag} {flag_value}")
 
 
 def _write(path: str, text: str, flag: str, make_folder: bool = True) -> None:

@@ -10,29 +10,40 @@ The tensors themselves are not read: the check costs milliseconds whatever the m
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
-from .errors import UserError
+from .errors import UserError, file_error
 
-__all__ = ["check_model_files", "check_generation_config", "check_weights_against_config"]
+__all__ = [
+    "check_ctranslate2_folder", "check_generation_config", "check_marian_folder", "check_model_files",
+    "check_model_folder", "check_weights_against_config",
+]  # fmt: skip
 
 _RESTORE = "restore it from the training run's output directory (or save the model again with save_pretrained)"
 
 
-def _json_object(path: Path, what: str) -> dict:
+def _json_value(path: Path, what: str, fix: str = _RESTORE):
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as e:
         raise UserError(f"{what}: {path} is not UTF-8 text (byte {e.start}), so not JSON: the file is damaged; "
-                        f"{_RESTORE}") from None  # fmt: skip
+                        f"{fix}") from None  # fmt: skip
     except json.JSONDecodeError as e:
         raise UserError(f"{what}: {path} is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}): the file "
-                        f"is truncated or damaged; {_RESTORE}") from None  # fmt: skip
-    except OSError as e:
-        raise UserError(f"{what}: {path} cannot be read ({e.strerror}); {_RESTORE}") from None
+                        f"is truncated or damaged; {fix}") from None  # fmt: skip
+    except RecursionError:
+        raise UserError(f"{what}: {path} is not a JSON file this package reads (nested too deeply): the file is "
+                        f"damaged; {fix}") from None  # fmt: skip
+    except OSError as e:  # no permission, a folder of that name: the system's words and their fix
+        raise file_error(e, path, f"{what}:") from None
+
+
+def _json_object(path: Path, what: str, fix: str = _RESTORE) -> dict:
+    value = _json_value(path, what, fix)
     if not isinstance(value, dict):
-        raise UserError(f"{what}: {path} holds a JSON {type(value).__name__}, not an object; {_RESTORE}")
+        raise UserError(f"{what}: {path} holds a JSON {type(value).__name__}, not an object; {fix}")
     return value
 
 
@@ -84,10 +95,10 @@ def _check_weights(directory: Path, what: str) -> tuple[Path, dict[str, tuple[in
                     "training run's output directory, where save_pretrained wrote it beside config.json")  # fmt: skip
 
 
-def _check_tokenizer(directory: Path, what: str) -> None:
+def _check_tokenizer(directory: Path, what: str, fix: str = _RESTORE) -> None:
     for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json"):
         if (directory / name).is_file():
-            _json_object(directory / name, what)
+            _json_object(directory / name, what, fix)
     if (directory / "tokenizer.json").is_file():  # its structure, read as transformers' fast tokenizer reads it
         from tokenizers import Tokenizer
 
@@ -95,7 +106,7 @@ def _check_tokenizer(directory: Path, what: str) -> None:
             Tokenizer.from_file(str(directory / "tokenizer.json"))
         except Exception as e:  # tokenizers' own Exception: "Model missing.", "data did not match any variant..."
             raise UserError(f"{what}: {directory / 'tokenizer.json'} is not a tokenizer ({e}): the file was edited "
-                            f"or damaged; {_RESTORE}") from None  # fmt: skip
+                            f"or damaged; {fix}") from None  # fmt: skip
     pieces = sorted(p for pattern in ("*.spm", "*.model") for p in directory.glob(pattern) if p.is_file())
     if pieces:
         try:
@@ -107,17 +118,71 @@ def _check_tokenizer(directory: Path, what: str) -> None:
                 sentencepiece.SentencePieceProcessor(model_file=str(path))
             except Exception as e:  # RuntimeError / OSError from the C++ parser
                 raise UserError(f"{what}: {path} is not a readable sentencepiece model ({type(e).__name__}: {e}); "
-                                f"{_RESTORE}") from None  # fmt: skip
+                                f"{fix}") from None  # fmt: skip
+
+
+def check_model_folder(directory: str | os.PathLike, what: str | None = None) -> dict:
+    """The check of a saved model folder that every reader runs before transformers loads it (`translate`,
+    `evaluate --model/--baseline-model`, `export`, the pipeline): a readable ``config.json`` whose ``model_type``
+    hf-syntax-mt or transformers knows, no custom pipeline code for the task the package runs, a tokenizer, and then
+    every file read (`check_model_files`). A Marian folder `save_marian` wrote is such a folder too. ``what`` starts
+    each message (e.g. ``"--model runs/x"``). Returns the config as a dict.
+
+    Raises:
+        UserError: one line naming the file that fails and what to do.
+    """
+    directory = Path(directory)
+    what = what or str(directory)
+    if not directory.is_dir():
+        raise UserError(f"{what}: no such directory {directory}; give the directory a training run or save_pretrained "
+                        "wrote (it holds config.json)")  # fmt: skip
+    config_file = directory / "config.json"
+    if not config_file.is_file():
+        raise UserError(f"{what}: the directory {directory.resolve()} has no config.json, so it is not a saved model; "
+                        "give the directory a training run or save_pretrained wrote.")  # fmt: skip
+    config = _json_object(config_file, what)
+    restore = ("the file was edited, or the directory holds another library's model; restore config.json from the "
+               "training run's output (or save the model again with save_pretrained)")  # fmt: skip
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    import hf_syntax_mt  # noqa: F401  (registers syntax_mt and syntax_mt_symmetric)
+
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or model_type not in CONFIG_MAPPING:
+        raise UserError(f"{what}: {config_file} has model_type {model_type!r}, which neither hf-syntax-mt (syntax_mt, "
+                        f"syntax_mt_symmetric) nor transformers (e.g. marian) knows: {restore}")  # fmt: skip
+    pipelines = config.get("custom_pipelines")
+    if isinstance(pipelines, dict) and "syntax-translation" in pipelines:
+        raise UserError(f"{what}: {config_file} declares its own code for the task 'syntax-translation' "
+                        f"(custom_pipelines), which hf-syntax-mt never writes and does not run: {restore}")  # fmt: skip
+    tokenizer_files = ("tokenizer.json", "*.spm", "*.model", "vocab.json", "vocab.txt")  # fast, or sentencepiece
+    if not any(f.is_file() for pattern in tokenizer_files for f in directory.glob(pattern)):
+        raise UserError(f"{what}: {directory} has no tokenizer (no tokenizer.json): copy tokenizer.json and "
+                        "tokenizer_config.json from the training run's output directory, where save_pretrained wrote "
+                        "them beside the model")  # fmt: skip
+    return check_model_files(directory, what)
+
+
+def check_marian_folder(directory: str | os.PathLike, what: str | None = None) -> dict:
+    """A transformers Marian folder (`save_marian`'s, or an opus-mt checkpoint), as `export --to ctranslate2` reads
+    it: `check_model_folder`, and ``model_type`` ``marian``. Returns the config as a dict."""
+    what = what or str(directory)
+    config = check_model_folder(directory, what)
+    if config.get("model_type") != "marian":
+        raise UserError(f"{what}: {Path(directory) / 'config.json'} holds a {config.get('model_type')!r} model, not "
+                        "a Marian one; give the folder save_marian (hf-syntax-mt export --to marian) wrote")  # fmt: skip
+    return config
 
 
 def check_model_files(directory: str | os.PathLike, what: str | None = None) -> dict:
     """Read the files of a saved model directory: ``config.json`` as a JSON object, the tokenizer's JSON files and
-    sentencepiece models, and the weights' safetensors headers (single file or sharded). ``what`` starts each message
-    (e.g. ``"--model runs/x"``; default: the directory). Returns the config as a dict.
+    sentencepiece models, the token ids of ``config.json`` and ``generation_config.json`` (each in the vocabulary),
+    and the weights' safetensors headers (single file or sharded). ``what`` starts each message (e.g.
+    ``"--model runs/x"``; default: the directory). Returns the config as a dict.
 
     Raises:
         UserError: naming the file that fails and what to do (no config.json, a file that is not JSON or is
-            truncated, weights whose header cannot be read, no weights).
+            truncated, weights whose header cannot be read, no weights, a token id outside the vocabulary).
     """
     directory = Path(directory)
     what = what or str(directory)
@@ -128,12 +193,35 @@ def check_model_files(directory: str | os.PathLike, what: str | None = None) -> 
         raise UserError(f"{what}: {directory} has no config.json, so it is not a saved model; give the directory a "
                         "training run or save_pretrained wrote")  # fmt: skip
     config = _json_object(directory / "config.json", what)
+    vocab_size = config.get("decoder_vocab_size") or config.get("vocab_size")
+    vocab_size = vocab_size if isinstance(vocab_size, int) and not isinstance(vocab_size, bool) else None
+    _check_token_ids(config, directory / "config.json", vocab_size, what, f"correct it; {_RESTORE}")
     _check_tokenizer(directory, what)
     if (directory / "generation_config.json").is_file():
-        check_generation_config(directory, what)
+        check_generation_config(directory, what, vocab_size)
     weights, shapes = _check_weights(directory, what)
     check_weights_against_config(directory, weights, shapes, what)
     return config
+
+
+#: the fields of config.json and generation_config.json that hold token ids (one, a list, or a list of lists)
+_TOKEN_ID_FIELDS = ("decoder_start_token_id", "bos_token_id", "eos_token_id", "pad_token_id", "forced_bos_token_id",
+                    "forced_eos_token_id", "suppress_tokens", "begin_suppress_tokens", "bad_words_ids")  # fmt: skip
+
+
+def _check_token_ids(values: dict, path: Path, vocab_size: int | None, what: str, fix: str) -> None:
+    """Each token id of ``values`` an int from 0 to ``vocab_size - 1`` (transformers loads ``decoder_start_token_id:
+    99999`` and fails at the first ``generate`` with an IndexError)."""
+    if vocab_size is None:
+        return
+    for name in _TOKEN_ID_FIELDS:
+        value = values.get(name)
+        flat = [] if value is None else [value] if not isinstance(value, list) else value
+        flat = [i for v in flat for i in (v if isinstance(v, list) else [v])]
+        bad = [i for i in flat if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < vocab_size]
+        if bad:
+            raise UserError(f"{what}: {path} sets {name}={value!r}, but a token id must be an int from 0 to "
+                            f"{vocab_size - 1} (the model's vocabulary has {vocab_size} tokens); {fix}")  # fmt: skip
 
 
 # the generation settings a saved generation_config.json may hold, with the smallest value that works (and the
@@ -145,11 +233,12 @@ _GENERATION_INTS = {"num_beams": (1, 256), "num_return_sequences": (1, 256), "nu
 _GENERATION_FLOATS = {"temperature": 0.0, "top_p": 0.0, "repetition_penalty": 0.0}  # each must be above this
 
 
-def check_generation_config(directory: str | os.PathLike, what: str | None = None) -> None:
+def check_generation_config(
+    directory: str | os.PathLike, what: str | None = None, vocab_size: int | None = None
+) -> None:
     """``generation_config.json`` read as transformers reads it, and its numbers in range (transformers loads
-    ``num_beams: 0`` and fails at the first ``generate``). Raises `UserError` naming the file, the field and the fix."""
-    import math
-
+    ``num_beams: 0`` and fails at the first ``generate``); given ``vocab_size``, each token id in the vocabulary.
+    Raises `UserError` naming the file, the field and the fix."""
     path = Path(directory) / "generation_config.json"
     what = what or str(directory)
     values = _json_object(path, what)
@@ -172,6 +261,7 @@ def check_generation_config(directory: str | os.PathLike, what: str | None = Non
             or value <= above
         ):
             raise UserError(f"{what}: {path} sets {name}={value!r}, which must be a number above {above:g}; {fix}")
+    _check_token_ids(values, path, vocab_size, what, fix)
     from transformers import GenerationConfig
 
     try:
@@ -248,3 +338,158 @@ def check_weights_against_config(
         raise UserError(f"{what}: {weights} lacks {len(missing)} tensor(s) the model of {config_file} needs "
                         f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): the weights are "
                         f"incomplete, or {restore}")  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------------------------
+# A CTranslate2 folder (`export_to_ctranslate2`'s)
+# --------------------------------------------------------------------------------------------------------------
+_REEXPORT = "export the model again: hf-syntax-mt export --model MODEL_DIR --to ctranslate2 --output NEW_DIR"
+_CT2_DTYPE_BYTES = (4, 1, 2, 4, 2, 2)  # CTranslate2's DataType ids: float32, int8, int16, int32, float16, bfloat16
+
+
+def _ct2_variables(path: Path, what: str) -> dict[str, tuple[int, ...]]:
+    """The variables' names and shapes of a CTranslate2 ``model.bin`` (aliases resolved), read as CTranslate2 writes
+    it (`ModelSpec._serialize`: version, spec name, revision, then each variable's name, shape, type, byte count and
+    bytes, then the aliases), seeking over the data: a truncated or foreign file fails here, whatever its size."""
+    import struct
+
+    size = path.stat().st_size
+
+    def fail(why: str):
+        return UserError(f"{what}: {path} is not a CTranslate2 model file ({why}): it is truncated or damaged; "
+                         f"{_REEXPORT}")  # fmt: skip
+
+    try:
+        with open(path, "rb") as f:
+
+            def read(fmt: str):
+                data = f.read(struct.calcsize(fmt))
+                if len(data) < struct.calcsize(fmt):
+                    raise fail(f"it ends at byte {size}, inside its header")
+                return struct.unpack(fmt, data)[0]
+
+            def string() -> str:
+                data = f.read(read("H"))
+                if not data or data[-1:] != b"\0":
+                    raise fail(f"a name at byte {f.tell() - len(data)} is not a string")
+                return data[:-1].decode("utf-8")
+
+            if not 1 <= (version := read("I")) <= 100:
+                raise fail(f"binary version {version}")
+            if version >= 2:
+                string(), read("I")  # the spec's name and revision
+            shapes = {}
+            for _ in range(read("I")):
+                name, rank = string(), read("B")
+                dims = tuple(read("I") for _ in range(rank))
+                dtype, count = read("B"), read("I")
+                if dtype >= len(_CT2_DTYPE_BYTES) or count != _CT2_DTYPE_BYTES[dtype] * math.prod(dims):
+                    raise fail(f"the variable {name!r} of shape {list(dims)} is said to hold {count} bytes")
+                if f.seek(count, 1) > size:
+                    raise fail(f"the variable {name!r} ends past the file's end ({size} bytes)")
+                shapes[name] = dims
+            aliases = [(string(), string()) for _ in range(read("I"))] if version >= 5 else []
+            if f.tell() != size:
+                raise fail(f"{size - f.tell()} bytes follow its last variable")
+    except UnicodeDecodeError:
+        raise fail("a variable name is not UTF-8") from None
+    except OSError as e:
+        raise UserError(f"{what}: {path} cannot be read ({e.strerror}); {_REEXPORT}") from None
+    for alias, name in aliases:
+        if name in shapes:
+            shapes[alias] = shapes[name]
+    return shapes
+
+
+def _ct2_vocabulary(directory: Path, what: str) -> tuple[Path, list[str]]:
+    """The target vocabulary of a CTranslate2 folder (``shared_vocabulary`` or ``target_vocabulary``, JSON or text)."""
+    for name in ("shared_vocabulary", "target_vocabulary"):
+        if (path := directory / f"{name}.json").is_file():
+            tokens = _json_value(path, what, _REEXPORT)
+            if not isinstance(tokens, list) or not tokens or not all(isinstance(t, str) for t in tokens):
+                raise UserError(f"{what}: {path} is not a list of tokens (JSON strings); {_REEXPORT}")
+            return path, tokens
+        if (path := directory / f"{name}.txt").is_file():
+            try:
+                return path, path.read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError) as e:
+                raise UserError(f"{what}: {path} cannot be read as UTF-8 text ({e}); {_REEXPORT}") from None
+    raise UserError(f"{what}: {directory} has no CTranslate2 vocabulary file (shared_vocabulary.json); {_REEXPORT}")
+
+
+def check_ctranslate2_folder(directory: str | os.PathLike, what: str | None = None) -> dict:
+    """A CTranslate2 folder as `translate` and `CTranslate2Pipeline` read it: CTranslate2's ``config.json`` and
+    ``model.bin`` (its structure, every byte accounted for), the vocabulary (one token per row of the embeddings, the
+    special tokens of config.json in it), the tokenizer copied beside them (readable, knowing every token of the
+    vocabulary), ``generation_config.json`` (numbers in range, token ids in the tokenizer's vocabulary) and
+    ``hf_syntax_mt_export.json``. Returns the latter as a dict ({} where it is absent: a folder CTranslate2's own
+    converter wrote).
+
+    Raises:
+        UserError: one line naming the file that fails and what to do (export the model again).
+    """
+    from .export.ct2 import EXPORT_INFO, QUANTIZATIONS
+
+    directory = Path(directory).expanduser()
+    what = what or str(directory)
+    if not directory.is_dir():
+        raise UserError(f"{what}: no such directory {directory}; give the folder hf-syntax-mt export --to ctranslate2 "
+                        "wrote")  # fmt: skip
+    config = _json_object(directory / "config.json", what, _REEXPORT)
+    if not (directory / "model.bin").is_file():
+        raise UserError(f"{what}: {directory} has no model.bin (CTranslate2's weights); {_REEXPORT}")
+    shapes = _ct2_variables(directory / "model.bin", what)
+    vocabulary_file, vocabulary = _ct2_vocabulary(directory, what)
+    rows = shapes.get("decoder/embeddings/weight", (None,))[0]
+    if rows is not None and rows != len(vocabulary):
+        raise UserError(f"{what}: {vocabulary_file} holds {len(vocabulary)} tokens, but {directory / 'model.bin'} "
+                        f"has {rows} embedding rows: the vocabulary belongs to another export; {_REEXPORT}")  # fmt: skip
+    known = set(vocabulary)
+    fields = (
+        "decoder_start_token",
+        "eos_token",
+        "unk_token",
+        *(("bos_token",) if config.get("add_source_bos") else ()),
+    )
+    for field in fields:  # (bos_token is read only with add_source_bos: the Marian layout has none)
+        if isinstance(token := config.get(field), str) and token not in known:
+            raise UserError(f"{what}: {directory / 'config.json'} sets {field}={token!r}, which {vocabulary_file.name} "
+                            f"does not hold; {_REEXPORT}")  # fmt: skip
+    info = {}
+    if (info_file := directory / EXPORT_INFO).is_file():
+        info = _json_object(info_file, what, _REEXPORT)
+        positions, quantization = info.get("max_position_embeddings"), info.get("quantization")
+        if info.get("format") != "ctranslate2":
+            raise UserError(f"{what}: {info_file} sets format={info.get('format')!r}, not 'ctranslate2'; {_REEXPORT}")
+        if positions is not None and (isinstance(positions, bool) or not isinstance(positions, int) or positions < 1):
+            raise UserError(f"{what}: {info_file} sets max_position_embeddings={positions!r}, which must be an int "
+                            f">= 1; {_REEXPORT}")  # fmt: skip
+        if quantization is not None and quantization not in QUANTIZATIONS:
+            raise UserError(f"{what}: {info_file} sets quantization={quantization!r}, which is not a CTranslate2 "
+                            f"weight type ({', '.join(QUANTIZATIONS)}); {_REEXPORT}")  # fmt: skip
+    _check_tokenizer(directory, what, _REEXPORT)
+    tokenizer_vocabulary = _tokenizer_vocabulary(directory, what)
+    if missing := [t for t in vocabulary if t not in tokenizer_vocabulary]:
+        tokenizer_file = directory / ("tokenizer.json" if (directory / "tokenizer.json").is_file() else "vocab.json")
+        raise UserError(f"{what}: {tokenizer_file} does not know {len(missing)} token(s) of "
+                        f"{vocabulary_file.name} ({', '.join(map(repr, missing[:3]))}): it belongs to another model; "
+                        f"{_REEXPORT}")  # fmt: skip
+    if (directory / "generation_config.json").is_file():
+        check_generation_config(directory, what, max(tokenizer_vocabulary.values()) + 1)
+    return info
+
+
+def _tokenizer_vocabulary(directory: Path, what: str) -> dict[str, int]:
+    """Token -> id of the tokenizer files of a CTranslate2 folder (``tokenizer.json``, or a Marian sentencepiece
+    tokenizer's ``vocab.json``)."""
+    if (directory / "tokenizer.json").is_file():
+        from tokenizers import Tokenizer
+
+        return Tokenizer.from_file(str(directory / "tokenizer.json")).get_vocab(with_added_tokens=True)
+    if (directory / "vocab.json").is_file():
+        vocab = _json_object(directory / "vocab.json", what, _REEXPORT)
+        if vocab and all(isinstance(i, int) and not isinstance(i, bool) for i in vocab.values()):
+            return vocab
+        raise UserError(f"{what}: {directory / 'vocab.json'} is not a token -> id object; {_REEXPORT}")
+    raise UserError(f"{what}: {directory} has no tokenizer (no tokenizer.json or vocab.json beside model.bin); "
+                    f"{_REEXPORT}")  # fmt: skip

@@ -68,11 +68,28 @@ class SyntaxTranslationPipeline(Pipeline):
 
         check_engine(engine)
         super().__init__(*args, **kwargs)
+        self._check_model_folder()
         # Marian positions start at 0 on the left: pad encoder inputs on the right.
         self.tokenizer.padding_side = "right"
         self.parser = self._resolve_parser(parser)
         self.engine = engine
         self._decoder = make_engine(engine, self.model)  # None: model.generate
+
+    def _check_model_folder(self) -> None:
+        """The folder the model was loaded from, checked as every reader checks it (`model_files.check_model_folder`):
+        transformers loads a ``config.json`` with an extra layer by starting that layer from random weights, and a
+        ``generation_config.json`` whose ``decoder_start_token_id`` is outside the vocabulary fails in ``generate``."""
+        import importlib
+        import os
+
+        try:  # the installed package's check, by name: a model's remote-code copy (which bundles what it imports
+            # relatively) runs without the package, and then without this check
+            check_model_folder = importlib.import_module("hf_syntax_mt.model_files").check_model_folder
+        except ImportError:
+            return
+        folder = getattr(self.model, "name_or_path", None)
+        if isinstance(folder, str) and folder and os.path.isdir(folder):
+            check_model_folder(folder, f"model {folder}")
 
     def _needs_parse(self) -> bool:
         return bool(getattr(self.model.config, "needs_source_parse", False))  # a plain Marian config has none

@@ -6,6 +6,8 @@ ids `generate` gives)."""
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
 import os
 from pathlib import Path
 
@@ -17,6 +19,8 @@ from .search import generate_with
 
 #: where exported decoders are kept (one file per set of decoder weights); `HF_SYNTAX_MT_CACHE` moves it
 CACHE_ENV = "HF_SYNTAX_MT_CACHE"
+
+logger = logging.getLogger("hf_syntax_mt.decoding")
 
 
 def default_cache_dir() -> Path:
@@ -71,12 +75,12 @@ class OnnxDecoder:
         config = model.config
         self.layers, self.heads = config.decoder_layers, config.decoder_attention_heads
         self.head_dim = config.d_model // self.heads
-        graph = self._graph(Path(cache_dir) if cache_dir is not None else default_cache_dir(), cache)
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or torch.get_num_threads()
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
-        self.session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+        self._new_session = lambda graph: ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+        self.session = self._session(Path(cache_dir) if cache_dir is not None else default_cache_dir(), cache)
         self.input_names = [i.name for i in self.session.get_inputs()]
 
     def _key(self) -> str:
@@ -99,19 +103,30 @@ class OnnxDecoder:
         digest.update(type(self.step.layers[0].activation_fn).__name__.encode())
         return digest.hexdigest()[:32]
 
-    def _graph(self, cache_dir: Path, cache: bool):
-        """The exported decoder step: a cached file's path, or the serialised graph."""
-        path = cache_dir / f"decoder-{self._key()}.onnx" if cache else None
-        if path is not None and path.is_file():
-            return str(path)
+    def _session(self, cache_dir: Path, cache: bool):
+        """The ONNX Runtime session of the decoder step: the cached graph where `check_onnx_cache_entry` passes it
+        and ONNX Runtime loads it with the step's inputs and outputs; else (no entry, or one that fails: dropped with
+        a warning naming it and why) the step exported again, and cached."""
+        key = self._key()
+        path = cache_dir / f"decoder-{key}.onnx" if cache else None
+        if path is not None and (path.exists() or _record_of(path).exists()):
+            reason = check_onnx_cache_entry(path, key)
+            if reason is None:
+                try:
+                    session = self._new_session(str(path))
+                    inputs, outputs = len(session.get_inputs()), len(session.get_outputs())
+                    if (inputs, outputs) == (3 + 4 * self.layers, 1 + 2 * self.layers):
+                        return session
+                    reason = f"has {inputs} inputs and {outputs} outputs, not the decoder step's"
+                except Exception as e:  # onnxruntime's own (InvalidProtobuf, InvalidGraph, Fail, ...): rebuilt
+                    reason = f"ONNX Runtime cannot load ({type(e).__name__}: {str(e).splitlines()[0][:200]})"
+            logger.warning("ONNX decoder cache: dropped %s, which %s; exporting the decoder again (the cache is %s, "
+                           "set by %s)", path, reason, cache_dir, CACHE_ENV)  # fmt: skip
+            _drop(path)
         proto = self._export()
-        if path is None:
-            return proto
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.part")
-        partial.write_bytes(proto)
-        partial.replace(path)  # atomic: a concurrent reader never sees half a file
-        return str(path)
+        if path is not None:
+            _store(path, proto, key)
+        return self._new_session(proto)
 
     def _export(self) -> bytes:
         import logging
@@ -189,4 +204,67 @@ class _OrtRows:
             self.mask = self.mask[index]
 
 
-__all__ = ["CACHE_ENV", "OnnxDecoder", "default_cache_dir"]
+def _record_of(path: Path) -> Path:
+    return path.with_suffix(".json")
+
+
+def check_onnx_cache_entry(path: Path, key: str) -> str | None:
+    """Why the cached decoder graph ``path`` cannot be used (None: it can): its record (``decoder-KEY.json``, written
+    after the graph) must name this ``key`` and give the graph's size and sha256, so that a truncated, half-copied or
+    replaced graph is found before ONNX Runtime reads it, and the graph must pass `onnx.checker`."""
+    record_file = _record_of(path)
+    if not path.is_file():
+        return "has a record but no graph"
+    try:
+        record = json.loads(record_file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return f"has no record {record_file.name} (an earlier version's entry, or one cut short while written)"
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+        return f"has a record {record_file.name} that cannot be read ({type(e).__name__})"
+    if not isinstance(record, dict) or record.get("key") != key:
+        return f"has a record {record_file.name} of another decoder"
+    size = path.stat().st_size
+    if record.get("bytes") != size:
+        return f"holds {size} bytes where its record says {record.get('bytes')!r} (truncated or replaced)"
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    if record.get("sha256") != digest.hexdigest():
+        return "does not have the sha256 its record gives (damaged or replaced)"
+    try:
+        import onnx
+
+        onnx.checker.check_model(str(path))
+    except ImportError:  # onnxscript brings onnx; without it ONNX Runtime's load is the check
+        pass
+    except Exception as e:  # onnx's ValidationError, a protobuf DecodeError
+        return f"is not a valid ONNX graph ({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''})"
+    return None
+
+
+def _drop(path: Path) -> None:
+    for file in (path, _record_of(path)):
+        try:
+            file.unlink(missing_ok=True)
+        except OSError as e:  # a read-only cache: the new graph is used from memory (`_store` says so)
+            logger.warning("ONNX decoder cache: cannot delete %s (%s)", file, e.strerror)
+
+
+def _store(path: Path, proto: bytes, key: str) -> None:
+    """The graph and then its record, each written to a temporary file and renamed into place (atomic: a concurrent
+    reader sees a whole file or none, and a graph without its record is rebuilt). A cache that cannot be written is
+    a warning: the graph is used from memory."""
+    record = {"key": key, "bytes": len(proto), "sha256": hashlib.sha256(proto).hexdigest()}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for target, data in ((path, proto), (_record_of(path), json.dumps(record).encode())):
+            partial = target.with_name(f"{target.name}.{os.getpid()}.part")
+            partial.write_bytes(data)
+            partial.replace(target)
+    except OSError as e:
+        logger.warning("ONNX decoder cache: cannot write %s (%s); the decoder is exported again on each run until "
+                       "%s points at a folder that can be written", path, e.strerror, CACHE_ENV)  # fmt: skip
+
+
+__all__ = ["CACHE_ENV", "OnnxDecoder", "check_onnx_cache_entry", "default_cache_dir"]

@@ -8,18 +8,20 @@ import sys
 from pathlib import Path
 
 from ..errors import UserError
-from .serve import CTranslate2Pipeline
+from .serve import CTranslate2Pipeline, exported_kind
 
 
 def export_command(args) -> int:
     """`hf-syntax-mt export --model DIR --to marian|ctranslate2 --output OUT [--quantization Q]`."""
+    from ..model_files import check_model_folder
     from .ct2 import export_to_ctranslate2
     from .marian import check_exportable, check_output_directory, save_marian
 
     source = Path(args.model).expanduser()
-    if not (source / "config.json").is_file():
-        what = "no such directory" if not source.exists() else "no config.json there"
-        raise UserError(f"--model {args.model}: {what}; give the directory a training run or save_pretrained wrote.")
+    if exported_kind(source) == "ctranslate2":
+        raise UserError(f"--model {args.model} is a CTranslate2 folder (an export's output): give the model "
+                        "directory it was exported from.")  # fmt: skip
+    check_model_folder(source, f"--model {args.model}")  # as translate checks it: a damaged file is named
     if args.to == "marian" and args.quantization is not None:
         raise UserError("--quantization is a CTranslate2 weight type: it goes with --to ctranslate2 (a Marian export "
                         "keeps the model's own dtype); leave it out or add --to ctranslate2.")  # fmt: skip
@@ -44,6 +46,9 @@ def translate_ctranslate2(args) -> int:
     from ..data.readers import split_lines
     from ..generation_defaults import decoding_of
     from ..inference import read_translation_input, translate_lines, write_output
+    from ..model_files import check_ctranslate2_folder
+
+    check_ctranslate2_folder(args.model, f"--model {args.model}")  # before reading the input: a damaged file named
 
     refused = {"parser": "reads no parse", "random_context": "has no document context", "bf16": "computes in the "
                "type it was exported with (export --quantization bfloat16 for bfloat16 weights)"}  # fmt: skip

@@ -161,17 +161,6 @@ def _registered(converters, loader):
             registry["MarianConfig"] = previous
 
 
-def _model_type(model_dir: Path) -> str | None:
-    config_file = model_dir / "config.json"
-    if not config_file.is_file():
-        raise UserError(f"{model_dir} has no config.json: give a model directory (save_pretrained or a training "
-                        "run wrote it).")  # fmt: skip
-    try:
-        return json.loads(config_file.read_text(encoding="utf-8")).get("model_type")
-    except (UnicodeDecodeError, json.JSONDecodeError, AttributeError) as e:
-        raise UserError(f"{config_file} is not a model config ({e}).") from None
-
-
 def export_to_ctranslate2(model_dir, output_dir, quantization: str = "float32") -> Path:
     """Convert a model directory to a CTranslate2 model directory with CTranslate2's own converter.
 
@@ -191,11 +180,13 @@ def export_to_ctranslate2(model_dir, output_dir, quantization: str = "float32") 
         raise UserError(f"quantization={quantization!r} is not a CTranslate2 weight type: use one of "
                         f"{', '.join(QUANTIZATIONS)}.")  # fmt: skip
     ctranslate2, converters = _ctranslate2()
+    from ..model_files import check_model_folder
+
     source = Path(model_dir).expanduser()
     if not source.is_dir():
         raise UserError(f"{model_dir}: no such model directory.")
     out = check_output_directory(output_dir, "output_dir", source=source)
-    model_type = _model_type(source)
+    model_type = check_model_folder(source, f"model_dir {model_dir}").get("model_type")
     with tempfile.TemporaryDirectory(prefix="hf-syntax-mt-export-") as tmp:
         marian_dir = source
         if model_type != "marian":

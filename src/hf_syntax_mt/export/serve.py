@@ -18,22 +18,24 @@ from .ct2 import EXPORT_INFO, _ctranslate2
 
 
 def exported_kind(path) -> str | None:
-    """`"ctranslate2"` for a CTranslate2 model directory (its `model.bin` and a `config.json` without `model_type`),
-    `"marian"` for a transformers Marian directory, else None."""
+    """`"ctranslate2"` for a CTranslate2 model directory (its `model.bin` or `hf_syntax_mt_export.json`, and a
+    `config.json` without `model_type`, or one that cannot be read beside no `model.safetensors`: the CTranslate2
+    folder's check names it), `"marian"` for a transformers Marian directory, else None."""
     try:
         directory = Path(path).expanduser()
     except RuntimeError:  # "~nobody/x": `_model_directory` names it
         return None
+    ct2_files = (directory / "model.bin").is_file() or (directory / EXPORT_INFO).is_file()
     config_file = directory / "config.json"
     if not config_file.is_file():
-        return None
+        return "ctranslate2" if ct2_files and not (directory / "model.safetensors").exists() else None
     try:
         config = json.loads(config_file.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return None  # the model loaders name the damaged file
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        config = None  # the folder's check names the damaged file
     if not isinstance(config, dict):
-        return None
-    if "model_type" not in config and ((directory / "model.bin").is_file() or (directory / EXPORT_INFO).is_file()):
+        return "ctranslate2" if ct2_files and not (directory / "model.safetensors").exists() else None
+    if "model_type" not in config and ct2_files:
         return "ctranslate2"
     return "marian" if config.get("model_type") == "marian" else None
 
@@ -63,13 +65,25 @@ class CTranslate2Pipeline:
                  compute_type: str = "default"):  # fmt: skip
         from transformers import AutoTokenizer, GenerationConfig
 
+        from ..model_files import check_ctranslate2_folder
+
         ctranslate2, _ = _ctranslate2()
         directory = Path(directory).expanduser()
-        self.translator = ctranslate2.Translator(str(directory), device=device, device_index=device_index,
-                                                 intra_threads=threads, compute_type=compute_type)  # fmt: skip
+        info = check_ctranslate2_folder(directory)  # every file read first: a damaged one is named, with the fix
+        try:
+            self.translator = ctranslate2.Translator(str(directory), device=device, device_index=device_index,
+                                                     intra_threads=threads, compute_type=compute_type)  # fmt: skip
+        except (RuntimeError, ValueError) as e:  # what the check cannot see (e.g. a spec this release cannot run)
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            if "compute type" in first.lower():  # the machine, not the folder
+                raise UserError(f"{directory}: CTranslate2 cannot compute in {compute_type} on this {device} ({first}); "
+                                "give another --compute-type (auto: the fastest this machine has)") from None  # fmt: skip
+            if device != "cpu":  # a GPU that cannot run it is not the folder's fault
+                raise
+            raise UserError(f"{directory}: CTranslate2 {ctranslate2.__version__} cannot load {directory / 'model.bin'} "
+                            f"({first}); export the model again with this release (hf-syntax-mt export --to "
+                            "ctranslate2)") from None  # fmt: skip
         self.tokenizer = AutoTokenizer.from_pretrained(directory)
-        info_file = directory / EXPORT_INFO
-        info = json.loads(info_file.read_text(encoding="utf-8")) if info_file.is_file() else {}
         # max_position_embeddings: the pipeline's source truncation and generate's output cap
         self.max_source_length = info.get("max_position_embeddings") or 512
         self.vocabulary = set(_vocabulary(directory))
@@ -143,9 +157,6 @@ class CTranslate2Pipeline:
 
 def _vocabulary(directory: Path) -> list[str]:
     """The target tokens of a CTranslate2 directory (`shared_vocabulary` or `target_vocabulary`, JSON or text)."""
-    for name in ("shared_vocabulary", "target_vocabulary"):
-        if (directory / f"{name}.json").is_file():
-            return json.loads((directory / f"{name}.json").read_text(encoding="utf-8"))
-        if (directory / f"{name}.txt").is_file():
-            return (directory / f"{name}.txt").read_text(encoding="utf-8").splitlines()
-    raise UserError(f"{directory} has no CTranslate2 vocabulary file (shared_vocabulary.json): export it again.")
+    from ..model_files import _ct2_vocabulary
+
+    return _ct2_vocabulary(directory, str(directory))[1]
