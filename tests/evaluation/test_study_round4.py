@@ -164,3 +164,18 @@ def test_the_aggregate_tests_each_hypothesis_over_complete_blocks(tmp_path, monk
     assert f"| {r2.format_p(adjusted[('en->de, seeds 0-5', 'H2')])} |" in verdict
     assert "| low-all3-seed0 (round three) |" in text and "| fren-all3-seed1 |" in text
     assert "low-vanilla-seed5" in text  # listed among the units, though its block is incomplete
+
+
+def test_every_committed_unit_file_loads_and_names_its_machine_and_commit():
+    """The committed round-four units (if any yet): every hypothesis file matches its recorded sha256 and sentence
+    count (`load_units`), each unit records its machine kind and its commit, and the units of one seed share both
+    (a block is one machine kind and one commit, docs/studies/round4.md)."""
+    from benchmarks.machine import kind
+
+    units = r4.load_units(r4.RESULTS)
+    by_block = {}
+    for u in units:
+        assert u["machine"]["cpu"] and u["machine"]["torch_cpu_capability"] and len(u["commit"]) == 40
+        assert r4.parse_unit(u["unit"]) == (u["setting"], u["method"], u["seed"])
+        by_block.setdefault((u["setting"], u["seed"]), set()).add((kind(u["machine"]), u["commit"]))
+    assert all(len(v) == 1 for v in by_block.values()), by_block
