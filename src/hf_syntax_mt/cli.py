@@ -12,59 +12,9 @@ from pathlib import Path
 
 from .cli_args import BUG_REPORT, DEBUG_ENV, build_parser, check_args, one_line, split_debug
 from .errors import UserError
+from .model_files import _check_saved_model, _model_directory  # noqa: F401  (the readers' check, named by flag)
 
 __all__ = ["DEBUG_ENV", "build_parser", "main"]
-
-
-def _model_directory(path: str, flag: str = "--model") -> str:
-    """``--model`` of translate / align / uas / contrastive / evaluate: an existing model directory, checked against
-    itself (`model_files.check_model_files`), else a `UserError` naming the flag and the path. A Hub id
-    (``org/name``, no such local folder) is fetched here, where its failure (offline, no such repository) is named,
-    and its files are checked as a local directory's."""
-    try:
-        p = Path(path).expanduser()
-    except RuntimeError as e:  # ~user of a user who does not exist
-        raise UserError(f"{flag} {path}: {e}; give the model directory's full path") from None
-    if p.is_dir():
-        if not (p / "config.json").is_file():
-            raise UserError(f"{flag} {path}: the directory {p.resolve()} has no config.json, so it is not a saved "
-                             "model; give the directory a training run or save_pretrained wrote.")  # fmt: skip
-        _check_saved_model(p, path, flag)
-        return str(p)
-    if p.exists():
-        raise UserError(f"{flag} {path} is a file; give the model's directory (the one holding config.json).")
-    hub_like = (
-        not p.is_absolute() and path.count("/") == 1 and not path.startswith((".", "~")) and not p.parent.is_dir()
-    )
-    if not hub_like:
-        raise UserError(f"{flag} {path}: no such directory ({p.resolve()}); give the directory a training run or "
-                         "save_pretrained wrote (it holds config.json).")  # fmt: skip
-    local = _hub_snapshot(path, flag)
-    _check_saved_model(local, path, flag)
-    return str(local)
-
-
-def _hub_snapshot(repo_id: str, flag: str) -> Path:
-    """The local copy of a Hub model (config, tokenizer, safetensors weights only: the package reads no pickle);
-    any failure to get it (offline, no such repository, a gated one) is the user's to fix, named here."""
-    try:
-        from huggingface_hub import snapshot_download
-
-        return Path(
-            snapshot_download(repo_id, allow_patterns=["*.json", "*.safetensors", "*.spm", "*.model", "*.txt"])
-        )
-    except Exception as e:  # HfHubHTTPError, LocalEntryNotFoundError, OfflineModeIsEnabled, HFValidationError, ...
-        raise UserError(f"{flag} {repo_id}: no such local directory, and it could not be fetched from the Hugging "
-                        f"Face Hub ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); give the "
-                        "directory a training run or save_pretrained wrote, or check the model id and the "
-                        "network (HF_HUB_OFFLINE)") from None  # fmt: skip
-
-
-def _check_saved_model(directory: Path, flag_value: str, flag: str = "--model") -> None:
-    """The model folder's check (`model_files.check_model_folder`, the one every reader runs), naming the flag."""
-    from .model_files import check_model_folder
-
-    check_model_folder(directory, f"{flag} {flag_value}")
 
 
 def _write(path: str, text: str, flag: str, make_folder: bool = True) -> None:

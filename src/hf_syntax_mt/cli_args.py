@@ -248,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--num-beams", type=BEAMS, help="beam size (1: greedy decoding; default: the model's generation "
                    "config, which a training run writes: the decoding its test scores name)")  # fmt: skip
     _device_arguments(t, "translate")
-    ctranslate2_arguments(t)  # --threads, --compute-type
+    ctranslate2_arguments(t, int_range)  # --threads, --compute-type
     t.add_argument("--engine", choices=["generate", "onnxruntime"], default="generate", help="how to decode: "
                    "generate (transformers, default) or onnxruntime (the model's encoder in torch, Marian's decoder "
                    "in ONNX Runtime: the same translations, faster on a CPU; for models whose decoder is Marian's, "

@@ -26,10 +26,9 @@ CT2_COMPUTE_TYPES = ("default", "auto", *CT2_QUANTIZATIONS)
 MAX_THREADS = 1024
 
 
-def ctranslate2_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--threads`` and ``--compute-type`` of `translate` (a CTranslate2 folder only: `refuse_engine_flags`)."""
-    from .cli_args import int_range
-
+def ctranslate2_arguments(parser: argparse.ArgumentParser, int_range) -> None:
+    """``--threads`` and ``--compute-type`` of `translate` (a CTranslate2 folder only: `refuse_engine_flags`);
+    ``int_range`` is `cli_args.int_range` (passed in: cli_args imports this module)."""
     parser.add_argument("--threads", type=int_range(0, MAX_THREADS), help="a CTranslate2 folder (export --to "
                         "ctranslate2): the CPU threads of one translation (CTranslate2's intra_threads; default 0, "
                         "CTranslate2's own choice); printed on stderr")  # fmt: skip

@@ -14,7 +14,7 @@ import math
 import os
 from pathlib import Path
 
-from .errors import UserError, file_error
+from .errors import UserError, UserTypeError, file_error
 
 __all__ = [
     "check_ctranslate2_folder", "check_generation_config", "check_marian_folder", "check_model_files",
@@ -239,6 +239,13 @@ def check_generation_config(
     """``generation_config.json`` read as transformers reads it, and its numbers in range (transformers loads
     ``num_beams: 0`` and fails at the first ``generate``); given ``vocab_size``, each token id in the vocabulary.
     Raises `UserError` naming the file, the field and the fix."""
+    if vocab_size is not None:
+        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
+            raise UserTypeError(
+                f"vocab_size must be an int (the model's vocabulary size), got {type(vocab_size).__name__}"
+            )
+        if not 1 <= vocab_size <= 10**9:
+            raise UserError(f"vocab_size {vocab_size}: give the model's vocabulary size (1 to 10**9)")
     path = Path(directory) / "generation_config.json"
     what = what or str(directory)
     values = _json_object(path, what)
@@ -428,7 +435,7 @@ def check_ctranslate2_folder(directory: str | os.PathLike, what: str | None = No
     Raises:
         UserError: one line naming the file that fails and what to do (export the model again).
     """
-    from .export.ct2 import EXPORT_INFO, QUANTIZATIONS
+    from .export.layout import EXPORT_INFO, QUANTIZATIONS
 
     directory = Path(directory).expanduser()
     what = what or str(directory)
@@ -493,3 +500,52 @@ def _tokenizer_vocabulary(directory: Path, what: str) -> dict[str, int]:
         raise UserError(f"{what}: {directory / 'vocab.json'} is not a token -> id object; {_REEXPORT}")
     raise UserError(f"{what}: {directory} has no tokenizer (no tokenizer.json or vocab.json beside model.bin); "
                     f"{_REEXPORT}")  # fmt: skip
+
+
+def _model_directory(path: str, flag: str = "--model") -> str:
+    """``--model`` of translate / align / uas / contrastive / evaluate: an existing model directory, checked against
+    itself (`model_files.check_model_files`), else a `UserError` naming the flag and the path. A Hub id
+    (``org/name``, no such local folder) is fetched here, where its failure (offline, no such repository) is named,
+    and its files are checked as a local directory's."""
+    try:
+        p = Path(path).expanduser()
+    except RuntimeError as e:  # ~user of a user who does not exist
+        raise UserError(f"{flag} {path}: {e}; give the model directory's full path") from None
+    if p.is_dir():
+        if not (p / "config.json").is_file():
+            raise UserError(f"{flag} {path}: the directory {p.resolve()} has no config.json, so it is not a saved "
+                             "model; give the directory a training run or save_pretrained wrote.")  # fmt: skip
+        _check_saved_model(p, path, flag)
+        return str(p)
+    if p.exists():
+        raise UserError(f"{flag} {path} is a file; give the model's directory (the one holding config.json).")
+    hub_like = (
+        not p.is_absolute() and path.count("/") == 1 and not path.startswith((".", "~")) and not p.parent.is_dir()
+    )
+    if not hub_like:
+        raise UserError(f"{flag} {path}: no such directory ({p.resolve()}); give the directory a training run or "
+                         "save_pretrained wrote (it holds config.json).")  # fmt: skip
+    local = _hub_snapshot(path, flag)
+    _check_saved_model(local, path, flag)
+    return str(local)
+
+
+def _hub_snapshot(repo_id: str, flag: str) -> Path:
+    """The local copy of a Hub model (config, tokenizer, safetensors weights only: the package reads no pickle);
+    any failure to get it (offline, no such repository, a gated one) is the user's to fix, named here."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(
+            snapshot_download(repo_id, allow_patterns=["*.json", "*.safetensors", "*.spm", "*.model", "*.txt"])
+        )
+    except Exception as e:  # HfHubHTTPError, LocalEntryNotFoundError, OfflineModeIsEnabled, HFValidationError, ...
+        raise UserError(f"{flag} {repo_id}: no such local directory, and it could not be fetched from the Hugging "
+                        f"Face Hub ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); give the "
+                        "directory a training run or save_pretrained wrote, or check the model id and the "
+                        "network (HF_HUB_OFFLINE)") from None  # fmt: skip
+
+
+def _check_saved_model(directory: Path, flag_value: str, flag: str = "--model") -> None:
+    """The model folder's check (`model_files.check_model_folder`, the one every reader runs), naming the flag."""
+    check_model_folder(directory, f"{flag} {flag_value}")

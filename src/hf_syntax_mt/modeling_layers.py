@@ -269,7 +269,7 @@ class SyntaxMTAttention(MarianAttention):
         kinds = {m.fused for m, *_ in groups}
         if "score_mod" in kinds:
             try:
-                return self._flex(ctx, query, key, value, groups, causal)
+                return self._flex(ctx, query, key, value, groups, attention_mask, causal)
             except Exception as error:  # noqa: BLE001 - a kernel that cannot run here must not stop the run
                 if fused_kernels.limit_reached(error):  # dynamo's recompile limit, or dynamo disabled
                     fused_kernels.warn_not_compiled()
@@ -304,7 +304,7 @@ class SyntaxMTAttention(MarianAttention):
         out = torch.matmul(nn.functional.dropout(probs, p=dropout, training=self.training), value)  # (B, n, T, d)
         return out.transpose(1, 2), probs
 
-    def _flex(self, ctx: AttentionContext, query, key, value, groups, causal: bool) -> torch.Tensor:
+    def _flex(self, ctx: AttentionContext, query, key, value, groups, attention_mask, causal: bool) -> torch.Tensor:
         """The heads of `query` `(B, h, T, d)` in one FlexAttention call (`fused_kernels.flex`) whose score_mod applies
         each fused group's `score_mod` to its heads (`groups`: (method, first, stop) in these heads, then in the
         layer), padding given as `(B, S)` key-valid (read from the additive mask, whatever format the configured
@@ -312,7 +312,10 @@ class SyntaxMTAttention(MarianAttention):
         mods = [m.score_mod(ctx, start, stop) for m, a, b, start, stop in groups]
         B, h, T, _ = query.shape
         group, rank = self._flex_heads(tuple((a, b) for _, a, b, _, _ in groups), h, query.device)
-        valid = fused_kernels.key_valid(ctx.mask, B, key.shape[2], query.device)  # (B, S)
+        # eager's and sdpa's own masks as before (None without padding: one graph fewer); a BlockMask or flash's
+        # (B, S) read through the normalised additive mask
+        plain = attention_mask is None or (torch.is_tensor(attention_mask) and attention_mask.dim() == 4)
+        valid = fused_kernels.key_valid(attention_mask if plain else ctx.mask, B, key.shape[2], query.device)  # (B, S)
         out = fused_kernels.flex(query, key, value, mods, group, rank, valid, causal, self.scaling)  # (B, h, T, d)
         return out.transpose(1, 2)  # (B, T, h, d)
 

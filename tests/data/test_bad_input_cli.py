@@ -88,7 +88,7 @@ def test_argparse_errors_and_range_errors_come_before_torch():
     for argv, message in ((["translate", "--model", "m", "--nope"], "unrecognized arguments: --nope"),
                           (["uas", "--model", "m", "--conllu", "g", "--batch-size", "0"], "--batch-size: must be at least 1, got 0")):  # fmt: skip
         status, _, err, imported = launcher(*argv)
-        assert status == 2 and err.splitlines()[-1].endswith(message), err
+        assert status == 2 and message in err.splitlines()[-1], err  # a typo's did-you-mean may follow
         assert imported == "IMPORTED []"
 
 

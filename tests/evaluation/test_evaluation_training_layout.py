@@ -18,7 +18,8 @@ EVALUATION = ("hf_syntax_mt.evaluation",)
 TRAINING = ("hf_syntax_mt.training",)
 #: The end-to-end training command's scoring and writing: it scores what it trained (the only training modules that
 #: import evaluation).
-COMPOSERS = {"hf_syntax_mt.training.scoring", "hf_syntax_mt.training.run_outputs"}
+# distill: a teacher is named by its signature and run file, as the scores name a model
+COMPOSERS = {"hf_syntax_mt.training.scoring", "hf_syntax_mt.training.run_outputs", "hf_syntax_mt.training.distill"}
 
 
 def modules(package: str) -> list[Path]:

@@ -16,44 +16,15 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..cli_args import CT2_QUANTIZATIONS as QUANTIZATIONS
 from ..errors import UserError
+from .layout import EXPORT_INFO, MIN_CTRANSLATE2, QUANTIZATIONS, _ctranslate2  # noqa: F401  (names of this module)
 from .marian import check_exportable, check_output_directory, save_marian
 
-#: the oldest CTranslate2 release the export was tested with (the `deploy` extra's floor)
-MIN_CTRANSLATE2 = "4.0.0"
 #: files copied from the Marian directory, so that the CTranslate2 directory translates on its own
 TOKENIZER_FILES = (
     "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "vocab.json",
     "source.spm", "target.spm", "target_vocab.json", "generation_config.json",
 )  # fmt: skip
-#: written beside CTranslate2's files: what the directory was exported from (read by `translate`)
-EXPORT_INFO = "hf_syntax_mt_export.json"
-
-
-def _ctranslate2():
-    """`ctranslate2` and its converter module, or a `UserError` naming the extra to install / the release to use."""
-    try:
-        import ctranslate2
-        from ctranslate2.converters import transformers as converters
-    except ImportError as e:
-        raise UserError(f"Exporting to CTranslate2 needs the ctranslate2 package ({e}): pip install "
-                        "'hf-syntax-mt[deploy]' (or pip install ctranslate2).") from None  # fmt: skip
-    needed = {
-        "TransformersConverter": ("convert",), "MarianMTLoader": ("get_model_spec", "set_config", "set_decoder",
-        "get_vocabulary", "_remove_pad_weights"), "BartLoader": ("get_model_spec", "set_config", "set_decoder",
-        "get_vocabulary", "set_encoder", "set_linear"), "transformer_spec": ("TransformerSpec",),
-        "_SUPPORTED_ACTIVATIONS": ("get",),
-    }  # fmt: skip
-    missing = [f"{cls}.{attr}" if hasattr(converters, cls) else cls for cls, attrs in needed.items()
-               for attr in attrs if not hasattr(getattr(converters, cls, None), attr)]  # fmt: skip
-    if not isinstance(getattr(converters, "_MODEL_LOADERS", None), dict):
-        missing.append("_MODEL_LOADERS")
-    if missing:
-        raise UserError(f"ctranslate2 {ctranslate2.__version__} lacks the converter API the export uses "
-                        f"({', '.join(dict.fromkeys(missing))}); install a release this package was tested with: pip "
-                        f"install 'ctranslate2>={MIN_CTRANSLATE2},<5'.")  # fmt: skip
-    return ctranslate2, converters
 
 
 def _loader_class(converters):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .ct2 import EXPORT_INFO
+from .layout import EXPORT_INFO
 
 #: the README's name in the folder
 README = "README.md"

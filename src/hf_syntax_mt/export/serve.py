@@ -14,7 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ..errors import UserError
-from .ct2 import EXPORT_INFO, _ctranslate2
+from .layout import EXPORT_INFO, _ctranslate2
 
 
 def exported_kind(path) -> str | None:

@@ -66,7 +66,7 @@ def check_teacher(data_args, training: bool) -> str | None:
     if exported_kind(teacher) == "ctranslate2":
         raise UserError(f"--distill_from {teacher} is a CTranslate2 folder: give the model directory it was exported "
                         "from (a training run's --output_dir)")  # fmt: skip
-    from ..cli import _model_directory
+    from ..model_files import _model_directory
 
     directory = _model_directory(teacher, "--distill_from")
     from types import SimpleNamespace
