@@ -77,10 +77,6 @@ def translate_ctranslate2(args) -> int:
     given = "--num-beams; the rest from " if generate else ""
     print(f"decoding: {decoding_of(pipe.decoding_settings(**generate))} ({given}the model's generation config)",
           file=sys.stderr)  # fmt: skip
-    translated = range(len(lines)) if documents is None else [i for s, e in documents for i in range(s, e)]
-    if empty := sum(not lines[i].strip() for i in translated):  # CTranslate2 skips a source of special tokens only
-        print(f"note: {empty} empty line(s): CTranslate2 translates an empty source as an empty line, where the "
-              "model it was exported from generates a translation of its end-of-sentence token", file=sys.stderr)  # fmt: skip
     outputs = translate_lines(pipe, lines, documents, batch_size=args.batch_size, **generate)
     write_output(args.output, "".join(" ".join(split_lines(o) or [""]) + "\n" for o in outputs), "--output")
     return 0
