@@ -101,6 +101,10 @@ def build_model(config: SyntaxMTConfig | MarianConfig, seed: int = 0):
     model = cls(config)
     # MarianMTModel too (its length limit in its generation config: no generate() of ours adds it per call)
     fill_generation_defaults(model, length_in_config=cls is MarianMTModel)
+    from .opus_mt import has_opus_mt_layout
+
+    if has_opus_mt_layout(config):  # <pad> is never generated (its zero row: a logit of 0), as opus-mt's configs say
+        model.generation_config.bad_words_ids = [[config.pad_token_id]]
     return model
 
 
