@@ -12,7 +12,9 @@ Helsinki-NLP's opus-mt models have and the tools built for them expect (CTransla
   decoder from a zero embedding. Generation bans ``<pad>`` (``bad_words_ids``, as opus-mt's generation configs do).
 
 SentencePiece normalizes nothing here (``normalization_rule_name="identity"``; the package's BPE tokenizer does not
-either) but its whitespace handling: spaces at the ends dropped, runs of spaces made one.
+either) but its whitespace handling: spaces (and a literal ``▁``) at the end dropped, spaces at the start dropped,
+runs of spaces made one. `MarianTokenizer`'s ``>>xx<<`` language codes at a text's start are its own: the fast
+tokenizer splits them into pieces (a model of this layout has no such codes).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
@@ -28,6 +31,7 @@ import torch
 from transformers import TrainerCallback
 
 from ..errors import UserError
+from .factory import _checked_texts, has_opus_mt_layout  # noqa: F401  (has_opus_mt_layout: importable from here)
 
 logger = logging.getLogger(__name__)
 
@@ -53,8 +57,6 @@ def train_opus_mt_tokenizer(texts: Iterable[str], output_dir: str | os.PathLike,
     """
     import sentencepiece as spm
 
-    from .factory import _checked_texts
-
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 4:
         raise UserError(f"vocab_size={vocab_size!r}: the opus-mt layout's vocabulary needs at least 4 entries "
                         "(</s>, <unk>, a piece and <pad>); give a larger --vocab_size.")  # fmt: skip
@@ -67,11 +69,19 @@ def train_opus_mt_tokenizer(texts: Iterable[str], output_dir: str | os.PathLike,
                         "nothing to learn from; check the training files.")  # fmt: skip
     directory.mkdir(parents=True, exist_ok=True)
     prefix = directory / "sentencepiece"
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(sentences), model_prefix=str(prefix), model_type="unigram", vocab_size=vocab_size - 1,
-        hard_vocab_limit=False, eos_id=0, unk_id=1, bos_id=-1, pad_id=-1, normalization_rule_name="identity",
-        num_threads=max(1, min(os.cpu_count() or 1, 8)), minloglevel=2,
-    )  # fmt: skip
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(sentences), model_prefix=str(prefix), model_type="unigram",
+            vocab_size=vocab_size - 1, hard_vocab_limit=False, eos_id=0, unk_id=1, bos_id=-1, pad_id=-1,
+            normalization_rule_name="identity", num_threads=max(1, min(os.cpu_count() or 1, 8)), minloglevel=2,
+        )  # fmt: skip
+    except RuntimeError as e:
+        needed = re.search(r"smaller than required_chars\. \d+ vs (\d+)", str(e))
+        if needed is None:
+            raise
+        raise UserError(f"vocab_size={vocab_size}: the training text has {int(needed.group(1)) - 2} characters "
+                        f"SentencePiece must keep, which with </s>, <unk> and <pad> need a vocab_size of at least "
+                        f"{int(needed.group(1)) + 1}; give a larger --vocab_size.") from None  # fmt: skip
     for name in ("source.spm", "target.spm"):
         shutil.copyfile(f"{prefix}.model", directory / name)
     for suffix in (".model", ".vocab"):
@@ -137,12 +147,6 @@ def save_opus_mt_files(tokenizer, directory) -> bool:
     for name in OPUS_MT_FILES:
         shutil.copyfile(source / name, target / name)
     return True
-
-
-def has_opus_mt_layout(config) -> bool:
-    """``<pad>`` last and the decoder's start token: the layout whose pad row the stock CTranslate2 converter drops."""
-    pad = getattr(config, "pad_token_id", None)
-    return pad is not None and pad == config.vocab_size - 1 and config.decoder_start_token_id == pad
 
 
 def keeps_pad_row_zero(model) -> bool:
