@@ -15,7 +15,7 @@ def export_command(args) -> int:
     """`hf-syntax-mt export --model DIR --to marian|ctranslate2 --output OUT [--quantization Q]`."""
     from ..model_files import check_model_folder
     from .ct2 import export_to_ctranslate2
-    from .marian import check_exportable, check_output_directory, save_marian
+    from .marian import check_exportable, check_output_directory, layout_note, save_marian
 
     source = Path(args.model).expanduser()
     if exported_kind(source) == "ctranslate2":
@@ -37,6 +37,7 @@ def export_command(args) -> int:
         out = save_marian(model, args.output, AutoTokenizer.from_pretrained(source))
     print(f"exported {args.model} to {out} ({args.to}{f', {args.quantization}' if args.quantization else ''}); "
           f"translate with: hf-syntax-mt translate --model {out}", file=sys.stderr)  # fmt: skip
+    print(f"note: {layout_note(out, args.to)}", file=sys.stderr)  # which tools take the folder
     return 0
 
 
