@@ -227,9 +227,12 @@ def test_the_pad_row_gets_a_gradient_that_the_callback_zeroes(opus_tokenizer, da
     args = Seq2SeqTrainingArguments(output_dir="unused", report_to="none", use_cpu=True)
     package = build_model(model_config(train_tokenizer(data_corpus * 3, 80, 1), d_model=16, layers=1, heads=2,
                                        ffn_dim=32))  # fmt: skip
+    moved = build_model(model_config(opus_tokenizer, d_model=16, layers=1, heads=2, ffn_dim=32, dropout=0.0))
+    with torch.no_grad():  # an opus-mt-layout checkpoint whose <pad> row an earlier training moved: left to train
+        moved.get_input_embeddings().weight[pad] = 0.5
     adds = [any(isinstance(c, PadRowCallback) for c in SyntaxMTTrainer(model=m, args=args).callback_handler.callbacks)
-            for m in (model, package)]  # fmt: skip
-    assert adds == [True, False]
+            for m in (model, package, moved)]  # fmt: skip
+    assert adds == [True, False, False]
 
 
 @pytest.mark.parametrize("flag", [["--tokenizer_name", "x"], ["--model_name_or_path", "x"]])
