@@ -142,10 +142,9 @@ def run_parser_unit(args) -> Path:
     out, argv = parser_dir(args), train_parser_argv(args)
     print(f"=== {PARSER_UNIT}: hf-syntax-mt {' '.join(argv)}", flush=True)
     start = time.perf_counter()
-    if not (out / RECORD).is_file():  # a parser trained by an earlier run whose unit file was not written is kept
-        shutil.rmtree(out, ignore_errors=True)
-        if cli(argv) != 0:
-            raise SystemExit(f"hf-syntax-mt train-parser failed; its logs are under {out}")
+    shutil.rmtree(out, ignore_errors=True)  # trained afresh: a folder left by another run (--quick) is not this one
+    if cli(argv) != 0:
+        raise SystemExit(f"hf-syntax-mt train-parser failed; its logs are under {out}")
     wall = time.perf_counter() - start
     trained = json.loads((out / RECORD).read_text(encoding="utf-8"))
     model = Path(trained["model"])
@@ -170,8 +169,9 @@ def run_parser_unit(args) -> Path:
     return path
 
 
-def checked_parser(args) -> Path:
-    """The ``german-parser`` unit's model, refused unless its unit file exists and its files are the ones recorded."""
+def checked_parser(args) -> tuple[Path, str]:
+    """The ``german-parser`` unit's model and a digest of its files, refused unless its unit file exists and its files
+    are the ones recorded."""
     unit = Path(args.results) / "runs" / f"{PARSER_UNIT}.json"
     if not unit.is_file():
         raise SystemExit(f"{unit} does not exist: run --units {PARSER_UNIT} first (the students' target parser)")
@@ -180,7 +180,7 @@ def checked_parser(args) -> Path:
     if not model.is_dir() or model_files_sha256(model) != recorded:
         raise SystemExit(f"{model}: not the German parser {unit} records (missing or changed): delete {unit} and run "
                          f"--units {PARSER_UNIT} again, then the students")  # fmt: skip
-    return model
+    return model, hashlib.sha256(json.dumps(recorded, sort_keys=True).encode()).hexdigest()[:12]
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -195,10 +195,12 @@ def round_four_argv(args, method: str, seed: int, out: Path, tokenizer: Path, de
 
 
 def student_argv(args, method: str, seed: int, out: Path, tokenizer: Path, device: str, splits: dict,
-                 teacher: Path, parser_model: Path | None) -> list[str]:  # fmt: skip
+                 teacher: Path, parser_model: Path | None, parser_digest: str = "") -> list[str]:  # fmt: skip
     """`round_four_argv` without ``--train_target_conllu`` (the references' trees; distillation refuses them), its
     model card title naming the teacher, plus the distillation flags: the teacher, its beams, the cache shared by the
-    seed's students, and for a student trained on target trees the German parser of ``parser_model``."""
+    seed's students, and for a student trained on target trees the German parser of ``parser_model`` (its parse cache
+    named by ``parser_digest``, the digest of the parser's files: spaCy's signature of a model trained here names
+    no weights, so a parser trained again must not read the parses of the one before)."""
     argv = round_four_argv(args, method, seed, out, tokenizer, device, splits)
     if "--train_target_conllu" in argv:
         k = argv.index("--train_target_conllu")
@@ -210,7 +212,7 @@ def student_argv(args, method: str, seed: int, out: Path, tokenizer: Path, devic
              "--distill_cache_dir", str(Path(args.output_dir) / "distill_cache")]  # fmt: skip
     if STUDENTS[method][1]:
         argv += ["--target_parser", "spacy", "--target_parser_model", str(parser_model),
-                 "--parser_cache_dir", str(out.parent / f"parse_cache-{out.name}")]  # fmt: skip
+                 "--parser_cache_dir", str(out.parent / f"parse_cache-{out.name}-{parser_digest}")]  # fmt: skip
     return argv
 
 
@@ -265,10 +267,10 @@ def run_student(args, method: str, seed: int, device: str) -> Path:
     splits["train"], subset = round_two.low_resource_files(args)
     tokenizer = round_two.tokenizer_for(args, "low", splits["train"])
     teacher, teacher_signature = checked_teacher(args, seed, tokenizer)
-    parser_model = checked_parser(args) if STUDENTS[method][1] else None
+    parser_model, parser_digest = checked_parser(args) if STUDENTS[method][1] else (None, "")
     precision = round_two.unit_precision(args, "low", seed, device)
     args.recipe["bf16"] = precision == "bf16"
-    argv = student_argv(args, method, seed, out, tokenizer, device, splits, teacher, parser_model)
+    argv = student_argv(args, method, seed, out, tokenizer, device, splits, teacher, parser_model, parser_digest)
     checkpoint = common.resume_or_clear(out, argv)
     print(f"=== {name} on {device} ({precision}): {STUDENTS[method][2]}, distilled from {teacher}", flush=True)
     start = time.perf_counter()

@@ -81,7 +81,8 @@ def _student(tmp_path: Path, method: str, seed: int = 3) -> tuple[list[str], Pat
                         "tgt_conllu": sub / "train.de.conllu"}}  # fmt: skip
     teacher, parser = tmp_path / "teachers" / f"low-all3-seed{seed}", tmp_path / "de_parser" / "model-best"
     out = runs / "models" / sd.unit_name("distill", method, seed)
-    argv = sd.student_argv(args, method, seed, out, runs / "tokenizer-low-4000", "cpu", splits, teacher, parser)
+    argv = sd.student_argv(args, method, seed, out, runs / "tokenizer-low-4000", "cpu", splits, teacher, parser,
+                           "0123abcd")  # fmt: skip
     return argv, data, runs, teacher
 
 
@@ -135,7 +136,7 @@ def test_the_dbsa_student_drops_the_references_trees_and_parses_the_teachers_out
     assert (
         Path(_flags(vanilla)["--distill_cache_dir"]).name == Path(mine["--distill_cache_dir"]).name == "distill_cache"
     )
-    assert mine["--parser_cache_dir"] == str(runs / "models" / "parse_cache-distill-dbsa_sync_full-seed4")
+    assert mine["--parser_cache_dir"] == str(runs / "models" / "parse_cache-distill-dbsa_sync_full-seed4-0123abcd")
 
 
 @pytest.mark.parametrize(
