@@ -7,27 +7,16 @@ import dataclasses
 import difflib
 import inspect
 import logging
-import math
-import numbers
 
 from huggingface_hub.dataclasses import strict
 from transformers import GenerationConfig, MarianConfig
 
 from .errors import UserError, UserTypeError
+from .methods.base import check_options
 from .methods.builtin import BUILTIN  # noqa: F401  (registers the built-in methods)
-from .methods.registry import (
-    SITES,
-    check_choice,
-    check_decoder_layer,
-    check_int,
-    check_options,
-    check_probability,
-    check_weight,
-    head_kinds,
-    head_layout,
-    parse_columns,
-    registered,
-)
+from .methods.records import SITES
+from .methods.registry import head_kinds, head_layout, parse_columns, registered
+from .validation import check_choice, check_decoder_layer, check_finite, check_int, check_probability, check_weight
 
 logger = logging.getLogger(__name__)
 
@@ -231,39 +220,12 @@ class SyntaxMTConfig(_method_option_fields()):
         training only."""
         return bool(parse_columns(self))
 
-    @property
-    def uses_lisa(self) -> bool:
-        return any(self.encoder_lisa_heads or [])
-
-    @property
-    def uses_encoder_dbsa(self) -> bool:
-        return any(self.encoder_dbsa_heads or [])
-
-    @property
-    def uses_decoder_dbsa(self) -> bool:
-        return any(self.decoder_dbsa_heads or [])
-
-    @property
-    def uses_sync(self) -> bool:
-        return self.sync_loss_weight > 0
-
-    @property
-    def sync_layer(self) -> int:
-        """l_sync, 0-based."""
-        if self.sync_cross_attention_layer is not None:
-            return self.sync_cross_attention_layer
-        return max(self.decoder_layers - 2, 0)
-
     def encoder_head_layout(self, layer_idx: int) -> dict[str, int]:
         """Number of heads of each kind (`"pascal"`, `"tree"`, `"lisa"`, `"dbsa"`, ...) in encoder layer
         `layer_idx`, in head order (the registry's, `hf_syntax_mt.methods.head_kinds`); kinds without heads in the
         layer are left out, and the remaining heads are standard."""
         kinds = head_kinds(self, "encoder", layer_idx, self.encoder_attention_heads)
         return {kind: stop - start for kind, start, stop in kinds}
-
-    @property
-    def uses_global_fertility(self) -> bool:
-        return self.global_fertility_weight > 0
 
     @property
     def resolved_alignment_layer(self) -> int:
@@ -281,9 +243,7 @@ class SyntaxMTConfig(_method_option_fields()):
         for name in _POSITIVE_INTS:
             check_int(self, name, 1)
         for name in _NUMBERS:
-            value = getattr(self, name)
-            if not isinstance(value, numbers.Real) or isinstance(value, bool) or not math.isfinite(value):
-                raise UserError(f"{name}={value!r} must be a finite number, not {type(value).__name__}.")
+            check_finite(self, name)
         for name in _PROBABILITIES:
             check_probability(self, name)
         for side in ("encoder", "decoder"):
@@ -360,18 +320,6 @@ class SyntaxMTConfig(_method_option_fields()):
             side = "encoder" if site == "encoder" else "decoder"
             for layer in range(getattr(self, f"{side}_layers")):
                 head_layout(self, site, layer, getattr(self, f"{side}_attention_heads"))
-
-    @property
-    def uses_context(self) -> bool:
-        """Whether the model reads document-level context (`context_sentences > 0`)."""
-        return self.context_sentences > 0
-
-    def context_layers(self, side: str) -> list[int]:
-        """The `"encoder"` or `"decoder"` layers with a context-attention sublayer (none without context)."""
-        if not self.uses_context:
-            return []
-        layers = getattr(self, f"{side}_context_layers")
-        return list(range(getattr(self, f"{side}_layers"))) if layers is None else list(layers)
 
     @property
     def resolved_max_context_length(self) -> int:

@@ -8,8 +8,10 @@ from __future__ import annotations
 import torch
 
 from ..errors import UserError
+from ..validation import Option, check_int, check_per_layer_heads, checking
+from .base import Method, per_layer
 from .columns import Column
-from .registry import AttentionContext, Method, Option, check_int, check_per_layer_heads, checking, per_layer, shared
+from .records import AttentionContext, shared
 
 
 def tree_distances(word_index: torch.Tensor, word_heads: torch.Tensor) -> torch.Tensor:
