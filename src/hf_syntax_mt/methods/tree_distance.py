@@ -70,7 +70,7 @@ def tree_weights(
 
 def shared_tree_distances(inputs: dict, input_shape: torch.Size, method: str, heads) -> torch.Tensor:
     """The tree distances `(B, S, S)` of this forward's `word_index` and `word_heads`, checked and computed once
-    per forward for every method that reads them (`registry.shared`); `method` and `heads` name the asking method's
+    per forward for every method that reads them (`records.shared`); `method` and `heads` name the asking method's
     option in the error for missing inputs."""
     word_index, word_heads = inputs.get("word_index"), inputs.get("word_heads")
     if word_index is None or word_heads is None:
