@@ -57,3 +57,17 @@ def test_the_config_holds_no_method_derived_property():
     moved = ("uses_lisa", "uses_encoder_dbsa", "uses_decoder_dbsa", "uses_sync", "sync_layer", "uses_global_fertility",
              "uses_context", "context_layers")  # fmt: skip
     assert not [name for name in moved if hasattr(SyntaxMTConfig, name)]
+
+
+@pytest.mark.parametrize(
+    "options, expected",
+    [({}, None), (dict(context_sentences=1), TINY["max_position_embeddings"]),
+     (dict(context_sentences=1, max_context_length=5), 5)],
+)  # fmt: skip
+def test_the_preprocessor_finds_document_context_by_its_column_kind(options, expected, data_marian_tokenizer):
+    """`for_config` asks the registry for a column of kind "context" (no method name, no config property): with one,
+    the context is cut at `max_context_length` (else `max_position_embeddings`); without, no limit is set."""
+    from hf_syntax_mt.data.preprocess import SyntaxMTPreprocessor
+
+    config = SyntaxMTConfig(**TINY, **options)
+    assert SyntaxMTPreprocessor.for_config(config, data_marian_tokenizer).max_context_length == expected

@@ -70,9 +70,10 @@ def score_contrastive(
 
     Args:
         model: a seq2seq model taking ``input_ids``, ``attention_mask`` and ``labels``
-            (``SyntaxMTForConditionalGeneration``, ``MarianMTModel``). With document context (``method_of(config, "document_context")``)
-            the last ``config.context_sentences`` sentences of each example's context go to ``context_input_ids``;
-            otherwise the context is ignored. Sources and candidates are cut at ``max_position_embeddings`` tokens.
+            (``SyntaxMTForConditionalGeneration``, ``MarianMTModel``). With document context
+            (``method_of(config, "document_context")``) the last ``config.context_sentences`` sentences of each
+            example's context go to ``context_input_ids``; otherwise the context is ignored. Sources and candidates
+            are cut at ``max_position_embeddings`` tokens.
         tokenizer: the model's tokenizer.
         examples: dicts with ``source``, ``correct``, ``contrastive`` (strings) and ``context`` (previous source
             sentences of the document, oldest first; may be empty or missing).
