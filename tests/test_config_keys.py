@@ -68,7 +68,7 @@ def test_an_old_files_unread_keys_load_with_one_warning_and_are_not_written_back
     (`static_position_embeddings` / `max_position_embeddings`): loading keeps them with one warning; a config made
     from the loaded one's `to_dict` (fine-tuning from it, `load_with_options`) has none of them."""
     legacy = {"static_position_embeddings": True, "normalize_before": False, "add_bias_logits": False,
-              "tie_encoder_decoder": False, "sep_token_id": 3}  # fmt: skip
+              "tie_encoder_decoder": False, "classif_dropout": 0.0}  # fmt: skip
     stored = {**MarianConfig(**TINY).to_dict(), **legacy}
     with caplog.at_level(logging.WARNING, logger="hf_syntax_mt.configuration_syntax_mt"):
         loaded = SyntaxMTConfig.from_dict(stored)

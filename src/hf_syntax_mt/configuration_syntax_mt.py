@@ -89,6 +89,20 @@ def _keywords_taken(function) -> set[str]:
     return {k for k in taken if isinstance(k, str) and k.isidentifier()}
 
 
+def _config_reads(module) -> set[str]:
+    """The config attributes `module` (transformers' model base) reads by name, `getattr(config, "name", default)`
+    or `getattr(self.config, ...)`, read from the installed source (`gradient_checkpointing`, `tie_word_embeddings`)."""
+    reads = set()
+    for node in ast.walk(ast.parse(inspect.getsource(module))):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"):
+            continue
+        if len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and "config" in (
+            getattr(node.args[0], "id", None), getattr(node.args[0], "attr", None)
+        ):  # fmt: skip
+            reads.add(node.args[1].value)
+    return {k for k in reads if isinstance(k, str) and k.isidentifier()}
+
+
 @functools.cache
 def transformers_keys() -> frozenset[str]:
     """The config keys transformers itself writes into or reads from a config.json, derived from the installed classes
@@ -101,15 +115,20 @@ def transformers_keys() -> frozenset[str]:
     - the keys `PreTrainedConfig.__post_init__`, `from_dict` and `_remove_keys_not_serialized` take out or drop
       themselves (`torch_dtype`, `attn_implementation`, `_commit_hash`, `rope_scaling`,
       `base_model_tp_plan`, ...), read from their source;
+    - the config attributes transformers' model base (`modeling_utils`) reads by name (`gradient_checkpointing`,
+      which a model consumes, `tie_word_embeddings`, ...), read from its source;
     - the generation parameters, which transformers moves from the config into the `GenerationConfig`;
     - what our own `save_pretrained` writes (`auto_map`, `custom_pipelines`).
     """
+    from transformers import modeling_utils
+
     base, marian = PreTrainedConfig(), MarianConfig()
     keys = {*base.to_dict(), *vars(base), *marian.to_dict(), *vars(marian), *MarianConfig.attribute_map}
     keys |= {n for n in dir(MarianConfig) if not n.startswith("__") and not callable(getattr(MarianConfig, n, None))}
     for function in (PreTrainedConfig.__post_init__, PreTrainedConfig.from_dict,
                      PreTrainedConfig._remove_keys_not_serialized):  # fmt: skip
         keys |= _keywords_taken(function)
+    keys |= _config_reads(modeling_utils)
     keys |= {*GenerationConfig._get_default_generation_params(), *GenerationConfig().to_dict()}
     return frozenset(keys | set(_SAVED_KEYS))
 
