@@ -43,6 +43,7 @@ from hf_syntax_mt.data import DataCollatorForSyntaxMT
 from hf_syntax_mt.data.documents import encode_context
 from hf_syntax_mt.demo.synthetic_corpus import contrastive_examples, generate_documents
 from hf_syntax_mt.evaluation.contrastive import score_contrastive
+from hf_syntax_mt.methods import method_of
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: `import benchmarks.*`
@@ -92,7 +93,7 @@ def features(tokenizer, documents, k: int, max_context_length: int) -> list[dict
 
 def train(model, tokenizer, rows, args, max_steps: int, budget: float | None) -> tuple[int, float, float]:
     """AdamW with linear warmup and inverse-square-root decay; returns (steps, seconds, mean loss of the last 100)."""
-    uses_context = model.config.uses_context
+    uses_context = method_of(model.config, "document_context") is not None
     keep = ("input_ids", "attention_mask", "labels") + (
         ("context_input_ids", "context_attention_mask") if uses_context else ()
     )

@@ -14,12 +14,12 @@ import pytest
 from hf_syntax_mt.configuration_syntax_mt import SyntaxMTConfig
 from hf_syntax_mt.errors import UserError
 from hf_syntax_mt.methods import Method, register, unregister
-from hf_syntax_mt.methods.registry import Option
 from hf_syntax_mt.recipes import PARTS, RECIPES, STUDY_SHAPE, Shape, overrides_text, parses_read, recipe_options
 from hf_syntax_mt.training import train_tokenizer
 from hf_syntax_mt.training.prepare import build_config, check_requirements, plan_config
 from hf_syntax_mt.training.prepare import parses_read as registry_parses
 from hf_syntax_mt.training.script_args import parse_args, parse_config_overrides, train_parser
+from hf_syntax_mt.validation import Option
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # `import benchmarks.*`

@@ -2,32 +2,24 @@
 
 from __future__ import annotations
 
+import ast
 import contextvars
 import dataclasses
 import difflib
+import functools
 import inspect
 import logging
-import math
-import numbers
+import textwrap
 
 from huggingface_hub.dataclasses import strict
-from transformers import GenerationConfig, MarianConfig
+from transformers import GenerationConfig, MarianConfig, PreTrainedConfig
 
 from .errors import UserError, UserTypeError
+from .methods.base import check_options
 from .methods.builtin import BUILTIN  # noqa: F401  (registers the built-in methods)
-from .methods.registry import (
-    SITES,
-    check_choice,
-    check_decoder_layer,
-    check_int,
-    check_options,
-    check_probability,
-    check_weight,
-    head_kinds,
-    head_layout,
-    parse_columns,
-    registered,
-)
+from .methods.records import SITES
+from .methods.registry import head_kinds, head_layout, parse_columns, registered
+from .validation import check_choice, check_decoder_layer, check_finite, check_int, check_probability, check_weight
 
 logger = logging.getLogger(__name__)
 
@@ -77,22 +69,72 @@ def _options_doc() -> str:
     return "\n" + "\n".join(entries) + "\n" if entries else ""
 
 
-# Keys that are not fields of the config but that transformers itself writes into (or reads from) config.json:
-# bookkeeping, loading options, generation parameters (popped by PreTrainedConfig), attribute_map aliases and the
-# attributes of transformers 4.x's PretrainedConfig and of opus-mt (BART-era) Marian config files.
-_TRANSFORMERS_KEYS = frozenset({
-    "model_type", "auto_map", "custom_pipelines", "_name_or_path", "name_or_path", "torch_dtype", "_commit_hash",
-    "attn_implementation", "_attn_implementation", "_attn_implementation_internal", "_attn_implementation_autoset",
-    "experts_implementation", "_experts_implementation_internal", "output_attentions", "num_labels", "_num_labels",
-    "per_layer_config", "rope_scaling", "rope_theta", "hidden_size", "num_attention_heads", "num_hidden_layers",
-    "torchscript", "use_bfloat16", "tf_legacy_loss", "pruned_heads", "cross_attention_hidden_size",
-    "add_cross_attention", "tie_encoder_decoder", "finetuning_task", "tokenizer_class", "prefix", "sep_token_id",
-    "task_specific_params", "gradient_checkpointing", "output_past", "use_return_dict", "add_bias_logits",
-    "add_final_layer_norm", "classif_dropout", "classifier_dropout", "normalize_before", "normalize_embedding",
-    "static_position_embeddings", "extra_pos_embeddings", "do_blenderbot_90_layernorm",
-    "force_bos_token_to_be_generated", "max_new_tokens", "min_new_tokens", "decoder_no_repeat_ngram_size",
-})  # fmt: skip
+#: keys our own `save_pretrained` writes for remote code (`remote_code.attach_remote_code`): the Auto classes and the
+#: pipeline a directory declares, read back by transformers' loaders
+_SAVED_KEYS = ("auto_map", "custom_pipelines")
+
+
+def _keywords_taken(function) -> set[str]:
+    """The keyword names `function` (a method of transformers' config) takes out of a dict or kwargs itself: the
+    string given to a `.pop(...)` / `.get(...)` call, and the strings of a list, tuple or set literal (its lists of
+    accepted keywords), read from the installed source."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    taken = set()
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("pop", "get")
+                and node.args and isinstance(node.args[0], ast.Constant)):  # fmt: skip
+            taken.add(node.args[0].value)
+        elif isinstance(node, ast.List | ast.Tuple | ast.Set):
+            taken |= {e.value for e in node.elts if isinstance(e, ast.Constant)}
+    return {k for k in taken if isinstance(k, str) and k.isidentifier()}
+
+
+def _config_reads(module) -> set[str]:
+    """The config attributes `module` (transformers' model base) reads by name, `getattr(config, "name", default)`
+    or `getattr(self.config, ...)`, read from the installed source (`gradient_checkpointing`, `tie_word_embeddings`)."""
+    reads = set()
+    for node in ast.walk(ast.parse(inspect.getsource(module))):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"):
+            continue
+        if len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and "config" in (
+            getattr(node.args[0], "id", None), getattr(node.args[0], "attr", None)
+        ):  # fmt: skip
+            reads.add(node.args[1].value)
+    return {k for k in reads if isinstance(k, str) and k.isidentifier()}
+
+
+@functools.cache
+def transformers_keys() -> frozenset[str]:
+    """The config keys transformers itself writes into or reads from a config.json, derived from the installed classes
+    (so a key a new transformers adds passes without an edit here):
+
+    - what a default `PreTrainedConfig` / `MarianConfig` writes (`to_dict()`) or holds (`vars()`): bookkeeping such
+      as `transformers_version`, `architectures`, `_name_or_path`, `dtype`, `_attn_implementation_internal`;
+    - the attributes and properties of the class and its `attribute_map` aliases (`num_labels`, `use_return_dict`,
+      `hidden_size`, `num_attention_heads`, ...);
+    - the keys `PreTrainedConfig.__post_init__`, `from_dict` and `_remove_keys_not_serialized` take out or drop
+      themselves (`torch_dtype`, `attn_implementation`, `_commit_hash`, `rope_scaling`,
+      `base_model_tp_plan`, ...), read from their source;
+    - the config attributes transformers' model base (`modeling_utils`) reads by name (`gradient_checkpointing`,
+      which a model consumes, `tie_word_embeddings`, ...), read from its source;
+    - the generation parameters, which transformers moves from the config into the `GenerationConfig`;
+    - what our own `save_pretrained` writes (`auto_map`, `custom_pipelines`).
+    """
+    from transformers import modeling_utils
+
+    base, marian = PreTrainedConfig(), MarianConfig()
+    keys = {*base.to_dict(), *vars(base), *marian.to_dict(), *vars(marian), *MarianConfig.attribute_map}
+    keys |= {n for n in dir(MarianConfig) if not n.startswith("__") and not callable(getattr(MarianConfig, n, None))}
+    for function in (PreTrainedConfig.__post_init__, PreTrainedConfig.from_dict,
+                     PreTrainedConfig._remove_keys_not_serialized):  # fmt: skip
+        keys |= _keywords_taken(function)
+    keys |= _config_reads(modeling_utils)
+    keys |= {*GenerationConfig._get_default_generation_params(), *GenerationConfig().to_dict()}
+    return frozenset(keys | set(_SAVED_KEYS))
+
+
 _LOADING = contextvars.ContextVar("syntax_mt_config_loading", default=False)
+_MARIAN_FIELDS = frozenset(f.name for f in dataclasses.fields(MarianConfig))
 
 
 @strict
@@ -152,7 +194,7 @@ class SyntaxMTConfig(_method_option_fields()):
     method_options: dict | None = None
 
     def __post_init__(self, **kwargs):
-        self._check_unknown_keys(kwargs)
+        unread = self._check_unknown_keys(kwargs)
         for name in _LIST_FIELDS:  # a tuple given for a list field is stored as the list that config.json gives back
             value = getattr(self, name)
             if isinstance(value, tuple):
@@ -161,30 +203,50 @@ class SyntaxMTConfig(_method_option_fields()):
                 raise UserTypeError(f"{name}={value!r} must be a list (one entry per layer or item, e.g. [1, 0]), "
                                     f"not a {type(value).__name__}.")  # fmt: skip
         super().__post_init__(**kwargs)
+        if unread:
+            self._unread_keys = unread  # kept as attributes, never written back (`to_dict`)
         self.validate_syntax_options()  # raise a plain ValueError at creation, not strict's wrapper
 
     @classmethod
-    def _check_unknown_keys(cls, kwargs: dict) -> None:
+    def _check_unknown_keys(cls, kwargs: dict) -> tuple[str, ...]:
         """An unknown keyword (a typo such as `encoder_pscal_heads`) raises with the closest fields, instead of
-        becoming an attribute that nothing reads. Keys transformers writes into config.json pass. Loading a file
-        (`from_dict`, `from_pretrained`) only warns about other unknown keys, unless they look like a typo of a field,
-        so that configs written by other tools still load."""
+        becoming an attribute that nothing reads. Keys transformers writes into config.json pass (`transformers_keys`,
+        read from the installed transformers). Loading a file (`from_dict`, `from_pretrained`) refuses only a key that
+        looks like a typo of an option this package adds, and keeps the other unknown keys (those of another tool or
+        of an older transformers, e.g. an opus-mt conversion's) with one warning naming them, so that such files still
+        load; they are returned, and `to_dict` leaves them out (a config re-created from it, or saved, is clean)."""
         fields = sorted(f.name for f in dataclasses.fields(cls))
-        generation = GenerationConfig._get_default_generation_params()
+        ours = sorted(set(fields) - _MARIAN_FIELDS)
+        kept = []
         for key in kwargs:
-            if key in _TRANSFORMERS_KEYS or key in generation:
+            if key in transformers_keys():
                 continue
-            close = difflib.get_close_matches(key, fields, n=3, cutoff=0.8)
-            if _LOADING.get() and not close:
-                logger.warning(f"{cls.__name__}: config key {key!r} is not an option of this model; it is kept but "
-                               "nothing reads it.")  # fmt: skip
-                continue
-            close = close or difflib.get_close_matches(key, fields, n=3)
+            if _LOADING.get():
+                close = difflib.get_close_matches(key, ours, n=3, cutoff=0.8)
+                if not close:
+                    kept.append(key)
+                    continue
+            else:
+                close = difflib.get_close_matches(key, fields, n=3, cutoff=0.8)
+                close = close or difflib.get_close_matches(key, fields, n=3)
             hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
             raise UserError(
                 f"{cls.__name__} has no option {key!r}.{hint} (The options are the fields of SyntaxMTConfig and "
                 "MarianConfig; see help(SyntaxMTConfig).)"
             )
+        if kept:  # one warning for the file
+            keys = ", ".join(map(repr, kept))
+            what = f"key {keys} is not an option" if len(kept) == 1 else f"keys {keys} are not options"
+            logger.warning(f"{cls.__name__}: config {what} of this model (written by another tool or an older "
+                           "transformers); kept, but nothing reads them.")  # fmt: skip
+        return tuple(kept)
+
+    def to_dict(self) -> dict:
+        """`PreTrainedConfig.to_dict`, without the keys a loaded file had that nothing reads (`_check_unknown_keys`)."""
+        values = super().to_dict()
+        for key in (*values.pop("_unread_keys", ()), "_unread_keys"):
+            values.pop(key, None)
+        return values
 
     @classmethod
     def from_dict(cls, config_dict, **kwargs):
@@ -231,39 +293,12 @@ class SyntaxMTConfig(_method_option_fields()):
         training only."""
         return bool(parse_columns(self))
 
-    @property
-    def uses_lisa(self) -> bool:
-        return any(self.encoder_lisa_heads or [])
-
-    @property
-    def uses_encoder_dbsa(self) -> bool:
-        return any(self.encoder_dbsa_heads or [])
-
-    @property
-    def uses_decoder_dbsa(self) -> bool:
-        return any(self.decoder_dbsa_heads or [])
-
-    @property
-    def uses_sync(self) -> bool:
-        return self.sync_loss_weight > 0
-
-    @property
-    def sync_layer(self) -> int:
-        """l_sync, 0-based."""
-        if self.sync_cross_attention_layer is not None:
-            return self.sync_cross_attention_layer
-        return max(self.decoder_layers - 2, 0)
-
     def encoder_head_layout(self, layer_idx: int) -> dict[str, int]:
         """Number of heads of each kind (`"pascal"`, `"tree"`, `"lisa"`, `"dbsa"`, ...) in encoder layer
         `layer_idx`, in head order (the registry's, `hf_syntax_mt.methods.head_kinds`); kinds without heads in the
         layer are left out, and the remaining heads are standard."""
         kinds = head_kinds(self, "encoder", layer_idx, self.encoder_attention_heads)
         return {kind: stop - start for kind, start, stop in kinds}
-
-    @property
-    def uses_global_fertility(self) -> bool:
-        return self.global_fertility_weight > 0
 
     @property
     def resolved_alignment_layer(self) -> int:
@@ -281,9 +316,7 @@ class SyntaxMTConfig(_method_option_fields()):
         for name in _POSITIVE_INTS:
             check_int(self, name, 1)
         for name in _NUMBERS:
-            value = getattr(self, name)
-            if not isinstance(value, numbers.Real) or isinstance(value, bool) or not math.isfinite(value):
-                raise UserError(f"{name}={value!r} must be a finite number, not {type(value).__name__}.")
+            check_finite(self, name)
         for name in _PROBABILITIES:
             check_probability(self, name)
         for side in ("encoder", "decoder"):
@@ -360,18 +393,6 @@ class SyntaxMTConfig(_method_option_fields()):
             side = "encoder" if site == "encoder" else "decoder"
             for layer in range(getattr(self, f"{side}_layers")):
                 head_layout(self, site, layer, getattr(self, f"{side}_attention_heads"))
-
-    @property
-    def uses_context(self) -> bool:
-        """Whether the model reads document-level context (`context_sentences > 0`)."""
-        return self.context_sentences > 0
-
-    def context_layers(self, side: str) -> list[int]:
-        """The `"encoder"` or `"decoder"` layers with a context-attention sublayer (none without context)."""
-        if not self.uses_context:
-            return []
-        layers = getattr(self, f"{side}_context_layers")
-        return list(range(getattr(self, f"{side}_layers"))) if layers is None else list(layers)
 
     @property
     def resolved_max_context_length(self) -> int:

@@ -25,7 +25,9 @@ from . import fused_kernels
 from .compat import sdpa_backends
 from .configuration_syntax_mt import SyntaxMTConfig
 from .errors import UserError
-from .methods.registry import AttentionContext, AttentionRecord, HeadRecord, Method, head_layout, registered
+from .methods.base import Method
+from .methods.records import AttentionContext, AttentionRecord, HeadRecord
+from .methods.registry import head_layout, registered
 
 # transformers 5.24 renamed the decoding cache from `past_key_values` to `cache` (argument and output field; the old
 # name is deprecated until 5.40). The spine passes and reads it under the installed name and accepts either.

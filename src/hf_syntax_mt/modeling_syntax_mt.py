@@ -39,15 +39,8 @@ from .compat import (
 from .configuration_syntax_mt import SyntaxMTConfig
 from .errors import UserError
 from .generation_defaults import fill_generation_defaults, resolve_generation
-from .methods.registry import (
-    AttentionRecord,
-    ForwardInputs,
-    active_methods,
-    input_names,
-    on_change,
-    registered,
-    supervision_names,
-)  # the methods (document context included) reach the spine through the registry's hooks only
+from .methods.records import AttentionRecord, ForwardInputs  # the methods reach the spine through the registry
+from .methods.registry import active_methods, input_names, on_change, registered, supervision_names
 from .modeling_layers import CACHE, SyntaxMTAttention, SyntaxMTDecoderLayer, SyntaxMTEncoderLayer, pop_cache
 from .modeling_outputs import AUXILIARY_LOSSES, SyntaxMTEncoderOutput, SyntaxMTSeq2SeqLMOutput
 

@@ -12,6 +12,7 @@ from transformers import MarianConfig, MarianMTModel, Seq2SeqTrainer, Seq2SeqTra
 
 from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
 from hf_syntax_mt.data import DataCollatorForSyntaxMT
+from hf_syntax_mt.methods.document_context import context_layers, uses_context
 
 
 def make_model(seed=0, **overrides):
@@ -81,7 +82,7 @@ def direct_logits(model, ids, context, labels):
     H = cfg.encoder_attention_heads
     with torch.no_grad():
         c = None
-        if context is not None and cfg.uses_context:
+        if context is not None and uses_context(cfg):
             ce = enc.context_encoder
             c = enc.embed_tokens(context) * enc.embed_scale + enc.embed_positions((1, len(context)))  # Eq. 4
             for layer in ce.layers:  # Eqs. 5-9, post-norm residuals (Eq. 6)
@@ -94,19 +95,19 @@ def direct_logits(model, ids, context, labels):
             att = layer.self_attn
             x = layer_norm(x + multi_head(x, x, wb(att.q_proj), wb(att.k_proj), wb(att.v_proj), wb(att.out_proj), H),
                            layer.self_attn_layer_norm)  # Eq. 11  # fmt: skip
-            if c is not None and i in cfg.context_layers("encoder"):
-                j = cfg.context_layers("encoder").index(i)
+            if c is not None and i in context_layers(cfg, "encoder"):
+                j = context_layers(cfg, "encoder").index(i)
                 x = context_sublayer(x, c, layer.context_attn, kv_w, kv_b, j, H, cfg.context_gating)  # Eq. 12
             x = ffn(x, layer)  # Eq. 13
-        n_enc = len(cfg.context_layers("encoder"))
+        n_enc = len(context_layers(cfg, "encoder"))
         y_in = torch.cat([torch.tensor([cfg.decoder_start_token_id]), labels[:-1]])
         y = dec.embed_tokens(y_in) * dec.embed_scale + dec.embed_positions((1, len(y_in)))  # Eq. 14
         for i, layer in enumerate(dec.layers):
             att = layer.self_attn
             y = layer_norm(y + multi_head(y, y, wb(att.q_proj), wb(att.k_proj), wb(att.v_proj), wb(att.out_proj), H,
                                           causal=True), layer.self_attn_layer_norm)  # Eq. 15  # fmt: skip
-            if c is not None and i in cfg.context_layers("decoder"):
-                j = n_enc + cfg.context_layers("decoder").index(i)
+            if c is not None and i in context_layers(cfg, "decoder"):
+                j = n_enc + context_layers(cfg, "decoder").index(i)
                 y = context_sublayer(y, c, layer.context_attn, kv_w, kv_b, j, H, cfg.context_gating)  # Eq. 16
             ca = layer.encoder_attn
             y = layer_norm(y + multi_head(y, x, wb(ca.q_proj), wb(ca.k_proj), wb(ca.v_proj), wb(ca.out_proj), H),
@@ -233,7 +234,7 @@ def test_context_is_encoded_once_per_sentence_before_beams(monkeypatch):
     assert encoded == [3]  # one call, on the 3 sentences (not 3 x 4 beams)
     # one projection per side, each on the real context tokens only, with 2 D columns per context sublayer
     real, width = int(context_mask.sum()), 2 * model.config.d_model
-    sides = [len(model.config.context_layers(side)) for side in ("encoder", "decoder")]
+    sides = [len(context_layers(model.config, side)) for side in ("encoder", "decoder")]
     assert projected == [torch.Size([real, width * n]) for n in sides]
 
 

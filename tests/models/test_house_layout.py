@@ -138,15 +138,17 @@ def test_the_model_side_imports_no_pipeline_data_evaluation_or_training(module):
                                     "hf_syntax_mt.data.collator", "hf_syntax_mt.data.preprocess"])  # fmt: skip
 def test_the_spine_reaches_the_methods_through_the_registry_only(module):
     """Issue 58: no method module (document context included) is imported by the spine or the data side; they ask
-    the registry's interface (`methods.registry`, `methods.columns`, and `methods.supervision`, which reads the
+    the registry's interface (`methods.registry` and what it is split into: `methods.base`, the `Method` base,
+    `methods.records`, what one forward keeps; `methods.columns`; and `methods.supervision`, which reads the
     registry's declared columns and names no method)."""
     methods = {m for m in imports(module) if m.startswith("hf_syntax_mt.methods")}
-    interface = {"hf_syntax_mt.methods.registry", "hf_syntax_mt.methods.columns", "hf_syntax_mt.methods.supervision"}
+    interface = {f"hf_syntax_mt.methods.{m}" for m in ("registry", "base", "records", "columns", "supervision")}
     assert methods <= interface, methods
 
 
-# the user-error types (issue 49): a standard-library-only leaf that every module may raise from
-LEAVES = {"hf_syntax_mt.errors"}
+# the user-error types (issue 49) and the one library of checks (`Option` and the option checks the methods declare
+# with): standard-library-only leaves that every module may import
+LEAVES = {"hf_syntax_mt.errors", "hf_syntax_mt.validation"}
 
 
 def test_methods_import_only_the_registry_and_each_other():
@@ -186,6 +188,13 @@ def test_the_alignment_package_exports_every_public_name_of_its_modules():
         for public in module.__all__:
             assert getattr(package, public) is getattr(module, public), (name, public)
     assert set(package.__all__) >= {"align", "align_corpus", "alignment_error_rate", "AlignmentTargets"}
+
+
+def test_the_leaves_import_nothing_of_the_package_but_each_other():
+    """`errors` and `validation` stay leaves: importing them pulls in no other module of the package (so every
+    module, the methods included, may import them without a circle)."""
+    for name in LEAVES:
+        assert imports(name) <= LEAVES, (name, imports(name) - LEAVES)
 
 
 def test_method_inputs_are_not_parameters_of_the_spine():

@@ -195,13 +195,13 @@ class SyntaxMTPreprocessor:
         """A preprocessor that produces every column the methods of `config` (a `SyntaxMTConfig`) read from the
         parses (tokenize only when they read none), with the other arguments as given (``source_column``...).
 
-        With document context (``config.uses_context``), ``max_context_length`` defaults to
-        ``config.resolved_max_context_length`` (``max_context_length``, else ``max_position_embeddings``).
+        With document context (the methods read a column of kind ``"context"``), ``max_context_length`` defaults
+        to ``config.resolved_max_context_length`` (``max_context_length``, else ``max_position_embeddings``).
         """
         specs = column_specs()
         wanted = {*input_columns(config), *supervision_columns(config)}  # what the config's methods read
         columns = [c for c in wanted if c in specs and specs[c].parse is not None]
-        if getattr(config, "uses_context", False):
+        if any(specs[c].kind == "context" for c in wanted if c in specs):
             kwargs.setdefault("max_context_length", config.resolved_max_context_length)
         return cls(tokenizer, parser, columns=columns, **kwargs)
 

@@ -29,6 +29,7 @@ import torch
 from ..data.documents import encode_context
 from ..data.readers import read_lines, read_text
 from ..errors import MissingFileError, UserError, UserTypeError
+from ..methods.registry import method_of
 
 __all__ = ["DISCEVALMT_SUBSETS", "load_discevalmt", "score_contrastive"]
 
@@ -69,9 +70,10 @@ def score_contrastive(
 
     Args:
         model: a seq2seq model taking ``input_ids``, ``attention_mask`` and ``labels``
-            (``SyntaxMTForConditionalGeneration``, ``MarianMTModel``). With document context (``config.uses_context``)
-            the last ``config.context_sentences`` sentences of each example's context go to ``context_input_ids``;
-            otherwise the context is ignored. Sources and candidates are cut at ``max_position_embeddings`` tokens.
+            (``SyntaxMTForConditionalGeneration``, ``MarianMTModel``). With document context
+            (``method_of(config, "document_context")``) the last ``config.context_sentences`` sentences of each
+            example's context go to ``context_input_ids``; otherwise the context is ignored. Sources and candidates
+            are cut at ``max_position_embeddings`` tokens.
         tokenizer: the model's tokenizer.
         examples: dicts with ``source``, ``correct``, ``contrastive`` (strings) and ``context`` (previous source
             sentences of the document, oldest first; may be empty or missing).
@@ -94,7 +96,7 @@ def score_contrastive(
             "scoring feeds plain token ids: score a model without source-parse inputs"
         )
     examples = _check_examples(examples)
-    uses_context = bool(getattr(config, "uses_context", False))
+    uses_context = method_of(config, "document_context") is not None
     k = getattr(config, "context_sentences", 0)
     if max_context_length is None:
         max_context_length = getattr(config, "resolved_max_context_length", config.max_position_embeddings)

@@ -49,7 +49,9 @@ from transformers import initialization as init
 from transformers.cache_utils import DynamicLayer, EncoderDecoderCache
 
 from ..errors import UserError, UserTypeError
-from .registry import AttentionContext, Method, Option, check_int, check_layer_list, checking
+from ..validation import Option, check_int, check_layer_list, checking
+from .base import Method
+from .records import AttentionContext
 
 ALIGNMENT_BIASES = ("position", "markov", "fertility")
 

@@ -14,18 +14,10 @@ import torch
 from torch import nn
 from transformers import initialization as init
 
+from ..validation import Option, check_bool, check_per_layer_heads, check_weight, checking
+from .base import Method, per_layer
 from .columns import Column
-from .registry import (
-    AttentionContext,
-    HeadRecord,
-    Method,
-    Option,
-    check_bool,
-    check_per_layer_heads,
-    check_weight,
-    checking,
-    per_layer,
-)
+from .records import AttentionContext, HeadRecord
 
 
 def dependency_nll(logits: torch.Tensor, heads: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -145,19 +137,34 @@ class Biaffine(Method):
             return {"dbsa": per_layer(config, "decoder_dbsa_heads", "decoder")[layer]}
         return {}
 
+    @staticmethod
+    def uses_lisa(config) -> bool:
+        """Whether `config` gives any encoder layer LISA heads."""
+        return any(config.encoder_lisa_heads or [])
+
+    @staticmethod
+    def uses_encoder_dbsa(config) -> bool:
+        """Whether `config` gives any encoder layer DBSA heads."""
+        return any(config.encoder_dbsa_heads or [])
+
+    @staticmethod
+    def uses_decoder_dbsa(config) -> bool:
+        """Whether `config` gives any decoder layer DBSA heads."""
+        return any(config.decoder_dbsa_heads or [])
+
     def active(self, config) -> bool:
-        return config.uses_lisa or config.uses_encoder_dbsa or config.uses_decoder_dbsa
+        return self.uses_lisa(config) or self.uses_encoder_dbsa(config) or self.uses_decoder_dbsa(config)
 
     def heads(self, config, site, layer):
         return sum(self.kinds(config, site, layer).values())
 
     def supervision_columns(self, config):
         columns = []
-        if config.uses_lisa:
+        if self.uses_lisa(config):
             columns.append("lisa_parents")
-        if config.uses_encoder_dbsa:
+        if self.uses_encoder_dbsa(config):
             columns.append("dbsa_heads")
-        if config.uses_decoder_dbsa and config.dbsa_loss_weight > 0:  # trained on target trees
+        if self.uses_decoder_dbsa(config) and config.dbsa_loss_weight > 0:  # trained on target trees
             columns.append("decoder_dbsa_heads")
         return tuple(columns)
 
@@ -166,10 +173,10 @@ class Biaffine(Method):
             return ", ".join(f"layer {i}: {k}" for i, k in enumerate(values or []) if k)
 
         lines = []
-        if config.uses_lisa:
+        if self.uses_lisa(config):
             lines.append(f"LISA heads on subwords (Strubell et al. 2018, as in the PASCAL paper) in encoder "
                          f"{layers(config.encoder_lisa_heads)}; loss weight {config.lisa_loss_weight}.")  # fmt: skip
-        if config.uses_encoder_dbsa or config.uses_decoder_dbsa:
+        if self.uses_encoder_dbsa(config) or self.uses_decoder_dbsa(config):
             lines.append(f"Dependency-based self-attention (Deguchi et al. 2019, Eqs. 4-5): encoder "
                          f"{layers(config.encoder_dbsa_heads) or 'none'}, decoder "
                          f"{layers(config.decoder_dbsa_heads) or 'none'}; lambda_dep={config.dbsa_loss_weight}.")  # fmt: skip
@@ -213,9 +220,9 @@ class Biaffine(Method):
     def wants_record(self, model, batch):
         config = model.config
         wanted = (
-            (config.uses_lisa and batch.get("lisa_parents") is not None)
-            or (config.uses_encoder_dbsa and batch.get("dbsa_heads") is not None)
-            or (config.uses_decoder_dbsa and batch.get("decoder_dbsa_heads") is not None)
+            (self.uses_lisa(config) and batch.get("lisa_parents") is not None)
+            or (self.uses_encoder_dbsa(config) and batch.get("dbsa_heads") is not None)
+            or (self.uses_decoder_dbsa(config) and batch.get("decoder_dbsa_heads") is not None)
         )
         return wanted, set()
 

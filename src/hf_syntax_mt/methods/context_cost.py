@@ -112,7 +112,9 @@ def context_flops(
     Fe, Fd = config.encoder_ffn_dim, config.decoder_ffn_dim
     Le, Ld = config.encoder_layers, config.decoder_layers
     S, T, M, B = float(source_len), float(target_len), float(context_len), batch
-    n_e, n_d = len(config.context_layers("encoder")), len(config.context_layers("decoder"))
+    from .document_context import context_layers  # torch and transformers only when a config is costed
+
+    n_e, n_d = len(context_layers(config, "encoder")), len(context_layers(config, "decoder"))
     gate = 4 * D * D if config.context_gating else 0  # W_i H + W_s SubLayer(H), per token
     real = B * M if context_tokens is None else float(context_tokens)
 

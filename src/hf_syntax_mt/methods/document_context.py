@@ -32,8 +32,9 @@ from transformers.models.marian.modeling_marian import MarianEncoderLayer
 from transformers.utils import logging
 
 from ..errors import UserError
+from ..validation import Option, check_bool, check_int, check_layer_list, checking
+from .base import Method
 from .columns import Column
-from .registry import Method, Option, check_bool, check_int, check_layer_list, checking
 
 logger = logging.get_logger(__name__)
 
@@ -84,12 +85,25 @@ def _attend_mask(context_attention_mask: torch.Tensor) -> torch.Tensor:
     return mask | ~mask.any(dim=-1, keepdim=True)
 
 
+def uses_context(config: PreTrainedConfig) -> bool:
+    """Whether the model reads document-level context (`context_sentences > 0`)."""
+    return config.context_sentences > 0
+
+
+def context_layers(config: PreTrainedConfig, side: str) -> list[int]:
+    """The `"encoder"` or `"decoder"` layers with a context-attention sublayer (none without context)."""
+    if not uses_context(config):
+        return []
+    layers = getattr(config, f"{side}_context_layers")
+    return list(range(getattr(config, f"{side}_layers"))) if layers is None else list(layers)
+
+
 def context_sublayer(
     config: PreTrainedConfig, side: str, layer_idx: int
 ) -> tuple[int | None, ContextAttention | None]:
     """The context attention of `side` layer `layer_idx` and its slot in the keys/values of its side, or
     `(None, None)` when that layer has none."""
-    layers = config.context_layers(side)
+    layers = context_layers(config, side)
     if layer_idx not in layers:
         return None, None
     return layers.index(layer_idx), ContextAttention(config, getattr(config, f"{side}_attention_heads"))
@@ -99,7 +113,7 @@ class ContextEncoder(nn.Module):
     """Self-attentive context encoder (Section 2.2) plus the fused key/value projections of the context attentions.
 
     Args:
-        config: the model config; `config.context_encoder_layers` = N_c, and `config.context_layers(side)` tells
+        config: the model config; `config.context_encoder_layers` = N_c, and `context_layers(config, side)` tells
             which encoder/decoder layers have a context attention (each gets its own W_K, W_V).
     """
 
@@ -109,8 +123,8 @@ class ContextEncoder(nn.Module):
         self.num_heads = config.encoder_attention_heads
         self.head_dim = config.d_model // self.num_heads
         self.dropout = config.dropout
-        self.num_encoder_sublayers = len(config.context_layers("encoder"))
-        self.num_decoder_sublayers = len(config.context_layers("decoder"))
+        self.num_encoder_sublayers = len(context_layers(config, "encoder"))
+        self.num_decoder_sublayers = len(context_layers(config, "decoder"))
         self.layers = nn.ModuleList([MarianEncoderLayer(config, i) for i in range(config.context_encoder_layers)])
         n = self.num_encoder_sublayers + self.num_decoder_sublayers
         # [W_K; W_V] of every context-attention sublayer, encoder layers first
@@ -308,13 +322,13 @@ class DocumentContext(Method):
     inputs = (Column("context_input_ids", "context", pad="pad_token_id"), Column("context_attention_mask", "context"))
 
     def active(self, config) -> bool:
-        return config.uses_context
+        return uses_context(config)
 
     def input_columns(self, config):
         return ("context_input_ids",) if self.active(config) else ()
 
     def validate(self, config) -> None:
-        if config.uses_context and not (config.context_layers("encoder") or config.context_layers("decoder")):
+        if uses_context(config) and not (context_layers(config, "encoder") or context_layers(config, "decoder")):
             raise UserError(
                 f"context_sentences={config.context_sentences} but encoder_context_layers and decoder_context_layers are "
                 "both empty: the context would reach nothing. Leave one of them None (every layer) or list layers."
@@ -330,13 +344,13 @@ class DocumentContext(Method):
         gate = "context gating (Eqs. 21-22)" if config.context_gating else "residual connections (no gating)"
         return (f"Document-level context (Zhang et al. 2018): the previous {config.context_sentences} source "
                 f"sentences, a {config.context_encoder_layers}-layer context encoder, context attention in "
-                f"encoder layers {config.context_layers('encoder')} and decoder layers "
-                f"{config.context_layers('decoder')}, {gate}. Translate documents with "
+                f"encoder layers {context_layers(config, 'encoder')} and decoder layers "
+                f"{context_layers(config, 'decoder')}, {gate}. Translate documents with "
                 "`pipe.translate_document(sentences)`.")  # fmt: skip
 
     # --- the spine's hooks: the context encoder, its sublayers, the states they read, theta_d ---------------------
     def build_encoder(self, encoder, config):
-        encoder.context_encoder = ContextEncoder(config) if config.uses_context else None  # issue 5
+        encoder.context_encoder = ContextEncoder(config) if uses_context(config) else None  # issue 5
 
     def build_layer(self, layer, config, side, layer_idx):
         layer.context_index, layer.context_attn = context_sublayer(config, side, layer_idx)

@@ -11,7 +11,8 @@ import math
 import torch
 from torch import nn
 
-from .registry import Method, Option, check_int, check_weight, checking
+from ..validation import Option, check_int, check_weight, checking
+from .base import Method
 
 
 class GlobalFertility(nn.Module):
@@ -91,7 +92,7 @@ class Fertility(Method):
     trainable = ("global_fertility",)
 
     def active(self, config) -> bool:
-        return config.uses_global_fertility
+        return config.global_fertility_weight > 0
 
     def describe(self, config):
         if not self.active(config):

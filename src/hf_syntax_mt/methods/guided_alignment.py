@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import torch
 
+from ..validation import Option, check_decoder_layer, check_int, check_weight, checking
+from .base import Method
 from .columns import Column
-from .registry import Method, Option, check_decoder_layer, check_int, check_weight, checking
 
 
 def guided_alignment_nll(probs: torch.Tensor, target: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:

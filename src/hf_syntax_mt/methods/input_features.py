@@ -9,9 +9,10 @@ import torch
 from torch import nn
 
 from ..errors import UserError
+from ..validation import Option, check_choice, check_int, checking
 from ..vocabularies import INPUT_FEATURES
+from .base import Method
 from .columns import Column
-from .registry import Method, Option, check_choice, check_int, checking
 
 FEATURE_COMBINATIONS = ("sum", "concat")
 

@@ -12,17 +12,10 @@ import math
 import torch
 
 from ..errors import UserError
+from ..validation import Option, check_choice, check_per_layer_heads, check_probability, checking
+from .base import Method, per_layer
 from .columns import Column
-from .registry import (
-    AttentionContext,
-    Method,
-    Option,
-    check_choice,
-    check_per_layer_heads,
-    check_probability,
-    checking,
-    per_layer,
-)
+from .records import AttentionContext
 
 PASCAL_WEIGHTINGS = ("gaussian", "parent_only")
 # Below this sigma the Gaussian is already 0 one position away from the parent and its peak 1 / (sigma sqrt(2 pi))

@@ -7,8 +7,9 @@ import torch
 from torch import nn
 
 from ..errors import UserError
-from .biaffine import decoder_valid
-from .registry import Method, Option, check_decoder_layer, check_weight, checking
+from ..validation import Option, check_decoder_layer, check_weight, checking
+from .base import Method
+from .biaffine import Biaffine, decoder_valid
 
 
 def synchronous_loss(E: torch.Tensor, D: torch.Tensor, C: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -49,15 +50,22 @@ class Synchronous(Method):
     tester_config = {"encoder_dbsa_heads": [1, 0], "decoder_dbsa_heads": [1, 0], "sync_loss_weight": 0.5}
     trainable = ("biaffine_u",)
 
+    @staticmethod
+    def sync_layer(config) -> int:
+        """l_sync, 0-based: `sync_cross_attention_layer`, else the penultimate decoder layer."""
+        if config.sync_cross_attention_layer is not None:
+            return config.sync_cross_attention_layer
+        return max(config.decoder_layers - 2, 0)
+
     def active(self, config) -> bool:
-        return config.uses_sync
+        return config.sync_loss_weight > 0
 
     def supervision_columns(self, config) -> tuple[str, ...]:
         # the loss reads the DBSA heads' attention, which is recorded only where their trees are given
         return ("dbsa_heads",) if self.active(config) else ()
 
     def validate(self, config) -> None:
-        if config.uses_sync and not (config.uses_encoder_dbsa and config.uses_decoder_dbsa):
+        if self.active(config) and not (Biaffine.uses_encoder_dbsa(config) and Biaffine.uses_decoder_dbsa(config)):
             raise UserError(
                 f"sync_loss_weight={config.sync_loss_weight} needs DBSA heads in both the encoder and the decoder "
                 f"(encoder_dbsa_heads={config.encoder_dbsa_heads}, decoder_dbsa_heads={config.decoder_dbsa_heads})."
@@ -67,17 +75,17 @@ class Synchronous(Method):
         if not self.active(config):
             return None
         return (f"Synchronous syntactic attention loss (Eqs. 6-9), lambda_sync={config.sync_loss_weight}, "
-                f"l_sync = decoder layer {config.sync_layer}.")  # fmt: skip
+                f"l_sync = decoder layer {self.sync_layer(config)}.")  # fmt: skip
 
     def wants_record(self, model, batch):
         if batch.get("labels") is None:
             return False, set()
-        return True, {model.config.sync_layer}
+        return True, {self.sync_layer(model.config)}
 
     def loss(self, model, record, batch, outputs):
         enc = [r.probs.mean(1) for r in record.of_kind("encoder", "dbsa")]  # (B, S, S) each
         dec = [r.probs.mean(1) for r in record.of_kind("decoder", "dbsa")]  # (B, T, T) each
-        cross = record.cross.get(model.config.sync_layer)
+        cross = record.cross.get(self.sync_layer(model.config))
         if batch.get("labels") is None or not enc or not dec or cross is None:
             return {}
         # several DBSA heads (or layers) are combined by averaging their attention matrices; C averages the heads of

@@ -17,7 +17,9 @@ from torch import nn
 from transformers import initialization as init
 
 from ..errors import UserError
-from .registry import AttentionContext, Method, Option, check_per_layer_heads, check_positive, checking, per_layer
+from ..validation import Option, check_per_layer_heads, check_positive, checking
+from .base import Method, per_layer
+from .records import AttentionContext
 from .tree_distance import TREE_COLUMNS, shared_tree_distances
 
 

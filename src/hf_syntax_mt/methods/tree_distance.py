@@ -8,8 +8,10 @@ from __future__ import annotations
 import torch
 
 from ..errors import UserError
+from ..validation import Option, check_int, check_per_layer_heads, checking
+from .base import Method, per_layer
 from .columns import Column
-from .registry import AttentionContext, Method, Option, check_int, check_per_layer_heads, checking, per_layer, shared
+from .records import AttentionContext, shared
 
 
 def tree_distances(word_index: torch.Tensor, word_heads: torch.Tensor) -> torch.Tensor:
@@ -68,7 +70,7 @@ def tree_weights(
 
 def shared_tree_distances(inputs: dict, input_shape: torch.Size, method: str, heads) -> torch.Tensor:
     """The tree distances `(B, S, S)` of this forward's `word_index` and `word_heads`, checked and computed once
-    per forward for every method that reads them (`registry.shared`); `method` and `heads` name the asking method's
+    per forward for every method that reads them (`records.shared`); `method` and `heads` name the asking method's
     option in the error for missing inputs."""
     word_index, word_heads = inputs.get("word_index"), inputs.get("word_heads")
     if word_index is None or word_heads is None:

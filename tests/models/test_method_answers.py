@@ -1,0 +1,73 @@
+"""What a method derives from the config is answered by the method (the config holds options only): the bi-affine
+heads in use, l_sync, the layers with a context attention, and `method_of` for code outside the methods."""
+
+import pytest
+from tiny_config import TINY
+from transformers import MarianConfig
+
+from hf_syntax_mt import SyntaxMTConfig
+from hf_syntax_mt.methods import get_method, method_of
+from hf_syntax_mt.methods.biaffine import Biaffine
+from hf_syntax_mt.methods.document_context import context_layers, uses_context
+from hf_syntax_mt.methods.synchronous import Synchronous
+
+
+@pytest.mark.parametrize(
+    "options, lisa, encoder_dbsa, decoder_dbsa",
+    [({}, False, False, False), (dict(encoder_lisa_heads=[0, 1]), True, False, False),
+     (dict(encoder_dbsa_heads=[1, 0], decoder_dbsa_heads=[0, 0]), False, True, False),
+     (dict(decoder_dbsa_heads=[0, 2]), False, False, True)],
+)  # fmt: skip
+def test_the_biaffine_method_says_which_heads_a_config_uses(options, lisa, encoder_dbsa, decoder_dbsa):
+    config = SyntaxMTConfig(**TINY, **options)
+    answers = (Biaffine.uses_lisa(config), Biaffine.uses_encoder_dbsa(config), Biaffine.uses_decoder_dbsa(config))
+    assert answers == (lisa, encoder_dbsa, decoder_dbsa)
+    assert (method_of(config, "biaffine") is get_method("biaffine")) == any(answers)
+
+
+@pytest.mark.parametrize(
+    "layers, given, expected", [(2, None, 0), (4, None, 2), (6, None, 4), (4, 3, 3), (1, None, 0)]
+)
+def test_l_sync_is_the_given_layer_else_the_penultimate(layers, given, expected):
+    config = SyntaxMTConfig(**{**TINY, "decoder_layers": layers}, sync_cross_attention_layer=given)
+    assert Synchronous.sync_layer(config) == expected
+
+
+@pytest.mark.parametrize(
+    "options, encoder, decoder",
+    [({}, [], []), (dict(context_sentences=1), [0, 1], [0, 1]),
+     (dict(context_sentences=2, encoder_context_layers=[], decoder_context_layers=[1]), [], [1]),
+     (dict(encoder_context_layers=[1]), [], [])],  # layers listed, but no context sentences: no context attention
+)  # fmt: skip
+def test_the_layers_with_a_context_attention(options, encoder, decoder):
+    config = SyntaxMTConfig(**TINY, **options)
+    assert (context_layers(config, "encoder"), context_layers(config, "decoder")) == (encoder, decoder)
+    assert uses_context(config) == (options.get("context_sentences", 0) > 0)
+    assert (method_of(config, "document_context") is not None) == uses_context(config)
+
+
+def test_method_of_answers_none_for_an_inactive_method_an_unknown_name_and_a_plain_marian_config():
+    config = SyntaxMTConfig(**TINY, global_fertility_weight=0.5)
+    assert method_of(config, "fertility") is get_method("fertility")
+    assert method_of(config, "synchronous") is None and method_of(config, "no_such_method") is None
+    assert method_of(MarianConfig(**TINY), "fertility") is None
+
+
+def test_the_config_holds_no_method_derived_property():
+    moved = ("uses_lisa", "uses_encoder_dbsa", "uses_decoder_dbsa", "uses_sync", "sync_layer", "uses_global_fertility",
+             "uses_context", "context_layers")  # fmt: skip
+    assert not [name for name in moved if hasattr(SyntaxMTConfig, name)]
+
+
+@pytest.mark.parametrize(
+    "options, expected",
+    [({}, None), (dict(context_sentences=1), TINY["max_position_embeddings"]),
+     (dict(context_sentences=1, max_context_length=5), 5)],
+)  # fmt: skip
+def test_the_preprocessor_finds_document_context_by_its_column_kind(options, expected, data_marian_tokenizer):
+    """`for_config` asks the registry for a column of kind "context" (no method name, no config property): with one,
+    the context is cut at `max_context_length` (else `max_position_embeddings`); without, no limit is set."""
+    from hf_syntax_mt.data.preprocess import SyntaxMTPreprocessor
+
+    config = SyntaxMTConfig(**TINY, **options)
+    assert SyntaxMTPreprocessor.for_config(config, data_marian_tokenizer).max_context_length == expected
