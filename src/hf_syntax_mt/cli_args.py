@@ -331,7 +331,7 @@ def _lang_code(text: str) -> str:
 
 
 def add_parsing_commands(sub) -> None:
-    """`parse` and `train-parser` (issue 64; run by `hf_syntax_mt.parser_commands`)."""
+    """`parse` and `train-parser` (run by `hf_syntax_mt.parser_commands`)."""
     q = sub.add_parser("parse", help="parse a text file into CoNLL-U for --{split}_{source,target}_conllu",
                        description="One CoNLL-U block per input line, in order; the parser flags are train's.")  # fmt: skip
     q.add_argument("--parser", required=True, choices=["spacy", "stanza"], help="as train's --parser")

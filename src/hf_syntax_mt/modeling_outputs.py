@@ -12,7 +12,7 @@ from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 @dataclass
 class SyntaxMTEncoderOutput(BaseModelOutput):
     r"""
-    `BaseModelOutput` plus the document context the decoder reads (issue 5); batch-first, so `generate()` copies them
+    `BaseModelOutput` plus the document context the decoder reads; batch-first, so `generate()` copies them
     for beams with the rest of the encoder outputs.
 
     context_key_values (`torch.FloatTensor` of shape `(batch_size, n_dec, 2, num_heads, context_length, head_dim)`):

@@ -313,7 +313,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         super().__init__(config)  # MarianMTModel: LM head, final_logits_bias and weight tying
         self.model = SyntaxMTModel(config)
         for method in registered():
-            method.build_model(self, config)  # e.g. the global-fertility network (issue 4)
+            method.build_model(self, config)  # e.g. the alignment biases' global-fertility network
         self.record_cross_layers: list[int] = []  # extra cross-attention layers to keep (`recording_alignment`)
         self.last_attention_record: AttentionRecord | None = None
         self.post_init()
