@@ -28,7 +28,9 @@ class SyntaxMTEncoderOutput(BaseModelOutput):
 @dataclass
 class SyntaxMTSeq2SeqLMOutput(Seq2SeqLMOutput):
     r"""
-    `Seq2SeqLMOutput` plus each term of the objective (already included in `loss`, unweighted here):
+    `Seq2SeqLMOutput` plus each term of the objective (already included in `loss`, unweighted here; each summed over
+    tokens and divided by the batch's target tokens; None where its method is not active). A method registered
+    outside the package adds its term under its own name.
 
     translation_loss: the (label-smoothed) cross-entropy L_t.
     dbsa_loss: L_dep of Eq. 5, source and target parse losses of the DBSA heads.
