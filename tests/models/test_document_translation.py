@@ -36,6 +36,9 @@ def by_hand(model, tokenizer, sentences, k, **generate_kwargs):
     """One sentence at a time, the context = the previous k sentences encoded by hand."""
     out = []
     for i, text in enumerate(sentences):
+        if not text.strip():  # a blank sentence: empty, not decoded (every engine's rule); still context below
+            out.append("")
+            continue
         ids = tokenizer(text)["input_ids"]
         context = []
         for previous in sentences[max(0, i - k) : i]:

@@ -222,7 +222,7 @@ def test_a_ctranslate2_directory_decodes_with_the_resolved_settings(tokenizer, t
         assert main(["translate", "--model", str(directory), "--input", str(source), "--output",
                      str(tmp_path / "out.txt")]) == 0  # fmt: skip
         err = capsys.readouterr().err
-        assert f"decoding: beams:1|max_length:{POSITIONS} " in err and "note: 1 empty line(s)" in err
+        assert f"decoding: beams:1|max_length:{POSITIONS} " in err  # a blank line: empty for every engine
         assert (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines() == [*none_passed, ""]
         with pytest.raises(UserError, match="--engine onnxruntime"):
             main(["translate", "--model", str(directory), "--input", str(source), "--engine", "onnxruntime"])

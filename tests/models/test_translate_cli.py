@@ -235,8 +235,24 @@ def test_sentences_are_batched_longest_first_and_come_back_in_input_order():
 
     pipe.model = SimpleNamespace(config=SimpleNamespace(context_sentences=0))
     lines = ["a b", "a b c d e", "", "a", "a b c d", "a b c"]
-    assert translate_lines(pipe, lines, batch_size=1, chunk_sentences=2, progress=False) == [f"<{s}>" for s in lines]
-    assert calls == [["a b c d e", "a b c d"], ["a b c", "a b"], ["a", ""]]
+    assert translate_lines(pipe, lines, batch_size=1, chunk_sentences=2, progress=False) == [
+        f"<{s}>" if s else "" for s in lines
+    ]  # a blank line is never sent to the engine: it stays empty (issue 65: the same rule for every engine)
+    assert calls == [["a b c d e", "a b c d"], ["a b c", "a b"], ["a"]]
+
+
+def test_a_blank_line_is_an_empty_line_for_every_engine_and_inside_a_document():
+    """Issue 65: CTranslate2 gave '' for a blank line where `generate` decoded one from `</s>` alone; now no engine
+    is asked, in the sentence path and in a document translated with its context (the blank line's own output)."""
+    from types import SimpleNamespace
+
+    def documents_pipe(documents, batch_size, **kwargs):  # a document-level pipeline: one result per sentence
+        return [[{"translation_text": f"<{s}>"} for s in document] for document in documents]
+
+    documents_pipe.model = SimpleNamespace(config=SimpleNamespace(context_sentences=1))
+    lines = ["a b", " ", "c", "d"]
+    got = translate_lines(documents_pipe, lines, documents=[(0, 3), (3, 4)], progress=False)
+    assert got == ["<a b>", "", "<c>", "<d>"]
 
 
 def test_translate_lines_refuses_a_document_model_without_documents_or_contexts():
@@ -493,3 +509,20 @@ def test_evaluate_checks_its_model_as_translate_does(context_model, tmp_path, mo
     status, err = console(monkeypatch, capsys, "evaluate", "--hyp", hyp, "--ref", hyp, "--model", model_dir)
     assert status == 1 and "Traceback" not in err and "trust_remote_code" not in err
     assert re.search(r"config.json has model_type 'not_a_model'", err.splitlines()[-1]), err
+
+
+def test_the_pipeline_leaves_a_blank_sentence_empty_and_keeps_it_as_context(context_model, sentence_model):
+    """The pipeline gives a blank sentence "" without decoding it (as every engine and `translate` do); inside a
+    document the blank sentence is still context: every other sentence translates exactly as it does alone with
+    its previous two source sentences (the blank one among them) given as its context."""
+    pipe = pipeline("syntax-translation", model=context_model[0], device="cpu")
+    got = texts(pipe(DOC_A, document=True, **GENERATE))
+    assert got[2] == "" and DOC_A[2] == "" and all(got[i] for i in (0, 1, 3))
+    for i, sentence in enumerate(DOC_A):
+        if sentence:
+            assert got[i] == texts(pipe([sentence], contexts=[DOC_A[max(0, i - 2) : i]], **GENERATE))[0], i
+    assert texts(pipe.translate_document(DOC_A, **GENERATE)) == got
+    plain = pipeline("syntax-translation", model=sentence_model, device="cpu")
+    alone = texts(plain([SENTENCES[0]], **GENERATE))
+    assert texts(plain(["  ", SENTENCES[0], "", "\t"], **GENERATE)) == ["", *alone, "", ""]
+    assert texts(plain([" "], **GENERATE)) == [""]

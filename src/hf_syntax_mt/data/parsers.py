@@ -40,7 +40,7 @@ from ..validation import check_strings
 from .cache_shards import read_shard
 from .parsed import ParsedSentence, merge_sentences
 from .readers import iter_conllu, read_conllu
-from .stanza_resources import file_sha256, stanza_model_digest
+from .stanza_resources import file_sha256, folder_digest, stanza_model_digest
 
 logger = logging.getLogger(__name__)
 
@@ -392,7 +392,9 @@ class SpacyParser(Parser):
 
     def signature(self) -> str:
         meta = self._load().meta
-        return f"spacy:{meta.get('lang', '')}_{meta.get('name', self.model)}-{meta.get('version', '')}"
+        name = f"spacy:{meta.get('lang', '')}_{meta.get('name', self.model)}-{meta.get('version', '')}"
+        # a pipeline folder (e.g. from train-parser) keeps its meta's name and version when retrained: its files say
+        return f"{name}@{folder_digest(self.model)}" if os.path.isdir(str(self.model)) else name
 
     def to_config(self) -> dict[str, Any]:
         return {

@@ -96,3 +96,18 @@ def stanza_model_digest(nlp) -> str:
             _DIGESTS[key] = file_sha256(path)
         h.update(f"{Path(path).parent.name}/{Path(path).name}:{_DIGESTS[key]}\n".encode())
     return h.hexdigest()[:12]
+
+
+def folder_digest(directory: str | os.PathLike) -> str:
+    """The first 12 hex digits of a sha256 over every file of a model folder (relative paths and contents, each file
+    hashed once per size and mtime): a spaCy pipeline folder trained here keeps its ``meta.json`` name and version
+    when it is trained again, so ``SpacyParser`` puts this in its signature and the parse cache never serves the
+    old model's parses."""
+    root, h = Path(directory), hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        st = path.stat()
+        key = (str(path), st.st_size, st.st_mtime_ns)
+        if key not in _DIGESTS:
+            _DIGESTS[key] = file_sha256(path)
+        h.update(f"{path.relative_to(root).as_posix()}:{_DIGESTS[key]}\n".encode())
+    return h.hexdigest()[:12]

@@ -15,7 +15,7 @@ def export_command(args) -> int:
     """`hf-syntax-mt export --model DIR --to marian|ctranslate2 --output OUT [--quantization Q]`."""
     from ..model_files import check_model_folder
     from .ct2 import export_to_ctranslate2
-    from .marian import check_exportable, check_output_directory, save_marian
+    from .marian import check_exportable, check_output_directory, layout_note, save_marian
 
     source = Path(args.model).expanduser()
     if exported_kind(source) == "ctranslate2":
@@ -37,6 +37,7 @@ def export_command(args) -> int:
         out = save_marian(model, args.output, AutoTokenizer.from_pretrained(source))
     print(f"exported {args.model} to {out} ({args.to}{f', {args.quantization}' if args.quantization else ''}); "
           f"translate with: hf-syntax-mt translate --model {out}", file=sys.stderr)  # fmt: skip
+    print(f"note: {layout_note(out, args.to)}", file=sys.stderr)  # which tools take the folder
     return 0
 
 
@@ -77,10 +78,6 @@ def translate_ctranslate2(args) -> int:
     given = "--num-beams; the rest from " if generate else ""
     print(f"decoding: {decoding_of(pipe.decoding_settings(**generate))} ({given}the model's generation config)",
           file=sys.stderr)  # fmt: skip
-    translated = range(len(lines)) if documents is None else [i for s, e in documents for i in range(s, e)]
-    if empty := sum(not lines[i].strip() for i in translated):  # CTranslate2 skips a source of special tokens only
-        print(f"note: {empty} empty line(s): CTranslate2 translates an empty source as an empty line, where the "
-              "model it was exported from generates a translation of its end-of-sentence token", file=sys.stderr)  # fmt: skip
     outputs = translate_lines(pipe, lines, documents, batch_size=args.batch_size, **generate)
     write_output(args.output, "".join(" ".join(split_lines(o) or [""]) + "\n" for o in outputs), "--output")
     return 0

@@ -155,5 +155,35 @@ def save_marian(model, output_dir, tokenizer=None) -> Path:
     finally:
         exported.generation_config = own  # the caller's MarianMTModel keeps its own
     if tokenizer is not None:
+        from ..training.opus_mt import save_opus_mt_files
+
         tokenizer.save_pretrained(out)
+        save_opus_mt_files(tokenizer, out)  # the opus-mt layout's SentencePiece files, where the tokenizer has them
     return out
+
+
+def layout_note(directory, to: str) -> str:
+    """One line for `export`'s output: which tools take the exported `directory` (``to``: ``marian`` or
+    ``ctranslate2``), from its layout: opus-mt's (``--tokenizer_layout opus-mt``: SentencePiece files, ``<pad>``
+    last) or the package's (a ``tokenizer.json`` only, ``<pad>`` = 0 the decoder start)."""
+    import json
+
+    from ..training.opus_mt import OPUS_MT_FILES, has_opus_mt_layout
+
+    directory = Path(directory)
+    spm = all((directory / name).is_file() for name in OPUS_MT_FILES)
+    if to == "ctranslate2":
+        if spm:
+            return ("tokenizer: SentencePiece source.spm / target.spm (CTranslate2's C++ servers and any SentencePiece "
+                    "user tokenize with them) and tokenizer.json")  # fmt: skip
+        return ("tokenizer: tokenizer.json only (Hugging Face tokenizers: `hf-syntax-mt translate`, transformers' "
+                "AutoTokenizer); a SentencePiece-based server (CTranslate2's C++ ones) cannot tokenize for it: train "
+                f"with --tokenizer_layout opus-mt for one ({DEPLOYING_PAGE})")  # fmt: skip
+    config = MarianConfig.from_dict(json.loads((directory / "config.json").read_text(encoding="utf-8")))
+    if spm and has_opus_mt_layout(config):
+        return ("layout: opus-mt's (SentencePiece files, <pad> last): transformers, MarianTokenizer and CTranslate2's "
+                "own ct2-transformers-converter take it")  # fmt: skip
+    return (f"layout: not opus-mt's (<pad> = {config.pad_token_id} is the decoder start"
+            f"{'' if spm else ', a tokenizer.json only'}): transformers (MarianMTModel, AutoTokenizer) and `hf-syntax-mt "
+            "export --to ctranslate2` take it; CTranslate2's own ct2-transformers-converter, MarianTokenizer and "
+            f"SentencePiece-based tools do not: train with --tokenizer_layout opus-mt for them ({DEPLOYING_PAGE})")  # fmt: skip

@@ -142,13 +142,18 @@ class CTranslate2Pipeline:
 
     def __call__(self, texts, batch_size: int = 16, **generate_kwargs):
         texts = [texts] if isinstance(texts, str) else list(texts)
+        blank = [not t.strip() for t in texts]  # empty, as every engine gives it (CTranslate2 skips `</s>` alone)
+        texts = [t for t, b in zip(texts, blank, strict=True) if not b]
+        if not texts:
+            return [{"translation_text": ""} for _ in blank]
         sources = [self.tokenizer.convert_ids_to_tokens(ids) for ids in self._encode(texts)]
         forced = self.decoding_settings(**generate_kwargs).forced_bos_token_id  # the multi-task translate token
         prefix = None if forced is None else [[self.tokenizer.convert_ids_to_tokens(forced)]] * len(texts)
         results = self.translator.translate_batch(sources, target_prefix=prefix, max_batch_size=batch_size,
                                                   **self.options(**generate_kwargs))  # fmt: skip
         ids = [self.tokenizer.convert_tokens_to_ids(r.hypotheses[0]) for r in results]
-        return [{"translation_text": t} for t in self.tokenizer.batch_decode(ids, skip_special_tokens=True)]
+        decoded = iter(self.tokenizer.batch_decode(ids, skip_special_tokens=True))
+        return [{"translation_text": "" if b else next(decoded)} for b in blank]
 
     def _encode(self, texts: list[str]) -> list[list[int]]:
         """Token ids as the translation pipeline makes them (truncated to the model's positions, `</s>` last)."""

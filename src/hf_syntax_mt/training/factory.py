@@ -101,7 +101,16 @@ def build_model(config: SyntaxMTConfig | MarianConfig, seed: int = 0):
     model = cls(config)
     # MarianMTModel too (its length limit in its generation config: no generate() of ours adds it per call)
     fill_generation_defaults(model, length_in_config=cls is MarianMTModel)
+    if has_opus_mt_layout(config):  # <pad> is never generated (its zero row: a logit of 0), as opus-mt's configs say
+        model.generation_config.bad_words_ids = [[config.pad_token_id]]
     return model
+
+
+def has_opus_mt_layout(config) -> bool:
+    """``<pad>`` last and the decoder's start token (`opus_mt`): the layout whose pad row CTranslate2's stock
+    converter drops, starting the decoder from a zero embedding."""
+    pad = getattr(config, "pad_token_id", None)
+    return pad is not None and pad == config.vocab_size - 1 and config.decoder_start_token_id == pad
 
 
 def load_pretrained(model_class, path: str, config, base_config):

@@ -57,7 +57,8 @@ def check_output_dir(training_args, do_train: bool) -> None:
 
 #: what a run writes into --output_dir before training: the tokenizer it trained (the other processes load it)
 LEFTOVER = "tokenizer"
-_TOKENIZER_FILES = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja"}
+_TOKENIZER_FILES = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja",
+                    "source.spm", "target.spm", "vocab.json"}  # fmt: skip
 
 
 def _only_leftovers(output_dir: Path) -> bool:
@@ -100,12 +101,14 @@ def _has_tokenizer(path: str | None) -> bool:
 
 
 def load_or_train_tokenizer(model_args: ModelArguments, training_args, train_dataset):
-    """A tokenizer from ``--tokenizer_name`` / ``--model_name_or_path``, else a joint BPE trained on the training
-    source and target by the main process (saved under ``output_dir/tokenizer``; the other processes load it).
-    Padding is on the right (Marian positions start at 0 on the left)."""
+    """A tokenizer from ``--tokenizer_name`` / ``--model_name_or_path``, else a joint tokenizer trained on the
+    training source and target by the main process (saved under ``output_dir/tokenizer``; the other processes load
+    it): a BPE, or with ``--tokenizer_layout opus-mt`` a SentencePiece model in opus-mt's layout (`opus_mt`). Padding
+    is on the right (Marian positions start at 0 on the left)."""
     from transformers import AutoTokenizer
 
     from .factory import train_tokenizer
+    from .opus_mt import train_opus_mt_tokenizer
 
     path = model_args.tokenizer_name or (
         model_args.model_name_or_path if _has_tokenizer(model_args.model_name_or_path) else None
@@ -119,9 +122,12 @@ def load_or_train_tokenizer(model_args: ModelArguments, training_args, train_dat
         with training_args.main_process_first(desc="training the tokenizer", local=False):
             if training_args.process_index == 0:
                 texts = list(train_dataset["source"]) + list(train_dataset["target"])
-                tokenizer = train_tokenizer(texts, vocab_size=model_args.vocab_size,
-                                            min_frequency=model_args.tokenizer_min_frequency)  # fmt: skip
-                tokenizer.save_pretrained(directory)
+                if model_args.tokenizer_layout == "opus-mt":
+                    tokenizer = train_opus_mt_tokenizer(texts, directory, vocab_size=model_args.vocab_size)
+                else:
+                    tokenizer = train_tokenizer(texts, vocab_size=model_args.vocab_size,
+                                                min_frequency=model_args.tokenizer_min_frequency)  # fmt: skip
+                    tokenizer.save_pretrained(directory)
             else:
                 tokenizer = AutoTokenizer.from_pretrained(directory)
     tokenizer.padding_side = "right"
@@ -168,6 +174,11 @@ def check_model_flags(model_args: ModelArguments) -> None:
             "--vanilla_marian (MarianMTModel has Marian's own init)")  # fmt: skip
         raise UserError(f"--attention_init {model_args.attention_init} only applies to a model built from scratch, not "
                          f"with {where}: drop the flag")  # fmt: skip
+    if model_args.tokenizer_layout != "package" and (model_args.tokenizer_name or model_args.model_name_or_path):
+        given = "--tokenizer_name" if model_args.tokenizer_name else "--model_name_or_path"
+        raise UserError(f"--tokenizer_layout {model_args.tokenizer_layout} is the layout of a tokenizer trained on the "
+                        f"fly, but {given} gives the model its tokenizer and vocabulary: drop --tokenizer_layout (a "
+                        "model keeps the layout it was trained with)")  # fmt: skip
     if model_args.model_name_or_path and model_args.size_options():
         raise UserError(f"size flags {sorted(model_args.size_options())} conflict with --model_name_or_path: the "
                          "size comes from the checkpoint (use --config_overrides for other fields)")  # fmt: skip
@@ -189,12 +200,11 @@ def recipe_options(model_args: ModelArguments, values: dict, from_scratch: bool)
 
 class _PlannedVocabulary:
     """What `factory.model_config` reads of a tokenizer, before there is one (`plan_config`): its size and the ids
-    of its padding and end tokens."""
+    of its padding and end tokens (``--tokenizer_layout``'s: pad 0 and end 1, or end 0 and pad last)."""
 
-    pad_token_id, eos_token_id = 0, 1
-
-    def __init__(self, size: int):
+    def __init__(self, size: int, layout: str = "package"):
         self.size = max(size, 2)
+        self.pad_token_id, self.eos_token_id = (self.size - 1, 0) if layout == "opus-mt" else (0, 1)
 
     def __len__(self) -> int:
         return self.size
@@ -205,7 +215,7 @@ def plan_config(model_args: ModelArguments):
     checkpoint's config or on the size flags (with ``--vocab_size`` standing for the tokenizer's): its methods and
     shape are those of the config `build_config_and_model` makes, so every requirement of the data can be checked
     first (`check_requirements`), and a wrong option is refused before any work."""
-    return build_config(model_args, _PlannedVocabulary(model_args.vocab_size), None)
+    return build_config(model_args, _PlannedVocabulary(model_args.vocab_size, model_args.tokenizer_layout), None)
 
 
 def build_config(model_args: ModelArguments, tokenizer, source_parser: dict | None):

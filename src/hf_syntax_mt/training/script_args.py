@@ -104,6 +104,15 @@ class BaseModelArguments:
     )  # fmt: skip
     vocab_size: int = field(default=8000, metadata={"help": "Vocabulary of a tokenizer trained on the fly."})
     tokenizer_min_frequency: int = field(default=2, metadata={"help": "Minimum pair frequency for BPE merges."})
+    tokenizer_layout: str = field(
+        default="package",
+        metadata={"help": "The layout of a tokenizer trained on the fly: `package` (a BPE tokenizer.json, <pad> = 0 = "
+                  "the decoder start; this package's exports serve it) or `opus-mt` (Helsinki-NLP's: a SentencePiece "
+                  "source.spm/target.spm + vocab.json beside the tokenizer.json, </s> = 0, <unk> = 1, <pad> last = the "
+                  "decoder start with a zero embedding row kept zero), whose Marian export CTranslate2's own "
+                  "ct2-transformers-converter and MarianTokenizer take unchanged (docs/deploying.md).",
+                  "choices": ["package", "opus-mt"]},
+    )  # fmt: skip
     vanilla_marian: bool = field(
         default=False,
         metadata={"help": "Train a plain transformers MarianMTModel (the baseline): no syntax option allowed."},

@@ -57,6 +57,10 @@ class SyntaxMTTrainer(Seq2SeqTrainer):
 
             if not any(isinstance(c, AlignmentTrainingCallback) for c in self.callback_handler.callbacks):
                 self.add_callback(AlignmentTrainingCallback())  # the global-fertility schedule needs the step
+        from .opus_mt import PadRowCallback, keeps_pad_row_zero
+
+        if keeps_pad_row_zero(self.model) and not any(isinstance(c, PadRowCallback) for c in handler.callbacks):
+            self.add_callback(PadRowCallback())  # the opus-mt layout: the <pad> row stays zero
 
     def _issue_warnings_after_load(self, load_result) -> None:
         """The Trainer's warning about a resumed checkpoint's missing keys, without the keys that are missing by
@@ -73,6 +77,15 @@ class SyntaxMTTrainer(Seq2SeqTrainer):
             model.tie_weights()  # as transformers does where it recognises the missing keys
         rest = [k for k in load_result.missing_keys if k not in by_design]
         super()._issue_warnings_after_load(load_result._replace(missing_keys=rest))
+
+    def _save(self, output_dir: str | None = None, state_dict=None) -> None:
+        """`Trainer._save` (the model, its config, the tokenizer) plus, for a tokenizer of the opus-mt layout, its
+        SentencePiece files (`opus_mt.save_opus_mt_files`): every checkpoint and the final model keep them."""
+        super()._save(output_dir, state_dict=state_dict)
+        if self.processing_class is not None:
+            from .opus_mt import save_opus_mt_files
+
+            save_opus_mt_files(self.processing_class, output_dir if output_dir is not None else self.args.output_dir)
 
     def train(self, *args, **kwargs):
         """`Seq2SeqTrainer.train`, after checking the training data's columns against what the model's methods read
