@@ -10,7 +10,7 @@ GPU_PYTHON ?=
 GPU_PARTS := install,preflight,fast,gpu,bench
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-slow test-floors test-gpu docs bench bench-quick bench-multi30k bench-round2 bench-round3 bench-cpu-minute bench-bf16 bench-docnmt bench-alignment lint format clean
+.PHONY: demo test test-bench test-slow test-floors test-gpu docs bench bench-quick bench-multi30k bench-round2 bench-round3 bench-cpu-minute bench-bf16 bench-docnmt bench-alignment lint format clean
 
 DEMO_STAMP := $(VENV)/.installed-demo
 
@@ -34,9 +34,14 @@ $(STAMP): pyproject.toml Makefile requirements/parser-models.txt
 demo: $(DEMO_STAMP)
 	$(BIN)/hf-syntax-mt demo
 
-# the fast suite on two pytest-xdist workers (the CI machine's two cores)
+# the fast suite on two pytest-xdist workers (the CI machine's two cores); tests/bench/ (the tests of benchmarks/ code)
+# is part of it
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2
+
+# the tests of benchmarks/ code alone (study units, their aggregates, the benchmarks' arguments): `make test` runs them too
+test-bench: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 tests/bench
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow

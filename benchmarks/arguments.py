@@ -2,7 +2,7 @@
 
 - **Ranges**: every number flag has an argparse type that refuses a value out of its range with a clear message
   (`int_range`, `float_range` are the CLI's own: ``argument --beams: must be at least 1, got 0``). The named types
-  below cover the common kinds; `tests/evaluation/test_script_flags.py` reads every script's parser and fails on a
+  below cover the common kinds; `tests/bench/test_script_flags.py` reads every script's parser and fails on a
   plain ``type=int`` or ``type=float``.
 - **Outputs never overwrite inputs**: `refuse_overwriting` applies the CLI's rule (`hf_syntax_mt.overwriting`): a
   file written may be no file read, nor a file of a folder read (a model directory, a data folder).

@@ -36,7 +36,6 @@ import argparse
 import gzip
 import hashlib
 import json
-import os
 import random
 import statistics
 import sys
@@ -48,6 +47,7 @@ from benchmarks import common, machine  # noqa: E402
 from benchmarks.common import RESULTS as ALL_RESULTS  # noqa: E402
 from benchmarks.studies import multi30k_study as round_one  # noqa: E402
 from benchmarks.studies import seed_stats  # noqa: E402
+from benchmarks.studies import units as unit_files  # noqa: E402
 from benchmarks.studies.round2_stats import FairPair, bucket_deltas, format_p, length_gap, plot, sign_test  # noqa: E402
 
 RESULTS = ALL_RESULTS / "round2"
@@ -276,9 +276,6 @@ def unit_precision(args, setting: str, seed: int, device: str) -> str:
 
 
 def run_unit(args, setting: str, method: str, seed: int, device: str) -> Path:
-    import torch
-
-    from hf_syntax_mt.evaluation import bucket_scores, corpus_scores
     from hf_syntax_mt.training.script import parse_args as train_args
     from hf_syntax_mt.training.script import run
 
@@ -313,85 +310,36 @@ def run_unit(args, setting: str, method: str, seed: int, device: str) -> Path:
     info = json.loads((out / "hf_syntax_mt_run.json").read_text())
     start = time.perf_counter()
     hypotheses = translate_test_sets(out, args, setting)
-    tests = {}
-    for test_set, hyps in hypotheses.items():
-        f = test_files(args, setting, test_set)
-        refs = f["tgt"].read_text(encoding="utf-8").split("\n")[: len(hyps)]
-        lengths = [len(s.split()) for s in f["src"].read_text(encoding="utf-8").split("\n")[: len(hyps)]]
-        text = "".join(h + "\n" for h in hyps)
-        (runs / f"{name}.{test_set}.txt").write_text(text, encoding="utf-8")
-        tests[test_set] = {**corpus_scores(hyps, refs), "buckets": bucket_scores(lengths, hyps, refs),
-                           "hypotheses_sha256": hashlib.sha256(text.encode()).hexdigest()}  # fmt: skip
+    files = {test_set: test_files(args, setting, test_set) for test_set in hypotheses}
+    tests = unit_files.score_test_sets(runs, name, hypotheses, files)
     trainer_test = None
     if "test" in splits:
         trainer_test = (out / "test_generations.txt").read_text(encoding="utf-8").split("\n")[:-1]
-    first_test = TEST_SETS[setting][0]  # the Trainer's test set (test_2016_flickr, iwslt17.test)
-    minutes = info.get("train_seconds", info["train_runtime"] or 0.0) / 60
-    record = {
-        "unit": name, "setting": setting, "method": method, "seed": seed, "about": methods[method][2],
-        "overrides": methods[method][0], "recipe": args.recipe, "precision": precision, "quick": args.quick,
-        "subset": subset, "tokenizer": Path(tokenizer).name, "steps": info["global_step"],
-        "train_minutes": round(minutes, 2), "wall_minutes_train": round(wall_train / 60, 2),
-        "wall_minutes_test": round((time.perf_counter() - start) / 60, 2), "tokens_seen": info["num_input_tokens_seen"],
-        "tokens_per_second": round(info["num_input_tokens_seen"] / max(minutes * 60, 1e-9), 1),
-        "curve": info["curve"], "averaged_steps": info["averaged_steps"],
-        "validation": info["scores"].get("validation"), "test_last_step_2016": info["scores"].get("test_last_step"),
-        # the Trainer's own predictions of the first test set against the pipeline's: the same model, so they agree
-        # except where the Trainer cut a source at max_length (the pipeline reads up to max_position_embeddings)
-        "trainer_test_agrees": None if trainer_test is None else trainer_test == hypotheses[first_test],
-        "trainer_test_identical_lines": None if trainer_test is None else round(
-            sum(a == b for a, b in zip(trainer_test, hypotheses[first_test], strict=False))
-            / max(len(hypotheses[first_test]), 1), 4),
-        "test_batches_sorted_by_length": True,
-        "tests": tests, "model_signature": info["model_signature"],
-        "device": device if device == "cpu" else f"cuda ({torch.cuda.get_device_name()})",
-        "cpu_native_bf16": common.cpu_has_native_bf16(), "threads": torch.get_num_threads(),
-        "machine": machine.machine_record(device),
-        "load_average_at_end": os.getloadavg(), "resumed_from": checkpoint and Path(checkpoint).name,
-        **common.software(), "commit": common.git_commit(), "train_argv": [common.relative_path(a) for a in argv],
-    }  # fmt: skip
-    path = common.write_json(runs / f"{name}.json", record, indent=1, newline=True)
-    print(
-        f"=== {name}: BLEU " + ", ".join(f"{t} {s['bleu']:.2f}" for t, s in tests.items()) + f" -> {path}", flush=True
-    )
-    return path
+    record = unit_files.unit_record(
+        unit=(name, setting, method, seed), about=methods[method][2], extra={}, overrides=methods[method][0],
+        args=args, precision=precision, subset=subset, tokenizer=tokenizer, info=info, wall_train=wall_train,
+        test_start=start, tests=tests, trainer_test=trainer_test, hypotheses=hypotheses, device=device,
+        first_test=TEST_SETS[setting][0],  # the Trainer's test set (test_2016_flickr, iwslt17.test)
+        checkpoint=checkpoint, argv=argv,
+    )  # fmt: skip
+    return unit_files.write_unit(runs, record)
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # Aggregate: reads only the unit files
 # ------------------------------------------------------------------------------------------------------------------
 #: the fields the aggregate reads, and their types (`common.check_fields`); ``tests`` is keyed by test set
-TEST_FIELDS = {"bleu": float, "chrf": float, "hypotheses_sha256": str,
-               "buckets": [{"bucket": str, "count": int, "bleu": float}]}  # fmt: skip
+TEST_FIELDS = unit_files.TEST_FIELDS
 UNIT_FIELDS = {"unit": str, "setting": set(SETTINGS), "method": set(METHODS), "seed": int,
                "tests": {"*": TEST_FIELDS}, "precision": str, "device": str, "steps": int, "train_minutes": float,
                "subset": (dict, type(None)), "commit": (str, type(None))}  # fmt: skip
 
 
 def load_units(results: Path, allow_unhashed: bool = False, methods: dict | None = None) -> list[dict]:
-    """The unit files under ``results/runs`` with their hypotheses, each checked: the fields the aggregate reads and
-    their types, the setting and method (of ``methods``, default `METHODS`) known, every test set of the setting
-    scored, each test set's hypotheses against the sha256 (required unless ``allow_unhashed``) and the sentence count
-    (its buckets') the unit records.
-    Anything wrong stops the aggregate with one line naming the file(s)."""
-    units, fields = [], {**UNIT_FIELDS, "method": set(methods or METHODS)}
-    for path in sorted((results / "runs").glob("*.json")):
-        try:
-            required = ("unit", "setting", "method", "seed", "tests", "precision", "device")
-            unit = common.load_unit(path, required, fields)
-            common.check_unit_tests(path, unit["tests"], TEST_SETS[unit["setting"]])
-            unit["hypotheses"] = {}
-            for t, scores in unit["tests"].items():
-                common.require_hash(path, scores.get("hypotheses_sha256"), f"its {t} hypotheses", allow_unhashed)
-                lines = sum(b["count"] for b in scores["buckets"]) if "buckets" in scores else None
-                hypotheses = path.parent / f"{unit['unit']}.{t}.txt"
-                unit["hypotheses"][t] = common.read_hypotheses(
-                    path, hypotheses, scores.get("hypotheses_sha256"), lines
-                )
-        except common.UnitFileError as e:
-            raise SystemExit(str(e)) from None
-        units.append(unit)
-    return units
+    """The unit files under ``results/runs`` with their hypotheses, each checked (`units.load_units`): the setting
+    and method (of ``methods``, default `METHODS`) known, every test set of the setting scored."""
+    fields = {**UNIT_FIELDS, "method": set(methods or METHODS)}
+    return unit_files.load_units(results, fields, TEST_SETS.__getitem__, allow_unhashed)
 
 
 def precision_by_seed(units: list[dict]) -> str:

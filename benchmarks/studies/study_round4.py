@@ -24,21 +24,20 @@ resumes from its last checkpoint.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
-from benchmarks import common, machine  # noqa: E402
+from benchmarks import common  # noqa: E402
 from benchmarks.common import RESULTS as ALL_RESULTS  # noqa: E402
 from benchmarks.machine import RELATION, describe, same_kind  # noqa: E402
 from benchmarks.studies import multi30k_study as round_one  # noqa: E402
 from benchmarks.studies import seed_stats  # noqa: E402
 from benchmarks.studies import study_round2 as round_two  # noqa: E402
 from benchmarks.studies import study_round3 as round_three  # noqa: E402
+from benchmarks.studies import units as unit_files  # noqa: E402
 
 RESULTS = ALL_RESULTS / "round4"
 #: method -> (config overrides, needs target trees, what it is), the rounds' own entries
@@ -170,11 +169,8 @@ def fren_translate(model_dir: Path, args, method: str) -> dict[str, list[str]]:
 
 
 def run_fren_unit(args, method: str, seed: int, device: str) -> Path:
-    """A fr->en unit: train through the CLI's argument path, translate the four test sets, write the unit file (the
-    fields of round two's, `round_two.run_unit`)."""
-    import torch
-
-    from hf_syntax_mt.evaluation import bucket_scores, corpus_scores
+    """A fr->en unit: train through the CLI's argument path, translate the four test sets, write the unit file
+    (`units.unit_record`: round two's fields, and the recipe's name and the parsers)."""
     from hf_syntax_mt.training.script import parse_args as train_args
     from hf_syntax_mt.training.script import run
 
@@ -195,44 +191,18 @@ def run_fren_unit(args, method: str, seed: int, device: str) -> Path:
     info = json.loads((out / "hf_syntax_mt_run.json").read_text())
     start = time.perf_counter()
     hypotheses = fren_translate(out, args, method)
-    tests = {}
-    for test_set, hyps in hypotheses.items():
-        data = Path(args.data) / "multi30k"
-        refs = (data / f"{test_set}.en").read_text(encoding="utf-8").split("\n")[: len(hyps)]
-        lengths = [
-            len(x.split()) for x in (data / f"{test_set}.fr").read_text(encoding="utf-8").split("\n")[: len(hyps)]
-        ]
-        text = "".join(h + "\n" for h in hyps)
-        (runs / f"{name}.{test_set}.txt").write_text(text, encoding="utf-8")
-        tests[test_set] = {**corpus_scores(hyps, refs), "buckets": bucket_scores(lengths, hyps, refs),
-                           "hypotheses_sha256": hashlib.sha256(text.encode()).hexdigest()}  # fmt: skip
+    data = Path(args.data) / "multi30k"
+    sets = {test_set: {"src": data / f"{test_set}.fr", "tgt": data / f"{test_set}.en"} for test_set in hypotheses}
+    tests = unit_files.score_test_sets(runs, name, hypotheses, sets)
     trainer_test = (out / "test_generations.txt").read_text(encoding="utf-8").split("\n")[:-1]
-    minutes = info.get("train_seconds", info["train_runtime"] or 0.0) / 60
-    record = {
-        "unit": name, "setting": "fren", "method": method, "seed": seed, "about": METHODS[method][2],
-        "recipe_name": RECIPE_OF[method], "parsers": FREN_PARSERS, "overrides": METHODS[method][0],
-        "recipe": args.recipe, "precision": precision, "quick": args.quick, "subset": subset,
-        "tokenizer": Path(tokenizer).name, "steps": info["global_step"], "train_minutes": round(minutes, 2),
-        "wall_minutes_train": round(wall_train / 60, 2),
-        "wall_minutes_test": round((time.perf_counter() - start) / 60, 2), "tokens_seen": info["num_input_tokens_seen"],
-        "tokens_per_second": round(info["num_input_tokens_seen"] / max(minutes * 60, 1e-9), 1),
-        "curve": info["curve"], "averaged_steps": info["averaged_steps"],
-        "validation": info["scores"].get("validation"), "test_last_step_2016": info["scores"].get("test_last_step"),
-        "trainer_test_agrees": trainer_test == hypotheses[TESTS[0]],
-        "trainer_test_identical_lines": round(sum(a == b for a, b in zip(trainer_test, hypotheses[TESTS[0]],
-                                                                          strict=False)) / max(len(trainer_test), 1), 4),
-        "test_batches_sorted_by_length": True, "tests": tests, "model_signature": info["model_signature"],
-        "device": device if device == "cpu" else f"cuda ({torch.cuda.get_device_name()})",
-        "cpu_native_bf16": common.cpu_has_native_bf16(), "threads": torch.get_num_threads(),
-        "machine": machine.machine_record(device), "load_average_at_end": os.getloadavg(),
-        "resumed_from": checkpoint and Path(checkpoint).name, **common.software(), "commit": common.git_commit(),
-        "train_argv": [common.relative_path(a) for a in argv],
-    }  # fmt: skip
-    path = common.write_json(runs / f"{name}.json", record, indent=1, newline=True)
-    print(
-        f"=== {name}: BLEU " + ", ".join(f"{t} {s['bleu']:.2f}" for t, s in tests.items()) + f" -> {path}", flush=True
-    )
-    return path
+    record = unit_files.unit_record(
+        unit=(name, "fren", method, seed), about=METHODS[method][2],
+        extra={"recipe_name": RECIPE_OF[method], "parsers": FREN_PARSERS}, overrides=METHODS[method][0], args=args,
+        precision=precision, subset=subset, tokenizer=tokenizer, info=info, wall_train=wall_train, test_start=start,
+        tests=tests, trainer_test=trainer_test, first_test=TESTS[0], hypotheses=hypotheses, device=device,
+        checkpoint=checkpoint, argv=argv,
+    )  # fmt: skip
+    return unit_files.write_unit(runs, record)
 
 
 def run_unit(args, setting: str, method: str, seed: int, device: str) -> Path:
@@ -252,26 +222,10 @@ WORTH = 0.3
 
 def load_units(results: Path, allow_unhashed: bool = False) -> list[dict]:
     """The unit files under ``results/runs`` (either place) with their hypotheses, checked as round two checks its
-    own (`round_two.load_units`): fields and types, every test set scored, each hypothesis file against its sha256
+    own (`units.load_units`): fields and types, every test set scored, each hypothesis file against its sha256
     and sentence count. Anything wrong stops the aggregate with one line naming the file."""
     fields = {**round_two.UNIT_FIELDS, "setting": set(PLACES), "method": set(METHODS)}
-    units = []
-    for path in sorted((Path(results) / "runs").glob("*.json")):
-        try:
-            unit = common.load_unit(
-                path, ("unit", "setting", "method", "seed", "tests", "precision", "device"), fields
-            )
-            common.check_unit_tests(path, unit["tests"], TESTS)
-            unit["hypotheses"] = {}
-            for t, scores in unit["tests"].items():
-                common.require_hash(path, scores.get("hypotheses_sha256"), f"its {t} hypotheses", allow_unhashed)
-                lines = sum(b["count"] for b in scores["buckets"]) if "buckets" in scores else None
-                unit["hypotheses"][t] = common.read_hypotheses(path, path.parent / f"{unit['unit']}.{t}.txt",
-                                                               scores.get("hypotheses_sha256"), lines)  # fmt: skip
-        except common.UnitFileError as e:
-            raise SystemExit(str(e)) from None
-        units.append(unit)
-    return units
+    return unit_files.load_units(results, fields, lambda place: TESTS, allow_unhashed)
 
 
 def verdict(s: dict) -> str:

@@ -127,7 +127,8 @@ class TrainHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of every subcommand but `train` (whose flags are `HfArgumentParser`'s: `train_help`)."""
+    """The parser of every subcommand but `train` (whose flags are `HfArgumentParser`'s: `train_help`), one function
+    per subcommand, in the order the help lists them."""
     p = SuggestingParser(  # did-you-mean for a mistyped flag
         prog="hf-syntax-mt", description="Syntax-aware NMT for Hugging Face transformers.",
         epilog=f"An error you can fix prints one 'error:' line; --debug (or {DEBUG_ENV}=1) shows its traceback.",
@@ -135,59 +136,63 @@ def build_parser() -> argparse.ArgumentParser:
     # read (and removed) by main() before parsing; SUPPRESS keeps it out of the subcommands' namespace
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                    help="show the traceback of an error (also after the subcommand)")  # fmt: skip
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(
+        dest="command", required=True, help="the subcommand (hf-syntax-mt COMMAND --help: its flags)"
+    )
+    for add in (_add_demo, _add_train, _add_evaluate, _add_translate, _add_export, _add_contrastive, _add_align,
+                _add_aer, _add_uas, _add_parse, _add_train_parser):  # fmt: skip
+        add(sub)
+    for parser in sub.choices.values():
+        parser.formatter_class = _HelpFormatter
+    return p
 
+
+def _add_demo(sub) -> None:
     d = sub.add_parser(
         "demo", help="train vanilla Marian vs PASCAL on the built-in demo language; BLEU, chrF, attachment diagnostic"
     )
-    d.add_argument("--output-dir", default="runs/demo")
-    d.add_argument("--seed", type=SEED, default=0)
-    d.add_argument("--train-size", type=int_range(1, 10_000_000), default=20000)
-    d.add_argument("--test-size", type=int_range(1, 1_000_000), default=500)
     d.add_argument(
-        "--diagnostic-size",
-        type=int_range(1, 1_000_000),
-        default=100,
-        help="ambiguous sources, each scored with both trees",
+        "--output-dir", default="runs/demo", help="folder for the data, the scores, the plot and the PASCAL model"
     )
-    d.add_argument("--vocab-size", type=int_range(1, 1_000_000), default=160)
-    d.add_argument("--d-model", type=int_range(1, 16384), default=128)
-    d.add_argument("--layers", type=int_range(1, 128), default=2)
-    d.add_argument("--heads", type=int_range(1, 1024), default=4)
-    d.add_argument(
-        "--pascal-heads", type=int_range(1, 1024), default=2, help="PASCAL heads in encoder layer --pascal-layer"
-    )
-    d.add_argument("--pascal-layer", type=NATURAL, default=0)
-    d.add_argument("--pascal-sigma", type=float_range(0.001, 1e6), default=1.0)
-    d.add_argument(
-        "--max-tokens", type=int_range(1, 10_000_000), default=1024, help="padded tokens per training batch"
-    )
-    d.add_argument("--learning-rate", type=float_range(maximum=10.0, above=0), default=1e-3)
-    d.add_argument("--warmup-steps", type=NATURAL, default=200)
-    d.add_argument(
-        "--max-steps",
-        type=int_range(1, 100_000_000),
-        default=1200,
-        help="training steps per model (the stopping rule)",
-    )
-    d.add_argument(
-        "--budget",
-        type=float_range(above=0),
-        default=None,
-        help="optional: also stop after this many seconds per model",
-    )
+    d.add_argument("--seed", type=SEED, default=0, help="seed of the demo language's sentences and of training")
+    d.add_argument("--train-size", type=int_range(1, 10_000_000), default=20000, help="training sentence pairs")
+    d.add_argument("--test-size", type=int_range(1, 1_000_000), default=500, help="test sentence pairs (BLEU, chrF)")
+    d.add_argument("--diagnostic-size", type=int_range(1, 1_000_000), default=100,
+                   help="ambiguous sources, each scored with both trees")  # fmt: skip
+    d.add_argument("--vocab-size", type=int_range(1, 1_000_000), default=160, help="the joint BPE vocabulary's size")
+    d.add_argument("--d-model", type=int_range(1, 16384), default=128, help="the model's hidden size")
+    d.add_argument("--layers", type=int_range(1, 128), default=2, help="encoder and decoder layers (each)")
+    d.add_argument("--heads", type=int_range(1, 1024), default=4, help="attention heads per layer")
+    d.add_argument("--pascal-heads", type=int_range(1, 1024), default=2,
+                   help="PASCAL heads in encoder layer --pascal-layer")  # fmt: skip
+    d.add_argument("--pascal-layer", type=NATURAL, default=0, help="the encoder layer (from 0) of the PASCAL heads")
+    d.add_argument("--pascal-sigma", type=float_range(0.001, 1e6), default=1.0,
+                   help="standard deviation of PASCAL's Gaussian around the parent, in subwords")  # fmt: skip
+    d.add_argument("--max-tokens", type=int_range(1, 10_000_000), default=1024,
+                   help="padded tokens per training batch")  # fmt: skip
+    d.add_argument("--learning-rate", type=float_range(maximum=10.0, above=0), default=1e-3,
+                   help="peak learning rate (inverse square-root schedule)")  # fmt: skip
+    d.add_argument("--warmup-steps", type=NATURAL, default=200, help="steps of linear warm-up to the peak rate")
+    d.add_argument("--max-steps", type=int_range(1, 100_000_000), default=1200,
+                   help="training steps per model (the stopping rule)")  # fmt: skip
+    d.add_argument("--budget", type=float_range(above=0), default=None,
+                   help="optional: also stop after this many seconds per model")  # fmt: skip
     d.add_argument("--curve-every", type=NATURAL, default=250, help="steps between diagnostic-curve points (0: none)")
-    d.add_argument(
-        "--threads", type=int_range(1, 1024), default=1, help="torch threads (2 may help on an idle machine)"
-    )
-    d.add_argument("--only", nargs="+", choices=["vanilla", "PASCAL"], default=["vanilla", "PASCAL"])
+    d.add_argument("--threads", type=int_range(1, 1024), default=1,
+                   help="torch threads (2 may help on an idle machine)")  # fmt: skip
+    d.add_argument("--only", nargs="+", choices=["vanilla", "PASCAL"], default=["vanilla", "PASCAL"],
+                   help="the systems to train")  # fmt: skip
 
+
+def _add_train(sub) -> None:
     sub.add_parser(
         "train",
         help="train a model (scripts/train.py: HfArgumentParser flags; `hf-syntax-mt train --help` lists them)",
         add_help=False,
     )
 
+
+def _add_evaluate(sub) -> None:
     e = sub.add_parser(
         "evaluate",
         help="BLEU/chrF/RIBES with signatures, paired bootstrap, length buckets, attention-to-parent per head",
@@ -197,10 +202,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--src", help="sources, line aligned: BLEU/chrF by source length (whitespace words)")
     e.add_argument("--baseline", help="a second system's hypotheses: paired bootstrap significance vs --hyp")
     e.add_argument("--name", default="system", help="name of --hyp in the report")
-    e.add_argument("--baseline-name", default="baseline")
+    e.add_argument("--baseline-name", default="baseline", help="name of --baseline in the report")
     e.add_argument("--model", help="model directory of --hyp (its signature; attention scores with --gold-conllu)")
     e.add_argument("--baseline-model", help="model directory of --baseline (its signature)")
-    e.add_argument("--bootstrap-samples", type=int_range(1, 1_000_000), default=1000)
+    e.add_argument("--bootstrap-samples", type=int_range(1, 1_000_000), default=1000,
+                   help="resamples of the paired bootstrap (with --baseline)")  # fmt: skip
     e.add_argument("--seed", type=int_range(1, 2**32 - 1), default=12345, help="bootstrap seed (positive)")
     e.add_argument("--edges", type=POSITIVE, nargs="+", default=[10, 20, 30, 40], help="length bucket upper bounds")
     e.add_argument("--bucket-chart", help="PNG bar chart of BLEU by source length (needs --src)")
@@ -213,12 +219,14 @@ def build_parser() -> argparse.ArgumentParser:
                    "context (otherwise refused without --docids)")  # fmt: skip
     e.add_argument("--heatmap", help="PNG heatmap of attachment scores (layers x heads)")
     e.add_argument("--arcs", help="PNG of the gold arcs and one head's attention over a sentence")
-    e.add_argument("--arcs-sentence", type=NATURAL, default=0)
+    e.add_argument("--arcs-sentence", type=NATURAL, default=0, help="the --gold-conllu sentence (from 0) --arcs draws")
     e.add_argument("--arcs-layer-head", dest="layer_head", type=NATURAL, nargs=2, metavar=("LAYER", "HEAD"),
                    help="the encoder layer and head drawn by --arcs, from 0 (default: the best head)")  # fmt: skip
     e.add_argument("--json", help="write every number (with signatures) to this JSON file")
     _device_arguments(e, "run --model for the attention scores")
 
+
+def _add_translate(sub) -> None:
     t = sub.add_parser(
         "translate", help="translate raw text (one sentence per line, or documents) with a saved model",
         description="Translate raw text with a saved model: one translation per input line, in order. A document-level "
@@ -255,6 +263,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "e.g. PASCAL; needs pip install 'hf-syntax-mt[deploy]'; the decoder is exported once and cached "
                    "under ~/.cache/hf_syntax_mt)")  # fmt: skip
 
+
+def _add_export(sub) -> None:
     x = sub.add_parser(
         "export", help="export a model whose inference graph is Marian's to a plain MarianMTModel or to CTranslate2",
         description="Export a trained model for serving: --to marian writes a transformers MarianMTModel directory "
@@ -270,10 +280,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "CTranslate2's names (default float32, which keeps generate's outputs; int8 is the fastest on a "
                    "CPU)")  # fmt: skip
 
+
+def _add_contrastive(sub) -> None:
     c = sub.add_parser(
         "contrastive", help="does the model prefer the correct translation over a contrastive one, given the context"
     )
-    c.add_argument("--model", required=True)
+    c.add_argument("--model", required=True, help="a saved model's directory (a document-level model reads the "
+                   "context)")  # fmt: skip
     data = c.add_mutually_exclusive_group(required=True)
     data.add_argument("--discevalmt", help="folder of the DiscEvalMT En-Fr test sets (Bawden et al. 2018)")
     data.add_argument(
@@ -285,8 +298,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--limit", type=POSITIVE, help="score the first N examples only")
     c.add_argument("--json", help="also write the accuracy, per-example scores and signature to this JSON file")
 
+
+def _add_align(sub) -> None:
     a = sub.add_parser("align", help="word alignments (Pharaoh 'i-j', 0-based) from a model's cross-attention")
-    a.add_argument("--model", required=True)
+    a.add_argument("--model", required=True, help="a saved model's directory (one direction, or a symmetric model)")
     a.add_argument("--src", help="source sentences, one a line, words separated by spaces")
     a.add_argument("--tgt", help="target sentences, line aligned with --src")
     a.add_argument("--input", help="instead of --src/--tgt (not with them): one file of 'source ||| target' lines")
@@ -302,8 +317,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default grow-diag-final-and); a one-direction model gives forward links only")  # fmt: skip
     a.add_argument("--shift", action="store_true", help="Shift-Att (Chen et al. 2020): read each target word at the "
                    "step where it is the decoder input, not the step that predicts it")  # fmt: skip
-    a.add_argument("--batch-size", type=BATCH, default=32)
+    a.add_argument("--batch-size", type=BATCH, default=32, help="sentence pairs per forward pass")
 
+
+def _add_aer(sub) -> None:
     r = sub.add_parser("aer", help="alignment error rate of a Pharaoh file against gold sure/possible links")
     r.add_argument("--hyp", required=True, help="predicted links, 'i-j' per link, one line per pair")
     r.add_argument("--gold", required=True, help="gold links: 'i-j' sure, 'ipj' possible")
@@ -311,17 +328,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--hyp-one-indexed", action="store_true", help="predicted indices start at 1")
     r.add_argument("--json", help="also write the figures to this JSON file")
 
+
+def _add_uas(sub) -> None:
     u = sub.add_parser("uas", help="attachment score of the trees read from a model's DBSA/LISA heads vs gold CoNLL-U")
-    u.add_argument("--model", required=True)
+    u.add_argument("--model", required=True, help="a saved model's directory, with DBSA or LISA heads")
     u.add_argument("--conllu", required=True, help="gold trees, e.g. a UD treebank's test file")
-    u.add_argument("--kind", choices=["dbsa", "lisa"], default="dbsa")
+    u.add_argument("--kind", choices=["dbsa", "lisa"], default="dbsa", help="which heads' trees are scored")
     u.add_argument("--batch-size", type=BATCH, default=32, help="sentences per forward pass")
     u.add_argument("--limit", type=POSITIVE, help="score the first N sentences only")
     u.add_argument("--json", help="also write the result to this JSON file")
-    add_parsing_commands(sub)
-    for parser in sub.choices.values():
-        parser.formatter_class = _HelpFormatter
-    return p
 
 
 def _lang_code(text: str) -> str:
@@ -330,8 +345,8 @@ def _lang_code(text: str) -> str:
     raise argparse.ArgumentTypeError(f"{text!r} is not a language code (spaCy's: de, fr, en, ...; xx for any)")
 
 
-def add_parsing_commands(sub) -> None:
-    """`parse` and `train-parser` (issue 64; run by `hf_syntax_mt.parser_commands`)."""
+def _add_parse(sub) -> None:
+    """`parse` (run by `hf_syntax_mt.parser_commands`)."""
     q = sub.add_parser("parse", help="parse a text file into CoNLL-U for --{split}_{source,target}_conllu",
                        description="One CoNLL-U block per input line, in order; the parser flags are train's.")  # fmt: skip
     q.add_argument("--parser", required=True, choices=["spacy", "stanza"], help="as train's --parser")
@@ -340,6 +355,10 @@ def add_parsing_commands(sub) -> None:
     q.add_argument("--input", required=True, help="text file, one sentence a line (UTF-8, .gz ok)")
     q.add_argument("--output", required=True, help="the CoNLL-U file to write (gzip-compressed if it ends in .gz)")
     q.add_argument("--batch-size", type=BATCH, default=256, help="lines per parser call")
+
+
+def _add_train_parser(sub) -> None:
+    """`train-parser` (run by `hf_syntax_mt.parser_commands`)."""
     tp = sub.add_parser("train-parser", help="train a spaCy parser for a language on UD treebanks (CoNLL-U)",
                         description="spaCy's commands on CoNLL-U treebanks: OUTPUT/model-best, with dev scores and "
                         "times in OUTPUT/train_parser.json (needs pip install 'hf-syntax-mt[spacy]').")  # fmt: skip

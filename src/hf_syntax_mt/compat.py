@@ -78,7 +78,7 @@ def checkpoint_keyword_tensors(checkpoint_function):
     only the positional ones to the checkpoint. Under `use_reentrant=True` the recomputation then reads a keyword
     tensor with its autograd history attached, and each layer's replayed backward walks that history on its own: the
     document model's context keys and values (one context encoder, read by every layer) are walked twice, "Trying to
-    backward through the graph a second time" (issue 48). Passed positionally, they are detached inside the
+    backward through the graph a second time". Passed positionally, they are detached inside the
     checkpoint and their gradients come back through it, summed by autograd as for any input. A function that is not
     transformers' `functools.partial` (something wrapped it) is checkpointed without reentrance, which needs no
     lifting."""

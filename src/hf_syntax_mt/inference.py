@@ -105,8 +105,9 @@ def pipeline_for_model(model, tokenizer, parser=None):
 
     Given no device, transformers' `Pipeline.__init__` picks the accelerator (`cuda:0` wherever torch sees CUDA) and
     moves the model there *in place*: a helper that translates with the caller's model must leave it where the caller
-    put it (issue 43), so the model's device is passed explicitly (a model dispatched by accelerate, with an
-    `hf_device_map`, takes no device: the pipeline then keeps the map's placement)."""
+    put it (moved behind the caller's back, its next call fails on tensors of the old device), so the model's device
+    is passed explicitly (a model dispatched by accelerate, with an `hf_device_map`, takes no device: the pipeline
+    then keeps the map's placement)."""
     from .pipeline_syntax_mt import SyntaxTranslationPipeline
 
     device = None if getattr(model, "hf_device_map", None) else model.device
@@ -199,7 +200,7 @@ def translate_lines(
     Returns:
         `len(lines)` strings; a line break inside a translation is written as a space. A blank line (whitespace
         only) is translated as an empty line by every engine: `generate` would decode one from the end-of-sentence
-        token alone and CTranslate2 skips such a source, so neither sees it (issue 65).
+        token alone and CTranslate2 skips such a source, so neither sees it.
     """
     from tqdm.auto import tqdm
 

@@ -1,5 +1,6 @@
 """The languages a saved model translates between, where it records them, and the check of transformers' translation
-pipeline arguments ``src_lang`` / ``tgt_lang`` against them (issue 49).
+pipeline arguments ``src_lang`` / ``tgt_lang`` against them: the model translates its own direction whatever they
+say, so a pair it does not translate is refused rather than silently ignored.
 
 A model of this package translates one direction; what it records of its languages, in the order read:
 1. the tokenizer's ``source_lang`` / ``target_lang`` (a Marian tokenizer of an opus-mt checkpoint has them);

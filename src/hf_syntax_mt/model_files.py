@@ -1,4 +1,4 @@
-"""A saved model directory, read before transformers loads it (issue 49): every file it needs is opened and its
+"""A saved model directory, read before transformers loads it: every file it needs is opened and its
 header parsed, so that a damaged file is named with what to do instead of a traceback from deep in a loader.
 
 `check_model_files` reads ``config.json`` (a JSON object), the tokenizer (``tokenizer.json`` / ``tokenizer_config.json``

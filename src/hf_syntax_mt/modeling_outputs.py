@@ -12,7 +12,7 @@ from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 @dataclass
 class SyntaxMTEncoderOutput(BaseModelOutput):
     r"""
-    `BaseModelOutput` plus the document context the decoder reads (issue 5); batch-first, so `generate()` copies them
+    `BaseModelOutput` plus the document context the decoder reads; batch-first, so `generate()` copies them
     for beams with the rest of the encoder outputs.
 
     context_key_values (`torch.FloatTensor` of shape `(batch_size, n_dec, 2, num_heads, context_length, head_dim)`):
@@ -28,7 +28,9 @@ class SyntaxMTEncoderOutput(BaseModelOutput):
 @dataclass
 class SyntaxMTSeq2SeqLMOutput(Seq2SeqLMOutput):
     r"""
-    `Seq2SeqLMOutput` plus each term of the objective (already included in `loss`, unweighted here):
+    `Seq2SeqLMOutput` plus each term of the objective (already included in `loss`, unweighted here; each summed over
+    tokens and divided by the batch's target tokens; None where its method is not active). A method registered
+    outside the package adds its term under its own name.
 
     translation_loss: the (label-smoothed) cross-entropy L_t.
     dbsa_loss: L_dep of Eq. 5, source and target parse losses of the DBSA heads.

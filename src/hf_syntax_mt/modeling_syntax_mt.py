@@ -45,6 +45,8 @@ from .modeling_layers import CACHE, SyntaxMTAttention, SyntaxMTDecoderLayer, Syn
 from .modeling_outputs import AUXILIARY_LOSSES, SyntaxMTEncoderOutput, SyntaxMTSeq2SeqLMOutput
 
 logger = logging.get_logger(__name__)
+#: the loss terms that are fields of `SyntaxMTSeq2SeqLMOutput` (another method's term is added by its name)
+LOSS_FIELDS = ("translation_loss", *AUXILIARY_LOSSES)
 
 
 class SyntaxMTPreTrainedModel(MarianPreTrainedModel):
@@ -290,9 +292,15 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
 
         model = SyntaxMTForConditionalGeneration.from_pretrained(marian_dir, encoder_pascal_heads=[8, 0, 0, 0, 0, 0])
 
-    The loss is `L_t + dbsa_loss_weight * L_dep + lisa_loss_weight * L_lisa + sync_loss_weight * L_sync`; each term
-    is summed over tokens and divided by the number of target tokens (the Trainer's `num_items_in_batch`), as
-    fairseq normalises every term of a criterion, so gradient accumulation stays exact.
+    The loss has six terms, each an output field (`SyntaxMTSeq2SeqLMOutput`, unweighted there)::
+
+        L_t + dbsa_loss_weight * L_dep + lisa_loss_weight * L_lisa + sync_loss_weight * L_sync
+            + global_fertility_weight * L_fert + guided_alignment_weight * L_a
+
+    (a term only where its method is active), plus the term of any method registered outside the package, under
+    its own name and weight (`Method.loss_weights`). Each term is summed over tokens and divided by the number of
+    target tokens (the Trainer's `num_items_in_batch`), as fairseq normalises every term of a criterion, so gradient
+    accumulation stays exact.
     """
 
     # The Trainer passes `num_items_in_batch` (target tokens over all accumulated micro-batches) and the loss is
@@ -306,7 +314,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         super().__init__(config)  # MarianMTModel: LM head, final_logits_bias and weight tying
         self.model = SyntaxMTModel(config)
         for method in registered():
-            method.build_model(self, config)  # e.g. the global-fertility network (issue 4)
+            method.build_model(self, config)  # e.g. the alignment biases' global-fertility network
         self.record_cross_layers: list[int] = []  # extra cross-attention layers to keep (`recording_alignment`)
         self.last_attention_record: AttentionRecord | None = None
         self.post_init()
@@ -404,14 +412,9 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
 
             check_batch(self, {n for n, v in {**supervision, **kwargs}.items() if v is not None}, labels)
         batch = {"labels": labels, "attention_mask": attention_mask, **supervision}
-        record_heads, cross_layers = False, set(self.record_cross_layers)
         # a decoding step (no labels, no supervision) records nothing: skip asking the methods
-        active = active_methods(config) if labels is not None or supervision or cross_layers else []
-        for method in active:
-            heads, cross = method.wants_record(self, batch)
-            record_heads |= heads and past_key_values is None
-            cross_layers |= cross
-        record = AttentionRecord(record_heads, cross_layers) if record_heads or cross_layers else None
+        active = active_methods(config) if labels is not None or supervision or self.record_cross_layers else []
+        record = self._attention_record(active, batch, decoding=past_key_values is not None)
         outputs = self.model(
             input_ids,
             attention_mask=attention_mask,
@@ -431,27 +434,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         if self.record_cross_layers:
             self.last_attention_record = record  # read by `recording_alignment`, which clears it
         logits = self.lm_head(outputs[0]) + self.final_logits_bias  # (B, T, V)
-        loss = translation_loss = None
-        if labels is not None:
-            translation_loss = nn.functional.cross_entropy(
-                logits.view(-1, logits.shape[-1]).float(),
-                labels.view(-1).to(logits.device),
-                ignore_index=-100,
-                label_smoothing=float(config.label_smoothing),
-                reduction="sum",
-            )
-            normalizer = num_items_in_batch if num_items_in_batch is not None else (labels != -100).sum().clamp(min=1)
-            translation_loss = translation_loss / normalizer
-            loss = translation_loss
-        aux: dict[str, torch.Tensor] = {}
-        if record is not None:
-            for method in active:  # summed over tokens, unweighted
-                aux.update(method.loss(self, record, batch, outputs))
-        weights = {name: w for method in active for name, w in method.loss_weights(config).items()}
-        if labels is not None and aux:
-            aux = {name: value / normalizer for name, value in aux.items()}
-            loss = loss + sum(weights[name] * value for name, value in aux.items())  # Eq. 6 and each method's term
-        known = {name: aux.pop(name) for name in AUXILIARY_LOSSES if name in aux}
+        loss, terms = self._objective(logits, active, record, batch, outputs, num_items_in_batch)
         output = SyntaxMTSeq2SeqLMOutput(
             loss=loss,
             logits=logits,
@@ -462,12 +445,49 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
             encoder_last_hidden_state=outputs.encoder_last_hidden_state,
             encoder_hidden_states=outputs.encoder_hidden_states,
             encoder_attentions=outputs.encoder_attentions,
-            translation_loss=translation_loss,
-            **known,
+            **{name: terms.pop(name) for name in LOSS_FIELDS if name in terms},
         )
-        for name, value in aux.items():  # the losses of methods registered outside the package
+        for name, value in terms.items():  # the losses of methods registered outside the package
             output[name] = value
         return output
+
+    def _attention_record(self, active: list, batch: dict, decoding: bool) -> AttentionRecord | None:
+        """What this forward keeps of the attention (None: nothing): the heads an active method's loss reads (never
+        at a cached decoding step) and the cross-attention layers a method or `recording_alignment` asks for."""
+        record_heads, cross_layers = False, set(self.record_cross_layers)
+        for method in active:
+            heads, cross = method.wants_record(self, batch)
+            record_heads |= heads and not decoding
+            cross_layers |= cross
+        return AttentionRecord(record_heads, cross_layers) if record_heads or cross_layers else None
+
+    def _objective(self, logits, active, record, batch, outputs, num_items_in_batch):
+        """The loss and its terms: ``(loss, terms)``, ``terms`` holding ``translation_loss`` (L_t, the label-smoothed
+        cross-entropy) and each active method's term, unweighted (`Method.loss`, read off the attention record); the
+        loss is L_t plus each term times its weight (`Method.loss_weights`). Every term is summed over tokens and
+        divided by `num_items_in_batch` (else this batch's target tokens). Without labels the loss is None and a
+        method's term, if any, is left summed."""
+        labels, config = batch["labels"], self.config
+        loss, terms = None, {}
+        if labels is not None:
+            translation_loss = nn.functional.cross_entropy(
+                logits.view(-1, logits.shape[-1]).float(),
+                labels.view(-1).to(logits.device),
+                ignore_index=-100,
+                label_smoothing=float(config.label_smoothing),
+                reduction="sum",
+            )
+            normalizer = num_items_in_batch if num_items_in_batch is not None else (labels != -100).sum().clamp(min=1)
+            loss = terms["translation_loss"] = translation_loss / normalizer
+        aux: dict[str, torch.Tensor] = {}
+        if record is not None:
+            for method in active:  # summed over tokens, unweighted
+                aux.update(method.loss(self, record, batch, outputs))
+        weights = {name: w for method in active for name, w in method.loss_weights(config).items()}
+        if labels is not None and aux:
+            aux = {name: value / normalizer for name, value in aux.items()}
+            loss = loss + sum(weights[name] * value for name, value in aux.items())  # Eq. 6 and each method's term
+        return loss, {**terms, **aux}
 
     def generate(self, *args, **kwargs):
         """`GenerationMixin.generate` with the settings `generation_defaults.resolve_generation` gives (the one source

@@ -1,4 +1,4 @@
-"""`hf-syntax-mt parse` and `hf-syntax-mt train-parser` (issue 64): the flags of `cli_args.add_parsing_commands` turned
+"""`hf-syntax-mt parse` and `hf-syntax-mt train-parser`: the flags of `cli_args._add_parse` and `_add_train_parser` turned
 into calls of `data.parse_corpus.parse_corpus` and `data.parser_training.train_spacy_parser`. Here, not in `data`,
 because the parser comes from the train script's own mapping of ``--parser`` / ``--parser_model`` /
 ``--parser_cache_dir`` (`training.data.build_parser`), which the data side may not import."""

@@ -44,13 +44,13 @@ class SyntaxTranslationPipeline(Pipeline):
             same token ids, faster on a CPU; for models whose decoder is Marian's, e.g. PASCAL; docs/deploying.md).
         Any other keyword (`num_beams`, `max_new_tokens`, ...) goes to `model.generate()` (or the engine).
 
-    Documents (models with `config.context_sentences = k > 0`, issue 5): `pipe(sentences, document=True)` translates
+    Documents (models with `config.context_sentences = k > 0`): `pipe(sentences, document=True)` translates
     the list as one document, each sentence with the previous k source sentences as its context (the first has
     none); a list of lists of strings is a list of documents. `pipe.translate_document(sentences)` is
     `pipe(sentences, document=True)` (the same list of dicts). A sentence of a document that looks like several
     sentences (a paragraph) is translated as given, with a warning. Sentences of a document are translated in parallel: the context is source-side only.
     `pipe(sentences, contexts=[[...], ...])` gives each sentence its own context. Such a model given a string or a
-    flat list of sentences without one of these refuses (it would lose its context without a word, issue 44) unless
+    flat list of sentences without one of these refuses (it would lose its context without a word) unless
     the call says `no_context=True` (every sentence without context, as `hf-syntax-mt translate --no-context`).
 
     Returns:
@@ -339,7 +339,7 @@ def _looks_like_several_sentences(text: str) -> bool:
 def _warn_paragraphs(documents: list[list[str]]) -> None:
     """Warn (once per call) when a sentence of a document looks like several sentences: the model reads its context
     sentence by sentence, so a paragraph passed as one sentence is translated as one long sentence with the wrong
-    context (issue 49)."""
+    context, and nothing else would say so."""
     found = [(d, i) for d, doc in enumerate(documents) for i, t in enumerate(doc) if _looks_like_several_sentences(t)]
     if found:
         d, i = found[0]

@@ -1,9 +1,9 @@
-"""One shard of the parse cache (`parsers.CachedParser`), checked record by record so that no bad file can stop a run
-or give a text another text's parse (issues 57, 65). Records hold ``{"key": sha256(text), "text": text, "parse":
-ParsedSentence.to_dict()}`` (``text`` is absent from the shards of earlier versions: the parse's own text stands for
-it). `read_shard` uses a record only if its key is its text's and its parse's words are that text's tokens
-(`parse_matches_text`); a shard that cannot be read is skipped, and a line that is not such a record is dropped from
-its shard, each with one warning naming the shard (and the lines); its texts are parsed again."""
+"""One shard of the parse cache (`parsers.CachedParser`), checked record by record so that no bad file can stop a run or
+give a text another text's parse (a damaged, truncated or hand-edited shard). Records hold ``{"key": sha256(text),
+"text": text, "parse": ParsedSentence.to_dict()}`` (``text`` is absent from the shards of earlier versions: the parse's
+own text stands for it). `read_shard` uses a record only if its key is its text's and its parse's words are that text's
+tokens (`parse_matches_text`); a shard that cannot be read is skipped, and a line that is not such a record is dropped
+from its shard, each with one warning naming the shard (and the lines); its texts are parsed again."""
 
 from __future__ import annotations
 

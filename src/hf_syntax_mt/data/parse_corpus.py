@@ -1,4 +1,4 @@
-"""Parse a text file once and keep the trees: ``hf-syntax-mt parse`` (issue 64).
+"""Parse a text file once and keep the trees: ``hf-syntax-mt parse``.
 
 For users who parse a corpus once and reuse it: one sentence a line in, one CoNLL-U block a line out (an empty line
 becomes a block of comments alone, which `read_conllu` reads back as an empty sentence), so the file feeds

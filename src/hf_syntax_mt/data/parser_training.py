@@ -1,4 +1,4 @@
-"""Train a spaCy dependency parser on UD treebanks: ``hf-syntax-mt train-parser`` (issue 64).
+"""Train a spaCy dependency parser on UD treebanks: ``hf-syntax-mt train-parser``.
 
 A parser for a language that no spaCy or stanza model covers offline: spaCy's CPU "efficiency" pipeline (tok2vec +
 morphologizer + parser) trained with spaCy's own commands on CoNLL-U treebanks, a dev treebank choosing the

@@ -54,8 +54,8 @@ Model signature: `{model_signature}`
 
 def _use(config) -> tuple[str, str, str, list[str]]:
     """What the card says the model is, the call that uses its methods, the notes under it, and the extra tags: a
-    document-level model is shown translating a document (a flat list of sentences is refused, issue 44); the parser
-    note only for a model whose methods read a parse."""
+    document-level model is shown translating a document (a flat list of sentences is refused: it would lose its
+    context without a word); the parser note only for a model whose methods read a parse."""
     from ..methods.registry import active_methods
 
     names = {m.name for m in active_methods(config)}
@@ -226,7 +226,7 @@ def build_model_card(
         use_notes=use_notes,
         method=describe_method(config),
         options=f"`{json.dumps(options)}`" if options else "none",
-        # the signature names it: the starting weights only, which the checkpoint holds (issue 56)
+        # the signature names it: it chose the starting weights only, which the checkpoint holds, so it is no option
         initialisation=f"; trained from the `attention_init={init_choice}` initialisation" if init_choice else "",
         d_model=config.d_model,
         encoder_layers=config.encoder_layers,

@@ -1,9 +1,9 @@
-"""What a CTranslate2 folder needs to say about itself (issue 67, item 4): CTranslate2 reads none of
-`generation_config.json` (beams, length limit, patience, banned tokens) and cannot know that a multi-task model must
-start with its translate token, so `export_to_ctranslate2` writes a ``README.md`` into the folder with the exact
-``ctranslate2.Translator(...).translate_batch(...)`` call `hf-syntax-mt translate` makes (tokenization included),
-and records the same options in ``hf_syntax_mt_export.json`` (``translate_batch``). CTranslate2's own
-``config.json`` holds what it has fields for (``decoder_start_token``, the special tokens), written by its converter.
+"""What a CTranslate2 folder needs to say about itself, so that serving tools use it without this package: CTranslate2
+reads none of `generation_config.json` (beams, length limit, patience, banned tokens) and cannot know that a multi-task
+model must start with its translate token, so `export_to_ctranslate2` writes a ``README.md`` into the folder with the
+exact ``ctranslate2.Translator(...).translate_batch(...)`` call `hf-syntax-mt translate` makes (tokenization included),
+and records the same options in ``hf_syntax_mt_export.json`` (``translate_batch``). CTranslate2's own ``config.json``
+holds what it has fields for (``decoder_start_token``, the special tokens), written by its converter.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ sentence-level model it was built from.
 
 Shortcuts that read the mask's values (no padding: no attention mask; every row with context: no row selection;
 padding: project the real tokens only) are taken in eager mode on the CPU only, where reading a value waits for no
-device. On an accelerator, or while `torch.compile` traces, the forward is branch-free (issue 48): a branch on a
+device. On an accelerator, or while `torch.compile` traces, the forward is branch-free: a branch on a
 value would be a host sync per forward (and per decoding step) and a graph break under `fullgraph=True`.
 """
 
@@ -350,7 +350,7 @@ class DocumentContext(Method):
 
     # --- the spine's hooks: the context encoder, its sublayers, the states they read, theta_d ---------------------
     def build_encoder(self, encoder, config):
-        encoder.context_encoder = ContextEncoder(config) if uses_context(config) else None  # issue 5
+        encoder.context_encoder = ContextEncoder(config) if uses_context(config) else None
 
     def build_layer(self, layer, config, side, layer_idx):
         layer.context_index, layer.context_attn = context_sublayer(config, side, layer_idx)
@@ -416,7 +416,7 @@ class DocumentContext(Method):
         return states, {"context_key_values": decoder_kv, "context_attention_mask": context_attention_mask}
 
     def decoder_states(self, config, encoder_outputs):
-        """The decoder's share of the encoded document context (issue 5), read once per decoding step."""
+        """The decoder's share of the encoded document context, read once per decoding step."""
         kv = getattr(encoder_outputs, "context_key_values", None)
         if kv is None:
             return {}

@@ -1,4 +1,4 @@
-"""A method that learns from supervision it does not get (issue 57, item 6): DBSA, LISA, the synchronous loss, guided
+"""A method that learns from supervision it does not get: DBSA, LISA, the synchronous loss, guided
 alignment and multi-task training each read training-only columns; without them their loss silently does not run
 (the DBSA heads' U matrices then drift as unsupervised query transforms). Driven by the registry: whatever columns an
 active method declares (`Method.supervision_columns`) are expected in every training batch.

@@ -294,8 +294,8 @@ def describe_recipe(model_args: ModelArguments, config) -> str | None:
 
 
 def _preprocessing_step(config, preprocessor) -> str:
-    """What preprocessing does, for its progress bar: a split that parses says which side (issue 56: a model
-    without syntax input showed "Parsing and aligning")."""
+    """What preprocessing does, for its progress bar: a split that parses says which side (a model
+    without syntax input would show "Parsing and aligning" and mislead)."""
     if preprocessor.tokenize_only:
         return "Tokenizing"
     parsing = [side for side, p in (("sources", preprocessor.parser), ("targets", preprocessor.target_parser))

@@ -256,30 +256,50 @@ class DataArguments:
     test_file: str | None = field(default=None, metadata={"help": "TSV or JSONL test file."})
     train_source_file: str | None = field(default=None, metadata={"help": "Source text, one sentence a line."})
     train_target_file: str | None = field(default=None, metadata={"help": "Target text, line aligned."})
-    validation_source_file: str | None = None
-    validation_target_file: str | None = None
-    test_source_file: str | None = None
-    test_target_file: str | None = None
+    validation_source_file: str | None = field(
+        default=None, metadata={"help": "The validation split's source text, as --train_source_file."}
+    )
+    validation_target_file: str | None = field(
+        default=None, metadata={"help": "The validation split's target text, as --train_target_file."}
+    )
+    test_source_file: str | None = field(
+        default=None, metadata={"help": "The test split's source text, as --train_source_file."}
+    )
+    test_target_file: str | None = field(
+        default=None, metadata={"help": "The test split's target text, as --train_target_file."}
+    )
     train_source_conllu: str | None = field(
         default=None, metadata={"help": "Pre-parsed source (CoNLL-U, .gz ok), one sentence per target line."}
     )
-    validation_source_conllu: str | None = None
-    test_source_conllu: str | None = None
+    validation_source_conllu: str | None = field(
+        default=None, metadata={"help": "The validation split's parsed source, as --train_source_conllu."}
+    )
+    test_source_conllu: str | None = field(
+        default=None, metadata={"help": "The test split's parsed source, as --train_source_conllu."}
+    )
     train_target_conllu: str | None = field(
         default=None,
         metadata={"help": "Pre-parsed target (CoNLL-U, .gz ok), line aligned with the split's rows: the target trees "
                   "that decoder DBSA heads and the synchronous loss are trained on. Without --{split}_target_file "
                   "the target text is its `# text`."},
     )  # fmt: skip
-    validation_target_conllu: str | None = None
-    test_target_conllu: str | None = None
+    validation_target_conllu: str | None = field(
+        default=None, metadata={"help": "The validation split's parsed target, as --train_target_conllu."}
+    )
+    test_target_conllu: str | None = field(
+        default=None, metadata={"help": "The test split's parsed target, as --train_target_conllu."}
+    )
     train_docid_file: str | None = field(
         default=None,
         metadata={"help": "Document ids, one a line, aligned with the split's rows; consecutive equal ids = one "
                   "document (for --context_sentences)."},
     )  # fmt: skip
-    validation_docid_file: str | None = None
-    test_docid_file: str | None = None
+    validation_docid_file: str | None = field(
+        default=None, metadata={"help": "The validation split's document ids, as --train_docid_file."}
+    )
+    test_docid_file: str | None = field(
+        default=None, metadata={"help": "The test split's document ids, as --train_docid_file."}
+    )
     train_alignment_file: str | None = field(
         default=None,
         metadata={"help": "Word alignments (Pharaoh 'i-j', 0-based, e.g. eflomal's; possible links 'ipj' are "
@@ -340,10 +360,18 @@ class DataArguments:
     data_description: str | None = field(default=None, metadata={"help": "Free text for the model card."})
     max_source_length: int = field(default=128, metadata={"help": "Source truncation, in tokens."})
     max_target_length: int = field(default=128, metadata={"help": "Target truncation, in tokens (and generation)."})
-    max_train_samples: int | None = None
-    max_eval_samples: int | None = None
-    max_predict_samples: int | None = None
-    preprocessing_num_workers: int | None = None
+    max_train_samples: int | None = field(
+        default=None, metadata={"help": "Train on the first N pairs of the training split only (default: all)."}
+    )
+    max_eval_samples: int | None = field(
+        default=None, metadata={"help": "Score the first N pairs of the validation split only (default: all)."}
+    )
+    max_predict_samples: int | None = field(
+        default=None, metadata={"help": "Score the first N pairs of the test split only (default: all)."}
+    )
+    preprocessing_num_workers: int | None = field(
+        default=None, metadata={"help": "Processes of `datasets.map` (parsing, tokenizing; default: one)."}
+    )
     length_bucket_edges: list[int] | None = field(
         default=None, metadata={"help": "Source-length bucket upper bounds in words (default 10 20 30 40)."}
     )
@@ -400,8 +428,14 @@ class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
                   "trees, guided alignment's links, multi-task rows): `warn` once at the first step, or `error`.",
                   "choices": ["warn", "error"]},
     )  # fmt: skip
-    model_card_title: str | None = None
-    model_card_limitations: str | None = None
+    model_card_title: str | None = field(
+        default=None, metadata={"help": "The model card's title (default: the --output_dir folder's name)."}
+    )
+    model_card_limitations: str | None = field(
+        default=None,
+        metadata={"help": "The model card's Limitations section (default: the steps trained, and that the syntax "
+                  "heads depend on the parser)."},
+    )  # fmt: skip
     model_card_license: str = field(
         default="apache-2.0",
         metadata={"help": "The model card's licence, a Hub licence id (apache-2.0, cc-by-sa-4.0, other, ...): a model "

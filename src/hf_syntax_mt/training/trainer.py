@@ -34,10 +34,11 @@ class SyntaxMTTrainer(Seq2SeqTrainer):
     - labels each prediction pass's progress bar (`LabelledProgressCallback` in the place of the Trainer's
       `ProgressCallback`: ``decoding test: last(300) (2 of 2)``, not a bare ``0/25``);
     - logs each term of the objective beside `loss`: `translation_loss`, `dbsa_loss`, `lisa_loss`, `sync_loss`,
-      `fertility_loss`, any registered method's loss, and the symmetric model's `forward_loss`, `backward_loss`,
-      `symmetry_bonus` (unweighted; averaged over the optimizer steps since the last log, like `loss`, so exact
-      under gradient accumulation; the one place that logs them). With global
-      fertility it adds `AlignmentTrainingCallback`, which drives its start-step schedule.
+      `fertility_loss`, `alignment_loss`, any registered method's loss, and the symmetric model's `forward_loss`,
+      `backward_loss`, `symmetry_bonus` (unweighted; averaged over the optimizer steps since the last log, like
+      `loss`, so exact under gradient accumulation; the one place that logs them).
+
+    With global fertility it adds `AlignmentTrainingCallback`, which drives its start-step schedule.
     """
 
     def __init__(self, *args, max_tokens: int | None = None, **kwargs):
@@ -89,7 +90,8 @@ class SyntaxMTTrainer(Seq2SeqTrainer):
     def train(self, *args, **kwargs):
         """`Seq2SeqTrainer.train`, after checking the training data's columns against what the model's methods read
         (`methods.supervision.check_columns`): a parse input missing is an error before the first step, missing
-        supervision a warning (an error with ``HF_SYNTAX_MT_MISSING_SUPERVISION=error``)."""
+        supervision a warning (an error with ``--missing_supervision error`` or
+        ``HF_SYNTAX_MT_MISSING_SUPERVISION=error``)."""
         columns = getattr(self.train_dataset, "column_names", None)
         if columns is not None and hasattr(getattr(self.model, "config", None), "validate_syntax_options"):
             from ..methods.supervision import check_columns
