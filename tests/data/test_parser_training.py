@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 
 import needs
@@ -134,3 +135,38 @@ def test_a_parser_trained_for_a_few_steps_loads_and_parses(tmp_path, caplog):
     assert "# text = A dog sleeps ." in (tmp_path / "in.conllu").read_text(encoding="utf-8")
     with pytest.raises(UserError, match=r"no spaCy pipeline in the folder .*corpus.*OUTPUT/model-best"):
         get_parser("spacy", model=str(out / "corpus"))
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT inheritance is POSIX behaviour")
+def test_max_seconds_stops_a_command_started_from_a_background_job(tmp_path, monkeypatch):
+    """A job started with `&` inherits SIGINT ignored, so Python installs no KeyboardInterrupt handler in the child and
+    the interrupt of --max-seconds did nothing (a 1,200 s German parser ran 2,344 s). The child now gets SIGINT's
+    default back: it stops with KeyboardInterrupt (its cleanup runs, as spaCy saves model-last); a child that ignores
+    SIGINT itself is terminated after the grace period."""
+    import signal
+    import sys
+    import time
+
+    from hf_syntax_mt.data import parser_training
+
+    monkeypatch.setattr(parser_training, "GRACE_SECONDS", 2.0)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a background job's shell leaves it
+    try:
+        loop = "import time\ntry:\n    while True: time.sleep(0.05)\nfinally:\n    print('saved', flush=True)"
+        start = time.perf_counter()
+        code, timed_out = parser_training.run_logged(
+            [sys.executable, "-c", loop], tmp_path / "a.log", dict(os.environ), 1.5
+        )
+        assert timed_out and code != 0 and time.perf_counter() - start < 30
+        assert "KeyboardInterrupt" in (tmp_path / "a.log").read_text() and "saved" in (tmp_path / "a.log").read_text()
+        stubborn = "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: time.sleep(0.05)"
+        code, timed_out = parser_training.run_logged(
+            [sys.executable, "-c", stubborn], tmp_path / "b.log", dict(os.environ), 1.0
+        )
+        assert timed_out and code == -signal.SIGTERM
+        code, timed_out = parser_training.run_logged(
+            [sys.executable, "-c", "print(1)"], tmp_path / "c.log", dict(os.environ), 30
+        )
+        assert (code, timed_out) == (0, False) and (tmp_path / "c.log").read_text() == "1\n"
+    finally:
+        signal.signal(signal.SIGINT, previous)

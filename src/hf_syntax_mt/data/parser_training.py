@@ -233,27 +233,18 @@ def train_spacy_parser(
             print("$ spacy " + " ".join(command[3:]), file=sys.stderr, flush=True)
         start = time.perf_counter()
         log = output / f"{step}.log"
-        with open(log, "a", encoding="utf-8") as f:
-            proc = subprocess.Popen(command, stdout=f, stderr=subprocess.STDOUT, env=env)
-            try:
-                proc.wait(timeout=max_seconds if step == "train" else None)
-            except subprocess.TimeoutExpired:
-                proc.send_signal(signal.SIGINT)  # spaCy stops and saves model-last; model-best is already on disk
-                proc.wait()
-                stopped = f"max_seconds ({max_seconds:g} s)"
-            except BaseException:
-                proc.kill()
-                proc.wait()
-                raise
+        returncode, timed_out = run_logged(command, log, env, max_seconds if step == "train" else None)
+        if timed_out:
+            stopped = f"max_seconds ({max_seconds:g} s)"
         seconds[step] = seconds.get(step, 0.0) + time.perf_counter() - start
-        if proc.returncode != 0 and not (step == "train" and (output / "model-best").is_dir()):
+        if returncode != 0 and not (step == "train" and (output / "model-best").is_dir()):
             tail = log.read_text(encoding="utf-8", errors="replace")[-2000:]
             hint = ""
             if "E1031" in tail:  # a label rarer than min_action_freq (30) becomes "dep": too few sentences
                 hint = ("; the treebanks are too small for spaCy's parser settings (labels seen fewer than 30 times "
                         "are merged): give more sentences, or in Python config_overrides="
                         "{'components.parser.min_action_freq': 1}")  # fmt: skip
-            raise UserError(f"spacy {step} failed (exit {proc.returncode}){hint}; its log {log} ends:\n{tail}")
+            raise UserError(f"spacy {step} failed (exit {returncode}){hint}; its log {log} ends:\n{tail}")
     scores = json.loads((output / "dev_eval.json").read_text(encoding="utf-8"))
     percent = lambda key: None if scores.get(key) is None else round(scores[key] * 100, 2)  # noqa: E731
     record = {
@@ -269,3 +260,38 @@ def train_spacy_parser(
     }  # fmt: skip
     (output / RECORD).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return record
+
+
+#: seconds a command interrupted at ``max_seconds`` gets to save and stop before it is terminated
+GRACE_SECONDS = 60.0
+
+
+def _default_sigint() -> None:  # pragma: no cover (runs in the child, between fork and exec)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def run_logged(command: list[str], log: Path, env: dict, timeout: float | None) -> tuple[int, bool]:
+    """Run ``command`` with its output appended to ``log``: ``(exit code, whether timeout ran out)``. Past ``timeout``
+    seconds it is interrupted as Ctrl-C would (``spacy train`` then saves model-last; model-best is on disk already)
+    and terminated if it has not stopped `GRACE_SECONDS` later. The child gets SIGINT's default action back: a job
+    started in the background inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler, so the
+    interrupt did nothing and ``max_seconds`` never stopped the training."""
+    posix = os.name == "posix"
+    with open(log, "a", encoding="utf-8") as f:
+        proc = subprocess.Popen(command, stdout=f, stderr=subprocess.STDOUT, env=env,
+                                preexec_fn=_default_sigint if posix else None)  # fmt: skip
+        try:
+            proc.wait(timeout=timeout)
+            return proc.returncode, False
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                proc.terminate()
+                proc.wait()
+            return proc.returncode, True
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
