@@ -110,7 +110,13 @@ def has_opus_mt_layout(config) -> bool:
     """``<pad>`` last and the decoder's start token (`opus_mt`): the layout whose pad row CTranslate2's stock
     converter drops, starting the decoder from a zero embedding."""
     pad = getattr(config, "pad_token_id", None)
-    return pad is not None and pad == config.vocab_size - 1 and config.decoder_start_token_id == pad
+    vocab_size = getattr(config, "vocab_size", None)
+    return (
+        pad is not None
+        and vocab_size is not None
+        and pad == vocab_size - 1
+        and (getattr(config, "decoder_start_token_id", None) == pad)
+    )
 
 
 def load_pretrained(model_class, path: str, config, base_config):

@@ -152,8 +152,13 @@ def save_opus_mt_files(tokenizer, directory) -> bool:
 def keeps_pad_row_zero(model) -> bool:
     """Whether training must keep `model`'s ``<pad>`` row zero: the opus-mt layout with a zero row now (a new model
     of the layout, a checkpoint of one, an opus-mt model; a row trained before is left to train)."""
-    embeddings = getattr(model, "get_input_embeddings", lambda: None)()
-    if embeddings is None or not has_opus_mt_layout(model.config):
+    if not has_opus_mt_layout(getattr(model, "config", None)):
+        return False
+    try:  # a model of two (the bilingual-symmetry pair) has no one input embedding: transformers raises
+        embeddings = model.get_input_embeddings()
+    except (AttributeError, NotImplementedError):
+        return False
+    if embeddings is None:
         return False
     return not bool(embeddings.weight[model.config.pad_token_id].detach().any())
 
