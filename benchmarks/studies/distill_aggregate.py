@@ -124,12 +124,7 @@ def compare(units: dict, seeds: list[int], system: str, base: str, refs: dict, s
     from hf_syntax_mt.evaluation import paired_bootstrap
 
     sys_units, base_units = [units[(system, s)] for s in seeds], [units[(base, s)] for s in seeds]
-    r = round_three.references(refs, sys_units[:1], TESTS)
-    sys_lines = [round_three.concat([u], TESTS) for u in sys_units]
-    base_lines = [round_three.concat([b], TESTS, [u]) for b, u in zip(base_units, sys_units, strict=True)]
-    sys_bleu = [round_three._corpus_bleu(h, r) for h in sys_lines]
-    base_bleu = [round_three._corpus_bleu(h, r) for h in base_lines]
-    deltas = [a - b for a, b in zip(sys_bleu, base_bleu, strict=True)]
+    r, sys_lines, base_lines, sys_bleu, base_bleu, deltas = round_four.seed_lines(sys_units, base_units, refs)
     per_seed_p = [paired_bootstrap(b, h, r, samples)["bleu"]["p_value"] for b, h in zip(base_lines, sys_lines,
                                                                                         strict=True)]  # fmt: skip
     pooled = (round_three._corpus_bleu([x for h in sys_lines for x in h], r * len(seeds))

@@ -262,17 +262,23 @@ def references(args, place: str) -> dict[str, list[str]]:
             for t in TESTS}  # fmt: skip
 
 
-def compare(units: dict, place: str, seeds: list[int], system: str, base: str, refs: dict, samples: int) -> dict:
-    """One hypothesis test over ``seeds``: each seed's ΔBLEU (the four test sets concatenated), `seed_stats.seed_level`,
-    the sentence-cluster bootstrap, the line bootstrap's p, and the machine relation of each seed's pair."""
-    sys_units = [units[(place, system, s)] for s in seeds]
-    base_units = [units[(place, base, s)] for s in seeds]
+def seed_lines(sys_units: list[dict], base_units: list[dict], refs: dict) -> tuple:
+    """What a comparison over seeds reads, the i-th system unit paired with the i-th baseline: the references, each
+    seed's system and baseline lines (the four test sets concatenated), their BLEU and each seed's ΔBLEU."""
     r = round_three.references(refs, sys_units[:1], TESTS)
     sys_lines = [round_three.concat([u], TESTS) for u in sys_units]
     base_lines = [round_three.concat([b], TESTS, [u]) for b, u in zip(base_units, sys_units, strict=True)]
     sys_bleu = [round_three._corpus_bleu(h, r) for h in sys_lines]
     base_bleu = [round_three._corpus_bleu(h, r) for h in base_lines]
-    deltas = [a - b for a, b in zip(sys_bleu, base_bleu, strict=True)]
+    return r, sys_lines, base_lines, sys_bleu, base_bleu, [a - b for a, b in zip(sys_bleu, base_bleu, strict=True)]
+
+
+def compare(units: dict, place: str, seeds: list[int], system: str, base: str, refs: dict, samples: int) -> dict:
+    """One hypothesis test over ``seeds``: each seed's ΔBLEU (the four test sets concatenated), `seed_stats.seed_level`,
+    the sentence-cluster bootstrap, the line bootstrap's p, and the machine relation of each seed's pair."""
+    sys_units = [units[(place, system, s)] for s in seeds]
+    base_units = [units[(place, base, s)] for s in seeds]
+    r, sys_lines, base_lines, sys_bleu, base_bleu, deltas = seed_lines(sys_units, base_units, refs)
     kinds = [RELATION[same_kind(b, u)[0]] for b, u in zip(base_units, sys_units, strict=True)]
     return {"seeds": seeds, "deltas": deltas, "stats": seed_stats.seed_level(deltas, sys_bleu, base_bleu),
             "cluster": seed_stats.cluster_bootstrap(base_lines, sys_lines, r, samples),
