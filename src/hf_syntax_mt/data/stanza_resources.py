@@ -88,13 +88,18 @@ def stanza_model_digest(nlp) -> str:
     paths = sorted(
         {v for k, v in nlp.config.items() if k.endswith("_path") and isinstance(v, str) and os.path.isfile(v)}
     )
+    return _files_digest((f"{Path(path).parent.name}/{Path(path).name}", path) for path in paths)
+
+
+def _files_digest(named_files) -> str:
+    """The first 12 hex digits of a sha256 over ``(name, path)`` pairs: each name with its file's sha256."""
     h = hashlib.sha256()
-    for path in paths:
+    for name, path in named_files:
         st = os.stat(path)
-        key = (path, st.st_size, st.st_mtime_ns)
+        key = (str(path), st.st_size, st.st_mtime_ns)
         if key not in _DIGESTS:
             _DIGESTS[key] = file_sha256(path)
-        h.update(f"{Path(path).parent.name}/{Path(path).name}:{_DIGESTS[key]}\n".encode())
+        h.update(f"{name}:{_DIGESTS[key]}\n".encode())
     return h.hexdigest()[:12]
 
 
@@ -103,11 +108,5 @@ def folder_digest(directory: str | os.PathLike) -> str:
     hashed once per size and mtime): a spaCy pipeline folder trained here keeps its ``meta.json`` name and version
     when it is trained again, so ``SpacyParser`` puts this in its signature and the parse cache never serves the
     old model's parses."""
-    root, h = Path(directory), hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        st = path.stat()
-        key = (str(path), st.st_size, st.st_mtime_ns)
-        if key not in _DIGESTS:
-            _DIGESTS[key] = file_sha256(path)
-        h.update(f"{path.relative_to(root).as_posix()}:{_DIGESTS[key]}\n".encode())
-    return h.hexdigest()[:12]
+    root = Path(directory)
+    return _files_digest((p.relative_to(root).as_posix(), p) for p in sorted(root.rglob("*")) if p.is_file())
