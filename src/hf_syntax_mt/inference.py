@@ -198,9 +198,9 @@ def translate_lines(
         generate_kwargs: passed to the pipeline (`num_beams`, `max_new_tokens`, ...).
 
     Returns:
-        `len(lines)` strings; a line break inside a translation is written as a space. A blank line (whitespace
-        only) is translated as an empty line by every engine: `generate` would decode one from the end-of-sentence
-        token alone and CTranslate2 skips such a source, so neither sees it.
+        `len(lines)` strings; a line break inside a translation is written as a space. A blank line comes back
+        empty: every pipeline gives "" for a blank sentence without decoding it (`SyntaxTranslationPipeline`,
+        `CTranslate2Pipeline`).
     """
     from tqdm.auto import tqdm
 
@@ -232,8 +232,8 @@ def translate_lines(
     # whole documents with their own context, or sentence by sentence (given contexts, or none)
     with_context = bool(contexts is None and use_context and documents is not None and k)
     document_model = bool(k)
-    if not with_context:  # blank lines stay empty (see Returns): no engine is asked for them
-        spans = [(i, i + 1) for start, end in spans for i in range(start, end) if lines[i].strip()]
+    if not with_context:
+        spans = [(i, i + 1) for start, end in spans for i in range(start, end)]
         # longest first, so that a batch pads to (and beam search runs for) sentences of about its own length
         spans.sort(key=lambda span: -len(lines[span[0]]))
     chunk_sentences = chunk_sentences or 8 * batch_size
@@ -261,8 +261,8 @@ def translate_lines(
             results = pipe([lines[s] for s, _ in chunk], batch_size=batch_size, **given, **generate_kwargs)
             texts = [r["translation_text"] for r in results]
         positions = [i for s, e in chunk for i in range(s, e)]
-        for i, text in zip(positions, texts, strict=True):  # a line break would shift every later line of the output
-            out[i] = " ".join(split_lines(text)) if lines[i].strip() else ""  # a blank line of a document: empty
+        for i, text in zip(positions, texts, strict=True):
+            out[i] = " ".join(split_lines(text))  # a line break would shift every later line of the output
         bar.update(n)
     bar.close()
     return out

@@ -235,24 +235,8 @@ def test_sentences_are_batched_longest_first_and_come_back_in_input_order():
 
     pipe.model = SimpleNamespace(config=SimpleNamespace(context_sentences=0))
     lines = ["a b", "a b c d e", "", "a", "a b c d", "a b c"]
-    assert translate_lines(pipe, lines, batch_size=1, chunk_sentences=2, progress=False) == [
-        f"<{s}>" if s else "" for s in lines
-    ]  # a blank line is never sent to the engine: it stays empty (issue 65: the same rule for every engine)
-    assert calls == [["a b c d e", "a b c d"], ["a b c", "a b"], ["a"]]
-
-
-def test_a_blank_line_is_an_empty_line_for_every_engine_and_inside_a_document():
-    """Issue 65: CTranslate2 gave '' for a blank line where `generate` decoded one from `</s>` alone; now no engine
-    is asked, in the sentence path and in a document translated with its context (the blank line's own output)."""
-    from types import SimpleNamespace
-
-    def documents_pipe(documents, batch_size, **kwargs):  # a document-level pipeline: one result per sentence
-        return [[{"translation_text": f"<{s}>"} for s in document] for document in documents]
-
-    documents_pipe.model = SimpleNamespace(config=SimpleNamespace(context_sentences=1))
-    lines = ["a b", " ", "c", "d"]
-    got = translate_lines(documents_pipe, lines, documents=[(0, 3), (3, 4)], progress=False)
-    assert got == ["<a b>", "", "<c>", "<d>"]
+    assert translate_lines(pipe, lines, batch_size=1, chunk_sentences=2, progress=False) == [f"<{s}>" for s in lines]
+    assert calls == [["a b c d e", "a b c d"], ["a b c", "a b"], ["a", ""]]  # a blank line: the pipeline's to answer
 
 
 def test_translate_lines_refuses_a_document_model_without_documents_or_contexts():
