@@ -141,6 +141,33 @@ def test_onnxruntime_engine_translates_as_generate(trained, tmp_path):
         input_ids=ids, attention_mask=mask, parent_positions=parents, num_beams=4))  # fmt: skip
 
 
+def test_the_onnx_step_gives_the_torch_steps_logits_on_a_random_model(tmp_path):
+    """The exported graph is the step itself, cache by cache: on random weights (no margin to hide a wrong input, as
+    a trained model's argmax can), with three decoder layers, a head size unlike any other size and beams reordered
+    between steps, ONNX Runtime's logits equal the torch step's at every position. (A graph whose example caches were
+    one aliased tensor read one layer's keys as another's and still passed the token test above.)"""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnxscript")
+    from hf_syntax_mt.decoding.onnx_engine import OnnxDecoder
+
+    config = tiny_config(d_model=24, decoder_layers=3, decoder_attention_heads=2, init_std=0.3)  # head size 12
+    torch.manual_seed(0)
+    model = SyntaxMTForConditionalGeneration(config).eval()
+    ids, mask, _, _ = toy_batch(torch.Generator().manual_seed(1), 3)
+    with torch.inference_mode():
+        memory = model.get_encoder()(input_ids=ids, attention_mask=mask).last_hidden_state  # (B, S, D)
+    torch_rows = TorchDecoder(model).rows(memory, mask, repeat=2)
+    onnx_rows = OnnxDecoder(model, cache_dir=tmp_path).rows(memory, mask, repeat=2)
+    tokens = torch.full((6,), PAD)
+    order = torch.tensor([1, 1, 2, 3, 5, 4])  # a beam reorder: each sentence keeps its two rows
+    for position in range(4):
+        expected = torch_rows.step(tokens, position)  # (6, V)
+        torch.testing.assert_close(onnx_rows.step(tokens, position), expected, rtol=0, atol=1e-4)
+        torch_rows.keep(order, same_source=True)
+        onnx_rows.keep(order, same_source=True)
+        tokens = expected.argmax(-1)[order]
+
+
 @pytest.mark.slow  # one decoder export (10-40 s here)
 def test_pipeline_and_translate_command_with_the_onnxruntime_engine(tmp_path, monkeypatch):
     """A PASCAL model parses raw text and translates the same with --engine onnxruntime as with generate."""

@@ -158,7 +158,7 @@ def test_the_decoder_step_gives_the_installed_marians_logits():
     with torch.no_grad():
         memory = marian.get_encoder()(input_ids=ids, attention_mask=mask).last_hidden_state  # (N, S, D)
         cross, source_mask = step.cross_cache(memory), memory_mask(mask, memory)
-        past = [cross[0].new_zeros(2, step.num_heads, 0, step.head_dim)] * len(cross)
+        past = step.empty_past(2, memory)
         prefix = torch.full((2, 1), marian.config.decoder_start_token_id)
         for position in range(4):
             logits, past = step(prefix[:, -1:], torch.tensor([position]), source_mask, cross, past)  # (N, V)

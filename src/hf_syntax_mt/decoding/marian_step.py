@@ -54,10 +54,17 @@ class MarianDecoderStep(nn.Module):
     `forward(tokens, position, memory_mask, cross, past)`:
         tokens: `(N, 1)` the last token of each row; position: `(1,)` its position (all rows have the same length);
         memory_mask: `(N, 1, 1, S)` additive (0 for source tokens, a large negative number for padding);
-        cross: `2 * L` tensors `(N, H, S, d)` (each layer's cross-attention keys and values, `cross_cache`);
-        past: `2 * L` tensors `(N, H, T, d)` (each layer's self-attention keys and values so far; T may be 0).
-    Returns the logits `(N, V)` (float32, `final_logits_bias` added) and the `2 * L` self-attention caches
-    `(N, H, T + 1, d)`.
+        cross: `2 * L` tensors, each layer's cross-attention keys `(N, H, d, S)` (transposed) and values
+            `(N, H, S, d)` (`cross_cache`);
+        past: `2 * L` tensors, each layer's self-attention keys `(N, H, d, T)` (transposed) and values `(N, H, T, d)`
+            so far (`empty_past`: T = 0).
+    Returns the logits `(N, V)` (float32, `final_logits_bias` added) and the `2 * L` self-attention caches, one
+    position longer.
+
+    The keys are kept transposed, and a single query's heads are a view of its projection, so that a step transposes
+    nothing: ONNX Runtime spent 11% of a beam-4 batch-32 step transposing every cached key for `Q K^T` and 7% scaling
+    them (the exporter's decomposition of SDPA), both gone here (`benchmarks/probes/onnx_profile.py`; before and after:
+    `benchmarks/results/deploy/onnx_profile_before.json` and `onnx_profile.json`).
     """
 
     def __init__(self, model):
@@ -77,37 +84,53 @@ class MarianDecoderStep(nn.Module):
         n, t, _ = x.shape
         return x.view(n, t, self.num_heads, self.head_dim).transpose(1, 2)  # (N, H, T, d)
 
-    def cross_cache(self, memory: torch.Tensor) -> list[torch.Tensor]:
-        """Each layer's cross-attention keys and values from the encoder output `(N, S, D)`: `2 * L` tensors
-        `(N, H, S, d)`, computed once per batch."""
+    def cross_cache(self, memory: torch.Tensor, repeat: int = 1) -> list[torch.Tensor]:
+        """Each layer's cross-attention keys `(N, H, d, S)` and values `(N, H, S, d)` from the encoder output
+        `(B, S, D)`, computed once per batch: `2 * L` tensors, each row repeated ``repeat`` times (N = B * repeat,
+        sentence-major: a sentence's beams), so that the projections run once per sentence, not once per beam."""
         out = []
         for layer in self.layers:
             attention = layer.encoder_attn
-            out += [self._heads(attention.k_proj(memory)), self._heads(attention.v_proj(memory))]
-        return out
+            key = self._heads(attention.k_proj(memory)).transpose(2, 3)  # (B, H, d, S)
+            out += [key, self._heads(attention.v_proj(memory))]
+        if repeat > 1:
+            out = [c.repeat_interleave(repeat, dim=0) for c in out]
+        return [c.contiguous() for c in out]
+
+    def empty_past(self, rows: int, like: torch.Tensor) -> list[torch.Tensor]:
+        """The self-attention caches before the first step: keys `(N, H, d, 0)` and values `(N, H, 0, d)`."""
+        h, d = self.num_heads, self.head_dim
+        return [like.new_zeros(rows, h, d, 0), like.new_zeros(rows, h, 0, d)] * len(self.layers)
+
+    def _attend(self, attention, hidden, key_t, value, mask=None):
+        """One query per row against its keys: `softmax(q K^T * scaling + mask) V`, the heads of the single query a
+        view of its projection (`(N, 1, D)` and `(N, H, 1, d)` share one memory order)."""
+        n = hidden.shape[0]
+        query = attention.q_proj(hidden).view(n, self.num_heads, 1, self.head_dim)  # (N, H, 1, d)
+        scores = torch.matmul(query, key_t) * attention.scaling  # (N, H, 1, T)
+        if mask is not None:
+            scores = scores + mask
+        probs = nn.functional.softmax(scores, dim=-1)
+        return attention.out_proj(torch.matmul(probs, value).view(n, 1, -1))  # (N, 1, D)
 
     # Rewritten from transformers.models.marian.modeling_marian.MarianDecoder.forward and MarianDecoderLayer.forward
-    # for one decoding step in evaluation (no dropout; the self-attention needs no mask, the newest token sees every
-    # earlier one): not a textual copy, so tests/models/test_upstream_copies.py checks its logits against the installed
-    # MarianMTModel's, step by step
+    # (and eager_attention_forward) for one decoding step in evaluation (no dropout; the self-attention needs no mask,
+    # the newest token sees every earlier one): not a textual copy, so tests/models/test_upstream_copies.py checks its
+    # logits against the installed MarianMTModel's, step by step
     def forward(self, tokens, position, memory_mask, cross: list[torch.Tensor], past: list[torch.Tensor]):
         n = tokens.shape[0]
-        sdpa = nn.functional.scaled_dot_product_attention
+        h, d = self.num_heads, self.head_dim
         hidden = self.embed_tokens(tokens) * self.embed_scale  # (N, 1, D)
         hidden = hidden + self.embed_positions.weight[position].unsqueeze(0)  # Marian's sinusoidal position
         present = []
         for i, layer in enumerate(self.layers):
             attention = layer.self_attn
-            key = torch.cat([past[2 * i], self._heads(attention.k_proj(hidden))], dim=2)  # (N, H, T + 1, d)
-            value = torch.cat([past[2 * i + 1], self._heads(attention.v_proj(hidden))], dim=2)
-            present += [key, value]
-            out = sdpa(self._heads(attention.q_proj(hidden)), key, value)  # (N, H, 1, d): sees every earlier token
-            out = out.transpose(1, 2).reshape(n, 1, -1)  # (N, 1, D)
-            hidden = layer.self_attn_layer_norm(hidden + attention.out_proj(out))
-            attention = layer.encoder_attn
-            out = sdpa(self._heads(attention.q_proj(hidden)), cross[2 * i], cross[2 * i + 1], attn_mask=memory_mask)
-            out = out.transpose(1, 2).reshape(n, 1, -1)
-            hidden = layer.encoder_attn_layer_norm(hidden + attention.out_proj(out))
+            key_t = torch.cat([past[2 * i], attention.k_proj(hidden).view(n, h, d, 1)], dim=3)  # (N, H, d, T + 1)
+            value = torch.cat([past[2 * i + 1], attention.v_proj(hidden).view(n, h, 1, d)], dim=2)  # (N, H, T + 1, d)
+            present += [key_t, value]
+            hidden = layer.self_attn_layer_norm(hidden + self._attend(attention, hidden, key_t, value))
+            out = self._attend(layer.encoder_attn, hidden, cross[2 * i], cross[2 * i + 1], memory_mask)
+            hidden = layer.encoder_attn_layer_norm(hidden + out)
             feed_forward = layer.fc2(layer.activation_fn(layer.fc1(hidden)))
             hidden = layer.final_layer_norm(hidden + feed_forward)
         logits = self.lm_head(hidden[:, 0]) + self.final_logits_bias  # (N, V)
@@ -132,9 +155,13 @@ class TorchDecoder:
         self.model = model
         self.step = MarianDecoderStep(model).eval()
 
-    def rows(self, memory: torch.Tensor, attention_mask: torch.Tensor | None) -> _TorchRows:
+    def rows(self, memory: torch.Tensor, attention_mask: torch.Tensor | None, repeat: int = 1) -> _TorchRows:
+        """The decoder rows of an encoder output `(B, S, D)`, each sentence ``repeat`` times (its beams)."""
         with torch.inference_mode():
-            return _TorchRows(self.step, self.step.cross_cache(memory), memory_mask(attention_mask, memory))
+            cross = self.step.cross_cache(memory, repeat)
+            mask = memory_mask(attention_mask, memory)
+            mask = mask.repeat_interleave(repeat, dim=0) if repeat > 1 else mask
+            return _TorchRows(self.step, cross, mask)
 
     def generate(self, input_ids, attention_mask=None, **kwargs):
         from .search import generate_with
@@ -145,8 +172,7 @@ class TorchDecoder:
 class _TorchRows:
     def __init__(self, module: MarianDecoderStep, cross: list[torch.Tensor], mask: torch.Tensor):
         self.module, self.cross, self.mask = module, cross, mask
-        n, h, _, d = cross[0].shape
-        self.past = [cross[0].new_zeros(n, h, 0, d)] * len(cross)
+        self.past = module.empty_past(cross[0].shape[0], cross[0])
 
     def step(self, tokens: torch.Tensor, position: int) -> torch.Tensor:
         with torch.inference_mode():

@@ -136,12 +136,13 @@ class OnnxDecoder:
         d, h, layers = self.head_dim, self.heads, self.layers
         example = (
             torch.zeros(n, 1, dtype=torch.long), torch.tensor([t]), torch.zeros(n, 1, 1, s),
-            [torch.zeros(n, h, s, d) for _ in range(2 * layers)], [torch.zeros(n, h, t, d) for _ in range(2 * layers)],
+            [torch.zeros((n, h, d, s) if i % 2 == 0 else (n, h, s, d)) for i in range(2 * layers)],  # keys transposed
+            [torch.zeros((n, h, d, t) if i % 2 == 0 else (n, h, t, d)) for i in range(2 * layers)],  # (distinct tensors)
         )  # fmt: skip
         rows, source, target = torch.export.Dim("rows"), torch.export.Dim("source"), torch.export.Dim("target")
         shapes = (
             {0: rows}, None, {0: rows, 3: source},
-            [{0: rows, 2: source}] * (2 * layers), [{0: rows, 2: target}] * (2 * layers),
+            [{0: rows, 3: source}, {0: rows, 2: source}] * layers, [{0: rows, 3: target}, {0: rows, 2: target}] * layers,
         )  # fmt: skip
         quiet = logging.getLogger("torch.onnx")
         level = quiet.level
@@ -156,12 +157,14 @@ class OnnxDecoder:
             quiet.setLevel(level)
         return program.model_proto.SerializeToString()
 
-    def rows(self, memory: torch.Tensor, attention_mask: torch.Tensor | None) -> _OrtRows:
-        """The decoder rows of an encoder output `(N, S, D)` (one row per sentence or beam)."""
+    def rows(self, memory: torch.Tensor, attention_mask: torch.Tensor | None, repeat: int = 1) -> _OrtRows:
+        """The decoder rows of an encoder output `(B, S, D)`, each sentence ``repeat`` times (its beams)."""
         with torch.inference_mode():
-            cross = [c.contiguous().numpy() for c in self.step.cross_cache(memory)]
-            mask = memory_mask(attention_mask, memory).numpy()
-        return _OrtRows(self, cross, mask)
+            cross = [c.numpy() for c in self.step.cross_cache(memory, repeat)]
+            mask = memory_mask(attention_mask, memory)
+            mask = (mask.repeat_interleave(repeat, dim=0) if repeat > 1 else mask).numpy()
+            past = [p.numpy() for p in self.step.empty_past(mask.shape[0], memory)]
+        return _OrtRows(self, cross, mask, past)
 
     def generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **kwargs):
         """`model.generate(input_ids, attention_mask, **kwargs)`'s token ids `(B, L)`, decoded by ONNX Runtime. The
@@ -174,13 +177,8 @@ class _OrtRows:
     """The rows of one batch in ONNX Runtime: the cross-attention caches, the source mask and the self-attention
     caches, as numpy arrays (the session's inputs and outputs)."""
 
-    def __init__(self, decoder: OnnxDecoder, cross, mask):
-        import numpy as np
-
-        self.decoder, self.cross, self.mask = decoder, cross, mask
-        n = mask.shape[0]
-        empty = np.zeros((n, decoder.heads, 0, decoder.head_dim), dtype=np.float32)
-        self.past = [empty] * (2 * decoder.layers)
+    def __init__(self, decoder: OnnxDecoder, cross, mask, past):
+        self.decoder, self.cross, self.mask, self.past = decoder, cross, mask, past
 
     def step(self, tokens: torch.Tensor, position: int) -> torch.Tensor:
         import numpy as np

@@ -228,11 +228,7 @@ def generate_with(decoder, model, input_ids, attention_mask=None, **kwargs) -> t
     with torch.inference_mode():
         encoded = model.get_encoder()(input_ids=input_ids, attention_mask=attention_mask, return_dict=True, **inputs)
         memory = encoded.last_hidden_state  # (B, S, D)
-        if search.num_beams > 1:  # sentence-major beams, as generate expands them
-            memory = memory.repeat_interleave(search.num_beams, dim=0)
-            if attention_mask is not None:
-                attention_mask = attention_mask.repeat_interleave(search.num_beams, dim=0)
-        rows = decoder.rows(memory, attention_mask)
+        rows = decoder.rows(memory, attention_mask, repeat=search.num_beams)  # sentence-major beams, as generate's
         run = beam_search if search.num_beams > 1 else greedy_search
         return run(rows, input_ids.shape[0], search)
 
