@@ -57,7 +57,9 @@ TARGETS = ["The cat eats fish .", "", "The children play in the park .", "It is 
 
 def test_preprocessor_columns_and_values(tmp_path, data_marian_tokenizer):
     tok = data_marian_tokenizer
-    pre = SyntaxMTPreprocessor(tok, LoggingParser(tmp_path / "log"), compute_lisa=True, compute_dbsa=True)
+    pre = SyntaxMTPreprocessor(
+        tok, LoggingParser(tmp_path / "log"), columns=["parent_positions", "lisa_parents", "dbsa_heads"]
+    )
     out = pre({"source": SOURCES, "target": TARGETS}, indices=[0, 1, 2, 3])
     assert set(out) == {"input_ids", "attention_mask", "parent_positions", "labels", "lisa_parents", "dbsa_heads"}
     for k, text in enumerate(SOURCES):
@@ -65,7 +67,7 @@ def test_preprocessor_columns_and_values(tmp_path, data_marian_tokenizer):
             continue
         words = text.split()
         parse = ParsedSentence(words, list(range(len(words))), ["dep"] * len(words), ["X"] * len(words), text=text)
-        expected = align_parse(tok, parse, compute_lisa=True, compute_dbsa=True)
+        expected = align_parse(tok, parse)
         assert out["input_ids"][k] == tok(text)["input_ids"] == expected["input_ids"]
         assert out["parent_positions"][k] == expected["parent_positions"]
     # empty line kept: just </s>, its own position
@@ -198,7 +200,7 @@ def test_every_supervision_column_in_one_pass(tokenizer_name, request, tmp_path)
     pre = SyntaxMTPreprocessor.for_config(config, tok, source_parse_column="source_parse",
                                           target_parse_column="target_parse")  # fmt: skip
     row = data.map(pre, batched=True, with_indices=True, remove_columns=data.column_names)[0]
-    aligned = align_parse(tok, src, compute_lisa=True, compute_dbsa=True)
+    aligned = align_parse(tok, src)
     word_ids = aligned["word_ids"]
     assert row["lisa_parents"] == aligned["lisa_parents"] and row["dbsa_heads"] == aligned["dbsa_heads"]
     assert row["word_index"] == [0 if w is None else w + 1 for w in word_ids]

@@ -86,8 +86,8 @@ def test_a_method_with_a_column_of_its_own_needs_no_edit_of_the_data_side(data_m
     the collator pads it with the declared value."""
     from hf_syntax_mt.methods import Column, Method, register, unregister
 
-    def word_lengths(parse, word_ids):
-        return [0 if w is None else len(parse.words[w]) for w in word_ids]
+    def word_lengths(sentence, config):
+        return [0 if w is None else len(sentence.parse.words[w]) for w in sentence.word_ids]
 
     class WordLength(Method):
         name = "word_length"
