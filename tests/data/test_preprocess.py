@@ -95,7 +95,7 @@ def test_parser_failure_names_row_and_text(tmp_path, data_marian_tokenizer):
 
 def test_preprocessor_needs_a_parser_or_parse_column(data_marian_tokenizer):
     with pytest.raises(ValueError, match="needs a parser or a source_parse_column"):
-        SyntaxMTPreprocessor(data_marian_tokenizer)
+        SyntaxMTPreprocessor(data_marian_tokenizer, columns=["parent_positions"])
 
 
 def test_precomputed_parse_column(data_marian_tokenizer):
@@ -117,7 +117,8 @@ def test_prepare_dataset_cache_hit_does_not_parse_again(tmp_path, request, token
     Dataset.from_dict({"source": SOURCES, "target": TARGETS}).save_to_disk(str(tmp_path / "raw"))
     log = tmp_path / "log"
     ds = load_from_disk(str(tmp_path / "raw"))
-    first = prepare_dataset(ds, tok, LoggingParser(log), batch_size=2, max_source_length=6, max_target_length=5)
+    first = prepare_dataset(ds, tok, LoggingParser(log), batch_size=2, max_source_length=6, max_target_length=5,
+                            columns=["parent_positions"])  # fmt: skip
     assert first.column_names == ["input_ids", "attention_mask", "parent_positions", "labels"]
     assert len(first) == len(SOURCES)  # the empty line is kept
     assert _n_calls(log) == 2
@@ -128,6 +129,7 @@ def test_prepare_dataset_cache_hit_does_not_parse_again(tmp_path, request, token
         batch_size=2,
         max_source_length=6,
         max_target_length=5,
+        columns=["parent_positions"],
     )
     assert _n_calls(log) == 2  # datasets' cache: no parsing
     assert second["parent_positions"] == first["parent_positions"]
