@@ -73,8 +73,7 @@ def real_batch(tokenizer, max_tokens: int, data: Path, max_length: int = 64) -> 
     ds = Dataset.from_dict({"source": sources, "target": targets, "source_parse": src, "target_parse": tgt,
                             "context": [context.context(i) for i in range(n)]})  # fmt: skip
     fn = SyntaxMTPreprocessor(tokenizer, source_parse_column="source_parse", target_parse_column="target_parse",
-                              max_source_length=max_length, max_target_length=max_length, compute_lisa=True,
-                              compute_dbsa=True, compute_tree=True, compute_features=True, context_column="context")  # fmt: skip
+                              max_source_length=max_length, max_target_length=max_length, context_column="context")  # fmt: skip
     ds = ds.map(fn, batched=True, with_indices=True, remove_columns=ds.column_names)
     rows, width = [], 0
     for row in ds:

@@ -48,11 +48,11 @@ def make_batch(args):
     tokenizer = train_tokenizer([p.source for p in pairs] + [p.target for p in pairs], vocab_size=args.vocab_size)
     rows = []
     for p in pairs[: args.batch_size]:
-        src = align_parse(tokenizer, p.source_tree.to_parsed(p.source), text=p.source, compute_dbsa=True)
-        tgt = align_parse(tokenizer, p.target_tree.to_parsed(p.target), text=p.target, compute_dbsa=True, target=True)
+        src = align_parse(tokenizer, p.source_tree.to_parsed(p.source), text=p.source)
+        tgt = align_parse(tokenizer, p.target_tree.to_parsed(p.target), text=p.target, target=True)
         rows.append({"input_ids": src["input_ids"], "attention_mask": src["attention_mask"],
                      "dbsa_heads": src["dbsa_heads"], "labels": tgt["input_ids"],
-                     "decoder_dbsa_heads": tgt["dbsa_heads"]})  # fmt: skip
+                     "decoder_dbsa_heads": tgt["decoder_dbsa_heads"]})  # fmt: skip
     return tokenizer, DataCollatorForSyntaxMT(tokenizer)(rows)
 
 

@@ -29,8 +29,11 @@ class SyntaxMTEncoderOutput(BaseModelOutput):
 class SyntaxMTSeq2SeqLMOutput(Seq2SeqLMOutput):
     r"""
     `Seq2SeqLMOutput` plus each term of the objective (already included in `loss`, unweighted here; each summed over
-    tokens and divided by the batch's target tokens; None where its method is not active). A method registered
-    outside the package adds its term under its own name.
+    tokens and divided by the batch's target tokens; None where its method is not active). The mapping from a
+    method's loss to the output: every name a method declares in `Method.losses` is the output's key and attribute of
+    that name (`out["decoder_deprel_loss"]`, `out.decoder_deprel_loss`), set when the method is active; the terms
+    below are also typed fields (`AUXILIARY_LOSSES`), None when inactive; a newer method's term, built in or not,
+    is a key only.
 
     translation_loss: the (label-smoothed) cross-entropy L_t.
     dbsa_loss: L_dep of Eq. 5, source and target parse losses of the DBSA heads.

@@ -463,10 +463,11 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
 
     def _objective(self, logits, active, record, batch, outputs, num_items_in_batch):
         """The loss and its terms: ``(loss, terms)``, ``terms`` holding ``translation_loss`` (L_t, the label-smoothed
-        cross-entropy) and each active method's term, unweighted (`Method.loss`, read off the attention record); the
-        loss is L_t plus each term times its weight (`Method.loss_weights`). Every term is summed over tokens and
-        divided by `num_items_in_batch` (else this batch's target tokens). Without labels the loss is None and a
-        method's term, if any, is left summed."""
+        cross-entropy) and each active method's term, unweighted (`Method.loss`, run for every active method that
+        declares `losses`, with the attention record when one is kept, else an empty one: a loss that reads no
+        attention makes no head store it); the loss is L_t plus each term times its weight (`Method.loss_weights`).
+        Every term is summed over tokens and divided by `num_items_in_batch` (else this batch's target tokens).
+        Without labels the loss is None and a method's term, if any, is left summed."""
         labels, config = batch["labels"], self.config
         loss, terms = None, {}
         if labels is not None:
@@ -480,9 +481,9 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
             normalizer = num_items_in_batch if num_items_in_batch is not None else (labels != -100).sum().clamp(min=1)
             loss = terms["translation_loss"] = translation_loss / normalizer
         aux: dict[str, torch.Tensor] = {}
-        if record is not None:
-            for method in active:  # summed over tokens, unweighted
-                aux.update(method.loss(self, record, batch, outputs))
+        for method in active:  # summed over tokens, unweighted
+            if method.losses:
+                aux.update(method.loss(self, record if record is not None else AttentionRecord(), batch, outputs))
         weights = {name: w for method in active for name, w in method.loss_weights(config).items()}
         if labels is not None and aux:
             aux = {name: value / normalizer for name, value in aux.items()}

@@ -110,7 +110,9 @@ def test_with_real_tokenizer_and_preprocessor(tmp_path, data_marian_tokenizer):
         words = t.split()
         parses.append(ParsedSentence(words, list(range(len(words))), ["_"] * len(words), ["_"] * len(words)).to_dict())
     ds = Dataset.from_dict({"source": texts, "target": ["The cat eats fish .", "It is sunny ."], "parse": parses})
-    ds = prepare_dataset(ds, data_marian_tokenizer, None, source_parse_column="parse", compute_dbsa=True)
+    ds = prepare_dataset(
+        ds, data_marian_tokenizer, None, source_parse_column="parse", columns=["parent_positions", "dbsa_heads"]
+    )
     batch = DataCollatorForSyntaxMT(data_marian_tokenizer)([ds[0], ds[1]])
     S = batch["input_ids"].shape[1]
     n1 = len(ds[1]["input_ids"])

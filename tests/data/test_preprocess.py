@@ -57,7 +57,9 @@ TARGETS = ["The cat eats fish .", "", "The children play in the park .", "It is 
 
 def test_preprocessor_columns_and_values(tmp_path, data_marian_tokenizer):
     tok = data_marian_tokenizer
-    pre = SyntaxMTPreprocessor(tok, LoggingParser(tmp_path / "log"), compute_lisa=True, compute_dbsa=True)
+    pre = SyntaxMTPreprocessor(
+        tok, LoggingParser(tmp_path / "log"), columns=["parent_positions", "lisa_parents", "dbsa_heads"]
+    )
     out = pre({"source": SOURCES, "target": TARGETS}, indices=[0, 1, 2, 3])
     assert set(out) == {"input_ids", "attention_mask", "parent_positions", "labels", "lisa_parents", "dbsa_heads"}
     for k, text in enumerate(SOURCES):
@@ -65,7 +67,7 @@ def test_preprocessor_columns_and_values(tmp_path, data_marian_tokenizer):
             continue
         words = text.split()
         parse = ParsedSentence(words, list(range(len(words))), ["dep"] * len(words), ["X"] * len(words), text=text)
-        expected = align_parse(tok, parse, compute_lisa=True, compute_dbsa=True)
+        expected = align_parse(tok, parse)
         assert out["input_ids"][k] == tok(text)["input_ids"] == expected["input_ids"]
         assert out["parent_positions"][k] == expected["parent_positions"]
     # empty line kept: just </s>, its own position
@@ -93,7 +95,7 @@ def test_parser_failure_names_row_and_text(tmp_path, data_marian_tokenizer):
 
 def test_preprocessor_needs_a_parser_or_parse_column(data_marian_tokenizer):
     with pytest.raises(ValueError, match="needs a parser or a source_parse_column"):
-        SyntaxMTPreprocessor(data_marian_tokenizer)
+        SyntaxMTPreprocessor(data_marian_tokenizer, columns=["parent_positions"])
 
 
 def test_precomputed_parse_column(data_marian_tokenizer):
@@ -115,7 +117,8 @@ def test_prepare_dataset_cache_hit_does_not_parse_again(tmp_path, request, token
     Dataset.from_dict({"source": SOURCES, "target": TARGETS}).save_to_disk(str(tmp_path / "raw"))
     log = tmp_path / "log"
     ds = load_from_disk(str(tmp_path / "raw"))
-    first = prepare_dataset(ds, tok, LoggingParser(log), batch_size=2, max_source_length=6, max_target_length=5)
+    first = prepare_dataset(ds, tok, LoggingParser(log), batch_size=2, max_source_length=6, max_target_length=5,
+                            columns=["parent_positions"])  # fmt: skip
     assert first.column_names == ["input_ids", "attention_mask", "parent_positions", "labels"]
     assert len(first) == len(SOURCES)  # the empty line is kept
     assert _n_calls(log) == 2
@@ -126,6 +129,7 @@ def test_prepare_dataset_cache_hit_does_not_parse_again(tmp_path, request, token
         batch_size=2,
         max_source_length=6,
         max_target_length=5,
+        columns=["parent_positions"],
     )
     assert _n_calls(log) == 2  # datasets' cache: no parsing
     assert second["parent_positions"] == first["parent_positions"]
@@ -198,7 +202,7 @@ def test_every_supervision_column_in_one_pass(tokenizer_name, request, tmp_path)
     pre = SyntaxMTPreprocessor.for_config(config, tok, source_parse_column="source_parse",
                                           target_parse_column="target_parse")  # fmt: skip
     row = data.map(pre, batched=True, with_indices=True, remove_columns=data.column_names)[0]
-    aligned = align_parse(tok, src, compute_lisa=True, compute_dbsa=True)
+    aligned = align_parse(tok, src)
     word_ids = aligned["word_ids"]
     assert row["lisa_parents"] == aligned["lisa_parents"] and row["dbsa_heads"] == aligned["dbsa_heads"]
     assert row["word_index"] == [0 if w is None else w + 1 for w in word_ids]

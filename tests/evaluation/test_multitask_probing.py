@@ -98,7 +98,7 @@ def test_read_trees_from_a_model_whose_dbsa_head_is_forced(tmp_path, data_fast_t
     from hf_syntax_mt.data.parsers import read_conllu
     from hf_syntax_mt.data.subwords import align_parse
 
-    gold = align_parse(tok, read_conllu(conllu)[0], compute_dbsa=True)["dbsa_heads"]
+    gold = align_parse(tok, read_conllu(conllu)[0])["dbsa_heads"]
     attn = model.model.encoder.layers[0].self_attn
     original = attn._eager
 

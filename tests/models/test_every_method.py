@@ -160,8 +160,7 @@ def test_the_pipeline_translates_raw_text_like_generate_on_the_parsed_inputs(nam
         if parse is None:
             inputs = {"input_ids": torch.tensor([tokenizer(text)["input_ids"]])}
         else:
-            enc = align_parse(tokenizer, parse, text=text, compute_tree="word_index" in columns,
-                              compute_features="pos_ids" in columns)  # fmt: skip
+            enc = align_parse(tokenizer, parse, text=text)
             inputs = {"input_ids": torch.tensor([enc["input_ids"]])}
             for column in columns:
                 value = enc[column] or [0] if column == "word_heads" else enc[column]

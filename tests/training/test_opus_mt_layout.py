@@ -131,7 +131,7 @@ def test_the_parse_columns_align_alike_with_both_tokenizers(run):
     out, corpus = run
     fast, slow = AutoTokenizer.from_pretrained(out), MarianTokenizer.from_pretrained(out)
     for parse in read_conllu(corpus["test"]["src_conllu"]):
-        a, b = (align_parse(t, parse, compute_dbsa=True) for t in (fast, slow))
+        a, b = (align_parse(t, parse) for t in (fast, slow))
         assert (a["input_ids"], a["word_ids"], a["dbsa_heads"]) == (b["input_ids"], b["word_ids"], b["dbsa_heads"])
 
 

@@ -16,12 +16,13 @@ from hf_syntax_mt.training import train_tokenizer
 from hf_syntax_mt.training.prepare import (
     _config_values,
     any_do,
-    check_alignment_file,
+    check_flag_columns,
     choose_parser,
     choose_preprocessor,
     freeze_sentence_level,
+    method_transforms,
+    run_transforms,
     will_train,
-    with_document_context,
 )
 from hf_syntax_mt.training.script import (
     Results,
@@ -122,16 +123,17 @@ def test_freezing_needs_a_syntax_model():
 def test_guided_alignment_and_its_file_come_together():
     guided, plain = SyntaxMTConfig(**SMALL, guided_alignment_weight=0.05), SyntaxMTConfig(**SMALL)
     data = DataArguments(train_alignment_file="train.align")
-    check_alignment_file(guided, data, has_alignments=True, training=True)
-    check_alignment_file(plain, DataArguments(), has_alignments=False, training=True)
-    check_alignment_file(guided, data, has_alignments=False, training=False)  # not training: nothing is read
+    linked, unlinked = ["source", "target", "alignment"], ["source", "target"]
+    check_flag_columns(guided, data, linked, training=True)
+    check_flag_columns(plain, DataArguments(), unlinked, training=True)
+    check_flag_columns(guided, data, unlinked, training=False)  # not training: nothing is read
     with pytest.raises(ValueError, match=r"guided_alignment_weight=0\.05 trains on word alignments: give "
                                          "--train_alignment_file"):  # fmt: skip
-        check_alignment_file(guided, data, has_alignments=False, training=True)
+        check_flag_columns(guided, data, unlinked, training=True)
     with pytest.raises(ValueError, match=r"--train_alignment_file train\.align is read only by guided alignment"):
-        check_alignment_file(plain, data, has_alignments=True, training=True)
+        check_flag_columns(plain, data, linked, training=True)
     with pytest.raises(ValueError, match="is read only by guided alignment"):
-        check_alignment_file(MarianConfig(**SMALL), data, has_alignments=True, training=True)
+        check_flag_columns(MarianConfig(**SMALL), data, linked, training=True)
 
 
 def test_each_split_gets_the_preprocessor_its_columns_and_model_need(tokenizer):
@@ -164,11 +166,17 @@ def test_each_split_gets_the_preprocessor_its_columns_and_model_need(tokenizer):
 def test_document_context_is_the_previous_sentences_of_the_same_document():
     ds = Dataset.from_dict({"source": ["a", "b", "c", "d", "e"], "target": list("ABCDE"),
                             "doc_id": ["x", "x", "x", "y", "y"]})  # fmt: skip
-    assert with_document_context("train", ds, 0) is ds  # k = 0: a sentence-level model, nothing added
-    context = with_document_context("train", ds, 2)["context"]
+    from hf_syntax_mt.methods import TransformContext
+
+    def steps(split, rows, k):  # the train script's raw steps of a model with context_sentences=k
+        config = SyntaxMTConfig(**SMALL, context_sentences=k)
+        return run_transforms(method_transforms(config), "raw", rows, config, TransformContext(split, rows, None))
+
+    assert steps("train", ds, 0) is ds  # k = 0: a sentence-level model, nothing added
+    context = steps("train", ds, 2)["context"]
     assert context == [[], ["a"], ["a", "b"], [], ["d"]]  # by hand: up to 2 previous sentences, oldest first
     with pytest.raises(ValueError, match="context_sentences=2 needs document boundaries: give --test_docid_file"):
-        with_document_context("test", ds.remove_columns("doc_id"), 2)
+        steps("test", ds.remove_columns("doc_id"), 2)
 
 
 # ------------------------------------------------------------------------------------------------------------------

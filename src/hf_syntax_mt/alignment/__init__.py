@@ -7,7 +7,7 @@ The modules, by concern (the methods that shape the cross-attention stay in `hf_
 - :mod:`.cross_attention` -- `align` / `Alignment` (soft matrix and argmax links of a decoder layer),
   `recording_alignment`, `plot_alignment`, `symmetry_trace`, `AlignmentTrainingCallback`;
 - :mod:`.targets` -- Pharaoh files checked against their pairs and mapped onto subwords as the `decoder_alignment`
-  column of guided alignment (`AlignmentTargets`, `check_alignment_lines`, `token_words`, `target_alignment`);
+  column of guided alignment (`AlignmentTargets`, `add_alignment_targets`, `check_alignment_lines`, `token_words`, `target_alignment`);
 - :mod:`.words` -- word-level links of a corpus (`align_corpus`, `read_parallel_words`, `format_pharaoh`,
   `symmetrize`);
 - :mod:`.aer` -- scoring against gold sure and possible links (`alignment_error_rate`, `index_base_hint`,
@@ -29,12 +29,13 @@ from .cross_attention import (
     recording_alignment,
     symmetry_trace,
 )
-from .targets import AlignmentTargets, check_alignment_lines, target_alignment, token_words
+from .targets import AlignmentTargets, add_alignment_targets, check_alignment_lines, target_alignment, token_words
 from .words import align_corpus, format_pharaoh, read_parallel_words, symmetrize
 
 __all__ = [
     "Alignment",
     "AlignmentTargets",
+    "add_alignment_targets",
     "AlignmentTrainingCallback",
     "GoldAlignment",
     "align",

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from ..data.readers import parse_pharaoh
 from ..errors import UserError
 
-__all__ = ["AlignmentTargets", "check_alignment_lines", "token_words", "target_alignment"]
+__all__ = ["AlignmentTargets", "add_alignment_targets", "check_alignment_lines", "token_words", "target_alignment"]
 
 logger = logging.getLogger(__name__)
 
@@ -148,3 +148,15 @@ class AlignmentTargets:
             target_words = token_words(batch[self.target_column][k], tgt["offset_mapping"][k])
             out.append(target_alignment(source_words, target_words, set(links)))
         return {"decoder_alignment": out}
+
+
+def add_alignment_targets(processed, context):
+    """The train script's guided-alignment step (a method's `DataTransform`, run on the preprocessed training split):
+    the Pharaoh links of each pair (the raw split's ``alignment`` column) as `decoder_alignment` (`AlignmentTargets`)."""
+    raw = context.raw
+    rows = processed.add_column("source", raw["source"]).add_column("target", raw["target"])
+    rows = rows.add_column("alignment", raw["alignment"])
+    fn = AlignmentTargets(context.tokenizer, max_source_length=context.max_source_length,
+                          max_target_length=context.max_target_length)  # fmt: skip
+    return rows.map(fn, batched=True, with_indices=True, remove_columns=["source", "target", "alignment"],
+                    desc="Guided-alignment targets")  # fmt: skip

@@ -34,6 +34,7 @@ __all__ = [
     "add_document_context",
     "blank_line_spans",
     "doc_id_spans",
+    "document_context_step",
     "encode_context",
     "id_spans",
     "read_doc_ids",
@@ -254,3 +255,10 @@ def add_document_context(
         desc=f"Document context (k={k})",
         **(map_kwargs or {}),
     )
+
+
+def document_context_step(dataset, context, k: int):
+    """The train script's document-context step (a method's `DataTransform`, run on each raw split before the
+    preprocessor): `add_document_context` with the up-to-k previous sentences (Section 2.2), in `context.num_proc`
+    processes."""
+    return add_document_context(dataset, k, num_proc=context.num_proc)

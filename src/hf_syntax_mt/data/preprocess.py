@@ -3,10 +3,10 @@
 :class:`SyntaxMTPreprocessor` is the batched map function: it parses the source side (or reads pre-computed
 parses), tokenizes it, maps the tree onto the subwords (:func:`~hf_syntax_mt.data.subwords.align_parse`) and
 tokenizes the target side into ``labels``. Output columns are named like ``forward()`` arguments:
-``input_ids``, ``attention_mask``, ``parent_positions``, ``labels`` and, on request, every supervision and
-feature column of the syntax options, computed in the same pass: ``lisa_parents``, ``dbsa_heads`` (source),
-``decoder_dbsa_heads`` (target, aligned with ``labels``; needs target parses), ``word_index`` + ``word_heads``
-(syntax-directed heads) and ``pos_ids``, ``deprel_ids``, ``subword_tag_ids`` (input features). When the dataset
+``input_ids``, ``attention_mask``, ``labels`` and the columns the registered methods declare (`methods.Column`), each
+computed from the source or the target parse by its own ``compute`` in the same pass: ``parent_positions``,
+``lisa_parents``, ``word_index`` + ``word_heads``, ``pos_ids``... from the source parse, ``decoder_dbsa_heads`` (aligned
+with ``labels``) from the target parse; `SyntaxMTPreprocessor.for_config` makes those a model reads. When the dataset
 has a ``context`` column (the previous source sentences of the document, from
 :func:`~hf_syntax_mt.data.documents.add_document_context`), it also produces ``context_input_ids`` and
 ``context_attention_mask`` (:func:`~hf_syntax_mt.data.documents.encode_context`: each sentence with its special
@@ -41,7 +41,7 @@ from .documents import encode_context
 from .parsed import ParsedSentence
 from .parsers import Parser
 from .readers import load_parallel_files, read_parallel_conllu
-from .subwords import FEATURE_COLUMNS, align_parse
+from .subwords import align_parse
 
 logger = logging.getLogger(__name__)
 
@@ -106,19 +106,19 @@ class SyntaxMTPreprocessor:
         max_source_length: maximum source length in tokens (special tokens included).
         max_target_length: maximum ``labels`` length in tokens (special tokens included).
         columns: the method columns to make from the parses (names the registered methods declare, e.g.
-            ``["parent_positions", "word_index", "word_heads"]``; `for_config` gives a model's). ``()``: tokenize only
-            (no parse is read). ``None`` (default): ``parent_positions`` plus those the ``compute_*`` flags ask for.
-        compute_lisa: also produce ``lisa_parents`` (with ``columns=None``).
-        compute_dbsa: also produce ``dbsa_heads`` (with ``columns=None``).
-        compute_tree: also produce ``word_index`` and ``word_heads`` (with ``columns=None``).
-        compute_features: also produce ``pos_ids``, ``deprel_ids`` and ``subword_tag_ids`` (with ``columns=None``).
+            ``["parent_positions", "word_index", "word_heads"]``; `for_config` gives a model's), each computed by its
+            `methods.Column.compute`. ``()``: tokenize only (no parse is read). ``None`` (default): every registered
+            column of the sides whose parses are given (``parser`` / ``source_parse_column``, ``target_parser`` /
+            ``target_parse_column``).
         target_parser: a parser for the target side; with it (or ``target_parse_column``) the preprocessor also
-            produces the target-parse columns (``decoder_dbsa_heads``), and ``labels`` come from the same
+            produces the target-parse columns (``decoder_dbsa_heads``...), and ``labels`` come from the same
             tokenization.
         target_parse_column: column with pre-computed target parses (like ``source_parse_column``).
         context_column: column with the document context (``list[str]``, previous source sentences, oldest first);
             when it is in a batch, ``context_input_ids`` and ``context_attention_mask`` (all ones) are produced.
         max_context_length: most context tokens kept (the most recent ones); ``None``: no limit.
+        config: the model's config, given to each column's `compute` (`for_config` passes it); None: the columns'
+            defaults.
 
     Call it as ``preprocessor(batch, indices)`` (``map(batched=True, with_indices=True)``); ``indices`` only
     serve error messages. Returns a dict of per-row lists: ``input_ids``, ``attention_mask``, the parse columns
@@ -135,23 +135,18 @@ class SyntaxMTPreprocessor:
         source_parse_column: str | None = None,
         max_source_length: int | None = None,
         max_target_length: int | None = None,
-        compute_lisa: bool = False,
-        compute_dbsa: bool = False,
-        compute_tree: bool = False,
-        compute_features: bool = False,
         target_parser: Parser | None = None,
         target_parse_column: str | None = None,
         context_column: str = "context",
         max_context_length: int | None = None,
         columns: Sequence[str] | None = None,
+        config=None,
     ):
         specs = column_specs()
-        if columns is None:  # the flags of the first release, as column names
-            flags = {"lisa_parents": compute_lisa, "dbsa_heads": compute_dbsa, "word_index": compute_tree,
-                     "word_heads": compute_tree, **dict.fromkeys(FEATURE_COLUMNS, compute_features)}  # fmt: skip
-            columns = ["parent_positions", *(name for name, on in flags.items() if on)]
-            if target_parser is not None or target_parse_column is not None:
-                columns += [name for name, c in specs.items() if c.parse == "target"]
+        if columns is None:  # every column of the parses given
+            given = {"source": parser is not None or source_parse_column is not None,
+                     "target": target_parser is not None or target_parse_column is not None}  # fmt: skip
+            columns = [name for name, c in specs.items() if c.parse is not None and given[c.parse]]
         unknown = [c for c in columns if c not in specs or specs[c].parse is None]
         if unknown:
             parsed = sorted(name for name, c in specs.items() if c.parse is not None)
@@ -184,6 +179,7 @@ class SyntaxMTPreprocessor:
         self.target_parse_column = target_parse_column
         self.context_column = context_column
         self.max_context_length = max_context_length
+        self.config = config
 
     @property
     def tokenize_only(self) -> bool:
@@ -203,6 +199,7 @@ class SyntaxMTPreprocessor:
         columns = [c for c in wanted if c in specs and specs[c].parse is not None]
         if any(specs[c].kind == "context" for c in wanted if c in specs):
             kwargs.setdefault("max_context_length", config.resolved_max_context_length)
+        kwargs.setdefault("config", config)
         return cls(tokenizer, parser, columns=columns, **kwargs)
 
     def _read_parses(self, batch, column: str, texts: list[str], indices) -> list[ParsedSentence]:
@@ -258,7 +255,8 @@ class SyntaxMTPreprocessor:
         for k, (text, parse) in enumerate(zip(texts, parses, strict=True)):
             try:
                 aligned = align_parse(self.tokenizer, parse, text=text if text.strip() else None,
-                                      max_length=self.max_source_length, columns=self.source_columns)  # fmt: skip
+                                      max_length=self.max_source_length, columns=self.source_columns,
+                                      config=self.config)  # fmt: skip
             except UserError as e:  # a parse that does not fit the text; anything else is a bug
                 raise UserError(
                     f"cannot align the parse with the tokens in {self._row_label(k, indices)}: {text!r}: {e}"
@@ -306,7 +304,7 @@ class SyntaxMTPreprocessor:
             try:
                 aligned = align_parse(
                     self.tokenizer, parse, text=text if text.strip() else None, max_length=self.max_target_length,
-                    columns=self.target_columns, target=True,
+                    columns=self.target_columns, target=True, config=self.config,
                 )  # fmt: skip
             except UserError as e:  # a parse that does not fit the text; anything else is a bug
                 raise UserError(

@@ -41,7 +41,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import UserError
-from ..vocabularies import DEPRELS, SUBWORD_TAGS, UPOS_TAGS
+from ..methods.columns import Column, SubwordParse
+from ..methods.registry import column_specs
 from .parsed import ParsedSentence
 
 __all__ = [
@@ -50,8 +51,6 @@ __all__ = [
     "lisa_parents_from_word_ids",
     "dbsa_heads_from_word_ids",
     "align_parse",
-    "FEATURE_COLUMNS",
-    "PARSE_COLUMNS",
     "word_spans_in_text",
     "word_representatives",
 ]
@@ -77,15 +76,6 @@ def _check_heads(heads: Sequence[int]) -> None:
             raise UserError(f"heads[{i}] = {h} is out of range 0..{n} (UD heads are 1-based, 0 = root)")
 
 
-def _require(positions: list[list[int]], w: int, who: str) -> list[int]:
-    if not positions[w]:
-        raise UserError(
-            f"word {w} has no subword in word_ids but is needed as a head by {who}; use align_parse, which "
-            "redirects heads of multi-word tokens and truncated words"
-        )
-    return positions[w]
-
-
 def word_middle_positions(word_ids: Sequence[int | None], num_words: int | None = None) -> list[float]:
     """Middle position of every word: the mean of its subword positions.
 
@@ -101,42 +91,18 @@ def word_middle_positions(word_ids: Sequence[int | None], num_words: int | None 
     return [sum(p) / len(p) if p else float("nan") for p in _positions_per_word(word_ids, num_words)]
 
 
-def _parents(word_ids: Sequence[int | None], heads: Sequence[int], positions: list[list[int]], reduce) -> list:
-    """Each subword of word w gets `reduce(subword positions of head(w))` (root -> itself); special tokens -> own
-    position. `reduce` = mean gives PASCAL's middle position, `min` LISA's first subword."""
-    out = []
-    for t, w in enumerate(word_ids):
-        if w is None:
-            out.append(reduce([t]))  # special token: its own position (a float for PASCAL)
-            continue
-        target = w if heads[w] == 0 else heads[w] - 1
-        out.append(reduce(_require(positions, target, f"word {w}")))
-    return out
-
-
-def _middle(p: list[int]) -> float:
-    return sum(p) / len(p)
-
-
-def _dbsa(word_ids: Sequence[int | None], heads: Sequence[int], positions: list[list[int]]) -> list[int]:
-    out: list[int] = []
-    for t, w in enumerate(word_ids):
-        if w is None:
-            out.append(t)
-            continue
-        own = positions[w]  # sorted, contains t
-        k = own.index(t)
-        if k + 1 < len(own):
-            out.append(own[k + 1])  # non-final subword -> next subword of the same word
-        elif heads[w] == 0:
-            out.append(t)  # final subword of the root -> itself
-        else:
-            out.append(min(_require(positions, heads[w] - 1, f"word {w}")))
-    return out
+def _registered_column(name: str, word_ids: Sequence[int | None], heads: Sequence[int]) -> list:
+    """The values of the registered column `name` for tokens `word_ids` of a tree with `heads` (its method's own
+    `compute`, as `align_parse` runs it, without a text: every head word must have a subword)."""
+    _check_heads(heads)
+    positions = _positions_per_word(word_ids, len(heads))
+    parse = ParsedSentence(["_"] * len(heads), list(heads), ["_"] * len(heads), ["_"] * len(heads))
+    sentence = SubwordParse(parse, tuple(word_ids), tuple(map(tuple, positions)))
+    return list(column_specs()[name].compute(sentence, None))
 
 
 def parent_positions_from_word_ids(word_ids: Sequence[int | None], heads: Sequence[int]) -> list[float]:
-    """PASCAL parent positions.
+    """PASCAL parent positions (the `parent_positions` column's `compute`).
 
     Args:
         word_ids: ``(T,)`` word index of each token (0-based), ``None`` for special/padding tokens.
@@ -146,22 +112,19 @@ def parent_positions_from_word_ids(word_ids: Sequence[int | None], heads: Sequen
         ``(T,)`` floats: middle position of the head of the token's word (root: its own middle); a ``None`` token
         gets its own position. Raises ``ValueError`` if a head word has no subword.
     """
-    _check_heads(heads)
-    return _parents(word_ids, heads, _positions_per_word(word_ids, len(heads)), _middle)
+    return _registered_column("parent_positions", word_ids, heads)
 
 
 def lisa_parents_from_word_ids(word_ids: Sequence[int | None], heads: Sequence[int]) -> list[int]:
     """LISA parents: ``(T,)`` position of the first subword of the token's head word (root word: its own first
     subword; ``None`` tokens: their own position)."""
-    _check_heads(heads)
-    return _parents(word_ids, heads, _positions_per_word(word_ids, len(heads)), min)
+    return _registered_column("lisa_parents", word_ids, heads)
 
 
 def dbsa_heads_from_word_ids(word_ids: Sequence[int | None], heads: Sequence[int]) -> list[int]:
     """DBSA subword heads: ``(T,)`` positions. A non-final subword points to the next subword of its word, a final
     subword to the first subword of the head word; the root's final subword and ``None`` tokens to themselves."""
-    _check_heads(heads)
-    return _dbsa(word_ids, heads, _positions_per_word(word_ids, len(heads)))
+    return _registered_column("dbsa_heads", word_ids, heads)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -283,12 +246,29 @@ def word_representatives(parse: ParsedSentence) -> list[tuple[int, int, int]]:
     return out
 
 
-#: the input-feature columns `align_parse` computes (Sennrich & Haddow's features of each subword)
-FEATURE_COLUMNS = ("pos_ids", "deprel_ids", "subword_tag_ids")
-#: every column `align_parse` computes by name (`columns=`): on the source side, and `decoder_dbsa_heads` (the DBSA
-#: heads of a target parse, positions in ``labels``) with ``target=True``
-PARSE_COLUMNS = ("parent_positions", "lisa_parents", "dbsa_heads", "word_index", "word_heads", *FEATURE_COLUMNS,
-                 "decoder_dbsa_heads")  # fmt: skip
+def _resolve_columns(columns: Sequence[str] | None, target: bool) -> list[Column]:
+    """The columns to compute, each a `methods.Column` with its `compute`: those given (a `Column`, or the name of a
+    registered one), else every registered column computed from the parse of this side."""
+    side = "target" if target else "source"
+    specs = column_specs()
+    if columns is None:
+        return [c for c in specs.values() if c.parse == side]
+    from ..validation import check_sequence
+
+    columns = check_sequence(columns, "columns", "column names")
+    if not all(isinstance(c, str) for c in columns):
+        raise UserError(f"columns must be column names (strings), got {columns!r}")
+    resolved = [c if isinstance(c, Column) else specs.get(c, c) for c in columns]
+    unknown = [str(c) for c in resolved if not isinstance(c, Column) or c.compute is None]
+    if unknown:
+        known = sorted(name for name, c in specs.items() if c.parse is not None)
+        raise UserError(f"align_parse computes the columns the methods declare with a `compute` ({known}), not "
+                        f"{unknown}.")  # fmt: skip
+    other = [str(c) for c in resolved if c.parse != side]
+    if other:
+        raise UserError(f"columns {other} are not computed from a {side} parse: give target={not target} or leave "
+                        "them out.")  # fmt: skip
+    return resolved
 
 
 def align_parse(
@@ -296,14 +276,13 @@ def align_parse(
     parse: ParsedSentence,
     text: str | None = None,
     max_length: int | None = None,
-    compute_lisa: bool = False,
-    compute_dbsa: bool = False,
-    compute_tree: bool = False,
-    compute_features: bool = False,
     target: bool = False,
     columns: Sequence[str] | None = None,
+    config=None,
 ) -> dict[str, Any]:
-    """Tokenize a parsed sentence and map its tree onto the subwords (rules in the module docstring).
+    """Tokenize a parsed sentence and map its tree onto the subwords (rules in the module docstring), then compute
+    the requested columns, each by its method's `Column.compute` (`methods.SubwordParse`: the parse, each subword's
+    word, the subwords that stand for each word).
 
     Args:
         tokenizer: a fast tokenizer, a sentencepiece ``MarianTokenizer`` or any slow tokenizer.
@@ -311,42 +290,23 @@ def align_parse(
             words to the text.
         text: the text to tokenize (default ``parse.text``; ``" ".join(parse.words)`` if both are ``None``).
         max_length: maximum number of tokens, special tokens included.
-        compute_lisa: also return ``lisa_parents``.
-        compute_dbsa: also return ``dbsa_heads``.
-        compute_tree: also return ``word_index`` (``(T,)``, 1-based word of each subword, 0 for special tokens)
-            and ``word_heads`` (``(n,)``, the parse's UD heads), for syntax-directed attention.
-        compute_features: also return the Sennrich & Haddow features ``pos_ids``, ``deprel_ids`` and
-            ``subword_tag_ids`` (``(T,)``, ids into ``INPUT_FEATURES``, 0 for special tokens).
         target: tokenize as a target sentence (``tokenizer(text_target=...)``), for target-side supervision.
-        columns: columns to compute, as the methods declare them (the preprocessor and the pipeline pass the
-            registry's `methods.Column`s), instead of the flags: those of `PARSE_COLUMNS` by name
-            (``decoder_dbsa_heads`` is the DBSA heads of a target sentence, with ``target=True``), any other by its
-            ``compute(parse, word_ids)``: one value per subword (special tokens included) from the parse and each
-            subword's word index (None for special tokens).
+        columns: the columns to compute: `methods.Column`s (the preprocessor and the pipeline pass the registry's)
+            or names of registered ones, all computed from the parse of this side; None: every registered column of
+            this side (``parent_positions``, ``lisa_parents``, ``word_index``, ... for a source sentence).
+        config: the model's config, given to every `compute` (a label vocabulary in the config drives a column);
+            None: each column's default.
 
     Returns:
-        dict of ``(T,)`` lists: ``input_ids``, ``attention_mask`` (all 1), ``parent_positions`` (floats),
-        ``word_ids`` (syntactic word index of each subword, ``None`` for special tokens), and the requested ones.
+        dict of lists: ``input_ids`` and ``attention_mask`` (all 1), ``(T,)``; each column (``(T,)``, or ``(n,)`` for
+        a ``"word"`` column); ``word_ids``, ``(T,)``, the syntactic word index of each subword (``None`` for special
+        tokens).
     """
     if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, int)):
         from ..errors import UserTypeError
 
         raise UserTypeError(f"max_length must be an int (tokens, special tokens included), got {max_length!r}")
-    if columns is not None:  # names, or `Column`s (str subclasses that may carry their own `compute`): kept as given
-        from ..validation import check_sequence
-
-        columns = check_sequence(columns, "columns", "column names")
-        if not all(isinstance(c, str) for c in columns):
-            raise UserError(f"columns must be column names (strings), got {columns!r}")
-    computed = [c for c in columns or () if c not in PARSE_COLUMNS]  # a method's own: by its compute
-    if columns is not None:
-        unknown = [c for c in computed if getattr(c, "compute", None) is None]
-        if unknown:
-            raise UserError(f"align_parse computes {list(PARSE_COLUMNS)} and columns with a `compute`, not {unknown}")
-        compute_lisa |= "lisa_parents" in columns
-        compute_dbsa |= "dbsa_heads" in columns or "decoder_dbsa_heads" in columns
-        compute_tree |= "word_index" in columns or "word_heads" in columns
-        compute_features |= any(c in columns for c in FEATURE_COLUMNS)
+    columns = _resolve_columns(columns, target)
     text, spans = _resolve_text_and_spans(parse, text)
     tokens = word_representatives(parse)
     token_spans = [spans[ws] for ws, _, _ in tokens]
@@ -392,24 +352,18 @@ def align_parse(
             later = [t for t in content if offsets[t][0] >= s]  # type: ignore[index]
             positions[w] = [later[0] if later else content[-1]]
 
-    # 3. parents on the full sequence
-    result: dict[str, Any] = {"parent_positions": _parents(assigned, parse.heads, positions, _middle)}
-    if compute_lisa:
-        result["lisa_parents"] = _parents(assigned, parse.heads, positions, min)
-    if compute_dbsa:
-        result["dbsa_heads"] = _dbsa(assigned, parse.heads, positions)
-    tokens_out: dict[str, list[int]] = {}  # per-token values that are not positions
-    if compute_tree:
-        tokens_out["word_index"] = [0 if w is None else w + 1 for w in assigned]
-    if compute_features:
-        tokens_out.update(_features(parse, assigned))
-    for column in computed:
-        values = list(column.compute(parse, list(assigned)))
-        if len(values) != T:
-            raise UserError(f"column {str(column)!r}: compute gave {len(values)} values for {T} subwords")
-        tokens_out[str(column)] = values
+    # 3. every column on the full sequence, by its method's `compute`
+    sentence = SubwordParse(parse, tuple(assigned), tuple(map(tuple, positions)), target)
+    values: dict[Column, list] = {}
+    for column in columns:
+        values[column] = list(column.compute(sentence, config))
+        expected = n if column.kind == "word" else T
+        if len(values[column]) != expected:
+            what = "words" if column.kind == "word" else "subwords"
+            raise UserError(f"column {str(column)!r}: compute gave {len(values[column])} values for {expected} {what}")
 
-    # 4. truncation: keep leading/trailing special tokens, cut the content, clamp parents past the cut
+    # 4. truncation: keep leading/trailing special tokens, cut the content; a position past the cut points to the
+    # last kept content token, a special token's to itself; a "word" column keeps every word
     keep = list(range(T))
     if max_length is not None and T > max_length:
         n_prefix = next((t for t in range(T) if not special[t]), T)
@@ -419,46 +373,17 @@ def align_parse(
         if budget < 0:
             raise UserError(f"max_length={max_length} cannot hold the {n_prefix + n_suffix} special tokens")
         keep = list(range(n_prefix + budget)) + list(range(T - n_suffix, T))
-    if len(keep) < T:
-        last = n_prefix + budget - 1  # last kept content token
-        new_result = {}
-        for name, values in result.items():
-            cast = float if name == "parent_positions" else int
-            new_values = []
-            for j, t in enumerate(keep):
-                new_values.append(cast(j) if special[t] else (cast(last) if values[t] > last else values[t]))
-            new_result[name] = new_values
-        result = new_result
-    out = {
-        "input_ids": [ids[t] for t in keep],
-        "attention_mask": [1] * len(keep),
-        **result,
-        **{name: [values[t] for t in keep] for name, values in tokens_out.items()},
-        "word_ids": [assigned[t] for t in keep],
-    }
-    if compute_tree:
-        out["word_heads"] = list(parse.heads)
-    if target and compute_dbsa:
-        out["decoder_dbsa_heads"] = out["dbsa_heads"]  # a target parse's heads, as the decoder's column is named
+    out: dict[str, Any] = {"input_ids": [ids[t] for t in keep], "attention_mask": [1] * len(keep)}
+    for column, v in values.items():
+        if column.kind == "word" or len(keep) == T:
+            out[str(column)] = v
+        elif column.is_position:
+            last = n_prefix + budget - 1  # last kept content token
+            cast = float if column.is_float else int
+            out[str(column)] = [
+                cast(j) if special[t] else (cast(last) if v[t] > last else v[t]) for j, t in enumerate(keep)
+            ]
+        else:
+            out[str(column)] = [v[t] for t in keep]
+    out["word_ids"] = [assigned[t] for t in keep]
     return out
-
-
-def _features(parse: ParsedSentence, assigned: Sequence[int | None]) -> dict[str, list[int]]:
-    """Sennrich & Haddow features of each subword: its word's UPOS and universal relation, and its B/I/E/O tag."""
-    pos_vocab = {tag: k + 1 for k, tag in enumerate(UPOS_TAGS)}
-    rel_vocab = {rel: k + 1 for k, rel in enumerate(DEPRELS)}
-    tag_id = {tag: k + 1 for k, tag in enumerate(SUBWORD_TAGS)}
-    positions = _positions_per_word(assigned, len(parse.words))
-    pos_ids, deprel_ids, tags = [], [], []
-    for t, w in enumerate(assigned):
-        if w is None:
-            pos_ids.append(0)
-            deprel_ids.append(0)
-            tags.append(0)
-            continue
-        pos_ids.append(pos_vocab.get(parse.upos[w] if parse.upos else "", 0))
-        deprel_ids.append(rel_vocab.get((parse.deprels[w] if parse.deprels else "").split(":")[0].lower(), 0))
-        own = positions[w]
-        tag = "O" if len(own) == 1 else "B" if t == own[0] else "E" if t == own[-1] else "I"
-        tags.append(tag_id[tag])
-    return {"pos_ids": pos_ids, "deprel_ids": deprel_ids, "subword_tag_ids": tags}

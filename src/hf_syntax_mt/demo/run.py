@@ -100,7 +100,7 @@ def _prepare(settings: DemoSettings, out: Path):
     tokenizer = train_tokenizer([p.source for p in train] + [p.target for p in train], settings.vocab_size)
     raw = to_dataset({"train": train, "test": test, "diagnostic": [item.pair for item in items]})
     data = raw.map(gold_source_parses, batched=True, desc="Collecting gold parses")
-    preprocess = SyntaxMTPreprocessor(tokenizer, source_parse_column="source_parse")
+    preprocess = SyntaxMTPreprocessor(tokenizer, source_parse_column="source_parse", columns=["parent_positions"])
     data = data.map(preprocess, batched=True, remove_columns=data["train"].column_names, desc="Mapping trees")
     return raw, data, items, tokenizer, conllu
 

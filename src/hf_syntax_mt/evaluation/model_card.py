@@ -52,6 +52,27 @@ Model signature: `{model_signature}`
 """
 
 
+def _changing_options(model, options) -> list[str]:
+    """The options among `options` that plain `MarianMTModel` loading drops *and* that change what the model computes:
+    those of a method with code of its own at inference (`Method.inference_needs`) or whose export folds parameters
+    into Marian's weights (bi-affine heads' U), and options no method owns. A training-only method's (a loss with its
+    own training parameters, which its export only deletes) leave Marian's computation as it is."""
+    import torch
+
+    from ..methods.registry import active_methods, owned_fields
+
+    same: set[str] = set()
+    original = model.state_dict()
+    for method in active_methods(model.config):
+        if method.inference_needs is not None:
+            continue
+        state = {k: v.detach().clone() for k, v in original.items()}
+        method.export_state(model, state)
+        if set(state) <= set(original) and all(torch.equal(v, original[k]) for k, v in state.items()):
+            same |= set(owned_fields(method))
+    return [k for k in options if k not in same]
+
+
 def _use(config) -> tuple[str, str, str, list[str]]:
     """What the card says the model is, the call that uses its methods, the notes under it, and the extra tags: a
     document-level model is shown translating a document (a flat list of sentences is refused: it would lose its
@@ -203,7 +224,7 @@ def build_model_card(
     options = {k: v for k, v in described.options.items() if k != "attention_init"}
     init_choice = described.options.get("attention_init")
     summary, use, use_notes, method_tags = _use(config)
-    dropped = sorted(options)
+    dropped = sorted(_changing_options(model, options))
     loading = (
         "\nLoad the model with `AutoModelForSeq2SeqLM.from_pretrained(..., trust_remote_code=True)`. "
         "`MarianMTModel.from_pretrained` also loads the weights, but drops the method options "

@@ -80,7 +80,9 @@ def read_trees(model, inputs: dict, kind: str = "dbsa") -> list[list[int | None]
         heads = getattr(config, f"encoder_{kind}_heads", None)
         raise UserError(f"the model has no encoder {kind.upper()} heads (encoder_{kind}_heads={heads}).")
     if "word_index" not in inputs:
-        raise UserError("read_trees needs `word_index` (B, S): prepare data with compute_tree=True.")
+        raise UserError(
+            "read_trees needs `word_index` (B, S): prepare data with `SyntaxMTPreprocessor` (its `word_index` column)."
+        )
     encoder = model.get_encoder()
     names = ("input_ids", "attention_mask", *input_names())  # every input a registered method reads
     out = encoder(**{k: inputs[k] for k in names if k in inputs}, output_attentions=True)
@@ -151,7 +153,7 @@ def uas_against_conllu(
         chunk = sentences[start : start + batch_size]
         rows = []
         for s in chunk:
-            a = align_parse(tokenizer, s, max_length=max_length, compute_tree=True, compute_features=True)
+            a = align_parse(tokenizer, s, max_length=max_length)  # every source column
             rows.append({k: a[k] for k in ("input_ids", "attention_mask", "parent_positions", "word_index",
                                            "word_heads", "pos_ids", "deprel_ids", "subword_tag_ids")})  # fmt: skip
         batch = collator(rows)

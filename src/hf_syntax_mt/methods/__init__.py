@@ -11,11 +11,13 @@ method") for the steps, and tests/models/test_registry.py for a method added in 
 from ..validation import Option, checking
 from . import builtin  # noqa: F401  (registers the built-in methods)
 from .base import Method
-from .columns import Column
+from .columns import Column, DataTransform, SubwordParse, TransformContext
 from .records import AttentionContext, AttentionRecord, ForwardInputs, HeadRecord, shared
 from .registry import (
     active_methods,
+    callbacks,
     column_specs,
+    data_transforms,
     describe,
     get_method,
     head_kinds,
@@ -37,13 +39,18 @@ __all__ = [
     "AttentionContext",
     "AttentionRecord",
     "Column",
+    "DataTransform",
     "ForwardInputs",
     "HeadRecord",
+    "SubwordParse",
+    "TransformContext",
     "Method",
     "Option",
     "active_methods",
+    "callbacks",
     "checking",
     "column_specs",
+    "data_transforms",
     "describe",
     "get_method",
     "head_kinds",

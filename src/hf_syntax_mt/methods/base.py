@@ -13,7 +13,9 @@ Its hooks, grouped by the stage that calls them (each defaults to "does nothing"
 - **data**: the columns it needs: model inputs (`inputs`; the preprocessor, collator, pipeline and train script ask
   `input_columns`) and training-only supervision (`supervision`), each a `Column` that says what its values are
   aligned with, how they are padded and which parse they are computed from (the data side reads these and nothing
-  else), and the check of their values in a collated batch (`check_batch`);
+  else), the check of their values in a collated batch (`check_batch`), the train script's data steps beyond the
+  columns (`data_transforms`: document context, alignment targets; `columns.DataTransform`) and the trainer callbacks
+  it needs (`callbacks`);
 - **model**: the self- and cross-attention heads it takes in each layer (`heads`, split into named kinds by `kinds`;
   heads are given out in registry order, and every reader of head positions asks `registry.head_layout` /
   `head_kinds`), its parameters (`build_attention`, `build_encoder`, `build_layer`, `build_model`, `init_weights`,
@@ -40,6 +42,7 @@ import torch
 from torch import nn
 
 from ..validation import Option
+from .columns import DataTransform
 from .records import AttentionContext, AttentionRecord, HeadRecord
 
 __all__ = ["Method", "check_options", "per_layer"]
@@ -90,6 +93,19 @@ class Method:
     def check_batch(self, batch: dict) -> None:
         """Check the values of its columns in a batch the collator built (CPU tensors, before they reach a device,
         where reading values is a host sync); raise a `UserError` naming the column, row and value."""
+
+    #: the train script's data steps besides its columns (each a `columns.DataTransform`: what it reads, the flag
+    #: that gives it, the function that runs)
+    transforms: tuple[DataTransform, ...] = ()
+
+    def data_transforms(self, config) -> tuple[DataTransform, ...]:
+        """The data steps it runs for `config` (its `transforms` when active)."""
+        return self.transforms if self.active(config) else ()
+
+    def callbacks(self, config) -> tuple[str, ...]:
+        """Trainer callbacks it needs for `config`, as ``"module:Class"`` (imported and added once by
+        `SyntaxMTTrainer`; e.g. a loss schedule that reads the training step); none by default."""
+        return ()
 
     # --- model: heads and parameters ------------------------------------------------------------------------
     def heads(self, config, site: str, layer: int) -> int:

@@ -16,7 +16,7 @@ from transformers import initialization as init
 
 from ..validation import Option, check_bool, check_per_layer_heads, check_weight, checking
 from .base import Method, per_layer
-from .columns import Column
+from .columns import Column, SubwordParse
 from .records import AttentionContext, HeadRecord
 
 
@@ -69,6 +69,32 @@ def decoder_valid(labels: torch.Tensor | None, shape, device) -> torch.Tensor:
     return labels.to(device) != -100
 
 
+def lisa_parents(sentence: SubwordParse, config) -> list[int]:
+    """The `lisa_parents` column: a subword's parent is the first subword of its word's head (the root word: its own
+    first subword; a special token: itself)."""
+    return [t if w is None else min(sentence.head_subwords(w)) for t, w in enumerate(sentence.word_ids)]
+
+
+def dbsa_heads(sentence: SubwordParse, config) -> list[int]:
+    """The `dbsa_heads` (source) and `decoder_dbsa_heads` (target) columns: a non-final subword points to the next
+    subword of its word, a final subword to the first subword of the head word; the root's final subword and a
+    special token to themselves."""
+    out: list[int] = []
+    for t, w in enumerate(sentence.word_ids):
+        if w is None:
+            out.append(t)
+            continue
+        own = sentence.positions[w]  # sorted, contains t
+        k = own.index(t)
+        if k + 1 < len(own):
+            out.append(own[k + 1])  # non-final subword -> next subword of the same word
+        elif sentence.parse.heads[w] == 0:
+            out.append(t)  # final subword of the root -> itself
+        else:
+            out.append(min(sentence.head_subwords(w)))
+    return out
+
+
 class Biaffine(Method):
     name = "biaffine"
     inference_needs = None  # dot-product heads whose query is Q U: U folds into q_proj (`export_state`)
@@ -118,9 +144,9 @@ class Biaffine(Method):
         ),
     }
     supervision = (
-        Column("lisa_parents", "source_position", parse="source"),
-        Column("dbsa_heads", "source_position", parse="source"),
-        Column("decoder_dbsa_heads", "target_position", parse="target"),
+        Column("lisa_parents", "source_position", parse="source", compute=lisa_parents),
+        Column("dbsa_heads", "source_position", parse="source", compute=dbsa_heads),
+        Column("decoder_dbsa_heads", "target_position", parse="target", compute=dbsa_heads),
     )
     losses = ("dbsa_loss", "lisa_loss")
     tester_config = {"encoder_lisa_heads": [1, 0], "encoder_dbsa_heads": [1, 0], "decoder_dbsa_heads": [1, 0]}

@@ -5,6 +5,7 @@ its module, its test, its docs page and one line here (CONTRIBUTING.md, "Adding 
 
 from .alignment_bias import AlignmentBias
 from .biaffine import Biaffine
+from .decoder_deprel import DecoderDeprel
 from .document_context import DocumentContext
 from .fertility import Fertility
 from .guided_alignment import GuidedAlignment
@@ -26,6 +27,7 @@ BUILTIN = (
     Fertility,  # Cohn et al. 2016, global fertility
     GuidedAlignment,  # Garg et al. 2019
     DocumentContext,  # Zhang et al. 2018
+    DecoderDeprel,  # target dependency-relation labels, a decoder classifier
 )
 if not any(isinstance(m, BUILTIN) for m in registered()):
     for method in BUILTIN:

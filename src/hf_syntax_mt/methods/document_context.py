@@ -34,7 +34,7 @@ from transformers.utils import logging
 from ..errors import UserError
 from ..validation import Option, check_bool, check_int, check_layer_list, checking
 from .base import Method
-from .columns import Column
+from .columns import Column, DataTransform
 
 logger = logging.get_logger(__name__)
 
@@ -320,6 +320,14 @@ class DocumentContext(Method):
     tester_config = {"context_sentences": 1}
     trainable = ("context_encoder", "context_attn")
     inputs = (Column("context_input_ids", "context", pad="pad_token_id"), Column("context_attention_mask", "context"))
+    transforms = (
+        DataTransform(
+            "Document context", "hf_syntax_mt.data.documents:document_context_step", stage="raw", reads="doc_id",
+            flag="{split}_docid_file", options={"k": "context_sentences"},
+            missing="context_sentences={context_sentences} needs document boundaries: give --{split}_docid_file (one "
+                    "document id a line)",
+        ),
+    )  # fmt: skip
 
     def active(self, config) -> bool:
         return uses_context(config)

@@ -101,6 +101,9 @@ class Fertility(Method):
                 f"{config.global_fertility_start_step}, on the cross-attention of decoder layer "
                 f"{config.resolved_alignment_layer}.")  # fmt: skip
 
+    def callbacks(self, config):
+        return ("hf_syntax_mt.alignment.cross_attention:AlignmentTrainingCallback",) if self.active(config) else ()
+
     def build_model(self, model, config):
         model.alignment_training_step = 0  # the schedule's clock (`AlignmentTrainingCallback` sets it)
         # only when weighted: a model without it has no such parameter

@@ -15,7 +15,7 @@ import torch
 
 from ..validation import Option, check_decoder_layer, check_int, check_weight, checking
 from .base import Method
-from .columns import Column
+from .columns import Column, DataTransform
 
 
 def guided_alignment_nll(probs: torch.Tensor, target: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -59,6 +59,15 @@ class GuidedAlignment(Method):
         ),
     }
     supervision = (Column("decoder_alignment", "target"),)  # from `alignment.targets.AlignmentTargets`
+    transforms = (
+        DataTransform(
+            "Guided-alignment targets", "hf_syntax_mt.alignment.targets:add_alignment_targets", training_only=True,
+            reads="alignment", flag="{split}_alignment_file",
+            missing="guided_alignment_weight={guided_alignment_weight} trains on word alignments: give "
+                    "--train_alignment_file (Pharaoh, one line per training pair, e.g. from eflomal)",
+            enable="--config_overrides guided_alignment_weight=0.05 (Garg et al.'s weight)",
+        ),
+    )  # fmt: skip
     losses = ("alignment_loss",)
     tester_config = {"guided_alignment_weight": 0.5}
     trainable = ("model.decoder.layers.1.encoder_attn",)  # the tester's supervised (last) layer

@@ -1,6 +1,6 @@
 """Linguistic input features (Sennrich & Haddow 2016): UPOS, universal dependency relation and B/I/E/O subword tags,
 each embedded and summed with (or concatenated into) the token embedding. Inputs: `pos_ids`, `deprel_ids`,
-`subword_tag_ids` `(B, S)` (ids in `INPUT_FEATURES`, 0 = none; `SyntaxMTPreprocessor(compute_features=True)`).
+`subword_tag_ids` `(B, S)` (ids in `INPUT_FEATURES`, 0 = none; `SyntaxMTPreprocessor.for_config`).
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from torch import nn
 
 from ..errors import UserError
 from ..validation import Option, check_choice, check_int, checking
-from ..vocabularies import INPUT_FEATURES
+from ..vocabularies import DEPRELS, INPUT_FEATURES, SUBWORD_TAGS, UPOS_TAGS
 from .base import Method
-from .columns import Column
+from .columns import Column, SubwordParse
 
 FEATURE_COMBINATIONS = ("sum", "concat")
 
@@ -23,6 +23,38 @@ def _check_features(config, name: str) -> None:
         unknown = [f for f in features if f not in INPUT_FEATURES]
         if unknown or len(set(features)) != len(features):
             raise UserError(f"{name}={features} must be distinct names among {sorted(INPUT_FEATURES)}.")
+
+
+_POS_IDS = {tag: k + 1 for k, tag in enumerate(UPOS_TAGS)}
+_DEPREL_IDS = {rel: k + 1 for k, rel in enumerate(DEPRELS)}
+_TAG_IDS = {tag: k + 1 for k, tag in enumerate(SUBWORD_TAGS)}
+
+
+def pos_ids(sentence: SubwordParse, config) -> list[int]:
+    """The `pos_ids` column: each subword's word's UPOS id (0: special token or unknown tag)."""
+    upos = sentence.parse.upos
+    return [0 if w is None else _POS_IDS.get(upos[w] if upos else "", 0) for w in sentence.word_ids]
+
+
+def deprel_ids(sentence: SubwordParse, config) -> list[int]:
+    """The `deprel_ids` column: each subword's word's universal relation id ("nmod:poss" -> "nmod"; 0: special token
+    or unknown relation)."""
+    rels = sentence.parse.deprels
+    return [0 if w is None else _DEPREL_IDS.get((rels[w] if rels else "").split(":")[0].lower(), 0)
+            for w in sentence.word_ids]  # fmt: skip
+
+
+def subword_tag_ids(sentence: SubwordParse, config) -> list[int]:
+    """The `subword_tag_ids` column: B/I/E of a word split into several subwords, O of a word of one (0: special)."""
+    out = []
+    for t, w in enumerate(sentence.word_ids):
+        own = sentence.positions[w] if w is not None else ()
+        tag = None if w is None else "O" if len(own) == 1 else "B" if t == own[0] else "E" if t == own[-1] else "I"
+        out.append(0 if tag is None else _TAG_IDS[tag])
+    return out
+
+
+_COMPUTE = {"pos": pos_ids, "deprel": deprel_ids, "subword_tag": subword_tag_ids}
 
 
 class InputFeatures(Method):
@@ -55,7 +87,7 @@ class InputFeatures(Method):
             check=checking(check_int, 1),
         ),
     }
-    inputs = tuple(Column(f"{name}_ids", "source", parse="source") for name in INPUT_FEATURES)
+    inputs = tuple(Column(f"{name}_ids", "source", parse="source", compute=_COMPUTE[name]) for name in INPUT_FEATURES)
     tester_config = {"input_features": ["pos", "deprel", "subword_tag"]}
     trainable = ("feature_embeddings",)
 
@@ -99,7 +131,7 @@ class InputFeatures(Method):
             if ids is None:
                 raise UserError(
                     f"This model uses the input feature {name!r} (input_features={encoder.config.input_features}) and "
-                    f"needs `{name}_ids` (B, S): prepare data with `SyntaxMTPreprocessor(compute_features=True)`."
+                    f"needs `{name}_ids` (B, S): prepare data with `SyntaxMTPreprocessor.for_config(config, ...)`."
                 )
             if ids.shape != input_ids.shape:
                 raise UserError(f"{name}_ids has shape {tuple(ids.shape)} but input_ids {tuple(input_ids.shape)}.")

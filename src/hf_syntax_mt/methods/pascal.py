@@ -14,7 +14,7 @@ import torch
 from ..errors import UserError
 from ..validation import Option, check_choice, check_per_layer_heads, check_probability, checking
 from .base import Method, per_layer
-from .columns import Column
+from .columns import Column, SubwordParse
 from .records import AttentionContext
 
 PASCAL_WEIGHTINGS = ("gaussian", "parent_only")
@@ -119,6 +119,16 @@ def _check_sigma(config, name: str) -> None:
         )
 
 
+def parent_positions(sentence: SubwordParse, config) -> list[float]:
+    """The `parent_positions` column: each subword of word w gets the middle (mean position) of the subwords of
+    head(w), the root's its own middle; a special token its own position (DESIGN.md, subword mapping rules)."""
+    return [float(t) if w is None else _middle(sentence.head_subwords(w)) for t, w in enumerate(sentence.word_ids)]
+
+
+def _middle(p: tuple[int, ...]) -> float:
+    return sum(p) / len(p)
+
+
 class Pascal(Method):
     name = "pascal"
     inference_needs = "a parse at inference: its heads scale attention around each token's parent (`parent_positions`)"
@@ -153,7 +163,9 @@ class Pascal(Method):
             check=checking(check_probability, "of dropping a token's parent attention in training"),
         ),
     }
-    inputs = (Column("parent_positions", "source_position", dtype="float32", parse="source"),)
+    inputs = (
+        Column("parent_positions", "source_position", dtype="float32", parse="source", compute=parent_positions),
+    )
     tester_config = {"encoder_pascal_heads": [2, 0]}
 
     def active(self, config) -> bool:

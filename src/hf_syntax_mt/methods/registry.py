@@ -12,11 +12,11 @@ from collections.abc import Callable
 
 from ..errors import UserError
 from .base import Method
-from .columns import Column
+from .columns import Column, DataTransform
 
 __all__ = [
-    "active_methods", "column_specs", "describe", "get_method", "head_kinds", "head_layout", "input_columns",
-    "input_names", "loss_names", "method_of", "on_change", "owned_fields", "parse_columns", "register", "registered",
+    "active_methods", "callbacks", "column_specs", "data_transforms", "describe", "get_method", "head_kinds",
+    "head_layout", "input_columns", "input_names", "loss_names", "method_of", "on_change", "owned_fields", "parse_columns", "register", "registered",
     "supervision_columns", "supervision_names", "unregister",
 ]  # fmt: skip
 
@@ -184,6 +184,17 @@ def column_specs() -> dict[str, Column]:
                 specs[str(name)] = column
         _COLUMNS.update(specs)
     return _COLUMNS
+
+
+def data_transforms(config) -> list[DataTransform]:
+    """The data steps the methods `config` switches on add to the train script (`Method.data_transforms`), in
+    registry order."""
+    return [t for m in active_methods(config) for t in m.data_transforms(config)]
+
+
+def callbacks(config) -> list[str]:
+    """The trainer callbacks (``"module:Class"``) the methods `config` switches on need, each once."""
+    return list(dict.fromkeys(c for m in active_methods(config) for c in m.callbacks(config)))
 
 
 def loss_names() -> tuple[str, ...]:

@@ -1,6 +1,6 @@
 """Syntax-directed attention heads (Chen et al. 2017, reviewed in the thesis): a head's probabilities are weighted by
 a Gaussian of the dependency-tree distance between the two tokens' words, 0 beyond the window D. Inputs:
-`word_index` `(B, S)` and `word_heads` `(B, W)` (`SyntaxMTPreprocessor(compute_tree=True)`).
+`word_index` `(B, S)` and `word_heads` `(B, W)` (`SyntaxMTPreprocessor.for_config`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import torch
 from ..errors import UserError
 from ..validation import Option, check_int, check_per_layer_heads, checking
 from .base import Method, per_layer
-from .columns import Column
+from .columns import Column, SubwordParse
 from .records import AttentionContext, shared
 
 
@@ -42,7 +42,7 @@ def tree_distances(word_index: torch.Tensor, word_heads: torch.Tensor) -> torch.
         raise UserError(
             f"word_heads of batch row {row} contain a cycle: words {(stuck[row].nonzero().flatten() + 1).tolist()} "
             f"(1-based) never reach the root by following their heads {word_heads[row].tolist()}; tree "
-            "distances need a tree (build word_heads from validated parses, e.g. align_parse(..., compute_tree=True))"
+            "distances need a tree (build word_heads from validated parses, e.g. with SyntaxMTPreprocessor)"
         )
     a = anc.float()
     n = a.sum(-1)  # (B, W) depth + 1
@@ -76,15 +76,26 @@ def shared_tree_distances(inputs: dict, input_shape: torch.Size, method: str, he
     if word_index is None or word_heads is None:
         raise UserError(
             f"This model has {method} heads ({heads}) and needs `word_index` (B, S) and `word_heads` (B, W): prepare "
-            "data with `SyntaxMTPreprocessor(compute_tree=True)`."
+            "data with `SyntaxMTPreprocessor.for_config(config, ...)`."
         )
     if word_index.shape != input_shape:
         raise UserError(f"word_index has shape {tuple(word_index.shape)} but the input {tuple(input_shape)}.")
     return shared(inputs, "tree_distances", lambda: tree_distances(word_index, word_heads))
 
 
+def word_index(sentence: SubwordParse, config) -> list[int]:
+    """The `word_index` column: each subword's word, 1-based (0 for special tokens)."""
+    return [0 if w is None else w + 1 for w in sentence.word_ids]
+
+
+def word_heads(sentence: SubwordParse, config) -> list[int]:
+    """The `word_heads` column: the parse's UD heads, one per word (1-based, 0 = root)."""
+    return list(sentence.parse.heads)
+
+
 #: the tree inputs of `tree` and `tree_bias`: each subword's word (1-based, 0 for special tokens) and the UD heads
-TREE_COLUMNS = (Column("word_index", "source", parse="source"), Column("word_heads", "word", parse="source"))
+TREE_COLUMNS = (Column("word_index", "source", parse="source", compute=word_index),
+                Column("word_heads", "word", parse="source", compute=word_heads))  # fmt: skip
 
 
 class TreeDistance(Method):
@@ -132,7 +143,7 @@ class TreeDistance(Method):
         if weights is None:
             raise UserError(
                 f"This layer has {stop - start} syntax-directed heads and needs `word_index` and `word_heads`: prepare "
-                "data with `SyntaxMTPreprocessor(compute_tree=True)`."
+                "data with `SyntaxMTPreprocessor.for_config(config, ...)`."
             )
         # Chen et al. (2017): alpha_tj = align(t, j) * exp(-d_tree(t, j)^2 / (2 sigma^2)), no renormalisation
         return probs * weights.unsqueeze(1).to(probs.dtype)  # (B, k, T, S)

@@ -1,7 +1,8 @@
 """The train script's steps before training (`hf_syntax_mt.training.script.run` calls them in this order): the output
 directory checked, the tokenizer, the parser of the sources, the config and model, the frozen sentence-level
-parameters of two-step document training, the guided-alignment file checked, and every split preprocessed (document
-context, parse, subwords, alignment targets) with one ``datasets.map`` each."""
+parameters of two-step document training, the files the methods' data steps read checked, and every split
+preprocessed: the methods' raw steps (`methods.DataTransform`, e.g. document context), parse, subwords and columns in
+one ``datasets.map``, then their steps on the preprocessed rows (e.g. alignment targets)."""
 
 from __future__ import annotations
 
@@ -329,29 +330,49 @@ def supervised_columns(config) -> list[str]:
     return supervision_columns(config) if isinstance(config, SyntaxMTConfig) else []
 
 
-#: what guided alignment and document context say when their file is missing (`check_requirements` lists them
-#: before any work; `check_alignment_file` and `with_document_context` are the API's checks of the same)
-_ALIGNMENTS_MISSING = (
-    "guided_alignment_weight={weight} trains on word alignments: give --train_alignment_file "
-    "(Pharaoh, one line per training pair, e.g. from eflomal)"
-)
-_DOC_IDS_MISSING = (
-    "context_sentences={k} needs document boundaries: give --{split}_docid_file (one document id a line)"
-)
+def method_transforms(config) -> list:
+    """The data steps the config's methods add (`methods.DataTransform`; none for vanilla Marian)."""
+    from ..configuration_syntax_mt import SyntaxMTConfig
+    from ..methods.registry import data_transforms
+
+    return data_transforms(config) if isinstance(config, SyntaxMTConfig) else []
 
 
-def check_alignment_file(config, data_args: DataArguments, has_alignments: bool, training: bool) -> None:
-    """Guided alignment trains on ``--train_alignment_file``, and only guided alignment reads it: either alone is
-    an error saying what to add or drop (checked before any preprocessing)."""
+def check_flag_columns(config, data_args: DataArguments, columns, training: bool) -> None:
+    """The training split's raw ``columns`` against the data steps of the config's methods (`method_transforms`): a
+    step whose raw column is missing (``alignment``: ``--train_alignment_file``), or a training-only column a flag gave
+    that no step of this model reads, is an error saying what to add or drop (checked before any preprocessing)."""
+    from ..methods.registry import registered
+
     if not training:
         return
-    supervised = "decoder_alignment" in supervised_columns(config)
-    if supervised and not has_alignments:
-        raise UserError(_ALIGNMENTS_MISSING.format(weight=config.guided_alignment_weight))
-    if has_alignments and not supervised:
-        raise UserError(f"--train_alignment_file {data_args.train_alignment_file} is read only by guided alignment, "
-                         "which this model does not train: add --config_overrides guided_alignment_weight=0.05 (Garg "
-                         "et al.'s weight), or leave out --train_alignment_file.")  # fmt: skip
+    steps = method_transforms(config)
+    for step in steps:
+        if step.runs_on("train", training) and step.reads and step.reads not in columns:
+            raise UserError(step.missing_message(config, "train"))
+    read = {step.reads for step in steps}
+    for method in registered():
+        for step in method.transforms:
+            if step.training_only and step.flag and step.reads in columns and step.reads not in read:
+                flag = step.flag.format(split="train")
+                raise UserError(f"--{flag} {getattr(data_args, flag, None)} is read only by "
+                                f"{method.name.replace('_', ' ')}, which this model does not train: add {step.enable}, "
+                                f"or leave out --{flag}.")  # fmt: skip
+
+
+def run_transforms(steps, stage: str, dataset, config, context, training: bool = True):
+    """Run the data steps of `stage` (``"raw"``, ``"processed"``) that run on `context.split` over `dataset`, in
+    order; a step whose raw column is missing is the error it declares."""
+    import importlib
+
+    for step in steps:
+        if step.stage != stage or not step.runs_on(context.split, training):
+            continue
+        if step.reads and step.reads not in context.raw.column_names:
+            raise UserError(step.missing_message(config, context.split))
+        module, _, name = step.apply.partition(":")
+        dataset = getattr(importlib.import_module(module), name)(dataset, context, **step.kwargs(config))
+    return dataset
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -376,19 +397,17 @@ def parses_read(config, training: bool) -> dict[str, list[str]]:
 def check_requirements(config, data_args: DataArguments, training: bool) -> None:
     """Every split's requirements, before any data is read, tokenizer trained or sentence parsed
     (`run_requirements`): the parses each split reads (`parses_read`: the training split what its methods read and
-    learn from, validation and test what translating reads, so never a target tree), the parser flags, the alignment
-    file of guided alignment and the document ids of document context. Everything missing is one `UserError`, a line
-    each, naming the flags to give."""
-    from ..configuration_syntax_mt import SyntaxMTConfig
+    learn from, validation and test what translating reads, so never a target tree), the parser flags, and the files
+    the methods' data steps read (`method_transforms`: e.g. an alignment file, document ids). Everything missing is
+    one `UserError`, a line each, naming the flags to give."""
     from ..run_requirements import given_splits, missing_parses, refuse
 
     problems = missing_parses({True: parses_read(config, True), False: parses_read(config, False)}, data_args,
                               training)  # fmt: skip
-    if training and "decoder_alignment" in supervised_columns(config) and not data_args.train_alignment_file:
-        problems.append(_ALIGNMENTS_MISSING.format(weight=config.guided_alignment_weight))
-    if isinstance(config, SyntaxMTConfig) and config.context_sentences and not data_args.dataset_name:
-        problems += [_DOC_IDS_MISSING.format(k=config.context_sentences, split=split) for split in
-                     given_splits(data_args) if not getattr(data_args, f"{split}_docid_file", None)]  # fmt: skip
+    if not data_args.dataset_name:  # a dataset from the hub brings its own columns, checked when a step runs
+        problems += [step.missing_message(config, split) for step in method_transforms(config) if step.flag
+                     for split in given_splits(data_args) if step.runs_on(split, training)
+                     and not getattr(data_args, step.flag.format(split=split), None)]  # fmt: skip
     refuse(problems)
     if data_args.target_parser not in ("auto", "none") and "target" not in parses_read(config, training):
         logger.warning(f"--target_parser {data_args.target_parser}: no method of this model reads target trees, so "
@@ -454,31 +473,23 @@ def choose_preprocessor(split: str, columns: list[str], config, tokenizer, parse
     return SyntaxMTPreprocessor(tokenizer, columns=wanted, **kwargs, **lengths)
 
 
-def with_document_context(split: str, ds, context_k: int, num_proc: int | None = None):
-    """Section 2.2: each sentence's context is the previous k source sentences of its document."""
-    from ..data.documents import add_document_context
-
-    if not context_k:
-        return ds
-    if "doc_id" not in ds.column_names:
-        raise UserError(_DOC_IDS_MISSING.format(k=context_k, split=split))
-    return add_document_context(ds, context_k, num_proc=num_proc)
-
-
 def preprocess_splits(raw: dict, config, tokenizer, parser, data_args: DataArguments, training_args,
                       target_parser=None, training: bool = True):  # fmt: skip
-    """Every split: document context, then parse + tokenize + align in one ``datasets.map`` (`choose_preprocessor`:
-    ``target_parser`` parses the training split's targets), then the guided-alignment targets of the training split.
-    Returns the model-ready splits and each split's raw ``source`` / ``target`` columns (for scoring)."""
-    from ..configuration_syntax_mt import SyntaxMTConfig
+    """Every split: the methods' raw data steps (`method_transforms`, e.g. document context), then parse + tokenize +
+    align in one ``datasets.map`` (`choose_preprocessor`: ``target_parser`` parses the training split's targets), then
+    their steps on the preprocessed rows (e.g. the guided-alignment targets of the training split). Returns the model-ready splits and each split's raw ``source`` / ``target`` columns (for scoring)."""
+    from dataclasses import replace
 
-    context_k = config.context_sentences if isinstance(config, SyntaxMTConfig) else 0
-    alignments = "decoder_alignment" in supervised_columns(config)
+    from ..methods.columns import TransformContext
+
+    steps = method_transforms(config)
     processed, kept_raw = {}, {}
     for split, ds in raw.items():
         kept_raw[split] = ds.select_columns(["source", "target"])
-        with training_args.main_process_first(desc=f"document context {split}"):
-            ds = with_document_context(split, ds, context_k, num_proc=data_args.preprocessing_num_workers)
+        context = TransformContext(split, ds, tokenizer, data_args.max_source_length, data_args.max_target_length,
+                                   data_args.preprocessing_num_workers)  # fmt: skip
+        with training_args.main_process_first(desc=f"data steps {split}"):
+            ds = run_transforms(steps, "raw", ds, config, context, training)
         fn = choose_preprocessor(split, ds.column_names, config, tokenizer, parser, data_args,
                                  target_parser=target_parser, training=training)  # fmt: skip
         with training_args.main_process_first(desc=f"preprocessing {split}"):
@@ -486,21 +497,9 @@ def preprocess_splits(raw: dict, config, tokenizer, parser, data_args: DataArgum
                                       num_proc=data_args.preprocessing_num_workers,
                                       features=fn.output_features(ds.column_names),
                                       desc=f"{_preprocessing_step(config, fn)} ({split})")  # fmt: skip
-        if alignments and split == "train" and "alignment" in ds.column_names:
-            processed[split] = _with_alignment_targets(processed[split], ds, tokenizer, data_args)
+        processed[split] = run_transforms(steps, "processed", processed[split], config, replace(context, raw=ds),
+                                          training)  # fmt: skip
     return processed, kept_raw
-
-
-def _with_alignment_targets(processed, raw, tokenizer, data_args):
-    """Guided alignment: the Pharaoh links of each pair as `decoder_alignment` (`alignment.targets.AlignmentTargets`)."""
-    from ..alignment.targets import AlignmentTargets
-
-    rows = processed.add_column("source", raw["source"]).add_column("target", raw["target"])
-    rows = rows.add_column("alignment", raw["alignment"])
-    fn = AlignmentTargets(tokenizer, max_source_length=data_args.max_source_length,
-                          max_target_length=data_args.max_target_length)  # fmt: skip
-    return rows.map(fn, batched=True, with_indices=True, remove_columns=["source", "target", "alignment"],
-                    desc="Guided-alignment targets")  # fmt: skip
 
 
 def conllu_files(data_args: DataArguments) -> list[str]:

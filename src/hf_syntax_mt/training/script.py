@@ -33,7 +33,7 @@ from .distill import check_teacher, distill_training_targets
 from .prepare import (
     any_do,  # noqa: F401  (importable from here, as before the split)
     build_config_and_model,
-    check_alignment_file,
+    check_flag_columns,
     check_model_flags,
     check_output_dir,
     check_requirements,
@@ -118,8 +118,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
         if recipe:
             logger.warning(recipe)  # what --recipe set, on every run's log (and in the run file and model card)
         freeze_sentence_level(model, config, model_args)
-        has_alignments = "alignment" in raw["train"].column_names
-        check_alignment_file(config, data_args, has_alignments=has_alignments, training=training)
+        check_flag_columns(config, data_args, raw["train"].column_names, training=training)
         processed, kept_raw = preprocess_splits(raw, config, tokenizer, parser, data_args, training_args,
                                                 target_parser=target_parser, training=training)  # fmt: skip
     configure_generation(model, data_args, training_args)

@@ -4,6 +4,7 @@ with."""
 
 from __future__ import annotations
 
+import importlib
 from functools import partial
 
 import torch
@@ -12,6 +13,7 @@ from transformers import Seq2SeqTrainer
 from transformers.trainer_callback import ProgressCallback
 
 from ..errors import UserError
+from ..methods.registry import callbacks as method_callbacks
 from .callbacks import CheckpointAverageCallback, CurveCallback, LabelledProgressCallback, TimeBudgetCallback
 
 
@@ -38,7 +40,8 @@ class SyntaxMTTrainer(Seq2SeqTrainer):
       `backward_loss`, `symmetry_bonus` (unweighted; averaged over the optimizer steps since the last log, like
       `loss`, so exact under gradient accumulation; the one place that logs them).
 
-    With global fertility it adds `AlignmentTrainingCallback`, which drives its start-step schedule.
+    It adds the callbacks the model's methods declare (`Method.callbacks`: global fertility's
+    `AlignmentTrainingCallback`, which drives its start-step schedule), each once.
     """
 
     def __init__(self, *args, max_tokens: int | None = None, **kwargs):
@@ -52,11 +55,12 @@ class SyntaxMTTrainer(Seq2SeqTrainer):
         handler.callbacks = [
             LabelledProgressCallback() if type(c) is ProgressCallback else c for c in handler.callbacks
         ]
-        if getattr(self.model, "global_fertility", None) is not None:
-            from ..alignment.cross_attention import AlignmentTrainingCallback
-
-            if not any(isinstance(c, AlignmentTrainingCallback) for c in self.callback_handler.callbacks):
-                self.add_callback(AlignmentTrainingCallback())  # the global-fertility schedule needs the step
+        # the callbacks the model's methods declare (none for a config without methods: Marian's, a symmetric pair's)
+        for path in method_callbacks(getattr(self.model, "config", None)):
+            module, _, name = path.partition(":")
+            callback = getattr(importlib.import_module(module), name)
+            if not any(isinstance(c, callback) for c in handler.callbacks):
+                self.add_callback(callback())
         from .opus_mt import PadRowCallback, keeps_pad_row_zero
 
         if keeps_pad_row_zero(self.model) and not any(isinstance(c, PadRowCallback) for c in handler.callbacks):
