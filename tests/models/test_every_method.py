@@ -16,7 +16,7 @@ import torch
 from datasets import Dataset
 
 from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
-from hf_syntax_mt.methods import active_methods, get_method, owned_fields, registered, supervision_names
+from hf_syntax_mt.methods import active_methods, column_specs, get_method, owned_fields, registered, supervision_names
 
 _spec = importlib.util.spec_from_file_location(
     "make_fixture", Path(__file__).parent / "fixtures" / "make_pre_registry_model.py"
@@ -47,6 +47,10 @@ def training_batch() -> dict:
     """The fixture's batch plus guided-alignment links (label t -> source t, where both exist)."""
     batch = fixture.batch()
     batch["decoder_alignment"] = torch.tensor([[0, 1, 2, 3, 5], [0, 1, 2, 4, -100]])
+    # a target-token column of a method newer than the fixture: label 0 at every labelled position, its pad elsewhere
+    for name, column in column_specs().items():
+        if name not in batch and name in supervision_names() and column.kind == "target":
+            batch[name] = torch.zeros_like(batch["labels"]).masked_fill(batch["labels"] == -100, column.pad)
     return batch
 
 
