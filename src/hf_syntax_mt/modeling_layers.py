@@ -120,19 +120,14 @@ class SyntaxMTAttention(MarianAttention):
             method.build_attention(self, self.config, site, self.layer_idx, taken.get(method.name, 0))
         # the kernels, once: FlexAttention takes no additive bias, so a layer with a bias group runs its score_mod
         # groups eager; without the opt-in flex module they are eager everywhere
-        forms = {m.fused for m, _, _ in groups}
-        form = (
-            "bias"
-            if "bias" in forms
-            else "score_mod"
-            if "score_mod" in forms and FLEX in ALL_ATTENTION_FUNCTIONS
-            else None
-        )
+        forms, form = {m.fused for m, _, _ in groups}, None
+        if "bias" in forms:
+            form, kernel = "bias", SDPA_BIAS
+        elif "score_mod" in forms and FLEX in ALL_ATTENTION_FUNCTIONS:
+            form, kernel = "score_mod", FLEX
         self.fused_form: str | None = form
+        self.fused_kernel: Callable | None = ALL_ATTENTION_FUNCTIONS[kernel] if form else None
         self.eager_kernel: Callable = ALL_ATTENTION_FUNCTIONS[EAGER_HOOKS]
-        self.fused_kernel: Callable | None = (
-            ALL_ATTENTION_FUNCTIONS[SDPA_BIAS if form == "bias" else FLEX] if form else None
-        )
         self._plans = _dispatch_plans(groups, self.num_heads, form)
         self._read_all = _Plan(0, self.num_heads, tuple(groups), ())  # every head's probabilities are read
 
