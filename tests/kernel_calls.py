@@ -24,7 +24,7 @@ def count_calls(monkeypatch):
 def count_compiled_calls(monkeypatch):
     """Count the FlexAttention calls that ran the compiled kernel (`fused_kernels.flex` returned on a compiled
     device; where the compiled kernel did not run it raises `NotCompiled`)."""
-    from hf_syntax_mt import fused_kernels
+    from hf_syntax_mt import flex as fused_kernels
 
     calls = {"calls": 0}
     flex = fused_kernels.flex

@@ -492,6 +492,7 @@ def main(argv=None) -> int:
 
     import torch
 
+    import hf_syntax_mt.flex  # noqa: F401  (opt in: PASCAL's heads in the compiled FlexAttention, as measured before)
     from hf_syntax_mt.methods import registered
 
     missing = sorted({m.name for m in registered()} - set(method_configs(2, 4)))

@@ -5,12 +5,12 @@ points), and the encoder and decoder layers (with the sublayers methods add, e.g
 from __future__ import annotations
 
 import inspect
+import itertools
 from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 from torch import nn
-from torch.nn.attention import SDPBackend
-from torch.nn.attention.flex_attention import BlockMask, create_mask
 from transformers.cache_utils import EncoderDecoderCache
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
@@ -21,12 +21,11 @@ from transformers.models.marian.modeling_marian import (
     eager_attention_forward,
 )
 
-from . import fused_kernels
-from .compat import sdpa_backends
+from .attention_functions import AUTO_DEVICES, EAGER_HOOKS, FLEX, SDPA_BIAS, additive_mask, by_group
 from .configuration_syntax_mt import SyntaxMTConfig
 from .errors import UserError
 from .methods.base import Method
-from .methods.records import AttentionContext, AttentionRecord, HeadRecord
+from .methods.records import AttentionContext, AttentionRecord
 from .methods.registry import head_layout, registered
 
 # transformers 5.24 renamed the decoding cache from `past_key_values` to `cache` (argument and output field; the old
@@ -43,65 +42,6 @@ def pop_cache(past_key_values, kwargs: dict):
     return past_key_values if cache is None else cache
 
 
-def _additive_mask(
-    attention_mask: torch.Tensor | BlockMask | None,
-    query_length: int,
-    key_length: int,
-    is_causal: bool,
-    dtype,
-    device,
-) -> torch.Tensor | None:
-    """Turn any mask the attention interface may receive into the additive float mask `(B|1, 1, T, S)` the method
-    hooks read (0: attend, the dtype's minimum: masked), or None when nothing is masked.
-
-    What transformers' mask functions (`ALL_MASK_ATTENTION_FUNCTIONS`) give each implementation: eager, an additive
-    float mask `(B, 1, T, S)`, returned as it is; sdpa, a boolean one (True = attend) or None (no padding;
-    causality via `is_causal`); flex_attention, a `BlockMask`, whose `mask_mod` is evaluated on every (query, key)
-    pair; flash_attention_*, a `(B, S)` key mask (1 = attend, the last S positions of a longer one are the keys) or
-    None, with causality via `is_causal`.
-    """
-    min_value = torch.finfo(dtype).min
-    if isinstance(attention_mask, BlockMask):  # flex_attention: (B|1, H|1, T, S) as a mask_mod, causality included
-        allowed = create_mask(attention_mask.mask_mod, attention_mask.shape[0], 1, query_length, key_length, device)
-        return torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill(~allowed, min_value)
-    causal = None
-    if is_causal and query_length > 1:
-        # causal with an offset: query t (of T, the last T of S positions) sees keys 0..S-T+t
-        q = torch.arange(query_length, device=device).view(-1, 1) + (key_length - query_length)
-        k = torch.arange(key_length, device=device).view(1, -1)
-        causal = (k <= q).view(1, 1, query_length, key_length)  # (1, 1, T, S)
-    if attention_mask is not None and attention_mask.dim() == 2:  # flash_attention_*: (B, S') key padding
-        allowed = attention_mask[:, -key_length:].bool().view(-1, 1, 1, key_length)  # (B, 1, 1, S)
-        allowed = allowed if causal is None else allowed & causal  # (B, 1, 1|T, S)
-    elif attention_mask is None:
-        if causal is None:
-            return None
-        allowed = causal
-    elif attention_mask.dtype == torch.bool:  # sdpa
-        allowed = attention_mask
-    else:  # eager: already additive
-        return attention_mask.to(dtype)
-    return torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill(~allowed, min_value)
-
-
-def _by_group(x: torch.Tensor, groups, fn, offset: int = 0) -> torch.Tensor:
-    """Apply `fn(method, x[:, start - offset:stop - offset], start, stop)` to each head group of `x` `(B, H, ...)`,
-    whose first head is head `offset` of the layer; unchanged groups keep their slice, and `x` itself comes back when
-    no group changed."""
-    parts, pos, changed = [], 0, False
-    for method, start, stop in groups:
-        a, b = start - offset, stop - offset
-        part = x[:, a:b]
-        new = fn(method, part, start, stop)
-        changed |= new is not part
-        parts.extend([x[:, pos:a], new])
-        pos = b
-    if not changed:
-        return x
-    parts.append(x[:, pos:])
-    return torch.cat([p for p in parts if p.shape[1]], dim=1)
-
-
 def _without(x: torch.Tensor, start: int, stop: int) -> torch.Tensor:
     """`x` `(B, H, ...)` without heads `start..stop-1`."""
     if start == stop:
@@ -109,19 +49,56 @@ def _without(x: torch.Tensor, start: int, stop: int) -> torch.Tensor:
     return x[:, stop:] if start == 0 else torch.cat([x[:, :start], x[:, stop:]], dim=1)
 
 
+class _Plan(NamedTuple):
+    """Which heads of an attention take which kernel in a call: heads `e0..e1-1` the eager hook path, with the hook
+    groups `eager` ((method, first, stop) in the layer); the other heads one kernel, the fused one with the groups
+    `fused` ((method, first, stop) among those heads, then in the layer) when there are any, else the configured
+    kernel."""
+
+    e0: int
+    e1: int
+    eager: tuple
+    fused: tuple
+
+
+def _dispatch_plans(groups: list, num_heads: int, form: str | None) -> dict[tuple[bool, tuple[bool, ...]], _Plan]:
+    """Every plan an attention with head `groups` and fused form `form` can take, by (whether the fused form runs,
+    whether each group needs the eager path): the eager heads are one span, from the first such group to the last (a
+    group inside it runs its hooks there), and a fused group outside it keeps its form."""
+    plans = {}
+    for fused_runs in (False, True) if form else (False,):
+        for flags in itertools.product((False, True), repeat=len(groups)):
+            eager = [(a, b) for (_, a, b), flag in zip(groups, flags, strict=True) if flag]
+            e0, e1 = (min(a for a, _ in eager), max(b for _, b in eager)) if eager else (0, 0)
+            n = e1 - e0  # the fused groups outside the eager heads shift down by n past the span
+            inside = tuple(g for g in groups if n and g[1] >= e0 and g[2] <= e1)
+            fused = tuple(
+                (m, a - n * (a >= e1), b - n * (a >= e1), a, b)
+                for m, a, b in groups
+                if fused_runs and m.fused == form and (b <= e0 or a >= e1)
+            )
+            plans[fused_runs, flags] = _Plan(e0, e1, inside, fused)
+    return plans
+
+
 class SyntaxMTAttention(MarianAttention):
     """Marian multi-head attention whose heads the registered methods may take (`head_groups`, in registry order,
     `methods/builtin.py`, then the plain heads).
 
-    One call runs at most two kernels. Heads whose probabilities are read (a loss's record, `output_attentions`) or
-    whose method changes scores or probabilities without a fused form that runs here take the eager score path, where
-    each method's hooks transform its own heads; they are one span of heads, from the first such group to the last.
-    The others run in one kernel: FlexAttention with the fused groups' `score_mod` (PASCAL, where it compiles), else
-    SDPA with the fused groups' additive biases (alignment biases, tree bias; zeros for the other heads) folded into
-    its mask, else the configured kernel (`config._attn_implementation`). `config.syntax_attention_kernel="eager"`
-    keeps every method head on the eager path, the reference (tests/models/test_fused_attention.py). With no method
-    head this is exactly `MarianAttention`, except that `output_attentions=True` returns the probabilities of every
-    head whatever the kernel.
+    One call runs at most two kernels, transformers attention functions chosen at construction: the eager hook path
+    (`attention_functions.EAGER_HOOKS`) for the heads whose probabilities are read (a loss's record,
+    `output_attentions`) or whose method changes scores or probabilities without a fused form that runs in this call,
+    where each method's hooks transform its own heads; and, for the others, the layer's fused kernel for its fused
+    groups (`fused_kernel`: SDPA with the additive biases of the alignment biases and the tree bias folded into its
+    mask, zeros for the other heads, `attention_functions.SDPA_BIAS`; or, where a layer's fused groups are all
+    score_mods and `hf_syntax_mt.flex` was imported before the model was built, FlexAttention with PASCAL's
+    score_mod), else the configured kernel (`config._attn_implementation`, as Marian calls it). Which heads take which
+    kernel in a call is one of the plans made at construction (`_dispatch_plans`), chosen by whether the fused kernel
+    runs (`syntax_attention_kernel`, device, gradient) and which groups need the eager path: the eager heads are one
+    span, from the first such group to the last. `config.syntax_attention_kernel="eager"` keeps every method head on
+    the eager path, the reference (tests/models/test_fused_attention.py). With no method head this is exactly
+    `MarianAttention`, except that `output_attentions=True` returns the probabilities of every head whatever the
+    kernel.
 
     `site`: `"encoder"` (encoder self-attention), `"decoder"` (decoder self-attention) or `"cross"`.
     """
@@ -141,6 +118,18 @@ class SyntaxMTAttention(MarianAttention):
         taken = {method.name: stop - start for method, start, stop in groups}
         for method in registered() if self.config is not None else []:  # every method, with its heads here (maybe 0)
             method.build_attention(self, self.config, site, self.layer_idx, taken.get(method.name, 0))
+        # the kernels, once: FlexAttention takes no additive bias, so a layer with a bias group runs its score_mod
+        # groups eager; without the opt-in flex module they are eager everywhere
+        forms, form = {m.fused for m, _, _ in groups}, None
+        if "bias" in forms:
+            form, kernel = "bias", SDPA_BIAS
+        elif "score_mod" in forms and FLEX in ALL_ATTENTION_FUNCTIONS:
+            form, kernel = "score_mod", FLEX
+        self.fused_form: str | None = form
+        self.fused_kernel: Callable | None = ALL_ATTENTION_FUNCTIONS[kernel] if form else None
+        self.eager_kernel: Callable = ALL_ATTENTION_FUNCTIONS[EAGER_HOOKS]
+        self._plans = _dispatch_plans(groups, self.num_heads, form)
+        self._read_all = _Plan(0, self.num_heads, tuple(groups), ())  # every head's probabilities are read
 
     def heads_of(self, name: str) -> range:
         """The head indices that method `name` takes in this attention (empty when none)."""
@@ -206,32 +195,34 @@ class SyntaxMTAttention(MarianAttention):
         input_shape, H = hidden_states.shape[:-1], self.num_heads  # (B, T)
         query, key, value = self._project(hidden_states, key_value_states, past_key_values, kwargs)  # (B, H, T|S, d)
         causal = self.is_causal and key_value_states is None
-        mask = _additive_mask(attention_mask, query.shape[2], key.shape[2], causal, query.dtype, query.device)
+        mask = additive_mask(attention_mask, query.shape[2], key.shape[2], causal, query.dtype, query.device)
         ctx = AttentionContext(self, self.site, mask, past_key_values, method_inputs or {}, attention_record)
         dropout = self.dropout if self.training else 0.0
-        query = _by_group(query, self.head_groups, lambda m, q, a, b: m.query(ctx, q, a, b))  # (B, H, T, d)
-        # heads e0..e1-1 take the eager score path: every head when probabilities are read, else from the first to the
-        # last group that needs it in this call (hooks that change its scores or probabilities and no fused form that
-        # runs here, or a loss that reads them); the others run in one kernel (`_kernel`)
-        forms = () if read_all else self._fused_forms(query, key, dropout)
-        eager = [(a, b) for m, a, b in self.head_groups if m.fused not in forms and m.needs_eager(ctx)]
-        e0, e1 = (0, H) if read_all else (min(a for a, _ in eager), max(b for _, b in eager)) if eager else (0, 0)
+        query = by_group(query, self.head_groups, lambda m, q, a, b: m.query(ctx, q, a, b))  # (B, H, T, d)
+        if read_all:
+            plan = self._read_all
+        else:  # a group needs the eager path when its hooks change its scores or probabilities (and its fused form
+            # does not run in this call) or a loss reads them
+            fused = self._fused_runs(query, key, dropout)
+            flags = tuple(
+                not (fused and m.fused == self.fused_form) and m.needs_eager(ctx) for m, _, _ in self.head_groups
+            )
+            plan = self._plans[fused, flags]
+        e0, e1 = plan.e0, plan.e1
         out_eager = probs = out_rest = None
         if e1 > e0:
-            out_eager, probs = self._eager(ctx, query[:, e0:e1], key[:, e0:e1], value[:, e0:e1], dropout, e0)
+            out_eager, probs = self._eager(
+                ctx, query[:, e0:e1], key[:, e0:e1], value[:, e0:e1], dropout, e0, plan.eager
+            )
             if record_cross:
                 attention_record.cross[self.layer_idx] = probs  # (B, H, T, S)
         if e1 - e0 < H:
-            n = e1 - e0  # the fused groups outside the eager heads, with their first and stop head among the others
-            rest = [
-                (m, a - n * (a >= e1), b - n * (a >= e1), a, b)
-                for m, a, b in self.head_groups
-                if m.fused in forms and (b <= e0 or a >= e1)
-            ]
             q, k, v = _without(query, e0, e1), _without(key, e0, e1), _without(value, e0, e1)  # (B, H-n, T|S, d)
-            out_rest = self._kernel(ctx, q, k, v, rest, attention_mask, causal, dropout, kwargs)  # (B, T, H-n, d)
+            out_rest = self._kernel(
+                ctx, q, k, v, plan.fused, attention_mask, causal, dropout, kwargs
+            )  # (B, T, H-n, d)
             if out_rest is None:  # FlexAttention could not run: every head on the eager path, the reference
-                out_eager, probs = self._eager(ctx, query, key, value, dropout)
+                out_eager, probs = self._eager(ctx, query, key, value, dropout, 0, self._read_all.eager)
         if out_rest is None:
             attn_output = out_eager  # (B, T, H, d)
         elif out_eager is None:
@@ -242,123 +233,64 @@ class SyntaxMTAttention(MarianAttention):
         attn_output = self.out_proj(attn_output.reshape(*input_shape, -1).contiguous())  # (B, T, D)
         return attn_output, (probs if output_attentions else None)  # (B, H, T, S)
 
-    def _fused_forms(self, query, key, dropout: float) -> tuple[str, ...]:
-        """The fused forms (`Method.fused`) that run in this call: none under `syntax_attention_kernel="eager"`, or
-        `"auto"` on the CPU (where the eager path is the faster: an alignment bias reads the logits it computes, which
-        SDPA's bias would compute again). Otherwise `"bias"`, an additive bias folded into SDPA's mask, and
-        `"score_mod"` (FlexAttention) under `"fused"`, or `"auto"` in training (evaluation and `generate` take the
-        eager path, which compiles nothing and stores nothing for a backward; docs/gpu.md, "What stays compiled"),
-        where no head of the attention has an additive bias (FlexAttention takes none), without attention dropout and
-        where `fused_kernels.can_run` (a gradient only where flex is compiled; the CPU has no flex backward)."""
+    def _fused_runs(self, query, key, dropout: float) -> bool:
+        """Whether the layer's fused kernel runs in this call: never under `syntax_attention_kernel="eager"`. SDPA
+        with the additive biases under `"fused"`, or `"auto"` on CUDA (on the CPU the eager path is the faster: an
+        alignment bias reads the logits it computes, which SDPA's bias would compute again). FlexAttention under
+        `"fused"`, or `"auto"` in training where it runs compiled (evaluation and `generate` take the eager path, which
+        compiles nothing and stores nothing for a backward; docs/gpu.md, "What stays compiled"), without attention
+        dropout and where `flex.can_run` (a gradient only where flex is compiled; the CPU has no flex backward)."""
         setting, device = self.config.syntax_attention_kernel, query.device
-        if setting == "eager" or (setting == "auto" and device.type not in fused_kernels.COMPILED_DEVICES):
-            return ()
+        if self.fused_form is None or setting == "eager":
+            return False
+        if self.fused_form == "bias":
+            return setting == "fused" or device.type in AUTO_DEVICES
+        flex = self.fused_kernel
+        if setting == "auto" and not flex.compiled_on(device):
+            return False
         needs_grad = torch.is_grad_enabled() and (query.requires_grad or key.requires_grad)
         sizes = (query.shape[0], self.num_heads, query.shape[2], key.shape[2])  # (B, H, T, S)
-        flex = (
+        return (
             (setting == "fused" or needs_grad)
             and dropout == 0.0
-            and all(m.fused != "bias" for m, _, _ in self.head_groups)
-            and fused_kernels.can_run(device, self.head_dim, query.dtype, needs_grad, sizes)
+            and flex.can_run(device, self.head_dim, query.dtype, needs_grad, sizes)
         )
-        return ("bias", "score_mod") if flex else ("bias",)
 
     def _kernel(self, ctx: AttentionContext, query, key, value, groups, attention_mask, causal, dropout, kwargs):
-        """The heads of `query` `(B, h, T, d)` in one kernel: FlexAttention with the score_mods of `groups` (fused
-        groups: method, first and stop head among these heads, then in the layer) when one has a score_mod, else SDPA
-        with their additive biases, else the configured kernel (no method changes these heads). `(B, T, h, d)`, or
-        None where FlexAttention failed or did not run compiled."""
-        kinds = {m.fused for m, *_ in groups}
-        if "score_mod" in kinds:
-            try:
-                return self._flex(ctx, query, key, value, groups, attention_mask, causal)
-            except Exception as error:  # noqa: BLE001 - a kernel that cannot run here must not stop the run
-                if fused_kernels.limit_reached(error):  # dynamo's recompile limit, or dynamo disabled
-                    fused_kernels.warn_not_compiled()
-                else:  # e.g. it cannot compile here: not tried again for this device, head dim and dtype
-                    fused_kernels.failed(error, query.device, self.head_dim, query.dtype)
-                return None
-        if "bias" in kinds:
+        """The heads of `query` `(B, h, T, d)` in one kernel: the layer's fused kernel with `groups` (fused groups:
+        method, first and stop head among these heads, then in the layer) when there are any, else the configured
+        kernel (no method changes these heads). `(B, T, h, d)`, or None where FlexAttention did not run."""
+        if groups and self.fused_form == "bias":
             return self._sdpa_bias(ctx, query, key, value, groups, dropout)
+        if groups:
+            return self._flex(ctx, query, key, value, groups, attention_mask, causal)
         interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(
             self.config._attn_implementation, eager_attention_forward
         )
         # `attention_mask` as transformers made it for this kernel, `kwargs` as transformers passes them
         return interface(self, query, key, value, attention_mask, dropout=dropout, scaling=self.scaling, **kwargs)[0]
 
-    def _eager(self, ctx: AttentionContext, query, key, value, dropout, offset: int = 0):
-        """Heads `offset..offset+n-1` by matmul-softmax with the method hooks: `query`/`key`/`value`
+    def _eager(self, ctx: AttentionContext, query, key, value, dropout, offset: int = 0, groups=()):
+        """Heads `offset..offset+n-1` on the eager hook path with the hook `groups` among them: `query`/`key`/`value`
         `(B, n, T|S, d)`; returns `(B, T, n, d)` and probabilities `(B, n, T, S)`."""
-        n = query.shape[1]
-        groups = [g for g in self.head_groups if g[1] >= offset and g[2] <= offset + n]
-        scores = (
-            torch.matmul(query, key.transpose(2, 3)) * self.scaling
-        )  # Eq. 1 (PASCAL): Q K^T / sqrt(d), (B, n, T, S)
-        scores = _by_group(scores, groups, lambda m, x, a, b: m.scores(ctx, x, a, b), offset)
-        logits = scores if ctx.mask is None else scores + ctx.mask  # (B, n, T, S)
-        logits = _by_group(logits, groups, lambda m, x, a, b: m.logits(ctx, x, a, b), offset)
-        probs = nn.functional.softmax(logits, dim=-1)  # (B, n, T, S)
-        probs = _by_group(probs, groups, lambda m, x, a, b: m.probs(ctx, x, a, b), offset)
-        if ctx.record is not None:
-            for method, a, b in groups:
-                local = slice(a - offset, b - offset)
-                method.record(ctx, HeadRecord(logits[:, local], scores[:, local], probs[:, local]), a, b)
-        out = torch.matmul(nn.functional.dropout(probs, p=dropout, training=self.training), value)  # (B, n, T, d)
-        return out.transpose(1, 2), probs
-
-    def _flex(self, ctx: AttentionContext, query, key, value, groups, attention_mask, causal: bool) -> torch.Tensor:
-        """The heads of `query` `(B, h, T, d)` in one FlexAttention call (`fused_kernels.flex`) whose score_mod applies
-        each fused group's `score_mod` to its heads (`groups`: (method, first, stop) in these heads, then in the
-        layer), padding given as `(B, S)` key-valid (read from the additive mask, whatever format the configured
-        kernel's mask had) and causality by position; returns `(B, T, h, d)`."""
-        mods = [m.score_mod(ctx, start, stop) for m, a, b, start, stop in groups]
-        B, h, T, _ = query.shape
-        group, rank = self._flex_heads(tuple((a, b) for _, a, b, _, _ in groups), h, query.device)
-        # eager's and sdpa's own masks as before (None without padding: one graph fewer); a BlockMask or flash's
-        # (B, S) read through the normalised additive mask
-        plain = attention_mask is None or (torch.is_tensor(attention_mask) and attention_mask.dim() == 4)
-        valid = fused_kernels.key_valid(attention_mask if plain else ctx.mask, B, key.shape[2], query.device)  # (B, S)
-        out = fused_kernels.flex(query, key, value, mods, group, rank, valid, causal, self.scaling)  # (B, h, T, d)
-        return out.transpose(1, 2)  # (B, T, h, d)
-
-    def _flex_heads(self, spans: tuple, h: int, device) -> tuple[torch.Tensor, torch.Tensor]:
-        """`(h,)` long tensors for `spans` ((first, stop) per fused group): each head's group (-1: none) and its index
-        in the group; data, so that every layer shares one compiled graph. Built once per layout and device."""
-        cache = self.__dict__.setdefault("_flex_heads_cache", {})
-        key = (spans, h, str(device))
-        if key not in cache:
-            group, rank = torch.full((h,), -1, dtype=torch.long), torch.zeros(h, dtype=torch.long)
-            for g, (a, b) in enumerate(spans):
-                group[a:b], rank[a:b] = g, torch.arange(b - a)
-            cache[key] = (group.to(device), rank.to(device))
-        return cache[key]
+        return self.eager_kernel(
+            self, query, key, value, ctx.mask, scaling=self.scaling, dropout=dropout, context=ctx, groups=groups,
+            offset=offset,
+        )  # fmt: skip
 
     def _sdpa_bias(self, ctx: AttentionContext, query, key, value, groups, dropout) -> torch.Tensor:
-        """The heads of `query` `(B, h, T, d)` in one SDPA call whose additive mask is `mask + bias`, the bias of
-        each fused group (`attention_bias`) on its heads and 0 on the others; returns `(B, T, h, d)`."""
-        B, h, T, _ = query.shape
-        S = key.shape[2]
-        parts, pos = [], 0
-        for m, a, b, start, stop in groups:
-            if a > pos:
-                parts.append(query.new_zeros(B, a - pos, T, S))
-            parts.append(m.attention_bias(ctx, query[:, a:b], key[:, a:b], start, stop))  # (B, b-a, T, S)
-            pos = b
-        if pos < h:
-            parts.append(query.new_zeros(B, h - pos, T, S))
-        bias = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]  # (B, h, T, S)
-        attn_mask = (bias if ctx.mask is None else bias + ctx.mask).to(query.dtype)  # (B, h, T, S)
-        # CUDA's fused kernels need rows 16-byte aligned (the op would copy the mask; compiled, it fails)
-        if S % 8 and query.device.type == "cuda":
-            attn_mask = nn.functional.pad(attn_mask, (0, 8 - S % 8))[..., :S]  # (B, h, T, S) view of (B, h, T, S8)
-        # cuDNN's SDPA returns no gradient for the mask and misreads some masks on H100 (pytorch #191612, #196678):
-        # on CUDA the memory-efficient kernel (which takes an arbitrary bias, with its gradient), else the math one
-        backends = [SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH] if query.device.type == "cuda" else None
-        with sdpa_backends(backends):
-            out = nn.functional.scaled_dot_product_attention(
-                query, key, value, attn_mask=attn_mask, dropout_p=dropout, scale=self.scaling
-            )  # (B, h, T, d)
-        return out.transpose(1, 2)  # (B, T, h, d)
+        """The heads of `query` `(B, h, T, d)` in SDPA with the additive biases of `groups` folded into its mask;
+        `(B, T, h, d)`."""
+        return self.fused_kernel(
+            self, query, key, value, ctx.mask, scaling=self.scaling, dropout=dropout, context=ctx, groups=groups
+        )[0]
+
+    def _flex(self, ctx: AttentionContext, query, key, value, groups, attention_mask, causal: bool):
+        """The heads of `query` `(B, h, T, d)` in FlexAttention with the score_mods of `groups` (`hf_syntax_mt.flex`);
+        `(B, T, h, d)`, or None where it did not run."""
+        return self.fused_kernel(
+            self, query, key, value, attention_mask, scaling=self.scaling, context=ctx, groups=groups, causal=causal
+        )[0]
 
 
 def _sublayers(layer: nn.Module, config, side: str, layer_idx: int) -> list[Method]:

@@ -56,7 +56,7 @@ class SyntaxMTPreTrainedModel(MarianPreTrainedModel):
     # (bi-affine U, feature embeddings, alignment biases, ...) are initialised by their `init_weights`.
     _no_split_modules = ["SyntaxMTEncoderLayer", "SyntaxMTDecoderLayer"]
     # The attention implementations that work, with every method (tests/models/test_attention_implementations.py):
-    # eager, sdpa and flex_attention (the method heads read any mask format, `modeling_layers._additive_mask`). Not
+    # eager, sdpa and flex_attention (the method heads read any mask format, `attention_functions.additive_mask`). Not
     # flash attention, which Marian declares: transformers' flash path unpads the cross-attention's queries with the
     # source's padding mask (transformers issue #35032), so a padded source gives wrong outputs with any model.
     _supports_flash_attn = False

@@ -10,7 +10,8 @@ from bf16_gradients import assert_bf16_gradients_close
 from kernel_calls import count_calls, count_compiled_calls
 from tiny_config import EOS, PAD, TINY
 
-from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration, fused_kernels
+from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
+from hf_syntax_mt import flex as fused_kernels  # the opt-in FlexAttention: importing it switches it on
 
 pytestmark = pytest.mark.gpu
 

@@ -22,7 +22,8 @@ from tiny_config import EOS, PAD, TINY
 from torch._dynamo.utils import counters
 from torch.utils.data import DataLoader
 
-from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration, fused_kernels
+from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
+from hf_syntax_mt import flex as fused_kernels  # the opt-in FlexAttention: importing it switches it on
 from hf_syntax_mt.data import DataCollatorForSyntaxMT
 from hf_syntax_mt.training.batching import TokenBatchSampler
 

@@ -12,7 +12,8 @@ from bf16_gradients import KEY_BIAS, assert_key_bias_gradients_close
 from kernel_calls import count_calls
 from tiny_config import EOS, PAD, TINY
 
-from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration, fused_kernels
+from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
+from hf_syntax_mt import flex as fused_kernels  # the opt-in FlexAttention: importing it switches it on
 from hf_syntax_mt.modeling_layers import SyntaxMTAttention
 
 ATOL = 1e-5

@@ -31,7 +31,9 @@ REMOVED = ["hf_syntax_mt.batching", "hf_syntax_mt.train_data", "hf_syntax_mt.tra
            # issue 45: one alignment package (hf_syntax_mt.alignment.words, .aer and .targets)
            "hf_syntax_mt.word_alignment", "hf_syntax_mt.data.alignments",
            # issue 58: the pronoun study's German rules and lexicon live beside its builder in benchmarks/data
-           "hf_syntax_mt.evaluation.pronoun_kinds", "hf_syntax_mt.evaluation.german_nouns"]  # fmt: skip
+           "hf_syntax_mt.evaluation.pronoun_kinds", "hf_syntax_mt.evaluation.german_nouns",
+           # issue 68: FlexAttention is the opt-in hf_syntax_mt.flex, the other kernels attention_functions
+           "hf_syntax_mt.fused_kernels"]  # fmt: skip
 
 
 @pytest.mark.parametrize("module", REMOVED)
@@ -205,3 +207,11 @@ def test_method_inputs_are_not_parameters_of_the_spine():
         if isinstance(node, ast.FunctionDef):
             params = {a.arg for a in node.args.args + node.args.kwonlyargs}
             assert not params & names, (node.name, params & names)
+
+
+def test_flexattention_is_opt_in():
+    """Issue 68: no module of the package imports `hf_syntax_mt.flex` (its compile, dynamo settings and globals), at
+    any level: a user switches it on by importing it; the import graph sees the edge to it (its own imports)."""
+    assert "hf_syntax_mt.attention_functions" in imports("hf_syntax_mt.flex")
+    importers = sorted(name for name in MODULES if "hf_syntax_mt.flex" in imports(name))
+    assert importers == [], importers

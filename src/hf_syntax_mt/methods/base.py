@@ -22,8 +22,9 @@ Its hooks, grouped by the stage that calls them (each defaults to "does nothing"
   `document_level`), its inputs on the way in (`embed`, `prepare`, `encoder_states`, `decoder_states`, `sublayer`),
   and its attention hooks, applied to its own heads on the eager score path of `SyntaxMTAttention`
   (`query` -> `scores` -> `logits` -> `probs` -> `record`), optionally with a fused form (`fused`: a FlexAttention
-  `score_mod` or an additive `attention_bias` that SDPA takes as its mask, used instead of the eager path where
-  `config.syntax_attention_kernel` and the device allow it; the eager path stays the reference); what several
+  `score_mod`, run where the opt-in `hf_syntax_mt.flex` is imported, or an additive `attention_bias` that SDPA
+  takes as its mask, used instead of the eager path where `config.syntax_attention_kernel` and the device allow it;
+  the eager path stays the reference); what several
   methods derive from the same inputs (tree distances) is computed once per forward (`records.shared`);
 - **loss**: its auxiliary losses (`losses`, `wants_record`, `loss`, `loss_weights`), added to the cross-entropy by
   the model;
@@ -201,7 +202,7 @@ class Method:
         this method's group* (0..stop-start-1). The attention masks padding after it. It is compiled (on CUDA),
         once for every layer and pass: let it read tensors only (captured in its closure), never a Python number,
         string or branch that differs between layers or passes, or each value compiles another graph, nor a
-        module-level float (dynamo makes it a graph input, which breaks the backward; `hf_syntax_mt.fused_kernels`)."""
+        module-level float (dynamo makes it a graph input, which breaks the backward; `hf_syntax_mt.flex`)."""
         raise NotImplementedError(f"Method {self.name!r} declares fused={self.fused!r} but has no score_mod.")
 
     def attention_bias(

@@ -1,18 +1,22 @@
-"""The fused kernel of score_mod methods (PASCAL): FlexAttention, compiled once with dynamic shapes, and what happens
-where it cannot run.
+"""FlexAttention for score_mod methods (PASCAL), opt-in: `import hf_syntax_mt.flex` registers its attention function
+(`attention_functions.FLEX`) in transformers' `AttentionInterface`, and attention modules built after that run their
+score_mod heads in it where `syntax_attention_kernel` allows (`"fused"`, or `"auto"` in training on a device where it
+runs compiled, `COMPILED_DEVICES`). Without the import the package never compiles anything nor touches dynamo's or
+the shape environment's settings: score_mod heads take the eager path, the reference, which gives the same values.
 
-Why it is built this way: dynamo keeps at most `torch._dynamo.config.recompile_limit` (8) compiled graphs per
-function and every Python constant a compiled function reads, and every global state it runs under, is a guard.
-So the one compiled function here (`_compiled_body`, not `flex_attention` itself, whose cache transformers' own flex
-path shares) reads only tensors: the methods' score_mods capture tensors (parent positions, sigma, the rows parent
-ignoring drops), the heads each score_mod applies to are an `(h,)` tensor, padding is a `(B, S)` key-valid tensor
-(never `None`, never a `(B, 1, T, S)` mask), and the batch, head and length dimensions are dynamic. What is left to
-guard on: grad mode (training / evaluation), the dtype (autocast), causality and a dimension of size 1, which dynamo
-always specialises: a call with one sentence, one head or one position runs eager instead (cheap there).
+The kernel is compiled once with dynamic shapes. Why it is built this way: dynamo keeps at most
+`torch._dynamo.config.recompile_limit` (8) compiled graphs per function and every Python constant a compiled function
+reads, and every global state it runs under, is a guard. So the one compiled function here (`_compiled_body`, not
+`flex_attention` itself, whose cache transformers' own flex path shares) reads only tensors: the methods' score_mods
+capture tensors (parent positions, sigma, the rows parent ignoring drops), the heads each score_mod applies to are an
+`(h,)` tensor, padding is a `(B, S)` key-valid tensor (never `None`, never a `(B, 1, T, S)` mask), and the batch, head
+and length dimensions are dynamic. What is left to guard on: grad mode (training / evaluation), the dtype (autocast),
+causality and a dimension of size 1, which dynamo always specialises: a call with one sentence, one head or one
+position runs eager instead (cheap there).
 
 A call that does not run compiled never runs the unfused flex (which materialises every head's scores): compiled
 with `fullgraph=True`, the recompile limit and a graph break are errors, and where dynamo runs the body uncompiled
-(disabled) it raises `NotCompiled`. The caller then takes the eager path; `warn_not_compiled` says so once for the
+(disabled) it raises `NotCompiled`. The attention then takes the eager path; `warn_not_compiled` says so once for the
 limit, `failed` once for an error, which is remembered for what failed (device type, head dim, dtype) only.
 """
 
@@ -23,6 +27,9 @@ from collections.abc import Callable
 
 import torch
 import torch.fx.experimental._config
+from transformers import AttentionInterface
+
+from .attention_functions import FLEX
 
 try:
     from torch.nn.attention.flex_attention import flex_attention
@@ -180,3 +187,65 @@ def failed(error: Exception, device: torch.device, head_dim: int, dtype: torch.d
         RuntimeWarning,
         stacklevel=4,
     )
+
+
+def compiled_on(device: torch.device) -> bool:
+    """Whether FlexAttention runs compiled (with a backward) on `device`: where `"auto"` uses it."""
+    return device.type in COMPILED_DEVICES
+
+
+def _head_groups(module, spans: tuple, h: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """`(h,)` long tensors for `spans` ((first, stop) per fused group): each head's group (-1: none) and its index
+    in the group; data, so that every layer shares one compiled graph. Built once per layout and device, kept on the
+    attention `module`."""
+    cache = module.__dict__.setdefault("_flex_heads_cache", {})
+    key = (spans, h, str(device))
+    if key not in cache:
+        group, rank = torch.full((h,), -1, dtype=torch.long), torch.zeros(h, dtype=torch.long)
+        for g, (a, b) in enumerate(spans):
+            group[a:b], rank[a:b] = g, torch.arange(b - a)
+        cache[key] = (group.to(device), rank.to(device))
+    return cache[key]
+
+
+def flex_hook_attention(
+    module,
+    query,
+    key,
+    value,
+    attention_mask,
+    scaling=None,
+    dropout=0.0,
+    context=None,
+    groups=(),
+    causal=False,
+    **kwargs,
+) -> tuple[torch.Tensor | None, None]:
+    """The heads of `query` `(B, h, T, d)` in one FlexAttention call (`flex`) whose score_mod applies each fused
+    group's `Method.score_mod` to its heads (`groups`: method, first and stop head among these heads, then in the
+    layer), padding given as `(B, S)` key-valid and causality by position; `attention_mask` is the mask the
+    configured kernel received (read directly when it is eager's or sdpa's, else through `context.mask`, the additive
+    one). Returns `(B, T, h, d)` and None, or (None, None) where the compiled kernel did not run or failed (said once,
+    `warn_not_compiled` / `failed`): the attention then takes the eager path."""
+    try:
+        mods = [m.score_mod(context, start, stop) for m, a, b, start, stop in groups]
+        B, h, T, _ = query.shape
+        group, rank = _head_groups(module, tuple((a, b) for _, a, b, _, _ in groups), h, query.device)
+        # eager's and sdpa's own masks as they are (None without padding: one graph fewer); a BlockMask or flash's
+        # (B, S) read through the normalised additive mask
+        plain = attention_mask is None or (torch.is_tensor(attention_mask) and attention_mask.dim() == 4)
+        mask = attention_mask if plain else context.mask
+        valid = key_valid(mask, B, key.shape[2], query.device)  # (B, S)
+        out = flex(query, key, value, mods, group, rank, valid, causal, scaling)  # (B, h, T, d)
+    except Exception as error:  # noqa: BLE001 - a kernel that cannot run here must not stop the run
+        if limit_reached(error):  # dynamo's recompile limit, or dynamo disabled
+            warn_not_compiled()
+        else:  # e.g. it cannot compile here: not tried again for this device, head dim and dtype
+            failed(error, query.device, query.shape[-1], query.dtype)
+        return None, None
+    return out.transpose(1, 2), None  # (B, T, h, d)
+
+
+flex_hook_attention.can_run = can_run
+flex_hook_attention.compiled_on = compiled_on
+AttentionInterface.register(FLEX, flex_hook_attention)
