@@ -348,6 +348,24 @@ class DocumentContext(Method):
                 f"{context_layers(config, 'decoder')}, {gate}. Translate documents with "
                 "`pipe.translate_document(sentences)`.")  # fmt: skip
 
+    # --- documents: the previous k source sentences, encoded as the context inputs (Section 2.1: X^(<k)) ----------
+    document_option = "context_sentences"
+
+    def document_window(self, config) -> int:
+        return config.context_sentences
+
+    def document_inputs(self, config, tokenizer, previous):
+        """`context_input_ids` `(M,)`: each previous sentence tokenized on its own with the tokenizer's special tokens
+        (Marian: `... </s>`), concatenated oldest first, the last `max_context_length` ids kept (the window may begin
+        inside a sentence), as `hf_syntax_mt.data.documents.encode_context` makes the training data's; an empty or
+        blank sentence adds nothing (only such sentences: `[]`, no context). `context_attention_mask`: ones."""
+        texts = [s for s in previous if s is not None and str(s).strip()]
+        rows = tokenizer(texts, add_special_tokens=True, truncation=False)["input_ids"] if texts else []
+        ids = [int(i) for row in rows for i in row]
+        limit = config.max_context_length if config.max_context_length is not None else config.max_position_embeddings
+        ids = ids[max(0, len(ids) - limit) :]
+        return {"context_input_ids": ids, "context_attention_mask": [1] * len(ids)}
+
     # --- the spine's hooks: the context encoder, its sublayers, the states they read, theta_d ---------------------
     def build_encoder(self, encoder, config):
         encoder.context_encoder = ContextEncoder(config) if uses_context(config) else None
