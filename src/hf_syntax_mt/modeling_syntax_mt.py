@@ -296,9 +296,9 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         L_t + sum over active methods m, terms n of m: weight_n * L_n        (`Method.losses`, `Method.loss_weights`)
 
     Each term is an output field (`SyntaxMTSeq2SeqLMOutput`, unweighted there; `AUXILIARY_LOSSES` for the built-in
-    methods, a method registered outside the package under its own name). Each term is summed over tokens and divided by the number of
-    target tokens (the Trainer's `num_items_in_batch`), as fairseq normalises every term of a criterion, so gradient
-    accumulation stays exact.
+    methods, a method registered outside the package under its own name). Each term is summed over tokens and divided
+    by the number of target tokens (the Trainer's `num_items_in_batch`), as fairseq normalises every term of a
+    criterion, so gradient accumulation stays exact.
     """
 
     # The Trainer passes `num_items_in_batch` (target tokens over all accumulated micro-batches) and the loss is
@@ -334,7 +334,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         parameters.
 
         Typical use, from a sentence-level model (ours or an opus-mt-style Marian checkpoint) loaded with the option
-        of a method that reads documents (`Method.document_option`; `hf_syntax_mt.methods.document_settings`)::
+        of a method that reads documents (`Method.document_option`; `methods.registry.document_settings`)::
 
             model = SyntaxMTForConditionalGeneration.from_pretrained(sentence_dir, **document_options)
             model.freeze_sentence_level_parameters()
@@ -356,7 +356,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
 
     def translate_document(self, sentences: list[str], tokenizer, parser=None, **generate_kwargs) -> list[dict]:
         """Translate one document (a list of source sentences, in order), each sentence with as many previous
-        sentences as the model's methods read (`hf_syntax_mt.methods.document_window`); one
+        sentences as the model's methods read (`hf_syntax_mt.methods.registry.document_window`); one
         ``{"translation_text": str}`` per sentence, as the pipeline returns (see
         `SyntaxTranslationPipeline.translate_document`). `parser` defaults to `config.source_parser` (a model whose
         methods read the source parse parses the input)."""

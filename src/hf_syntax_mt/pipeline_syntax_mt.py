@@ -45,11 +45,12 @@ class SyntaxTranslationPipeline(Pipeline):
         Any other keyword (`num_beams`, `max_new_tokens`, ...) goes to `model.generate()` (or the engine).
 
     Documents (models whose methods read each sentence with the previous k > 0 source sentences of its document,
-    `hf_syntax_mt.methods.document_window`): `pipe(sentences, document=True)` translates the list as one document,
-    each sentence with the previous k source sentences as its context (the first has none; the method makes its
-    inputs from them, `Method.document_inputs`); a list of lists of strings is a list of documents. `pipe.translate_document(sentences)` is
-    `pipe(sentences, document=True)` (the same list of dicts). A sentence of a document that looks like several
-    sentences (a paragraph) is translated as given, with a warning. Sentences of a document are translated in parallel: the context is source-side only.
+    `hf_syntax_mt.methods.registry.document_window`): `pipe(sentences, document=True)` translates the list as one
+    document, each sentence with the previous k source sentences as its context (the first has none; the method makes
+    its inputs from them, `Method.document_inputs`); a list of lists of strings is a list of documents.
+    `pipe.translate_document(sentences)` is `pipe(sentences, document=True)` (the same list of dicts). A sentence of a
+    document that looks like several sentences (a paragraph) is translated as given, with a warning. Sentences of a
+    document are translated in parallel: the context is source-side only.
     `pipe(sentences, contexts=[[...], ...])` gives each sentence its own context. Such a model given a string or a
     flat list of sentences without one of these refuses (it would lose its context without a word) unless
     the call says `no_context=True` (every sentence without context, as `hf-syntax-mt translate --no-context`).
@@ -182,11 +183,11 @@ class SyntaxTranslationPipeline(Pipeline):
             given = "a string" if single else f"a flat list of {len(texts)} sentences"
             raise UserError(
                 f"This model reads the previous {k} source sentences of each sentence's document "
-                f"({document_settings(self.model.config)}), but was given {given} without documents, so it would translate without "
-                "its context. Pass one document as pipe(sentences, document=True) (or pipe.translate_document("
-                "sentences)), several documents as a list of lists of sentences, each sentence's own context as "
-                "contexts=[[previous sentences], ...], or no_context=True to translate every sentence without context "
-                "(as hf-syntax-mt translate --no-context)."
+                f"({document_settings(self.model.config)}), but was given {given} without documents, so it would "
+                "translate without its context. Pass one document as pipe(sentences, document=True) (or "
+                "pipe.translate_document(sentences)), several documents as a list of lists of sentences, each "
+                "sentence's own context as contexts=[[previous sentences], ...], or no_context=True to translate every "
+                "sentence without context (as hf-syntax-mt translate --no-context)."
             )
         if no_context:
             contexts = [None] * len(texts)
@@ -218,8 +219,9 @@ class SyntaxTranslationPipeline(Pipeline):
 
     def translate_document(self, sentences: list[str], **kwargs) -> list[dict]:
         """Translate the sentences of one document in order, each with as many previous source sentences as context
-        as the model's methods read (`hf_syntax_mt.methods.document_window`): exactly ``pipe(sentences, document=True)``, one ``{"translation_text": str}``
-        per sentence (a blank sentence: an empty translation, still its neighbours' context). For several documents, call ``pipe(documents)``."""
+        as the model's methods read (`hf_syntax_mt.methods.registry.document_window`): exactly
+        ``pipe(sentences, document=True)``, one ``{"translation_text": str}`` per sentence (a blank sentence: an empty
+        translation, still its neighbours' context). For several documents, call ``pipe(documents)``."""
         if isinstance(sentences, (list, tuple)) and sentences and all(isinstance(s, (list, tuple)) for s in sentences):
             raise UserTypeError(f"translate_document takes one document (a list of sentences), got a list of "
                                 f"{len(sentences)} documents: translate several with pipe(documents), which "

@@ -2,8 +2,8 @@
 the data side, the train script, the docs): which methods a config switches on (`active_methods`, `method_of`), where
 their heads sit (`head_layout`, `head_kinds`), which columns they read (`input_columns`, `supervision_columns`,
 `column_specs`), how many previous sentences of its document a sentence is read with (`document_window`,
-`document_inputs`, `document_settings`), their losses and descriptions. State and lookups only: what a method is lives in `base.py` (the
-`Method` base and its hooks), what one forward keeps in `records.py`, and the option checks in
+`document_inputs`, `document_settings`), their losses and descriptions. State and lookups only: what a method is
+lives in `base.py` (the `Method` base and its hooks), what one forward keeps in `records.py`, and the option checks in
 `hf_syntax_mt.validation`.
 """
 
@@ -17,8 +17,8 @@ from .columns import Column
 
 __all__ = [
     "active_methods", "column_specs", "describe", "document_inputs", "document_settings", "document_window",
-    "get_method", "head_kinds", "head_layout", "input_columns", "input_names", "loss_names", "method_of", "on_change", "owned_fields", "parse_columns", "register", "registered",
-    "supervision_columns", "supervision_names", "unregister",
+    "get_method", "head_kinds", "head_layout", "input_columns", "input_names", "loss_names", "method_of", "on_change",
+    "owned_fields", "parse_columns", "register", "registered", "supervision_columns", "supervision_names", "unregister",
 ]  # fmt: skip
 
 _REGISTRY: dict[str, Method] = {}
