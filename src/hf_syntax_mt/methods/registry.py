@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import UserError
+from ..validation import check_count, check_strings
 from .base import Method
 from .columns import Column
 
@@ -203,8 +204,9 @@ def document_window(config) -> int:
 
 
 def document_inputs(config, tokenizer, previous: list[str]) -> dict[str, list]:
-    """The inputs one sentence gets from its previous source sentences, from every active method
-    (`Method.document_inputs`): input name -> one unpadded row."""
+    """The inputs one sentence gets from its previous source sentences (a list of strings, oldest first), from every
+    active method (`Method.document_inputs`): input name -> one unpadded row."""
+    previous = check_strings(previous, "previous", "strings (the previous source sentences, oldest first)")
     return {
         name: row
         for m in active_methods(config)
@@ -215,6 +217,7 @@ def document_inputs(config, tokenizer, previous: list[str]) -> dict[str, list]:
 def document_settings(config, window: int | None = None) -> str:
     """The options that set `document_window`, as messages name them: with their values in `config`
     (`"context_sentences=0"`), or set to read `window` sentences (`"context_sentences=2"`, for an example)."""
+    window = check_count(window, "window (previous sentences read)", allow_none=True, maximum=1024)
     active = active_methods(config)
     return ", ".join(
         f"{m.document_option}={(m.document_window(config) if m in active else 0) if window is None else window}"
