@@ -264,7 +264,15 @@ class DocumentContext(Method):
     (`build_encoder`, run once per sentence by `encoder_states`), a context-attention sublayer in chosen encoder and
     decoder layers between self-attention and the feed-forward network (`build_layer`, `sublayer`: Eqs. 12 and 16),
     the keys/values the decoder reads at every step (`decoder_states`) and theta_d for two-step training
-    (`document_level`)."""
+    (`document_level`).
+
+    Its inputs, keyword arguments of the model's `forward()` and `generate()` as every method's:
+
+    - `context_input_ids` `(B, M)`: the previous k source sentences of the same document, tokenized with special
+      tokens and concatenated, oldest first (`document_inputs`; `hf_syntax_mt.data.documents.encode_context` for the
+      training data). `None`, or a row with no real token, means no context: that row gets the sentence-level
+      computation. Ignored when `encoder_outputs` is given (they carry the encoded context).
+    - `context_attention_mask` `(B, M)`: 1 for real context tokens, 0 for padding; defaults to all ones."""
 
     name = "document_context"
     inference_needs = (
