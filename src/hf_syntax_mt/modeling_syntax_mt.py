@@ -90,7 +90,7 @@ class SyntaxMTPreTrainedModel(MarianPreTrainedModel):
     def _init_weights(self, module):
         super()._init_weights(module)
         if hasattr(module, "xavier_gain") and getattr(self.config, "attention_init", "normal") == "xavier":
-            # fairseq MultiheadAttention.reset_parameters: larger initial scores for PASCAL's Gaussian to scale
+            # fairseq MultiheadAttention.reset_parameters: larger initial scores (e.g. for PASCAL's Gaussian to scale)
             init.xavier_uniform_(module.weight, gain=module.xavier_gain)
         for method in registered():
             method.init_weights(module, self.config)
