@@ -13,6 +13,9 @@ import re
 import torch
 from transformers import Pipeline
 
+# the config's module registers the built-in methods: in a saved model's remote-code copy, this copy's registry (which
+# the lookups below ask) is then filled as the installed package's is
+from .configuration_syntax_mt import SyntaxMTConfig  # noqa: F401
 from .data.parser_config import parser_from_config
 from .data.parsers import Parser, get_parser
 from .data.preprocess import parse_texts
