@@ -184,8 +184,8 @@ def translate_lines(
             (`hf_syntax_mt.data.documents.doc_id_spans` / `blank_line_spans`); lines outside every span (blank-line
             separators) get an empty translation. `None`: every line is an independent sentence (a document-level
             model then needs ``use_context=False`` or ``contexts``: it refuses to drop its context silently).
-        use_context: translate each document with the model's own context (`pipe(documents)`, the previous
-            `config.context_sentences` source sentences of the same document); `False`, or a model without context,
+        use_context: translate each document with the model's own context (`pipe(documents)`, the previous k source
+            sentences of the same document, `methods.registry.document_window`); `False`, or a model without context,
             translates the documents' sentences one by one.
         contexts: for a document-level model, one list of source sentences per line, used as that line's context in
             place of its document's own (e.g. `hf_syntax_mt.evaluation.pronouns.random_contexts`: another
@@ -205,6 +205,7 @@ def translate_lines(
     from tqdm.auto import tqdm
 
     from .data.readers import split_lines
+    from .methods.registry import document_settings, document_window
 
     # the boundary: a str is not a list of lines (it would be translated character by character), no None entries,
     # spans inside the lines, one list of strings per line as contexts
@@ -220,13 +221,14 @@ def translate_lines(
         if len(contexts) != len(lines):
             raise UserError(f"contexts= needs one list of context sentences per line: {len(lines)} lines but "
                             f"{len(contexts)} contexts")  # fmt: skip
-    k = getattr(pipe.model.config, "context_sentences", 0)
+    config = pipe.model.config
+    k = document_window(config)  # what the model's methods read of a sentence's document
     if contexts is not None and not k:
-        raise UserError("contexts were given, but the model has no document context (context_sentences=0)")
+        raise UserError(f"contexts were given, but the model has no document context ({document_settings(config)})")
     if k and use_context and contexts is None and documents is None:
         raise UserError(
             f"The model translates with the previous {k} source sentences of the same document "
-            f"(context_sentences={k}), but the lines were given without documents: pass documents= (line spans), "
+            f"({document_settings(config)}), but the lines were given without documents: pass documents= (line spans), "
             "contexts=, or use_context=False to translate every line without context."
         )
     # whole documents with their own context, or sentence by sentence (given contexts, or none)

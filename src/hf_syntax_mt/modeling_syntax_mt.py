@@ -40,7 +40,14 @@ from .configuration_syntax_mt import SyntaxMTConfig
 from .errors import UserError
 from .generation_defaults import fill_generation_defaults, resolve_generation
 from .methods.records import AttentionRecord, ForwardInputs  # the methods reach the spine through the registry
-from .methods.registry import active_methods, input_names, on_change, registered, supervision_names
+from .methods.registry import (
+    active_methods,
+    document_settings,
+    input_names,
+    on_change,
+    registered,
+    supervision_names,
+)
 from .modeling_layers import CACHE, SyntaxMTAttention, SyntaxMTDecoderLayer, SyntaxMTEncoderLayer, pop_cache
 from .modeling_outputs import AUXILIARY_LOSSES, SyntaxMTEncoderOutput, SyntaxMTSeq2SeqLMOutput
 
@@ -75,7 +82,7 @@ class SyntaxMTPreTrainedModel(MarianPreTrainedModel):
 
     def _set_gradient_checkpointing(self, *args, **kwargs):
         """transformers' own, with every layer's checkpoint also taking the tensors that reach it as keyword
-        arguments (the document context's keys and values): `compat.checkpoint_keyword_tensors`."""
+        arguments (what the methods' sublayers read, `Method.encoder_states`): `compat.checkpoint_keyword_tensors`."""
         if kwargs.get("gradient_checkpointing_func") is not None:
             kwargs["gradient_checkpointing_func"] = checkpoint_keyword_tensors(kwargs["gradient_checkpointing_func"])
         return super()._set_gradient_checkpointing(*args, **kwargs)
@@ -83,7 +90,7 @@ class SyntaxMTPreTrainedModel(MarianPreTrainedModel):
     def _init_weights(self, module):
         super()._init_weights(module)
         if hasattr(module, "xavier_gain") and getattr(self.config, "attention_init", "normal") == "xavier":
-            # fairseq MultiheadAttention.reset_parameters: larger initial scores for PASCAL's Gaussian to scale
+            # fairseq MultiheadAttention.reset_parameters: larger initial scores (e.g. for PASCAL's Gaussian to scale)
             init.xavier_uniform_(module.weight, gain=module.xavier_gain)
         for method in registered():
             method.init_weights(module, self.config)
@@ -103,10 +110,11 @@ class SyntaxMTPreTrainedModel(MarianPreTrainedModel):
 
 
 class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
-    """Marian encoder; the registered methods add their inputs (`hf_syntax_mt.methods.input_names()`, e.g.
-    `parent_positions`, `word_index` + `word_heads`, `pos_ids`, all `(B, S)` aligned with `input_ids` unless said
-    otherwise, `context_input_ids` `(B, M)`) as keyword arguments, their embeddings, their attention inputs and the
-    states their sublayers read (document context: the context encoder's keys and values)."""
+    """Marian encoder; the registered methods add their inputs (`hf_syntax_mt.methods.input_names()`, each aligned
+    with what its `Column` says: `input_ids`, the source's words, or another sequence of the method's own) as keyword
+    arguments, their embeddings (`Method.embed`), their attention inputs (`Method.prepare`) and the states their
+    sublayers read, with the encoder output fields the decoder reads (`Method.encoder_states`, e.g. the keys and values
+    of an encoded document context)."""
 
     _can_record_outputs = {"hidden_states": SyntaxMTEncoderLayer, "attentions": SyntaxMTAttention}
 
@@ -133,7 +141,7 @@ class SyntaxMTEncoder(SyntaxMTPreTrainedModel, MarianEncoder):
         inputs_embeds: torch.Tensor | None = None,
         **kwargs,
     ) -> SyntaxMTEncoderOutput:
-        # the methods' inputs; what several methods derive from them (tree distances) is computed once (`shared`)
+        # the methods' inputs; what several methods derive from the same inputs is computed once (`shared`)
         inputs = ForwardInputs({name: kwargs.pop(name) for name in input_names() if name in kwargs})
         for name in supervision_names():  # training targets: read by the losses, never by the encoder
             kwargs.pop(name, None)
@@ -202,8 +210,8 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
         legacy_checkpointing(self, checkpointing)
 
     def _decoder_states(self, encoder_outputs) -> dict:
-        """What the methods' sublayers read in the decoder layers (`Method.decoder_states`, e.g. the document
-        context's keys and values), as the layers' `layer_states` keyword argument."""
+        """What the methods' sublayers read in the decoder layers (`Method.decoder_states`, from the encoder output
+        fields their `encoder_states` gave), as the layers' `layer_states` keyword argument."""
         states = {}
         for method in active_methods(self.config):
             states.update(method.decoder_states(self.config, encoder_outputs))
@@ -221,22 +229,14 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
         inputs_embeds: torch.Tensor | None = None,
         decoder_inputs_embeds: torch.Tensor | None = None,
         use_cache: bool | None = None,
-        context_input_ids: torch.LongTensor | None = None,
-        context_attention_mask: torch.Tensor | None = None,
         **kwargs,
     ) -> Seq2SeqModelOutput:
         r"""
-        Method inputs (`hf_syntax_mt.methods.input_names()`, e.g. `parent_positions` `(B, S)`: the position of the
-        middle of each token's parent word, for PASCAL heads) are keyword arguments read by the encoder; they are
-        ignored when `encoder_outputs` is given. See each method's module in `hf_syntax_mt.methods`.
+        Method inputs (`hf_syntax_mt.methods.input_names()`, shown in this signature: each declared by the method that
+        reads it, with its shape and meaning in the method's module of `hf_syntax_mt.methods`) are keyword arguments
+        read by the encoder; they are ignored when `encoder_outputs` is given (which carry what the encoder made of
+        them, e.g. an encoded document context).
 
-        context_input_ids (`torch.LongTensor` of shape `(batch_size, context_length)`, *optional*):
-            Document context (`config.context_sentences > 0`): the previous k source sentences of the same document,
-            tokenized with special tokens and concatenated, oldest first (`hf_syntax_mt.data.documents`). `None`,
-            or a row with no real token, means no context: that row gets the sentence-level computation. Ignored
-            when `encoder_outputs` is given (they carry the encoded context).
-        context_attention_mask (`torch.Tensor` of shape `(batch_size, context_length)`, *optional*):
-            1 for real context tokens, 0 for padding; defaults to all ones.
         attention_record (`AttentionRecord`, *optional*, in `kwargs`):
             Filled with what the auxiliary losses read (the translation model passes it).
         """
@@ -249,8 +249,6 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
                 input_ids=input_ids,
                 attention_mask=attention_mask,
                 inputs_embeds=inputs_embeds,
-                context_input_ids=context_input_ids,
-                context_attention_mask=context_attention_mask,
                 return_dict=True,  # read as a dict below; `can_return_tuple` makes the tuple
                 **method_inputs,
                 **kwargs,
@@ -286,21 +284,21 @@ class SyntaxMTModel(SyntaxMTPreTrainedModel, MarianModel):
 
 
 class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, GenerationMixin):
-    """Syntax-aware Marian translation model.
+    """Syntax-aware Marian translation model: Marian with the registered methods plugged in (`hf_syntax_mt.methods`).
 
-    Load a Marian checkpoint with PASCAL heads added (the method adds no parameter)::
+    Load a Marian checkpoint with the options of the methods to add (each method's module and docs page list its
+    options; the parameters a method adds are initialised, every Marian weight is kept)::
 
-        model = SyntaxMTForConditionalGeneration.from_pretrained(marian_dir, encoder_pascal_heads=[8, 0, 0, 0, 0, 0])
+        model = SyntaxMTForConditionalGeneration.from_pretrained(marian_dir, **method_options)
 
-    The loss has six terms, each an output field (`SyntaxMTSeq2SeqLMOutput`, unweighted there)::
+    The loss is the label-smoothed cross-entropy L_t plus each term of each active method times its weight::
 
-        L_t + dbsa_loss_weight * L_dep + lisa_loss_weight * L_lisa + sync_loss_weight * L_sync
-            + global_fertility_weight * L_fert + guided_alignment_weight * L_a
+        L_t + sum over active methods m, terms n of m: weight_n * L_n        (`Method.losses`, `Method.loss_weights`)
 
-    (a term only where its method is active), plus the term of any method registered outside the package, under
-    its own name and weight (`Method.loss_weights`). Each term is summed over tokens and divided by the number of
-    target tokens (the Trainer's `num_items_in_batch`), as fairseq normalises every term of a criterion, so gradient
-    accumulation stays exact.
+    Each term is an output field (`SyntaxMTSeq2SeqLMOutput`, unweighted there; `AUXILIARY_LOSSES` for the built-in
+    methods, a method registered outside the package under its own name). Each term is summed over tokens and divided
+    by the number of target tokens (the Trainer's `num_items_in_batch`), as fairseq normalises every term of a
+    criterion, so gradient accumulation stays exact.
     """
 
     # The Trainer passes `num_items_in_batch` (target tokens over all accumulated micro-batches) and the loss is
@@ -314,7 +312,7 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         super().__init__(config)  # MarianMTModel: LM head, final_logits_bias and weight tying
         self.model = SyntaxMTModel(config)
         for method in registered():
-            method.build_model(self, config)  # e.g. the alignment biases' global-fertility network
+            method.build_model(self, config)  # a method's own modules on the translation model
         self.record_cross_layers: list[int] = []  # extra cross-attention layers to keep (`recording_alignment`)
         self.last_attention_record: AttentionRecord | None = None
         self.post_init()
@@ -322,27 +320,32 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         legacy_checkpointing(self, checkpointing)
 
     def document_parameter_names(self) -> list[str]:
-        """Names of theta_d, the document-level parameters (`Method.document_level`: the context encoder, context
-        attentions and gates)."""
+        """Names of theta_d, the document-level parameters: those a method adds to read a sentence's document
+        (`Method.document_level`)."""
         return [name for name, _ in self.named_parameters() if self._document_level(name)]
 
     def _document_level(self, name: str) -> bool:
         return any(method.document_level(name) for method in registered())
 
     def freeze_sentence_level_parameters(self) -> list[str]:
-        """Step 2 of the two-step training (Section 2.4): keep theta_s, every sentence-level parameter, fixed and
-        train only theta_d. Sets `requires_grad` accordingly (the Trainer's optimizer then holds theta_d alone) and
-        returns the names of the trainable parameters.
+        """Step 2 of two-step document-level training (Zhang et al. 2018, Section 2.4): keep theta_s, every
+        sentence-level parameter, fixed and train only theta_d (`document_parameter_names`). Sets `requires_grad`
+        accordingly (the Trainer's optimizer then holds theta_d alone) and returns the names of the trainable
+        parameters.
 
-        Typical use, from a sentence-level model (ours or an opus-mt-style Marian checkpoint)::
+        Typical use, from a sentence-level model (ours or an opus-mt-style Marian checkpoint) loaded with the option
+        of a method that reads documents (`Method.document_option`; `methods.registry.document_settings`)::
 
-            model = SyntaxMTForConditionalGeneration.from_pretrained(sentence_dir, context_sentences=2)
+            model = SyntaxMTForConditionalGeneration.from_pretrained(sentence_dir, **document_options)
             model.freeze_sentence_level_parameters()
+
+        Raises:
+            UserError: the model has no document-level parameters (its message names the option that adds them).
         """
         if not self.document_parameter_names():
             raise UserError(
-                "This model has no document-level parameters (context_sentences=0): load it with "
-                "`from_pretrained(..., context_sentences=2)` before freezing the sentence-level ones."
+                f"This model has no document-level parameters ({document_settings(self.config)}): load it with "
+                f"`from_pretrained(..., {document_settings(self.config, 2)})` before freezing the sentence-level ones."
             )
         trainable = []
         for name, parameter in self.named_parameters():
@@ -352,10 +355,11 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         return trainable
 
     def translate_document(self, sentences: list[str], tokenizer, parser=None, **generate_kwargs) -> list[dict]:
-        """Translate one document (a list of source sentences, in order), each sentence with its previous
-        `config.context_sentences` sentences as context; one ``{"translation_text": str}`` per sentence, as the
-        pipeline returns (see `SyntaxTranslationPipeline.translate_document`).
-        `parser` defaults to `config.source_parser` (models with PASCAL heads parse the input)."""
+        """Translate one document (a list of source sentences, in order), each sentence with as many previous
+        sentences as the model's methods read (`hf_syntax_mt.methods.registry.document_window`); one
+        ``{"translation_text": str}`` per sentence, as the pipeline returns (see
+        `SyntaxTranslationPipeline.translate_document`). `parser` defaults to `config.source_parser` (a model whose
+        methods read the source parse parses the input)."""
         from .inference import translate_document
 
         return translate_document(self, sentences, tokenizer, parser=parser, **generate_kwargs)
@@ -379,16 +383,14 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
         decoder_inputs_embeds: torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
-        context_input_ids: torch.LongTensor | None = None,
-        context_attention_mask: torch.Tensor | None = None,
         num_items_in_batch: int | torch.Tensor | None = None,
         **kwargs,
     ) -> SyntaxMTSeq2SeqLMOutput:
         r"""
         Method inputs and training-only supervision (`hf_syntax_mt.methods.input_names()` and
-        `supervision_names()`, e.g. `parent_positions`, `lisa_parents`, `dbsa_heads`, `decoder_dbsa_heads` — the last
-        given per *label* position, shifted onto the decoder inputs like `labels`) are keyword arguments; see
-        [`SyntaxMTModel.forward`] and each method's module in `hf_syntax_mt.methods`.
+        `supervision_names()`, shown in this signature; a target-side column is given per *label* position, shifted
+        onto the decoder inputs like `labels`) are keyword arguments; see [`SyntaxMTModel.forward`] and each method's
+        module in `hf_syntax_mt.methods`.
 
         labels (`torch.LongTensor` of shape `(batch_size, target_length)`, *optional*):
             Target token ids, -100 for ignored positions; the loss uses `config.label_smoothing`.
@@ -425,8 +427,6 @@ class SyntaxMTForConditionalGeneration(SyntaxMTPreTrainedModel, MarianMTModel, G
             inputs_embeds=inputs_embeds,
             decoder_inputs_embeds=decoder_inputs_embeds,
             use_cache=use_cache,
-            context_input_ids=context_input_ids,
-            context_attention_mask=context_attention_mask,
             **({} if record is None else {"attention_record": record}),
             return_dict=True,
             **kwargs,

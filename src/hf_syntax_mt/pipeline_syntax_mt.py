@@ -13,13 +13,16 @@ import re
 import torch
 from transformers import Pipeline
 
-from .data.documents import encode_context
+# the config's module registers the built-in methods: in a saved model's remote-code copy, this copy's registry (which
+# the lookups below ask) is then filled as the installed package's is
+from .configuration_syntax_mt import SyntaxMTConfig  # noqa: F401
 from .data.parser_config import parser_from_config
 from .data.parsers import Parser, get_parser
 from .data.preprocess import parse_texts
 from .data.subwords import align_parse
 from .errors import UserError, UserTypeError
 from .languages import check_languages
+from .methods.registry import column_specs, document_inputs, document_settings, document_window
 from .validation import check_count, check_string_lists, check_strings, shown
 
 logger = logging.getLogger(__name__)
@@ -44,11 +47,13 @@ class SyntaxTranslationPipeline(Pipeline):
             same token ids, faster on a CPU; for models whose decoder is Marian's, e.g. PASCAL; docs/deploying.md).
         Any other keyword (`num_beams`, `max_new_tokens`, ...) goes to `model.generate()` (or the engine).
 
-    Documents (models with `config.context_sentences = k > 0`): `pipe(sentences, document=True)` translates
-    the list as one document, each sentence with the previous k source sentences as its context (the first has
-    none); a list of lists of strings is a list of documents. `pipe.translate_document(sentences)` is
-    `pipe(sentences, document=True)` (the same list of dicts). A sentence of a document that looks like several
-    sentences (a paragraph) is translated as given, with a warning. Sentences of a document are translated in parallel: the context is source-side only.
+    Documents (models whose methods read each sentence with the previous k > 0 source sentences of its document,
+    `hf_syntax_mt.methods.registry.document_window`): `pipe(sentences, document=True)` translates the list as one
+    document, each sentence with the previous k source sentences as its context (the first has none; the method makes
+    its inputs from them, `Method.document_inputs`); a list of lists of strings is a list of documents.
+    `pipe.translate_document(sentences)` is `pipe(sentences, document=True)` (the same list of dicts). A sentence of a
+    document that looks like several sentences (a paragraph) is translated as given, with a warning. Sentences of a
+    document are translated in parallel: the context is source-side only.
     `pipe(sentences, contexts=[[...], ...])` gives each sentence its own context. Such a model given a string or a
     flat list of sentences without one of these refuses (it would lose its context without a word) unless
     the call says `no_context=True` (every sentence without context, as `hf-syntax-mt translate --no-context`).
@@ -173,7 +178,7 @@ class SyntaxTranslationPipeline(Pipeline):
                     "it is not valid Unicode text. It usually comes from bytes decoded with errors='surrogateescape'; "
                     "decode the source as UTF-8 (or with errors='replace') first."
                 ) from None
-        k = getattr(self.model.config, "context_sentences", 0) or 0
+        k = document_window(self.model.config)
         if no_context and (document or contexts is not None):
             raise UserError(f"no_context=True contradicts {'document=True' if document else 'contexts='}: give one "
                              "of them (no_context=True translates every sentence without context)")  # fmt: skip
@@ -181,11 +186,11 @@ class SyntaxTranslationPipeline(Pipeline):
             given = "a string" if single else f"a flat list of {len(texts)} sentences"
             raise UserError(
                 f"This model reads the previous {k} source sentences of each sentence's document "
-                f"(context_sentences={k}), but was given {given} without documents, so it would translate without "
-                "its context. Pass one document as pipe(sentences, document=True) (or pipe.translate_document("
-                "sentences)), several documents as a list of lists of sentences, each sentence's own context as "
-                "contexts=[[previous sentences], ...], or no_context=True to translate every sentence without context "
-                "(as hf-syntax-mt translate --no-context)."
+                f"({document_settings(self.model.config)}), but was given {given} without documents, so it would "
+                "translate without its context. Pass one document as pipe(sentences, document=True) (or "
+                "pipe.translate_document(sentences)), several documents as a list of lists of sentences, each "
+                "sentence's own context as contexts=[[previous sentences], ...], or no_context=True to translate every "
+                "sentence without context (as hf-syntax-mt translate --no-context)."
             )
         if no_context:
             contexts = [None] * len(texts)
@@ -216,9 +221,10 @@ class SyntaxTranslationPipeline(Pipeline):
         return out
 
     def translate_document(self, sentences: list[str], **kwargs) -> list[dict]:
-        """Translate the sentences of one document in order, each with its previous `config.context_sentences`
-        source sentences as context: exactly ``pipe(sentences, document=True)``, one ``{"translation_text": str}``
-        per sentence (a blank sentence: an empty translation, still its neighbours' context). For several documents, call ``pipe(documents)``."""
+        """Translate the sentences of one document in order, each with as many previous source sentences as context
+        as the model's methods read (`hf_syntax_mt.methods.registry.document_window`): exactly
+        ``pipe(sentences, document=True)``, one ``{"translation_text": str}`` per sentence (a blank sentence: an empty
+        translation, still its neighbours' context). For several documents, call ``pipe(documents)``."""
         if isinstance(sentences, (list, tuple)) and sentences and all(isinstance(s, (list, tuple)) for s in sentences):
             raise UserTypeError(f"translate_document takes one document (a list of sentences), got a list of "
                                 f"{len(sentences)} documents: translate several with pipe(documents), which "
@@ -233,9 +239,10 @@ class SyntaxTranslationPipeline(Pipeline):
     def _given_contexts(self, contexts, texts: list[str], documents) -> list[list[str]]:
         """``contexts`` checked: one list of source sentences per sentence of a flat list of sentences, for a model
         with document context (each is cut to its last k sentences, as a document's own context is)."""
-        k = getattr(self.model.config, "context_sentences", 0)
+        k = document_window(self.model.config)
         if not k:
-            raise UserError("contexts= was given, but this model has no document context (context_sentences=0)")
+            raise UserError(f"contexts= was given, but this model has no document context "
+                            f"({document_settings(self.model.config)})")  # fmt: skip
         if documents is not None:
             raise UserError("contexts= replaces the documents' own contexts: give a flat list of sentences with it, "
                              "not documents")  # fmt: skip
@@ -246,8 +253,8 @@ class SyntaxTranslationPipeline(Pipeline):
         return [context[-k:] for context in contexts]
 
     def _document_contexts(self, documents: list[list[str]]) -> list[list[str] | None]:
-        """The previous k source sentences of each sentence, within its document (Section 2.1: X_<k)."""
-        k = getattr(self.model.config, "context_sentences", 0)
+        """The previous k source sentences of each sentence, within its document (`document_window`)."""
+        k = document_window(self.model.config)
         if not k:
             return [None] * sum(len(d) for d in documents)
         return [d[max(0, i - k) : i] for d in documents for i in range(len(d))]
@@ -255,11 +262,10 @@ class SyntaxTranslationPipeline(Pipeline):
     def preprocess(self, item, max_length=None):
         text, parse, context = item
         inputs = self._preprocess_sentence(text, parse, max_length)
-        if context is not None:
-            config = self.model.config
-            ids = encode_context(self.tokenizer, context, config.resolved_max_context_length)
-            inputs["context_input_ids"] = torch.tensor([ids], dtype=torch.long)  # (1, M)
-            inputs["context_attention_mask"] = torch.ones(1, len(ids), dtype=torch.long)
+        if context is not None:  # the inputs the model's methods make of the previous sentences, each `(1, M)`
+            specs = column_specs()
+            for name, row in document_inputs(self.model.config, self.tokenizer, context).items():
+                inputs[name] = torch.tensor([row], dtype=torch.float if specs[name].is_float else torch.long)
         return inputs
 
     def _source_length(self, text: str, max_length: int | None) -> int:

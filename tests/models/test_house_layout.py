@@ -137,7 +137,8 @@ def test_the_model_side_imports_no_pipeline_data_evaluation_or_training(module):
 
 
 @pytest.mark.parametrize("module", ["hf_syntax_mt.modeling_syntax_mt", "hf_syntax_mt.modeling_layers",
-                                    "hf_syntax_mt.data.collator", "hf_syntax_mt.data.preprocess"])  # fmt: skip
+                                    "hf_syntax_mt.data.collator", "hf_syntax_mt.data.preprocess",
+                                    "hf_syntax_mt.pipeline_syntax_mt"])  # fmt: skip
 def test_the_spine_reaches_the_methods_through_the_registry_only(module):
     """Issue 58: no method module (document context included) is imported by the spine or the data side; they ask
     the registry's interface (`methods.registry` and what it is split into: `methods.base`, the `Method` base,
@@ -200,8 +201,8 @@ def test_the_leaves_import_nothing_of_the_package_but_each_other():
 
 
 def test_method_inputs_are_not_parameters_of_the_spine():
-    names = set(input_names()) | set(supervision_names())
-    names -= {"context_input_ids", "context_attention_mask"}  # the document context is part of the spine's layers
+    names = set(input_names()) | set(supervision_names())  # the document context's inputs included (issue 68)
+    assert {"context_input_ids", "parent_positions"} <= names  # the check below is not vacuous
     tree = ast.parse(MODULES["hf_syntax_mt.modeling_syntax_mt"].read_text())
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef):
@@ -215,3 +216,44 @@ def test_flexattention_is_opt_in():
     assert "hf_syntax_mt.attention_functions" in imports("hf_syntax_mt.flex")
     importers = sorted(name for name in MODULES if "hf_syntax_mt.flex" in imports(name))
     assert importers == [], importers
+
+
+def method_words() -> set[str]:
+    """What only a method may name: every registered method's options, inputs and supervision columns, and the name
+    of each method that is more than one plain word (`document_context`; `pascal` quoted as a string below)."""
+    from hf_syntax_mt.methods import registered
+
+    words = set(input_names()) | set(supervision_names())
+    for method in registered():
+        words |= set(method.config_options)
+        if "_" in method.name:
+            words.add(method.name)
+    return words
+
+
+@pytest.mark.parametrize("module", ["hf_syntax_mt.modeling_syntax_mt", "hf_syntax_mt.pipeline_syntax_mt"])
+def test_the_spine_and_the_pipeline_name_no_method_option_input_or_method(module):
+    """Issue 68: the spine and the pipeline name no method, option or column, code and docstrings alike (document
+    context included: its inputs, two-step training and document translation reach them through the hooks); what
+    they need of a method they ask the registry."""
+    import re
+
+    from hf_syntax_mt.methods import registered
+
+    text = MODULES[module].read_text()
+    words = method_words()
+    assert {"context_sentences", "context_input_ids", "encoder_pascal_heads", "document_context"} <= words
+    found = sorted({w for w in words if re.search(rf"\b{re.escape(w)}\b", text)})
+    quoted = sorted({m.name for m in registered() if re.search(rf"[`'\"]{m.name}[`'\"]", text)})
+    assert not found and not quoted, (found, quoted)
+
+
+def test_the_name_check_finds_a_method_option():
+    """The check above, on a text that names an option, an input and a quoted method name."""
+    import re
+
+    text = "model(context_input_ids=ids)  # see `pascal`, context_sentences=2"
+    words = method_words()
+    assert sorted(w for w in words if re.search(rf"\b{re.escape(w)}\b", text)) == ["context_input_ids",
+                                                                                  "context_sentences"]  # fmt: skip
+    assert re.search(r"[`'\"]pascal[`'\"]", text)

@@ -2,6 +2,8 @@
 heads in use, l_sync, the layers with a context attention, and `method_of` for code outside the methods."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tiny_config import TINY
 from transformers import MarianConfig
 
@@ -71,3 +73,41 @@ def test_the_preprocessor_finds_document_context_by_its_column_kind(options, exp
 
     config = SyntaxMTConfig(**TINY, **options)
     assert SyntaxMTPreprocessor.for_config(config, data_marian_tokenizer).max_context_length == expected
+
+
+@pytest.mark.parametrize("options, window", [({}, 0), (dict(context_sentences=3), 3)])
+def test_the_document_window_and_the_option_that_sets_it_are_the_methods_answers(options, window):
+    """What the pipeline and the model's messages ask the registry (they name no option): k, and the option as set
+    and as an example; a plain Marian config reads no document."""
+    from hf_syntax_mt.methods.registry import document_settings, document_window
+
+    config = SyntaxMTConfig(**TINY, **options)
+    assert document_window(config) == window
+    assert document_settings(config) == f"context_sentences={window}"
+    assert document_settings(config, 2) == "context_sentences=2"
+    assert (document_window(MarianConfig(**TINY)), document_settings(MarianConfig(**TINY))) == (
+        0,
+        "context_sentences=0",
+    )
+
+
+WORDS = ["le", "chat", "dort", "sur", "la", "table", "", "  "]
+
+
+@settings(max_examples=30, deadline=None, database=None, derandomize=True)
+@given(
+    previous=st.lists(st.lists(st.sampled_from(WORDS), max_size=6).map(" ".join), max_size=3),
+    limit=st.one_of(st.none(), st.integers(1, 40)),
+)
+def test_a_sentences_document_inputs_are_the_training_datas_context(data_fast_tokenizer, previous, limit):
+    """The pipeline's context inputs (`Method.document_inputs`) are exactly what `encode_context` makes for the
+    training data: blank sentences add nothing, the most recent `max_context_length` ids are kept (else
+    `max_position_embeddings`); a sentence-level model makes none."""
+    from hf_syntax_mt.data.documents import encode_context
+    from hf_syntax_mt.methods.registry import document_inputs
+
+    config = SyntaxMTConfig(**TINY, context_sentences=3, max_context_length=limit)
+    expected = encode_context(data_fast_tokenizer, previous, limit or TINY["max_position_embeddings"])
+    got = document_inputs(config, data_fast_tokenizer, previous)
+    assert got == {"context_input_ids": expected, "context_attention_mask": [1] * len(expected)}
+    assert document_inputs(SyntaxMTConfig(**TINY), data_fast_tokenizer, previous) == {}

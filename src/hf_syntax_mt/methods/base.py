@@ -28,6 +28,9 @@ Its hooks, grouped by the stage that calls them (each defaults to "does nothing"
   methods derive from the same inputs (tree distances) is computed once per forward (`records.shared`);
 - **loss**: its auxiliary losses (`losses`, `wants_record`, `loss`, `loss_weights`), added to the cross-entropy by
   the model;
+- **documents**: how many previous source sentences of its document each sentence is read with (`document_window`,
+  set by the option `document_option`) and the inputs one sentence gets from them (`document_inputs`): the pipeline
+  and `translate_document` ask these, and two-step training freezes what `document_level` does not claim;
 - **inference and export**: what it needs at inference that a plain Marian model lacks (`inference_needs`) and how
   its parameters fold into Marian's (`export_state`).
 
@@ -226,6 +229,23 @@ class Method:
         return {}
 
     def loss_weights(self, config) -> dict[str, float]:
+        return {}
+
+    # --- documents: a sentence read with the previous source sentences of its document ----------------------------
+    #: the option that sets `document_window`, named in messages and examples (`"context_sentences"`); None: the
+    #: method never reads a document
+    document_option: str | None = None
+
+    def document_window(self, config) -> int:
+        """How many previous source sentences of its document each sentence is read with (called only when the
+        method is active; 0: none). The pipeline gives each sentence of a document that many, and refuses a sentence
+        given without its document unless told to translate without context."""
+        return 0
+
+    def document_inputs(self, config, tokenizer, previous: list[str]) -> dict[str, list]:
+        """The model inputs one sentence gets from its previous source sentences (oldest first, at most
+        `document_window` of them; `[]` for the first sentence of a document): one unpadded row per input it declares
+        (`inputs`), which the caller pads as the input's `Column` says."""
         return {}
 
     # --- inference and export -------------------------------------------------------------------------------

@@ -264,7 +264,15 @@ class DocumentContext(Method):
     (`build_encoder`, run once per sentence by `encoder_states`), a context-attention sublayer in chosen encoder and
     decoder layers between self-attention and the feed-forward network (`build_layer`, `sublayer`: Eqs. 12 and 16),
     the keys/values the decoder reads at every step (`decoder_states`) and theta_d for two-step training
-    (`document_level`)."""
+    (`document_level`).
+
+    Its inputs, keyword arguments of the model's `forward()` and `generate()` as every method's:
+
+    - `context_input_ids` `(B, M)`: the previous k source sentences of the same document, tokenized with special
+      tokens and concatenated, oldest first (`document_inputs`; `hf_syntax_mt.data.documents.encode_context` for the
+      training data). `None`, or a row with no real token, means no context: that row gets the sentence-level
+      computation. Ignored when `encoder_outputs` is given (they carry the encoded context).
+    - `context_attention_mask` `(B, M)`: 1 for real context tokens, 0 for padding; defaults to all ones."""
 
     name = "document_context"
     inference_needs = (
@@ -355,6 +363,24 @@ class DocumentContext(Method):
                 f"encoder layers {context_layers(config, 'encoder')} and decoder layers "
                 f"{context_layers(config, 'decoder')}, {gate}. Translate documents with "
                 "`pipe.translate_document(sentences)`.")  # fmt: skip
+
+    # --- documents: the previous k source sentences, encoded as the context inputs (Section 2.1: X^(<k)) ----------
+    document_option = "context_sentences"
+
+    def document_window(self, config) -> int:
+        return config.context_sentences
+
+    def document_inputs(self, config, tokenizer, previous):
+        """`context_input_ids` `(M,)`: each previous sentence tokenized on its own with the tokenizer's special tokens
+        (Marian: `... </s>`), concatenated oldest first, the last `max_context_length` ids kept (the window may begin
+        inside a sentence), as `hf_syntax_mt.data.documents.encode_context` makes the training data's; an empty or
+        blank sentence adds nothing (only such sentences: `[]`, no context). `context_attention_mask`: ones."""
+        texts = [s for s in previous if s is not None and str(s).strip()]
+        rows = tokenizer(texts, add_special_tokens=True, truncation=False)["input_ids"] if texts else []
+        ids = [int(i) for row in rows for i in row]
+        limit = config.max_context_length if config.max_context_length is not None else config.max_position_embeddings
+        ids = ids[max(0, len(ids) - limit) :]
+        return {"context_input_ids": ids, "context_attention_mask": [1] * len(ids)}
 
     # --- the spine's hooks: the context encoder, its sublayers, the states they read, theta_d ---------------------
     def build_encoder(self, encoder, config):

@@ -1,8 +1,9 @@
 """The method registry: the registered methods by name, in head order, and the lookups every reader asks (the spine,
 the data side, the train script, the docs): which methods a config switches on (`active_methods`, `method_of`), where
 their heads sit (`head_layout`, `head_kinds`), which columns they read (`input_columns`, `supervision_columns`,
-`column_specs`), their losses and descriptions. State and lookups only: what a method is lives in `base.py` (the
-`Method` base and its hooks), what one forward keeps in `records.py`, and the option checks in
+`column_specs`), how many previous sentences of its document a sentence is read with (`document_window`,
+`document_inputs`, `document_settings`), their losses and descriptions. State and lookups only: what a method is
+lives in `base.py` (the `Method` base and its hooks), what one forward keeps in `records.py`, and the option checks in
 `hf_syntax_mt.validation`.
 """
 
@@ -11,12 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import UserError
+from ..validation import check_count, check_strings
 from .base import Method
 from .columns import Column, DataTransform
 
 __all__ = [
-    "active_methods", "callbacks", "column_specs", "data_transforms", "describe", "get_method", "head_kinds",
-    "head_layout", "input_columns", "input_names", "loss_names", "method_of", "on_change", "owned_fields", "parse_columns", "register", "registered",
+    "active_methods", "callbacks", "column_specs", "data_transforms", "describe", "document_inputs",
+    "document_settings", "document_window", "get_method", "head_kinds", "head_layout", "input_columns", "input_names",
+    "loss_names", "method_of", "on_change", "owned_fields", "parse_columns", "register", "registered",
     "supervision_columns", "supervision_names", "unregister",
 ]  # fmt: skip
 
@@ -204,3 +207,31 @@ def loss_names() -> tuple[str, ...]:
 def describe(config) -> list[str]:
     """One line per active method (model cards, signatures)."""
     return [line for m in active_methods(config) if (line := m.describe(config))]
+
+
+def document_window(config) -> int:
+    """How many previous source sentences of its document each sentence is read with (`Method.document_window`, the
+    most any active method reads): 0 for a sentence-level model, or a config without the syntax options."""
+    return max((m.document_window(config) for m in active_methods(config)), default=0)
+
+
+def document_inputs(config, tokenizer, previous: list[str]) -> dict[str, list]:
+    """The inputs one sentence gets from its previous source sentences (a list of strings, oldest first), from every
+    active method (`Method.document_inputs`): input name -> one unpadded row."""
+    previous = check_strings(previous, "previous", "strings (the previous source sentences, oldest first)")
+    return {
+        name: row
+        for m in active_methods(config)
+        for name, row in m.document_inputs(config, tokenizer, previous).items()
+    }
+
+
+def document_settings(config, window: int | None = None) -> str:
+    """The options that set `document_window`, as messages name them: with their values in `config`
+    (`"context_sentences=0"`), or set to read `window` sentences (`"context_sentences=2"`, for an example)."""
+    window = check_count(window, "window (previous sentences read)", allow_none=True, maximum=1024)
+    active = active_methods(config)
+    return ", ".join(
+        f"{m.document_option}={(m.document_window(config) if m in active else 0) if window is None else window}"
+        for m in _REGISTRY.values() if m.document_option
+    )  # fmt: skip
