@@ -22,7 +22,9 @@ writes ``RESULTS/runs/<unit>.json`` and ``RESULTS/runs/<unit>.<test set>.txt``. 
 interrupted unit resumes from its last checkpoint. ``--aggregate`` rebuilds ``RESULTS/results.md`` (and the plot
 ``RESULTS/deltas.png``, `round2_stats.plot`) from the unit files: per setting and test set, mean +- std over seeds,
 the per-seed paired bootstrap against vanilla of the same seed, a pooled bootstrap over the concatenated hypotheses
-of every seed the method and vanilla share, a sign test over seeds x test sets, and ΔBLEU by source length.
+of every seed the method and vanilla share, a sign test over seeds x test sets, ΔBLEU by source length, and the
+statistics that count seeds (`seed_lines`: each seed's ΔBLEU over the setting's test sets pooled, tested over seeds;
+``--mixed-machines`` compares pairs of different machine kinds too, as round three's results were built).
 
     python benchmarks/studies/study_round2.py --list
     python benchmarks/studies/study_round2.py --units full-vanilla-seed0 --threads 1 --no-aggregate
@@ -358,44 +360,52 @@ def trainer_agreement(unit: dict) -> str:
     )
 
 
-def seed_lines(
-    fair: dict[str, dict[int, list[FairPair]]], kinds: dict[tuple[str, int], str], setting: str, samples: int
-) -> list[str]:
-    """Statistics that count seeds (issue 66; `seed_stats`): per method, each seed's ΔBLEU against vanilla of the seed
-    over every test set of the setting pooled (corpus BLEU of the test sets concatenated), tested over seeds, and the
-    sentence-cluster bootstrap of the pooled ΔBLEU. ``fair``: method -> seed -> its pairs with vanilla of the seed
-    (one a test set), the pairs the tables above compare (a seed missing a test set is left out); ``kinds``: (method,
-    seed) -> the machine relation of the pair ("same", "unknown", "different")."""
-    from hf_syntax_mt.evaluation import corpus_scores
+def seed_lines(by_key: dict, seeds_of: dict[tuple[str, str], list[int]], refs: dict, samples: int,
+               mixed: bool) -> list[str]:  # fmt: skip
+    """Statistics that count seeds (issue 66): per setting and method, each seed's ΔBLEU against vanilla of the seed
+    over every test set of the setting concatenated, tested over seeds (round four's `compare`: `seed_stats`'
+    tests, the sentence-cluster and the line bootstrap of the pooled ΔBLEU, each pair's machine relation).
 
-    lines = ["", "Seed-level statistics (each seed one observation: its ΔBLEU against vanilla over every test set of "
-             "the setting concatenated; paired t over seeds with the 95% interval, exact Wilcoxon and sign tests, the "
-             "unpaired t of the per-seed BLEU, and the sentence-cluster bootstrap of the pooled ΔBLEU, a source "
-             "sentence carrying every seed's lines; the line bootstrap is in the per-test-set table above):", "",
-             *seed_stats.SEED_TABLE_HEADER]  # fmt: skip
-    tests = TEST_SETS[setting]
-    for method, by_seed in fair.items():
-        seeds = sorted(s for s, p in by_seed.items() if [q.test_set for q in p] == list(tests))  # every test set
-        if not seeds:
-            continue
-        joined = {
-            s: [[x for p in by_seed[s] for x in getattr(p, k)] for k in ("base", "system", "refs")] for s in seeds
-        }
-        r = joined[seeds[0]][2]
-        if any(joined[s][2] != r for s in seeds):
-            raise SystemExit(f"{setting} {method}: seeds translated different test sentences; compare full units")
-        base_bleu = [corpus_scores(joined[s][0], r)["bleu"] for s in seeds]
-        sys_bleu = [corpus_scores(joined[s][1], r)["bleu"] for s in seeds]
-        deltas = [a - b for a, b in zip(sys_bleu, base_bleu, strict=True)]
-        stats = seed_stats.seed_level(deltas, sys_bleu, base_bleu)
-        cluster = seed_stats.cluster_bootstrap(
-            [joined[s][0] for s in seeds], [joined[s][1] for s in seeds], r, samples
-        )
-        relations = [kinds[(method, s)] for s in seeds]
-        machines = "; ".join(f"{','.join(str(s) for s, k in zip(seeds, relations, strict=True) if k == kind)}: {kind}"
-                             for kind in dict.fromkeys(relations))  # fmt: skip
-        lines.append(seed_stats.seed_row(f"{method} - vanilla", seeds, deltas, stats, cluster, None, machines))
-    return lines
+    Args:
+        by_key: (setting, method, seed) -> unit.
+        seeds_of: (setting, method) -> the seeds whose pairs with vanilla the tables above compare on every test set.
+        mixed: pairs of different machine kinds were compared (``--mixed-machines``): a comparison with such a pair
+            is given again on the seeds of one (or unknown) kind only.
+    """
+    from benchmarks.studies import study_round4 as round_four  # it imports this module: here, not at the top
+
+    round_four.round_three._POOLED.clear()  # its line bootstraps are cached by unit name: once an aggregate
+    lines = ["## Seed-level statistics", "",
+             "Each seed is one observation (issue 66): ΔBLEU of a seed = corpus BLEU of the method's test sets of the "
+             "setting concatenated (full and low: the four Multi30k test sets; long: iwslt17.test and "
+             "europarl7.test) minus vanilla's of the same seed, over the seeds the tables above compare. Paired t "
+             "over seeds with the 95% t interval of the mean; exact Wilcoxon signed-rank and sign tests (with 3 seeds "
+             "neither can go below p = 0.25); the unpaired t-test of the two methods' per-seed BLEU (for pairs whose "
+             "units ran on different machines, which weakens the pairing); the sentence-cluster bootstrap of the "
+             f"pooled ΔBLEU ({samples} resamples of the source sentences, each carrying every seed's lines of both "
+             "systems); and the line bootstrap of the same pooled ΔBLEU (the seeds' lines concatenated, each line "
+             "resampled on its own, as the tables above resample each test set), which measures test-sentence noise "
+             "only.", "",
+             "Machines: round two's units predate the machine record (issue 66); each records its device, whether "
+             "its CPU computes bf16 natively and its threads, not the CPU. By issue 66 and the study page, the `low` "
+             "units of seed 0 ran on an AVX2 EPYC (DBSA + sync's on a Xeon) and those of seeds 1-2 on a Xeon. A pair "
+             "is of different kinds only where those three fields differ, else of unknown kind and compared (round "
+             "three's rule, `benchmarks.machine.same_kind`), so an unknown pair may still span two CPU kinds. The "
+             "machines column gives each seed's relation; "
+             + ("pairs of different kinds are compared (`--mixed-machines`), and a comparison with one is given "
+                "again without it (*one kind only*)" if mixed else "pairs of different kinds are left out")
+             + "; *Machine kinds* below names every such pair.", "", *seed_stats.SEED_TABLE_HEADER]  # fmt: skip
+    for (setting, method), seeds in seeds_of.items():
+        one_kind = [s for s in seeds if machine.same_kind(by_key[(setting, "vanilla", s)],
+                                                          by_key[(setting, method, s)])[0] is not False]  # fmt: skip
+        for name, chosen in ((f"`{setting}` {method} - vanilla", seeds),
+                             (f"`{setting}` {method} - vanilla, one kind only", one_kind)):  # fmt: skip
+            if not chosen or (chosen is one_kind and one_kind == seeds):
+                continue
+            c = round_four.compare(by_key, setting, chosen, method, "vanilla", refs, samples, TEST_SETS[setting])
+            lines.append(seed_stats.seed_row(name, chosen, c["deltas"], c["stats"], c["cluster"], c["line_p"],
+                                             c["machines"]))  # fmt: skip
+    return [*lines, ""]
 
 
 def aggregate(args) -> str | None:
@@ -420,8 +430,11 @@ def aggregate(args) -> str | None:
     by_key = {(u["setting"], u["method"], u["seed"]): u for u in units}
     pairing = machine.Pairing(getattr(args, "mixed_machines", False))
     summary = {}  # setting -> what `plot` draws
-    lines = ["# Study round two: results", "", "Built by `python benchmarks/studies/study_round2.py --aggregate` from "
-             f"`runs/*.json` ({len(units)} units). The ΔBLEU columns are drawn in `deltas.png` beside this file.", ""]  # fmt: skip
+    mixed = " --mixed-machines" if pairing.mixed else ""
+    seeds_of: dict[tuple[str, str], list[int]] = {}  # (setting, method) -> the seeds compared on every test set
+    lines = ["# Study round two: results", "", "Built by `python benchmarks/studies/study_round2.py "
+             f"--aggregate{mixed}` from `runs/*.json` ({len(units)} units). The ΔBLEU columns are drawn in "
+             "`deltas.png` beside this file.", ""]  # fmt: skip
     for setting in SETTINGS:
         su = [u for u in units if u["setting"] == setting]
         if not su:
@@ -434,7 +447,6 @@ def aggregate(args) -> str | None:
                   "|---|---|---|---|---|---|---|"]  # fmt: skip
         fair: dict[str, list[FairPair]] = {}  # method -> its same-seed pairs with vanilla, every test set
         by_seed: dict[str, dict[int, list[FairPair]]] = {}  # the same pairs: method -> seed -> one a test set
-        kinds: dict[tuple[str, int], str] = {}  # (method, seed) -> the machine relation of its pair with vanilla
         summary[setting] = {"runs": {}, "buckets": {}}
         runs = summary[setting]["runs"]  # method -> [(seed, test set, ΔBLEU)]
         for method in METHODS:
@@ -465,7 +477,6 @@ def aggregate(args) -> str | None:
                     pair = FairPair(t, base["hypotheses"][t], u["hypotheses"][t], refs[t][:n], lengths[t][:n])
                     fair.setdefault(method, []).append(pair)
                     by_seed.setdefault(method, {}).setdefault(u["seed"], []).append(pair)
-                    kinds[(method, u["seed"])] = machine.RELATION[machine.same_kind(base, u)[0]]
                 pooled, pairs = "-", [p for p in fair.get(method, []) if p.test_set == t]
                 if len(pairs) > 1:  # the concatenated hypotheses of every seed the method and vanilla share
                     b = paired_bootstrap(*([x for p in pairs for x in getattr(p, k)] for k in ("base", "system", "refs")),
@@ -495,7 +506,10 @@ def aggregate(args) -> str | None:
                 }
                 lines.append(f"- {m}: " + ", ".join(f"seed {seed} {d:+.2f}" for seed, d in means.items())
                              + f" ({sum(d > 0 for d in means.values())} of {len(means)} seeds ahead)")  # fmt: skip
-            lines += seed_lines(by_seed, kinds, setting, args.bootstrap_samples)
+            for method, pairs in by_seed.items():
+                seeds = sorted(s for s, p in pairs.items() if [q.test_set for q in p] == list(TEST_SETS[setting]))
+                if seeds:
+                    seeds_of[(setting, method)] = seeds
         lines += ["", "BLEU by source length (words), every test set and seed pooled:", ""]
         table = {}
         for method in METHODS:
@@ -526,6 +540,8 @@ def aggregate(args) -> str | None:
             lines += [f"- {method}: {length_gap(pairs, args.bootstrap_samples)}"
                       for method, pairs in fair.items()]  # fmt: skip
         lines.append("")
+    if seeds_of:
+        lines += seed_lines(by_key, seeds_of, refs, args.bootstrap_samples, pairing.mixed)
     lines += [*pairing.lines(), ""]
     lines += ["Units:", ""] + [
         f"- {u['unit']}: {u['device']}, {u['precision']}, {u['train_minutes']} training min, "

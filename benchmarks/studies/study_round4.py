@@ -262,27 +262,31 @@ def references(args, place: str) -> dict[str, list[str]]:
             for t in TESTS}  # fmt: skip
 
 
-def seed_lines(sys_units: list[dict], base_units: list[dict], refs: dict) -> tuple:
+def seed_lines(sys_units: list[dict], base_units: list[dict], refs: dict, tests=TESTS) -> tuple:
     """What a comparison over seeds reads, the i-th system unit paired with the i-th baseline: the references, each
-    seed's system and baseline lines (the four test sets concatenated), their BLEU and each seed's ΔBLEU."""
-    r = round_three.references(refs, sys_units[:1], TESTS)
-    sys_lines = [round_three.concat([u], TESTS) for u in sys_units]
-    base_lines = [round_three.concat([b], TESTS, [u]) for b, u in zip(base_units, sys_units, strict=True)]
+    seed's system and baseline lines (the ``tests``, by default the four Multi30k test sets, concatenated), their BLEU
+    and each seed's ΔBLEU."""
+    r = round_three.references(refs, sys_units[:1], tests)
+    sys_lines = [round_three.concat([u], tests) for u in sys_units]
+    base_lines = [round_three.concat([b], tests, [u]) for b, u in zip(base_units, sys_units, strict=True)]
     sys_bleu = [round_three._corpus_bleu(h, r) for h in sys_lines]
     base_bleu = [round_three._corpus_bleu(h, r) for h in base_lines]
     return r, sys_lines, base_lines, sys_bleu, base_bleu, [a - b for a, b in zip(sys_bleu, base_bleu, strict=True)]
 
 
-def compare(units: dict, place: str, seeds: list[int], system: str, base: str, refs: dict, samples: int) -> dict:
-    """One hypothesis test over ``seeds``: each seed's ΔBLEU (the four test sets concatenated), `seed_stats.seed_level`,
-    the sentence-cluster bootstrap, the line bootstrap's p, and the machine relation of each seed's pair."""
+def compare(
+    units: dict, place: str, seeds: list[int], system: str, base: str, refs: dict, samples: int, tests=TESTS
+) -> dict:
+    """One hypothesis test over ``seeds``: each seed's ΔBLEU (the ``tests`` concatenated), `seed_stats.seed_level`,
+    the sentence-cluster bootstrap, the line bootstrap's p, and the machine relation of each seed's pair. ``units``:
+    (place, method, seed) -> unit (round two's aggregate passes its settings as places)."""
     sys_units = [units[(place, system, s)] for s in seeds]
     base_units = [units[(place, base, s)] for s in seeds]
-    r, sys_lines, base_lines, sys_bleu, base_bleu, deltas = seed_lines(sys_units, base_units, refs)
+    r, sys_lines, base_lines, sys_bleu, base_bleu, deltas = seed_lines(sys_units, base_units, refs, tests)
     kinds = [RELATION[same_kind(b, u)[0]] for b, u in zip(base_units, sys_units, strict=True)]
     return {"seeds": seeds, "deltas": deltas, "stats": seed_stats.seed_level(deltas, sys_bleu, base_bleu),
             "cluster": seed_stats.cluster_bootstrap(base_lines, sys_lines, r, samples),
-            "line_p": round_three.pooled(base_units, sys_units, refs, TESTS, samples)[1],
+            "line_p": round_three.pooled(base_units, sys_units, refs, tests, samples)[1],
             "machines": "; ".join(f"{','.join(str(s) for s, k in zip(seeds, kinds, strict=True) if k == kind)}: {kind}"
                                   for kind in dict.fromkeys(kinds))}  # fmt: skip
 
