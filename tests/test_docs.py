@@ -225,9 +225,10 @@ def test_the_api_reference_renders_transformers_style_docstrings(site):
     assert re.search(r"\(<code>(<span[^>]*>)?float(</span>)?</code>\)", item)
     assert f"defaults to <code>{default}</code>" in item and "Standard deviation of the Gaussian" in item
     # forward()'s arguments, written without an Args: header, are a parameter list with their shapes
-    forward = html[html.index('id="hf_syntax_mt.modeling_syntax_mt.SyntaxMTModel.forward"') :]
-    item = re.search(r"<code>context_input_ids</code>.*?</li>", forward, flags=re.DOTALL).group(0)
-    assert "Shape <code>(batch_size, context_length)</code>" in item and "LongTensor" in item
+    # (the methods' inputs are documented in their modules: `labels` is the spine's own)
+    forward = html[html.index('id="hf_syntax_mt.modeling_syntax_mt.SyntaxMTForConditionalGeneration.forward"') :]
+    item = re.search(r"<code>labels</code>.*?</li>", forward, flags=re.DOTALL).group(0)
+    assert "Shape <code>(batch_size, target_length)</code>" in item and "LongTensor" in item
 
 
 def test_the_docstring_extension_rewrites_transformers_conventions():

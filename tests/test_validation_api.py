@@ -20,6 +20,7 @@ from safetensors.torch import save_file
 from transformers import pipeline
 
 import hf_syntax_mt  # noqa: F401  (registers "syntax-translation")
+from hf_syntax_mt import SyntaxMTConfig
 from hf_syntax_mt.errors import UserError, UserTypeError
 from hf_syntax_mt.inference import translate_lines
 from hf_syntax_mt.training import CheckpointAverageCallback, build_model, model_config, train_tokenizer
@@ -37,7 +38,7 @@ def echo_pipe(context_sentences: int = 0):
         calls.append((list(sentences), kwargs))
         return [{"translation_text": f"<{s}>"} for s in sentences]
 
-    pipe.model = SimpleNamespace(config=SimpleNamespace(context_sentences=context_sentences))
+    pipe.model = SimpleNamespace(config=SyntaxMTConfig(context_sentences=context_sentences))  # the config's methods
     pipe.calls = calls
     return pipe
 

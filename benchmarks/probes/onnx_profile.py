@@ -144,7 +144,7 @@ def main(argv=None) -> int:
     median = lambda path, key: statistics.median(r[path][key] for r in rounds)  # noqa: E731
     report = {
         "what": __doc__.split("\n\n")[0].replace("\n", " "),
-        "argv": sys.argv[1:],
+        "argv": [relative_path(a) for a in sys.argv[1:]],
         "commit": git_commit(),
         "cpu": cpu_name(),
         "software": software(),

@@ -291,9 +291,8 @@ class SyntaxTranslationPipeline(Pipeline):
                 "attention_mask": torch.ones(1, len(input_ids), dtype=torch.long),
             }
         columns = config.parse_columns()  # the columns the model's methods read from the parse (its registry's)
-        enc = align_parse(
-            self.tokenizer, parse, text=text if text.strip() else None, max_length=max_length, columns=columns
-        )
+        enc = align_parse(self.tokenizer, parse, text=text if text.strip() else None, max_length=max_length,
+                          columns=columns, config=config)  # each column's compute reads the model's config  # fmt: skip
         out = {
             "input_ids": torch.tensor([enc["input_ids"]]),
             "attention_mask": torch.ones(1, len(enc["input_ids"]), dtype=torch.long),

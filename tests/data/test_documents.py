@@ -216,7 +216,9 @@ def test_encode_context_validates(data_fast_tokenizer):
 def test_preprocessor_context_columns(data_fast_tokenizer):
     tok = data_fast_tokenizer
     ds = add_document_context(_docs_dataset(), 2)
-    out = prepare_dataset(ds, tok, WhitespaceParser(), batch_size=2, max_context_length=6)
+    out = prepare_dataset(
+        ds, tok, WhitespaceParser(), batch_size=2, max_context_length=6, columns=["parent_positions"]
+    )
     assert out.column_names == ["input_ids", "attention_mask", "parent_positions", "labels", "context_input_ids",
                                 "context_attention_mask"]  # fmt: skip
     assert out.features["context_input_ids"].feature.dtype == "int32"

@@ -12,6 +12,7 @@ import pytest
 from transformers import pipeline
 
 import hf_syntax_mt  # noqa: F401  (registers "syntax-translation")
+from hf_syntax_mt import SyntaxMTConfig
 from hf_syntax_mt.cli import main
 from hf_syntax_mt.inference import translate_lines
 from hf_syntax_mt.training import build_model, model_config, train_tokenizer
@@ -250,7 +251,7 @@ def test_translate_lines_refuses_a_document_model_without_documents_or_contexts(
         calls.append(kwargs)
         return [{"translation_text": s} for s in sentences]
 
-    pipe.model = SimpleNamespace(config=SimpleNamespace(context_sentences=2))
+    pipe.model = SimpleNamespace(config=SyntaxMTConfig(context_sentences=2))
     with pytest.raises(ValueError, match=r"context_sentences=2\), but the lines were given without documents"):
         translate_lines(pipe, ["a", "b"], progress=False)
     assert calls == []

@@ -139,7 +139,8 @@ def owned_fields(method: Method) -> tuple[str, ...]:
 
 def _names(kind: str) -> tuple[str, ...]:
     if kind not in _NAMES:  # cached: the models ask at every decoding step
-        _NAMES[kind] = tuple(dict.fromkeys(n for m in _REGISTRY.values() for n in getattr(m, kind)))
+        # plain strings, not the `Column`s (a str subclass that torch.compile's fullgraph tracing cannot hold)
+        _NAMES[kind] = tuple(dict.fromkeys(str(n) for m in _REGISTRY.values() for n in getattr(m, kind)))
     return _NAMES[kind]
 
 

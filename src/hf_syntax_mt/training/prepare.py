@@ -311,9 +311,12 @@ def freeze_sentence_level(model, config, model_args: ModelArguments) -> None:
     if not model_args.freeze_sentence_level:
         return
     if not isinstance(config, SyntaxMTConfig):
-        raise UserError(
-            "--freeze_sentence_level needs a SyntaxMT model with --context_sentences, not --vanilla_marian"
+        from ..methods.registry import document_settings
+
+        flags = " or ".join(
+            f"--{setting.split('=')[0]}" for setting in document_settings(config).split(", ") if setting
         )
+        raise UserError(f"--freeze_sentence_level needs a SyntaxMT model with {flags}, not --vanilla_marian")
     trainable = model.freeze_sentence_level_parameters()
     n = sum(p.numel() for p in model.parameters() if p.requires_grad)
     logger.info("sentence-level parameters frozen: %d trainable tensors (%d parameters)", len(trainable), n)
