@@ -22,9 +22,8 @@ from pathlib import Path
 
 from benchmarks import common
 from benchmarks.machine import RELATION, describe, same_kind
-from benchmarks.studies import seed_stats
+from benchmarks.studies import seed_compare, seed_stats
 from benchmarks.studies import study_round2 as round_two
-from benchmarks.studies import study_round3 as round_three
 from benchmarks.studies import study_round4 as round_four
 
 TESTS = round_two.MULTI30K_TESTS
@@ -124,11 +123,13 @@ def compare(units: dict, seeds: list[int], system: str, base: str, refs: dict, s
     from hf_syntax_mt.evaluation import paired_bootstrap
 
     sys_units, base_units = [units[(system, s)] for s in seeds], [units[(base, s)] for s in seeds]
-    r, sys_lines, base_lines, sys_bleu, base_bleu, deltas = round_four.seed_lines(sys_units, base_units, refs)
+    r, sys_lines, base_lines, sys_bleu, base_bleu, deltas = seed_compare.seed_lines(
+        sys_units, base_units, refs, round_four.TESTS
+    )
     per_seed_p = [paired_bootstrap(b, h, r, samples)["bleu"]["p_value"] for b, h in zip(base_lines, sys_lines,
                                                                                         strict=True)]  # fmt: skip
-    pooled = (round_three._corpus_bleu([x for h in sys_lines for x in h], r * len(seeds))
-              - round_three._corpus_bleu([x for h in base_lines for x in h], r * len(seeds)))  # fmt: skip
+    pooled = (seed_compare.corpus_bleu([x for h in sys_lines for x in h], r * len(seeds))
+              - seed_compare.corpus_bleu([x for h in base_lines for x in h], r * len(seeds)))  # fmt: skip
     kinds = [RELATION[same_kind(b, u)[0]] for b, u in zip(base_units, sys_units, strict=True)]
     return {"system": system, "base": base, "seeds": seeds, "deltas": deltas, "per_seed_p": per_seed_p,
             "pooled": pooled, "stats": seed_stats.seed_level(deltas, sys_bleu, base_bleu),
@@ -142,7 +143,7 @@ def _pooled_bleu(units: list[dict], refs: dict, engine: str | None = None) -> fl
     lines = [x for u in units for t in TESTS for x in (u["hypotheses"][engine] if engine else u["hypotheses"])[t]]
     r = [x for u in units for t in TESTS
          for x in refs[t][: len((u["hypotheses"][engine] if engine else u["hypotheses"])[t])]]  # fmt: skip
-    return round_three._corpus_bleu(lines, r)
+    return seed_compare.corpus_bleu(lines, r)
 
 
 def _p(p) -> str:

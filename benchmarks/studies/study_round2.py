@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: 
 from benchmarks import common, machine  # noqa: E402
 from benchmarks.common import RESULTS as ALL_RESULTS  # noqa: E402
 from benchmarks.studies import multi30k_study as round_one  # noqa: E402
-from benchmarks.studies import seed_stats  # noqa: E402
+from benchmarks.studies import seed_compare, seed_stats  # noqa: E402
 from benchmarks.studies import units as unit_files  # noqa: E402
 from benchmarks.studies.round2_stats import FairPair, bucket_deltas, format_p, length_gap, plot, sign_test  # noqa: E402
 
@@ -372,9 +372,7 @@ def seed_lines(by_key: dict, seeds_of: dict[tuple[str, str], list[int]], refs: d
         mixed: pairs of different machine kinds were compared (``--mixed-machines``): a comparison with such a pair
             is given again on the seeds of one (or unknown) kind only.
     """
-    from benchmarks.studies import study_round4 as round_four  # it imports this module: here, not at the top
-
-    round_four.round_three._POOLED.clear()  # its line bootstraps are cached by unit name: once an aggregate
+    seed_compare.POOLED.clear()  # its line bootstraps are cached by unit name: once an aggregate
     lines = ["## Seed-level statistics", "",
              "Each seed is one observation (issue 66): ΔBLEU of a seed = corpus BLEU of the method's test sets of the "
              "setting concatenated (full and low: the four Multi30k test sets; long: iwslt17.test and "
@@ -402,7 +400,7 @@ def seed_lines(by_key: dict, seeds_of: dict[tuple[str, str], list[int]], refs: d
                              (f"`{setting}` {method} - vanilla, one kind only", one_kind)):  # fmt: skip
             if not chosen or (chosen is one_kind and one_kind == seeds):
                 continue
-            c = round_four.compare(by_key, setting, chosen, method, "vanilla", refs, samples, TEST_SETS[setting])
+            c = seed_compare.compare(by_key, setting, chosen, method, "vanilla", refs, samples, TEST_SETS[setting])
             lines.append(seed_stats.seed_row(name, chosen, c["deltas"], c["stats"], c["cluster"], c["line_p"],
                                              c["machines"]))  # fmt: skip
     return [*lines, ""]

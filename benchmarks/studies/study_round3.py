@@ -44,6 +44,7 @@ from benchmarks.machine import RELATION, Pairing, describe, same_kind  # noqa: E
 from benchmarks.studies import seed_stats  # noqa: E402
 from benchmarks.studies import study_round2 as round_two  # noqa: E402
 from benchmarks.studies.round2_stats import format_p, sign_test  # noqa: E402
+from benchmarks.studies.seed_compare import POOLED, concat, corpus_bleu, pooled, references  # noqa: E402
 
 RESULTS = ALL_RESULTS / "round3"
 ROUND_TWO = round_two.RESULTS
@@ -99,28 +100,6 @@ def parse_args(argv=None):
 # ------------------------------------------------------------------------------------------------------------------
 # Aggregate: reads only the unit files of both rounds
 # ------------------------------------------------------------------------------------------------------------------
-def concat(units: list[dict], tests, like: list[dict] | None = None) -> list[str]:
-    """The hypotheses of ``units`` over ``tests``, seeds concatenated; each test set cut to as many sentences as the
-    unit of ``like`` at the same place has (a ``--quick`` unit translates the first few)."""
-    like = like or units
-    return [
-        h
-        for u, v in zip(units, like, strict=True)
-        for t in tests
-        for h in u["hypotheses"][t][: len(v["hypotheses"][t])]
-    ]
-
-
-def references(refs: dict, units: list[dict], tests) -> list[str]:
-    return [x for u in units for t in tests for x in refs[t][: len(u["hypotheses"][t])]]
-
-
-def _corpus_bleu(hyps: list[str], refs: list[str]) -> float:
-    from hf_syntax_mt.evaluation import corpus_scores
-
-    return corpus_scores(hyps, refs)["bleu"]
-
-
 def best_single(two: dict, refs: dict, tests) -> tuple[str, float]:
     """Round two's single method with the largest pooled ΔBLEU over vanilla of the same seed on ``tests`` (corpus
     BLEU of every seed's hypotheses concatenated, the seeds each method shares with vanilla): (method, ΔBLEU)."""
@@ -130,25 +109,9 @@ def best_single(two: dict, refs: dict, tests) -> tuple[str, float]:
         if seeds:
             system, base = [two[(method, s)] for s in seeds], [two[("vanilla", s)] for s in seeds]
             r = references(refs, system, tests)
-            out[method] = _corpus_bleu(concat(system, tests), r) - _corpus_bleu(concat(base, tests, system), r)
+            out[method] = corpus_bleu(concat(system, tests), r) - corpus_bleu(concat(base, tests, system), r)
     method = max(out, key=out.get)
     return method, out[method]
-
-
-_POOLED: dict[tuple, tuple[float, float]] = {}  # (base units, system units, tests, samples) -> `pooled`'s answer
-
-
-def pooled(base: list[dict], system: list[dict], refs: dict, tests, samples: int) -> tuple[float, float]:
-    """Paired bootstrap of ``system`` against ``base`` (same seeds, in order) over ``tests``, seeds concatenated
-    (each line resampled on its own: test-sentence noise only, see `seed_lines`); computed once an aggregate."""
-    from hf_syntax_mt.evaluation import paired_bootstrap
-
-    key = (tuple(u["unit"] for u in base), tuple(u["unit"] for u in system), tuple(tests), samples)
-    if key not in _POOLED:
-        b = paired_bootstrap(concat(base, tests, system), concat(system, tests), references(refs, system, tests),
-                             samples)  # fmt: skip
-        _POOLED[key] = b["bleu"]["system"] - b["bleu"]["baseline"], b["bleu"]["p_value"]
-    return _POOLED[key]
 
 
 def fair(a: dict, b: dict, pairing: Pairing | None = None) -> bool:
@@ -223,7 +186,7 @@ def seed_lines(three: list[dict], two: dict, refs: dict, samples: int, pairing: 
             raise SystemExit(f"{system}: its units translated different numbers of test sentences; compare full units")
         sys_lines = [concat([u], TESTS) for u in sys_units]
         base_lines = [concat([b], TESTS, [u]) for b, u in zip(base_units, sys_units, strict=True)]
-        sys_bleu, base_bleu = [_corpus_bleu(h, r) for h in sys_lines], [_corpus_bleu(h, r) for h in base_lines]
+        sys_bleu, base_bleu = [corpus_bleu(h, r) for h in sys_lines], [corpus_bleu(h, r) for h in base_lines]
         deltas = [a - b for a, b in zip(sys_bleu, base_bleu, strict=True)]
         stats = seed_stats.seed_level(deltas, sys_bleu, base_bleu)
         cluster = seed_stats.cluster_bootstrap(base_lines, sys_lines, r, samples)
@@ -276,7 +239,7 @@ def aggregate(args) -> str | None:
         refs[t] = f["tgt"].read_text(encoding="utf-8").split("\n")[:-1]
     pairing = Pairing(getattr(args, "mixed_machines", False))
     mixed = " --mixed-machines" if pairing.mixed else ""
-    _POOLED.clear()
+    POOLED.clear()
     every = ("every test set", TESTS)  # the four test sets concatenated
     scopes = [(t, (t,)) for t in TESTS] + [every]
     best = {name: best_single(two, refs, tests) for name, tests in scopes}
@@ -324,7 +287,7 @@ def aggregate(args) -> str | None:
             if against:
                 d, p = pooled([o for o, _ in against], [u for _, u in against], refs, tests, args.bootstrap_samples)
                 cells[1:] = [f"{d:+.2f} ({p:.3f})", verdict(d, p)]
-            bleu = common.mean_std([_corpus_bleu(concat([u], tests), references(refs, [u], tests)) for u in mu])
+            bleu = common.mean_std([corpus_bleu(concat([u], tests), references(refs, [u], tests)) for u in mu])
             lines.append(f"| {method} | {name} | {','.join(str(u['seed']) for u in mu)} | {bleu} | "
                          f"{', '.join(per_seed)} | {cells[0]} | {single} ({best[name][1]:+.2f}) | {cells[1]} | "
                          f"{cells[2]} |")  # fmt: skip

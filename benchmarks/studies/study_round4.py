@@ -32,9 +32,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
 from benchmarks import common  # noqa: E402
 from benchmarks.common import RESULTS as ALL_RESULTS  # noqa: E402
-from benchmarks.machine import RELATION, describe, same_kind  # noqa: E402
+from benchmarks.machine import describe  # noqa: E402
 from benchmarks.studies import multi30k_study as round_one  # noqa: E402
-from benchmarks.studies import seed_stats  # noqa: E402
+from benchmarks.studies import (
+    seed_compare,  # noqa: E402
+    seed_stats,  # noqa: E402
+)
 from benchmarks.studies import study_round2 as round_two  # noqa: E402
 from benchmarks.studies import study_round3 as round_three  # noqa: E402
 from benchmarks.studies import units as unit_files  # noqa: E402
@@ -262,35 +265,6 @@ def references(args, place: str) -> dict[str, list[str]]:
             for t in TESTS}  # fmt: skip
 
 
-def seed_lines(sys_units: list[dict], base_units: list[dict], refs: dict, tests=TESTS) -> tuple:
-    """What a comparison over seeds reads, the i-th system unit paired with the i-th baseline: the references, each
-    seed's system and baseline lines (the ``tests``, by default the four Multi30k test sets, concatenated), their BLEU
-    and each seed's ΔBLEU."""
-    r = round_three.references(refs, sys_units[:1], tests)
-    sys_lines = [round_three.concat([u], tests) for u in sys_units]
-    base_lines = [round_three.concat([b], tests, [u]) for b, u in zip(base_units, sys_units, strict=True)]
-    sys_bleu = [round_three._corpus_bleu(h, r) for h in sys_lines]
-    base_bleu = [round_three._corpus_bleu(h, r) for h in base_lines]
-    return r, sys_lines, base_lines, sys_bleu, base_bleu, [a - b for a, b in zip(sys_bleu, base_bleu, strict=True)]
-
-
-def compare(
-    units: dict, place: str, seeds: list[int], system: str, base: str, refs: dict, samples: int, tests=TESTS
-) -> dict:
-    """One hypothesis test over ``seeds``: each seed's ΔBLEU (the ``tests`` concatenated), `seed_stats.seed_level`,
-    the sentence-cluster bootstrap, the line bootstrap's p, and the machine relation of each seed's pair. ``units``:
-    (place, method, seed) -> unit (round two's aggregate passes its settings as places)."""
-    sys_units = [units[(place, system, s)] for s in seeds]
-    base_units = [units[(place, base, s)] for s in seeds]
-    r, sys_lines, base_lines, sys_bleu, base_bleu, deltas = seed_lines(sys_units, base_units, refs, tests)
-    kinds = [RELATION[same_kind(b, u)[0]] for b, u in zip(base_units, sys_units, strict=True)]
-    return {"seeds": seeds, "deltas": deltas, "stats": seed_stats.seed_level(deltas, sys_bleu, base_bleu),
-            "cluster": seed_stats.cluster_bootstrap(base_lines, sys_lines, r, samples),
-            "line_p": round_three.pooled(base_units, sys_units, refs, tests, samples)[1],
-            "machines": "; ".join(f"{','.join(str(s) for s, k in zip(seeds, kinds, strict=True) if k == kind)}: {kind}"
-                                  for kind in dict.fromkeys(kinds))}  # fmt: skip
-
-
 def aggregate(args) -> str | None:
     allow_unhashed = getattr(args, "allow_unhashed", False)
     four = common.aggregated_units(args.results, lambda r: load_units(r, allow_unhashed))
@@ -307,7 +281,7 @@ def aggregate(args) -> str | None:
     everything = {**earlier, **units}
     refs = {place: references(args, place) for place in PLACES}
     samples = args.bootstrap_samples
-    round_three._POOLED.clear()
+    seed_compare.POOLED.clear()
     places = [("en->de, seeds 0-5", "low", blocks(everything, "low", (*round_two.SEEDS, *ENDE_SEEDS))),
               ("en->de, blocks 3-5 alone", "low", blocks(units, "low", ENDE_SEEDS)),
               ("fr->en, seeds 0-2", "fren", blocks(units, "fren", FREN_SEEDS))]  # fmt: skip
@@ -326,7 +300,7 @@ def aggregate(args) -> str | None:
         for h, (system, base) in HYPOTHESES.items():
             if not seeds:
                 continue
-            c = compare(everything, place, seeds, system, base, refs[place], samples)
+            c = seed_compare.compare(everything, place, seeds, system, base, refs[place], samples, TESTS)
             tests[(name, h)] = c
             lines.append(seed_stats.seed_row(f"{h} {system} - {base}, {name}", seeds, c["deltas"], c["stats"],
                                              c["cluster"], c["line_p"], c["machines"]))  # fmt: skip
@@ -358,7 +332,7 @@ def aggregate(args) -> str | None:
               "|---|" + "---|" * (len(TESTS) + 4)]  # fmt: skip
     for key in sorted(everything, key=lambda k: (k[0], k[2], list(METHODS).index(k[1]))):
         u, r = everything[key], refs[key[0]]
-        pooled = round_three._corpus_bleu(round_three.concat([u], TESTS), round_three.references(r, [u], TESTS))
+        pooled = seed_compare.corpus_bleu(seed_compare.concat([u], TESTS), seed_compare.references(r, [u], TESTS))
         lines.append(f"| {u['unit']}{'' if key in units else ' (round ' + ('three' if key[1] == 'all3' else 'two') + ')'}"
                      f" | " + " | ".join(f"{u['tests'][t]['bleu']:.2f}" for t in TESTS) + f" | {pooled:.2f} | "
                      f"{describe(u)} | {(u.get('commit') or '?')[:10]} | {u['train_minutes']} |")  # fmt: skip
