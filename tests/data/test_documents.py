@@ -239,13 +239,20 @@ def test_preprocessor_for_config_takes_the_context_length(data_fast_tokenizer):
 
     from hf_syntax_mt import SyntaxMTConfig
 
+    previous = ["Le chat mange du poisson ."] * 30  # longer than max_position_embeddings tokens
     for config, expected in (
         (SyntaxMTConfig(**TINY, context_sentences=2, max_context_length=7), 7),
         (SyntaxMTConfig(**TINY, context_sentences=2), TINY["max_position_embeddings"]),
-        (SyntaxMTConfig(**TINY), None),
     ):
         pre = SyntaxMTPreprocessor.for_config(config, data_fast_tokenizer, WhitespaceParser())
-        assert pre.max_context_length == expected
+        out = pre({"source": ["Le chat ."], "context": [previous]})
+        assert out["context_input_ids"] == [encode_context(data_fast_tokenizer, previous, expected)]
+    pre = SyntaxMTPreprocessor.for_config(SyntaxMTConfig(**TINY), data_fast_tokenizer, WhitespaceParser())
+    assert "context_input_ids" not in pre({"source": ["Le chat ."], "context": [previous]})  # a sentence-level model
+    with pytest.raises(ValueError, match="set them in the config"):
+        SyntaxMTPreprocessor.for_config(SyntaxMTConfig(**TINY), data_fast_tokenizer, max_context_length=3)
+    with pytest.raises(ValueError, match=r"\['max_contxt_length'\] are not options of a registered method"):
+        SyntaxMTPreprocessor(data_fast_tokenizer, columns=(), max_contxt_length=3)
 
 
 def test_for_config_without_parse_needs_tokenizes_only(data_fast_tokenizer):

@@ -13,7 +13,7 @@ from hf_syntax_mt.data.collator import DataCollatorForSyntaxMT
 from hf_syntax_mt.data.preprocess import SyntaxMTPreprocessor
 from hf_syntax_mt.data.subwords import align_parse
 from hf_syntax_mt.methods import input_columns, registered, supervision_columns
-from hf_syntax_mt.methods.registry import column_specs
+from hf_syntax_mt.methods.registry import column_specs, document_columns, document_window
 
 FR = ["Le chat mange du poisson .", "Il fait beau .", ""]
 EN = ["The cat eats fish .", "It is sunny .", "Hello ."]
@@ -41,8 +41,9 @@ def test_every_config_with_custom_column_names(name, data_marian_tokenizer):
     rows = _rows()
     out = rows.map(prep, batched=True, with_indices=True, remove_columns=rows.column_names,
                    features=prep.output_features(rows.column_names))  # fmt: skip
-    assert set(out.column_names) == {"input_ids", "attention_mask", "labels", *read, "context_input_ids",
-                                     "context_attention_mask"}  # fmt: skip
+    documents = document_columns(config)  # made from the "ctx" column only for a model that reads a document
+    assert bool(documents) == (document_window(config) > 0)
+    assert set(out.column_names) == {"input_ids", "attention_mask", "labels", *read, *documents}
     for k, text in enumerate(FR):  # each parse column as align_parse computes it from the row's own parse
         sides = {side: [c for c in read if specs[c].parse == side] or None for side in ("source", "target")}
         source = align_parse(tok, chain_sentence(text), text=text or None, max_length=8, columns=sides["source"],
@@ -55,7 +56,8 @@ def test_every_config_with_custom_column_names(name, data_marian_tokenizer):
             expected = target[column] if specs[column].parse == "target" else source[column]
             assert out[k][column] == pytest.approx(expected), (k, column)
     lengths = [len(tok(t)["input_ids"]) for t in FR]
-    assert [len(c) for c in out["context_input_ids"]] == [0, lengths[0], lengths[0] + lengths[1]]
+    for name in documents:  # each sentence with its special tokens, concatenated oldest first
+        assert [len(c) for c in out[name]] == [0, lengths[0], lengths[0] + lengths[1]]
     batch = DataCollatorForSyntaxMT(tok)([out[k] for k in range(len(FR))])
     for column in read:  # padded as the column's kind says: a position column's padding points to itself
         kind = specs[column].kind

@@ -67,12 +67,22 @@ def test_the_config_holds_no_method_derived_property():
      (dict(context_sentences=1, max_context_length=5), 5)],
 )  # fmt: skip
 def test_the_preprocessor_finds_document_context_by_its_column_kind(options, expected, data_marian_tokenizer):
-    """`for_config` asks the registry for a column of kind "context" (no method name, no config property): with one,
-    the context is cut at `max_context_length` (else `max_position_embeddings`); without, no limit is set."""
+    """`for_config` asks the registry for the document methods' columns (no method name, no config property): with
+    document context, a long context is cut to its last `max_context_length` tokens (else `max_position_embeddings`);
+    without, no context column is made."""
     from hf_syntax_mt.data.preprocess import SyntaxMTPreprocessor
 
+    tok = data_marian_tokenizer
     config = SyntaxMTConfig(**TINY, **options)
-    assert SyntaxMTPreprocessor.for_config(config, data_marian_tokenizer).max_context_length == expected
+    previous = ["a b c d e f g h"] * 40  # longer than max_position_embeddings tokens
+    full = [i for s in previous for i in tok(s)["input_ids"]]
+    assert len(full) > TINY["max_position_embeddings"]
+    out = SyntaxMTPreprocessor.for_config(config, tok)({"source": ["x y"], "context": [previous]})
+    if expected is None:
+        assert "context_input_ids" not in out
+    else:
+        assert out["context_input_ids"] == [full[-expected:]]
+        assert out["context_attention_mask"] == [[1] * expected]
 
 
 @pytest.mark.parametrize("options, window", [({}, 0), (dict(context_sentences=3), 3)])
@@ -111,3 +121,27 @@ def test_a_sentences_document_inputs_are_the_training_datas_context(data_fast_to
     got = document_inputs(config, data_fast_tokenizer, previous)
     assert got == {"context_input_ids": expected, "context_attention_mask": [1] * len(expected)}
     assert document_inputs(SyntaxMTConfig(**TINY), data_fast_tokenizer, previous) == {}
+
+
+@settings(max_examples=25, deadline=None, database=None, derandomize=True)
+@given(
+    contexts=st.lists(st.lists(st.lists(st.sampled_from(WORDS), max_size=6).map(" ".join), max_size=3), min_size=1,
+                      max_size=4),
+    limit=st.one_of(st.none(), st.integers(1, 40)),
+)  # fmt: skip
+def test_data_made_without_a_model_encodes_contexts_as_encode_context(data_fast_tokenizer, contexts, limit):
+    """A preprocessor without a config (`registry.DataOptions`: the options given, else the declared defaults) makes
+    the document columns row by row as `encode_context` does (``None``: no limit), and survives the pickling
+    `datasets.map` workers need with equal output."""
+    import pickle
+
+    from hf_syntax_mt.data.documents import encode_context
+    from hf_syntax_mt.data.preprocess import SyntaxMTPreprocessor
+
+    options = {} if limit is None else {"max_context_length": limit}
+    pre = SyntaxMTPreprocessor(data_fast_tokenizer, columns=(), **options)
+    batch = {"source": ["x"] * len(contexts), "context": contexts}
+    out = pre(batch)
+    assert out["context_input_ids"] == [encode_context(data_fast_tokenizer, c, limit) for c in contexts]
+    assert out["context_attention_mask"] == [[1] * len(ids) for ids in out["context_input_ids"]]
+    assert pickle.loads(pickle.dumps(pre))(batch) == out

@@ -92,3 +92,26 @@ def test_the_package_trainer_refuses_a_missing_parse_input_before_the_first_step
         trainer.train()
     assert trainer.state.global_step == 0
     assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())
+
+
+@pytest.mark.parametrize("name", supervision_names())
+def test_how_a_supervision_column_is_made_is_read_from_its_declaration(name):
+    """The message's "how to make it" comes from the column's declaration (its parse side, or its method's data step
+    and flag), not a hand list: every supervision column of every registered method has one."""
+    from hf_syntax_mt.methods.registry import column_specs
+    from hf_syntax_mt.methods.supervision import how_made
+
+    how, side = how_made(name), column_specs()[name].parse
+    if side is not None:
+        assert f"from the {side} parses" in how and f"--train_{side}_conllu" in how
+    else:  # made by a data step of its method: the step's train flag is named
+        flags = [f"--{t.flag.format(split='train')}" for m in registered() if name in m.supervision
+                 for t in m.transforms if t.flag]  # fmt: skip
+        assert flags and all(flag in how for flag in flags)
+    assert how_made("no_such_column") == ""
+
+
+def test_the_alignment_targets_message_names_the_alignment_file():
+    from hf_syntax_mt.methods.supervision import how_made
+
+    assert "train --train_alignment_file" in how_made("decoder_alignment")

@@ -25,8 +25,17 @@ _SPINE_COLUMNS = {
         Column("decoder_attention_mask", "target"),
     )
 }
-# what each kind of column is aligned with: (the length it must have, the column that gives it)
-_REFERENCE = {"source": "input_ids", "target": "labels", "context": "context_input_ids"}
+# the column each kind of column is aligned with (has the length of); a kind not here (a document method's
+# "context" columns) is aligned with the first column of its kind that its method declares
+_REFERENCE = {"source": "input_ids", "target": "labels"}
+
+
+def _reference(kind: str, name: str) -> str:
+    """The column that column `name`, of `kind`, is aligned with."""
+    if kind in _REFERENCE:
+        return _REFERENCE[kind]
+    declared = next(m.inputs + m.supervision for m in registered() if name in m.inputs + m.supervision)
+    return next(str(c) for c in declared if isinstance(c, Column) and c.kind == kind)
 
 
 def _round_up(n: int, multiple: int | None) -> int:
@@ -39,12 +48,13 @@ class DataCollatorForSyntaxMT:
     (`methods.Column`, `methods.columns.COLUMN_KINDS`):
 
     - ``input_ids``: the tokenizer's pad id; ``attention_mask``: 0; ``labels``: ``label_pad_token_id`` (-100);
-    - a *position* column (``parent_positions``, ``lisa_parents``, ``dbsa_heads``, ``decoder_dbsa_heads``): the
-      padding token's **own position** (DESIGN.md); with left padding the real tokens' positions are shifted by the
-      padding length;
-    - a *word* column (``word_heads``: one UD head per syntactic word, its own length): its pad value (0);
-    - a *context* column (document context: ``context_input_ids`` padded with the pad id, ``context_attention_mask``
-      with 0; a batch whose contexts are all empty gives ``(B, 0)`` tensors), aligned with ``context_input_ids``;
+    - a *position* column (kind ``source_position`` / ``target_position``: a parent or head per token): the padding
+      token's **own position** (DESIGN.md); with left padding the real tokens' positions are shifted by the padding
+      length;
+    - a *word* column (one value per syntactic word, e.g. a UD head, its own length): its pad value;
+    - a *context* column (a document method's, made from the previous sentences: its pad value, e.g. the pad id for
+      token ids; a batch whose contexts are all empty gives ``(B, 0)`` tensors), aligned with the first context
+      column its method declares;
     - any other column: its declared pad value; a list field no method declares is aligned with ``input_ids`` and
       padded with 0 (0.0 for floats).
 
@@ -132,7 +142,7 @@ class DataCollatorForSyntaxMT:
             if kind == "word":
                 reference, lengths = name, [len(values) for values in rows]
             else:
-                reference = _REFERENCE[kind]
+                reference = _reference(kind, name)
                 if kind == "target" and "labels" not in lists:
                     reference = "input_ids"  # target columns without labels (generation): as the source
                 if reference not in lists:

@@ -4,18 +4,18 @@
 parses), tokenizes it, maps the tree onto the subwords (:func:`~hf_syntax_mt.data.subwords.align_parse`) and
 tokenizes the target side into ``labels``. Output columns are named like ``forward()`` arguments:
 ``input_ids``, ``attention_mask``, ``labels`` and the columns the registered methods declare (`methods.Column`), each
-computed from the source or the target parse by its own ``compute`` in the same pass: ``parent_positions``,
-``lisa_parents``, ``word_index`` + ``word_heads``, ``pos_ids``... from the source parse, ``decoder_dbsa_heads`` (aligned
-with ``labels``) from the target parse; `SyntaxMTPreprocessor.for_config` makes those a model reads. When the dataset
+computed from the source or the target parse by its own ``compute`` in the same pass (a target column aligned with
+``labels``); `SyntaxMTPreprocessor.for_config` makes those a model reads. When the dataset
 has a ``context`` column (the previous source sentences of the document, from
-:func:`~hf_syntax_mt.data.documents.add_document_context`), it also produces ``context_input_ids`` and
-``context_attention_mask`` (:func:`~hf_syntax_mt.data.documents.encode_context`: each sentence with its special
-tokens, oldest first, left-truncated to ``max_context_length`` so the most recent tokens are kept).
+:func:`~hf_syntax_mt.data.documents.add_document_context`), it also makes the columns the methods that read a
+document declare, as those methods make them from the previous sentences (`methods.registry.document_inputs`, the
+pipeline's own route).
 
 Edge cases:
 
 - Empty (or whitespace-only) source lines are **kept**: the parser is not called, the input is the tokenizer's
-  special tokens alone (Marian: ``[</s>]``, ``parent_positions == [0.0]``); a warning gives their number.
+  special tokens alone (Marian: ``[</s>]``, a position column ``[0]``: the token itself); a warning gives their
+  number.
   Empty target lines give ``labels`` with the special tokens alone.
 - Over-long lines are truncated to ``max_source_length`` / ``max_target_length`` keeping the final ``</s>``;
   source parents that pointed past the cut point to the last kept token (see :mod:`.subwords`).
@@ -36,8 +36,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import UserError
-from ..methods.registry import column_specs, input_columns, supervision_columns
-from .documents import encode_context
+from ..methods.registry import (
+    DataOptions,
+    column_specs,
+    document_columns,
+    document_inputs,
+    input_columns,
+    supervision_columns,
+)
 from .parsed import ParsedSentence
 from .parsers import Parser
 from .readers import load_parallel_files, read_parallel_conllu
@@ -94,7 +100,7 @@ class SyntaxMTPreprocessor:
 
     Which columns it makes is read from the method registry (`methods.Column`): a column whose ``parse`` is
     ``"source"`` is computed from the source parse, one whose ``parse`` is ``"target"`` from the target parse, and the
-    document context's columns from the ``context_column``.
+    columns of the methods that read a document (kind ``"context"``) from the ``context_column``.
 
     Args:
         tokenizer: the model's tokenizer (fast, or the sentencepiece ``MarianTokenizer``).
@@ -106,24 +112,25 @@ class SyntaxMTPreprocessor:
         max_source_length: maximum source length in tokens (special tokens included).
         max_target_length: maximum ``labels`` length in tokens (special tokens included).
         columns: the method columns to make from the parses (names the registered methods declare, e.g.
-            ``["parent_positions", "word_index", "word_heads"]``; `for_config` gives a model's), each computed by its
+            ``methods.registry.parse_columns(config)``; `for_config` gives a model's), each computed by its
             `methods.Column.compute`. ``()``: tokenize only (no parse is read). ``None`` (default): every registered
             column of the sides whose parses are given (``parser`` / ``source_parse_column``, ``target_parser`` /
             ``target_parse_column``).
         target_parser: a parser for the target side; with it (or ``target_parse_column``) the preprocessor also
-            produces the target-parse columns (``decoder_dbsa_heads``...), and ``labels`` come from the same
+            produces the target-parse columns (``Column.parse == "target"``), and ``labels`` come from the same
             tokenization.
         target_parse_column: column with pre-computed target parses (like ``source_parse_column``).
-        context_column: column with the document context (``list[str]``, previous source sentences, oldest first);
-            when it is in a batch, ``context_input_ids`` and ``context_attention_mask`` (all ones) are produced.
-        max_context_length: most context tokens kept (the most recent ones); ``None``: no limit.
-        config: the model's config, given to each column's `compute` (`for_config` passes it); None: the columns'
-            defaults.
+        context_column: column with the previous source sentences of each row's document (``list[str]``, oldest
+            first); when it is in a batch, the columns of the methods that read a document are made from it
+            (`methods.registry.document_inputs`: those the config switches on; without a config, every such method).
+        config: the model's config, given to each column's `compute` and each document method (`for_config` passes
+            it); None: the options below, else the methods' defaults.
+        **options: without a config, the method options the columns are made with (`methods.registry.DataOptions`,
+            e.g. a document method's token limit), each checked as the method checks it.
 
     Call it as ``preprocessor(batch, indices)`` (``map(batched=True, with_indices=True)``); ``indices`` only
     serve error messages. Returns a dict of per-row lists: ``input_ids``, ``attention_mask``, the parse columns
-    (``parent_positions``: ``(S,)`` floats), ``labels``, ``context_input_ids`` / ``context_attention_mask`` (``(M,)``,
-    ``M`` may be 0).
+    (``(S,)`` each), ``labels`` and the target-parse columns, the document columns (``(M,)``, ``M`` may be 0).
     """
 
     def __init__(
@@ -138,9 +145,9 @@ class SyntaxMTPreprocessor:
         target_parser: Parser | None = None,
         target_parse_column: str | None = None,
         context_column: str = "context",
-        max_context_length: int | None = None,
         columns: Sequence[str] | None = None,
         config=None,
+        **options: Any,
     ):
         specs = column_specs()
         if columns is None:  # every column of the parses given
@@ -163,8 +170,9 @@ class SyntaxMTPreprocessor:
         if self.target_columns and target_parser is None and target_parse_column is None:
             raise UserError(f"{self.target_columns} are computed from target parses: give target_parser= or "
                             "target_parse_column=.")  # fmt: skip
-        lengths = (("max_source_length", max_source_length), ("max_target_length", max_target_length),
-                   ("max_context_length", max_context_length))  # fmt: skip
+        if options and config is not None:
+            raise UserError(f"{sorted(options)} are method options: with config= given, set them in the config.")
+        lengths = (("max_source_length", max_source_length), ("max_target_length", max_target_length))
         for name, value in lengths:
             if value is not None and value < 1:
                 raise UserError(f"{name} must be a positive number of tokens, got {value}")
@@ -178,8 +186,9 @@ class SyntaxMTPreprocessor:
         self.target_parser = target_parser
         self.target_parse_column = target_parse_column
         self.context_column = context_column
-        self.max_context_length = max_context_length
         self.config = config
+        # what the document methods read as their config: the model's, else the options given (checked here)
+        self.document_config = config if config is not None else DataOptions(**options)
 
     @property
     def tokenize_only(self) -> bool:
@@ -191,14 +200,11 @@ class SyntaxMTPreprocessor:
         """A preprocessor that produces every column the methods of `config` (a `SyntaxMTConfig`) read from the
         parses (tokenize only when they read none), with the other arguments as given (``source_column``...).
 
-        With document context (the methods read a column of kind ``"context"``), ``max_context_length`` defaults
-        to ``config.resolved_max_context_length`` (``max_context_length``, else ``max_position_embeddings``).
+        The document columns (from ``context_column``) are those the config's methods read, made with its options.
         """
         specs = column_specs()
         wanted = {*input_columns(config), *supervision_columns(config)}  # what the config's methods read
         columns = [c for c in wanted if c in specs and specs[c].parse is not None]
-        if any(specs[c].kind == "context" for c in wanted if c in specs):
-            kwargs.setdefault("max_context_length", config.resolved_max_context_length)
         kwargs.setdefault("config", config)
         return cls(tokenizer, parser, columns=columns, **kwargs)
 
@@ -235,7 +241,7 @@ class SyntaxMTPreprocessor:
                 labels = self.tokenizer(text_target=targets)["input_ids"]
                 out["labels"] = [_truncate_ids(list(ids), self.max_target_length, special_ids) for ids in labels]
         if self.context_column in batch:
-            out.update(self.encode_contexts(batch[self.context_column]))
+            out.update(self.document_columns(batch[self.context_column]))
         return out
 
     def _tokenize(self, texts: list[str]) -> dict[str, list[Any]]:
@@ -265,10 +271,11 @@ class SyntaxMTPreprocessor:
                 out[name].append(aligned[name])
         return out
 
-    def encode_contexts(self, contexts: Sequence[Sequence[str] | None]) -> dict[str, list[list[int]]]:
-        """``context_input_ids`` (each ``(M_i,)``) and ``context_attention_mask`` (ones) of a batch of contexts."""
-        ids = [encode_context(self.tokenizer, list(c or []), self.max_context_length) for c in contexts]
-        return {"context_input_ids": ids, "context_attention_mask": [[1] * len(row) for row in ids]}
+    def document_columns(self, contexts: Sequence[Sequence[str] | None]) -> dict[str, list[list]]:
+        """The document methods' columns (each row ``(M_i,)``) of a batch of contexts (each the previous source
+        sentences of a row's document, oldest first; None or ``[]``: none), as the methods make them."""
+        rows = [document_inputs(self.document_config, self.tokenizer, list(c or [])) for c in contexts]
+        return {name: [row[name] for row in rows] for name in document_columns(self.document_config)}
 
     def output_columns(self, input_columns: Sequence[str]) -> list[str]:
         """The columns produced for a dataset with ``input_columns``, in output order."""
@@ -276,25 +283,24 @@ class SyntaxMTPreprocessor:
         if self.target_column in input_columns:
             names += ["labels", *map(str, self.target_columns)]
         if self.context_column in input_columns:
-            names += [c for c, spec in column_specs().items() if spec.kind == "context"]
+            names += document_columns(self.document_config)
         return names
 
     def output_features(self, input_columns: Sequence[str]):
-        """``datasets.Features`` of :meth:`output_columns`: the types ``datasets`` infers for them (``input_ids``
-        int32, masks int8, float columns such as ``parent_positions`` float64, other ids int64), given explicitly so
+        """``datasets.Features`` of :meth:`output_columns`: the types ``datasets`` infers for them (token ids int32,
+        ``attention_mask`` int8, float columns float64, other ints int64), given explicitly so
         that a first batch where a column is all empty lists (first sentences: no context) does not fix its type to
         ``list<null>``."""
         from datasets import Features, List, Value
 
         specs = column_specs()
-        dtypes = {"input_ids": "int32", "context_input_ids": "int32", "attention_mask": "int8",
-                  "context_attention_mask": "int8"}  # fmt: skip
-        for name, spec in specs.items():
-            dtypes.setdefault(name, "float64" if spec.is_float else "int64")
+        dtypes = {"input_ids": "int32", "attention_mask": "int8"}
+        for name, spec in specs.items():  # a column padded with the pad id holds token ids
+            dtypes.setdefault(name, "float64" if spec.is_float else "int32" if spec.pad == "pad_token_id" else "int64")
         return Features({name: List(Value(dtypes.get(name, "int64"))) for name in self.output_columns(input_columns)})
 
     def _target_with_heads(self, batch, targets: list[str], indices) -> dict[str, list[Any]]:
-        """``labels`` and the target-parse columns (``decoder_dbsa_heads``: positions in ``labels``)."""
+        """``labels`` and the target-parse columns (a position column: positions in ``labels``)."""
         if self.target_parse_column is not None:
             parses = self._read_parses(batch, self.target_parse_column, targets, indices)
         else:

@@ -259,6 +259,13 @@ __all__ = [
 ]
 
 
+def _check_context_limit(config, name: str) -> None:
+    """`max_context_length`: None or a positive number of tokens (its bound by `max_position_embeddings` is checked
+    in `DocumentContext.validate`, where a model's config has one)."""
+    if getattr(config, name) is not None:
+        check_int(config, name, 1, hint="the most recent context tokens kept; or None: max_position_embeddings")
+
+
 class DocumentContext(Method):
     """Document-level context (Zhang et al. 2018) as a method: its options and columns, the context encoder
     (`build_encoder`, run once per sentence by `encoder_states`), a context-attention sublayer in chosen encoder and
@@ -289,6 +296,7 @@ class DocumentContext(Method):
             check=checking(
                 check_int,
                 0,
+                64,  # beyond, the context is cut to `max_context_length` tokens anyway
                 hint="the number of previous source sentences read as context; the paper's best is 2; 0 switches document context off",
             ),
         ),
@@ -323,6 +331,7 @@ class DocumentContext(Method):
             "int | None",
             None,
             """Most context tokens kept (the most recent ones); `None` (default): `max_position_embeddings`.""",
+            check=_check_context_limit,
         ),
     }
     tester_config = {"context_sentences": 1}
@@ -378,8 +387,10 @@ class DocumentContext(Method):
         texts = [s for s in previous if s is not None and str(s).strip()]
         rows = tokenizer(texts, add_special_tokens=True, truncation=False)["input_ids"] if texts else []
         ids = [int(i) for row in rows for i in row]
-        limit = config.max_context_length if config.max_context_length is not None else config.max_position_embeddings
-        ids = ids[max(0, len(ids) - limit) :]
+        # data made without a model (`registry.DataOptions`) has no max_position_embeddings: no limit but its own
+        limit = config.max_context_length
+        limit = getattr(config, "max_position_embeddings", None) if limit is None else limit
+        ids = ids if limit is None else ids[max(0, len(ids) - limit) :]
         return {"context_input_ids": ids, "context_attention_mask": [1] * len(ids)}
 
     # --- the spine's hooks: the context encoder, its sublayers, the states they read, theta_d ---------------------

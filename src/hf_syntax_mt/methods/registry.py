@@ -17,8 +17,8 @@ from .base import Method
 from .columns import Column, DataTransform
 
 __all__ = [
-    "active_methods", "callbacks", "column_specs", "data_transforms", "describe", "document_inputs",
-    "document_settings", "document_window", "get_method", "head_kinds", "head_layout", "input_columns", "input_names",
+    "DataOptions", "active_methods", "callbacks", "column_specs", "data_transforms", "describe", "document_columns",
+    "document_inputs", "document_settings", "document_window", "get_method", "head_kinds", "head_layout", "input_columns", "input_names",
     "loss_names", "method_of", "on_change", "owned_fields", "parse_columns", "register", "registered",
     "supervision_columns", "supervision_names", "unregister",
 ]  # fmt: skip
@@ -216,13 +216,66 @@ def document_window(config) -> int:
     return max((m.document_window(config) for m in active_methods(config)), default=0)
 
 
+class DataOptions:
+    """What data made without a model reads as its config (`hf_syntax_mt.data.SyntaxMTPreprocessor` without
+    ``config=``): the method options given (``max_context_length=6``), else each registered method's declared default.
+    Each option given must be one a registered method declares, and passes that option's check."""
+
+    method_options: dict = {}
+
+    def __init__(self, **options):
+        declared = {name: (m, option) for m in _REGISTRY.values() for name, option in m.config_options.items()}
+        unknown = sorted(set(options) - set(declared))
+        if unknown:
+            raise UserError(f"{unknown} are not options of a registered method; the methods declare "
+                            f"{sorted(declared)}.")  # fmt: skip
+        self._given = dict(options)
+        self._options = {name: option.default for name, (_, option) in declared.items()} | options
+        for name in options:
+            check = declared[name][1].check
+            if check is not None:
+                check(self, name)
+
+    def __getattr__(self, name: str):
+        options = self.__dict__.get("_options", {})
+        if name not in options:
+            raise AttributeError(name)
+        return options[name]
+
+    def __reduce__(self):  # picklable (the preprocessor that holds it goes to `datasets.map` workers)
+        return (_data_options, (self._given,))
+
+    def __repr__(self) -> str:
+        return f"DataOptions({', '.join(f'{k}={v!r}' for k, v in self._given.items())})"
+
+
+def _data_options(options: dict) -> DataOptions:
+    return DataOptions(**options)
+
+
+def _document_methods(config) -> list[Method]:
+    """The methods that read a document: those `config` switches on, or for data made without a model
+    (`DataOptions`) every registered method with a `document_option` (the data has the documents, so they read them)."""
+    if isinstance(config, DataOptions):
+        return [m for m in _REGISTRY.values() if m.document_option]
+    return [m for m in active_methods(config) if m.document_option]
+
+
+def document_columns(config) -> list[str]:
+    """The columns `document_inputs` makes for `config` (a model's config or `DataOptions`): the columns of kind
+    ``"context"`` the methods that read a document declare."""
+    return list(dict.fromkeys(str(c) for m in _document_methods(config) for c in m.inputs
+                              if isinstance(c, Column) and c.kind == "context"))  # fmt: skip
+
+
 def document_inputs(config, tokenizer, previous: list[str]) -> dict[str, list]:
     """The inputs one sentence gets from its previous source sentences (a list of strings, oldest first), from every
-    active method (`Method.document_inputs`): input name -> one unpadded row."""
+    method that reads a document (`Method.document_inputs`; `config` a model's config, or `DataOptions` for data made
+    without one): input name -> one unpadded row. The pipeline and the preprocessor both ask this."""
     previous = check_strings(previous, "previous", "strings (the previous source sentences, oldest first)")
     return {
         name: row
-        for m in active_methods(config)
+        for m in _document_methods(config)
         for name, row in m.document_inputs(config, tokenizer, previous).items()
     }
 

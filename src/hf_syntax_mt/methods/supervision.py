@@ -18,20 +18,30 @@ import warnings
 from collections.abc import Collection
 
 from ..errors import UserError
-from .registry import active_methods
+from .registry import active_methods, column_specs, registered
 
 __all__ = ["ENV", "MissingSupervisionWarning", "check_batch", "check_columns", "missing_supervision"]
 
 #: set to ``error`` to make missing supervision an error instead of a warning
 ENV = "HF_SYNTAX_MT_MISSING_SUPERVISION"
 
-#: how each supervision column is made (`hf_syntax_mt.data.SyntaxMTPreprocessor`; the train script's flags)
-_HOW = {
-    "dbsa_heads": "from the source parses (a parser, or CoNLL-U: train --train_source_conllu)",
-    "lisa_parents": "from the source parses (a parser, or CoNLL-U: train --train_source_conllu)",
-    "decoder_dbsa_heads": "from the target parses (target_parse_column=...; train --train_target_conllu)",
-    "decoder_alignment": "from word alignments (train --train_alignment_file, Pharaoh 'i-j')",
-}
+#: how the preprocessor and the train script make a column computed from each side's parse
+_FROM_PARSE = {
+    "source": "from the source parses (parser= or source_parse_column=...; train --train_source_conllu or --parser)",
+    "target": "from the target parses (target_parser= or target_parse_column=...; train --train_target_conllu or "
+              "--target_parser)",
+}  # fmt: skip
+
+
+def how_made(name: str) -> str:
+    """How column `name` is made, read from its declaration: from a parse (`Column.parse`), or by a data step of the
+    method that declares it (`Method.transforms`, with the train script's flag); "" when neither says."""
+    column = column_specs().get(name)
+    if column is not None and column.parse is not None:
+        return _FROM_PARSE[column.parse]
+    steps = [step for m in registered() if name in (*m.inputs, *m.supervision) for step in m.transforms if step.flag]
+    return "; ".join(f"by the data step {step.name!r} from a split's {step.reads!r} column (train "
+                     f"--{step.flag.format(split='train')})" for step in steps)  # fmt: skip
 
 
 class MissingSupervisionWarning(UserWarning):
@@ -55,7 +65,7 @@ def missing_supervision(config, present: Collection[str]) -> dict[str, tuple[str
 def _message(missing: dict[str, tuple[str, ...]], where: str) -> str:
     parts = [f"{name} expects {', '.join(columns)}" for name, columns in missing.items()]
     columns = list(dict.fromkeys(c for cs in missing.values() for c in cs))
-    how = "; ".join(f"{c} {_HOW[c]}" if c in _HOW else c for c in columns)
+    how = "; ".join(f"{c} {made}" if (made := how_made(c)) else c for c in columns)
     return (f"{where} has no {', '.join(columns)}: {'; '.join(parts)}, so its loss does not run and its heads train "
             "as unsupervised attention. Make the columns with hf_syntax_mt.data.SyntaxMTPreprocessor.for_config("
             f"config, tokenizer, ...): {how}. {ENV}=error (train --missing_supervision error) makes this an error.")  # fmt: skip

@@ -76,12 +76,12 @@ def check_teacher(data_args, training: bool) -> str | None:
     import hf_syntax_mt  # noqa: F401  (registers syntax_mt)
 
     from ..languages import model_languages, primary_language
+    from ..methods.registry import document_settings, document_window
 
     config = AutoConfig.from_pretrained(directory)
-    if getattr(config, "context_sentences", 0):
-        raise UserError(f"--distill_from {teacher} is a document-level model (context_sentences="
-                        f"{config.context_sentences}), which distillation does not support yet: give a sentence-level "
-                        "teacher")  # fmt: skip
+    if document_window(config):
+        raise UserError(f"--distill_from {teacher} is a document-level model ({document_settings(config)}), which "
+                        "distillation does not support yet: give a sentence-level teacher")  # fmt: skip
     known = model_languages(SimpleNamespace(config=config, name_or_path=directory),
                             AutoTokenizer.from_pretrained(directory))  # fmt: skip
     for flag, value, side in (("--source_lang", data_args.source_lang, "source"),

@@ -121,8 +121,8 @@ def has_opus_mt_layout(config) -> bool:
 
 def load_pretrained(model_class, path: str, config, base_config):
     """``model_class.from_pretrained(path, config=config)`` for a ``config`` that may add options to the checkpoint's
-    own ``base_config`` (two-step document training: a sentence-level checkpoint loaded with
-    ``context_sentences=k``). The parameters those options add are expected to be missing: instead of transformers'
+    own ``base_config`` (two-step document training: a sentence-level checkpoint loaded with the option that makes it
+    read documents). The parameters those options add are expected to be missing: instead of transformers'
     load report (a "MISSING" row for each of them) one line names how many were initialised, in which modules, for
     which options. Keys missing although the checkpoint's own architecture has them and keys of the checkpoint this
     model does not use are still reported (a warning naming them); a shape mismatch or a conversion error keeps
@@ -161,7 +161,8 @@ def load_pretrained(model_class, path: str, config, base_config):
 def load_with_options(path: str, **options) -> SyntaxMTForConditionalGeneration:
     """A saved SyntaxMT or Marian (opus-mt style) checkpoint as `SyntaxMTForConditionalGeneration`, with ``options``
     (any `SyntaxMTConfig` fields) added to its config: the first load of two-step document training
-    (``load_with_options("runs/sentence-level", context_sentences=2)``). The parameters the options add start from
+    (``load_with_options("runs/sentence-level", **{document_option: 2})``, the option `methods.registry.
+    document_settings` names). The parameters the options add start from
     the init, and one log line names them instead of transformers' load report (a "MISSING" row for each,
     `load_pretrained`). An unknown option is a `UserError` naming the closest fields."""
     from pathlib import Path

@@ -471,9 +471,8 @@ def choose_preprocessor(split: str, columns: list[str], config, tokenizer, parse
         raise UserError(f"the model {'trains on' if trains else 'translates with'} {side} trees but the {split} "
                         f"split has none: give {flags}")  # fmt: skip
     kwargs = {k: v for side in read for k, v in sides[side].items()}
-    if any(specs[c].kind == "context" for c in input_columns(config) if c in specs):  # document context
-        kwargs["max_context_length"] = config.resolved_max_context_length
-    return SyntaxMTPreprocessor(tokenizer, columns=wanted, **kwargs, **lengths)
+    # the config drives each column's compute (its options) and the document methods' columns (their limits)
+    return SyntaxMTPreprocessor(tokenizer, columns=wanted, config=config, **kwargs, **lengths)
 
 
 def preprocess_splits(raw: dict, config, tokenizer, parser, data_args: DataArguments, training_args,

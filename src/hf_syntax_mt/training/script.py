@@ -6,7 +6,7 @@ every syntax option, and a generic ``--config_overrides key=value,...`` passthro
 :class:`DataArguments` (local files or a `datasets` name, parser, lengths) and :class:`SyntaxMTTrainingArguments`
 (`Seq2SeqTrainingArguments` plus a wall-clock budget and the model card's texts), all in `script_args`. The run:
 
-    raw data -> [document context: previous k source sentences, with --{split}_docid_file and --context_sentences]
+    raw data -> [the methods' raw data steps, e.g. a document's previous k source sentences (--{split}_docid_file)]
     -> parse (CoNLL-U column or a parser, through datasets.map) -> Seq2SeqTrainer (accelerate-ready)
     -> eval/predict with generate (BLEU, chrF, RIBES) -> save model (safetensors) + tokenizer + model card
     + `hf_syntax_mt_run.json` (the model signature, data, parser and scores)

@@ -47,7 +47,7 @@ RANGES: dict[str, tuple[float, float]] = {
     # ModelArguments
     "vocab_size": (1, 1_000_000), "tokenizer_min_frequency": (1, 1_000_000), "d_model": (1, 16384),
     "encoder_layers": (1, 128), "decoder_layers": (1, 128), "attention_heads": (1, 1024), "ffn_dim": (1, 131072),
-    "max_position_embeddings": (2, 1_048_576), "context_sentences": (0, 64),
+    "max_position_embeddings": (2, 1_048_576),
     # DataArguments
     "max_source_length": (2, 1_048_576), "max_target_length": (2, 1_048_576), "max_train_samples": (1, 10**12),
     "max_eval_samples": (1, 10**12), "max_predict_samples": (1, 10**12), "preprocessing_num_workers": (1, 1024),
@@ -138,12 +138,13 @@ class BaseModelArguments:
     freeze_sentence_level: bool = field(
         default=False,
         metadata={"help": "Train only the document-level parameters (the paper's two-step training, Section 2.4): "
-                  "start from a sentence-level --model_name_or_path with --context_sentences k."},
+                  "start from a sentence-level --model_name_or_path with the document flag of the recipe or the "
+                  "method (the number of previous sentences read; listed below with the methods' flags)."},
     )  # fmt: skip
     config_overrides: str | None = field(
         default=None,
         metadata={"help": "Any config field as comma-separated key=value pairs, values in JSON when they parse, e.g. "
-                  "'encoder_pascal_heads=[2,0,0],pascal_sigma=0.5,activation_function=gelu'. Options added to "
+                  "'dropout=0.3,activation_function=gelu,scale_embedding=true'. Options added to "
                   "SyntaxMTConfig later work here without changing this script."},
     )  # fmt: skip
 
@@ -292,7 +293,7 @@ class DataArguments:
     train_docid_file: str | None = field(
         default=None,
         metadata={"help": "Document ids, one a line, aligned with the split's rows; consecutive equal ids = one "
-                  "document (for --context_sentences)."},
+                  "document (for a method that reads the previous sentences of a document)."},
     )  # fmt: skip
     validation_docid_file: str | None = field(
         default=None, metadata={"help": "The validation split's document ids, as --train_docid_file."}
@@ -304,7 +305,7 @@ class DataArguments:
         default=None,
         metadata={"help": "Word alignments (Pharaoh 'i-j', 0-based, e.g. eflomal's; possible links 'ipj' are "
                   "supervised like sure ones), one line per training pair: the targets of guided alignment "
-                  "(--config_overrides guided_alignment_weight=0.05)."},
+                  "(its weight flag is listed below with the methods' flags)."},
     )  # fmt: skip
     alignment_one_indexed: bool = field(
         default=False, metadata={"help": "--train_alignment_file counts words from 1 (e.g. the Hansards gold set)."}
