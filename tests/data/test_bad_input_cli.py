@@ -290,9 +290,12 @@ def test_train_names_an_unknown_flag_and_the_close_one():
         (["--max_source_length", "0"], "--max_source_length must be at least 2, got 0"),
         (["--max_train_samples", "-5"], "--max_train_samples must be at least 1, got -5"),
         # a method's flag is checked by its option's own check, as the config is
-        (["--context_sentences", "-1"], "context_sentences=-1 must be an int in 0..64 (the number of previous source "
-                                        "sentences read as context; the paper's best is 2; 0 switches document "
-                                        "context off)."),
+        (
+            ["--context_sentences", "-1"],
+            "context_sentences=-1 must be an int in 0..64 (the number of previous source "
+            "sentences read as context; the paper's best is 2; 0 switches document "
+            "context off).",
+        ),
         (["--time_budget_seconds", "0"], "--time_budget_seconds must be a positive number of seconds, got 0.0"),
     ],
 )

@@ -279,4 +279,3 @@ def test_the_data_side_and_the_train_script_name_no_method_option():
         if hits := sorted(w for w in words if re.search(rf"\b{re.escape(w)}\b", text)):
             found[name] = hits
     assert not found, found
-
