@@ -379,3 +379,26 @@ def test_guided_alignment_from_a_pharaoh_file(corpus, tmp_path):
     links.write_text("0-0\n")
     with pytest.raises(ValueError, match="has 1 lines but the train split has"):
         cli_main([*argv, "--train_alignment_file", str(links), "--output_dir", str(tmp_path / "short")])
+
+
+def test_flex_attention_flag_imports_flex_and_changes_nothing_on_the_cpu(corpus, tmp_path):
+    """``--flex_attention`` imports the opt-in `hf_syntax_mt.flex` before the model is built (without it no module
+    does); on the CPU, where flex does not run compiled, a PASCAL run trains to the same weights as without the flag.
+    In a fresh process: the import registers a kernel for the rest of the process."""
+    common = [*conllu_data(corpus, ["train"]), *TINY, *QUIET, "--encoder_pascal_heads", "2", "0", "--max_steps", "3",
+              "--per_device_train_batch_size", "16", "--seed", "3"]  # fmt: skip
+    code = f"""
+import sys
+from safetensors.torch import load_file
+from hf_syntax_mt.cli import main
+common = {common!r}
+assert main(["train", "--output_dir", {str(tmp_path / "eager")!r}, *common]) == 0
+assert "hf_syntax_mt.flex" not in sys.modules
+assert main(["train", "--output_dir", {str(tmp_path / "flex")!r}, *common, "--flex_attention"]) == 0
+assert "hf_syntax_mt.flex" in sys.modules
+eager, flex = (load_file({str(tmp_path)!r} + f"/{{d}}/model.safetensors") for d in ("eager", "flex"))
+assert eager.keys() == flex.keys() and all((eager[k] == flex[k]).all() for k in eager), "weights differ"
+print("ok")
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stderr[-3000:]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import sys
 import time
 from contextvars import ContextVar
 from pathlib import Path
@@ -96,6 +97,15 @@ def _clocked(function):
 
 
 @_clocked
+def use_flex_attention(enabled: bool) -> bool:
+    """``--flex_attention``: import the opt-in `hf_syntax_mt.flex` (FlexAttention registered in transformers'
+    `AttentionInterface`), so that the attentions built after it run their score_mod heads there where it runs
+    compiled (CUDA). Returns whether it is on in this process (a user's own import counts)."""
+    if enabled:
+        import hf_syntax_mt.flex  # noqa: F401  (the one place the package imports it: the user's flag)
+    return "hf_syntax_mt.flex" in sys.modules
+
+
 def run(model_args: ModelArguments, data_args: DataArguments, training_args: SyntaxMTTrainingArguments) -> dict:
     """Train, evaluate, predict, save; returns the metrics (on every process; files are written by process 0)."""
     from transformers import set_seed
@@ -113,6 +123,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
         tokenizer = load_or_train_tokenizer(model_args, training_args, raw["train"])
         parser, source_parser = choose_parser(data_args, raw)
         target_parser = build_parser(data_args, side="target")
+        use_flex_attention(training_args.flex_attention)  # before the attentions are built: they choose at construction
         config, model = build_config_and_model(model_args, tokenizer, training_args.seed, source_parser)
         recipe = describe_recipe(model_args, config)
         if recipe:

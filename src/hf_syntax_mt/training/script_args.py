@@ -423,6 +423,13 @@ class SyntaxMTTrainingArguments(Seq2SeqTrainingArguments):
         metadata={"help": "With --average_checkpoints: save the average even where the last step's own weights score "
                   "better on the validation set."},
     )  # fmt: skip
+    flex_attention: bool = field(
+        default=False,
+        metadata={"help": "Run the score_mod heads (PASCAL) in FlexAttention, compiled once with dynamic shapes "
+                  "(imports the opt-in hf_syntax_mt.flex before the model is built). It runs compiled on CUDA only: "
+                  "there PASCAL otherwise trains on the eager path; elsewhere the flag changes nothing. The values "
+                  "equal the eager path's (the fused-vs-eager tests)."},
+    )  # fmt: skip
     missing_supervision: str = field(
         default="warn",
         metadata={"help": "A method whose supervision columns are missing from the training data (DBSA or LISA "
