@@ -123,7 +123,8 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Syn
         tokenizer = load_or_train_tokenizer(model_args, training_args, raw["train"])
         parser, source_parser = choose_parser(data_args, raw)
         target_parser = build_parser(data_args, side="target")
-        use_flex_attention(training_args.flex_attention)  # before the attentions are built: they choose at construction
+        # before the attentions are built: each chooses its kernel at construction
+        use_flex_attention(training_args.flex_attention)
         config, model = build_config_and_model(model_args, tokenizer, training_args.seed, source_parser)
         recipe = describe_recipe(model_args, config)
         if recipe:
