@@ -149,6 +149,20 @@ def test_the_spine_reaches_the_methods_through_the_registry_only(module):
     assert methods <= interface, methods
 
 
+def test_the_data_side_and_the_train_script_import_no_method_module():
+    """Issue 68's done-when, for every module of `data/` and `training/` (the test above names the spine's): what they
+    need of a method they ask the registry's interface, or the list of built-in methods (`methods.builtin`: which
+    methods' options are `SyntaxMTConfig` fields, for the train flags)."""
+    interface = {f"hf_syntax_mt.methods.{m}" for m in ("registry", "base", "records", "columns", "supervision",
+                                                        "builtin")}  # fmt: skip
+    modules = [n for n in MODULES if n.startswith(("hf_syntax_mt.data.", "hf_syntax_mt.training."))]
+    assert len(modules) > 20
+    bad = {
+        n: m for n in modules if (m := {i for i in imports(n) if i.startswith("hf_syntax_mt.methods.")} - interface)
+    }
+    assert not bad, bad
+
+
 # the user-error types (issue 49) and the one library of checks (`Option` and the option checks the methods declare
 # with): standard-library-only leaves that every module may import
 LEAVES = {"hf_syntax_mt.errors", "hf_syntax_mt.validation"}
