@@ -96,7 +96,6 @@ def _clocked(function):
     return clocked
 
 
-@_clocked
 def use_flex_attention(enabled: bool) -> bool:
     """``--flex_attention``: import the opt-in `hf_syntax_mt.flex` (FlexAttention registered in transformers'
     `AttentionInterface`), so that the attentions built after it run their score_mod heads there where it runs
@@ -106,6 +105,7 @@ def use_flex_attention(enabled: bool) -> bool:
     return "hf_syntax_mt.flex" in sys.modules
 
 
+@_clocked
 def run(model_args: ModelArguments, data_args: DataArguments, training_args: SyntaxMTTrainingArguments) -> dict:
     """Train, evaluate, predict, save; returns the metrics (on every process; files are written by process 0)."""
     from transformers import set_seed
