@@ -64,3 +64,22 @@ def test_the_export_drops_the_classifier():
     get_method("decoder_deprel").export_state(model, state)
     assert not any(k.startswith("decoder_deprel_head.") for k in state)
     assert set(model.state_dict()) - set(state) == {"decoder_deprel_head.weight", "decoder_deprel_head.bias"}
+
+
+def test_its_options_round_trip_through_save_pretrained_and_bad_labels_are_refused(tmp_path):
+    import pytest
+
+    from hf_syntax_mt.errors import UserError
+
+    torch.manual_seed(0)
+    model = SyntaxMTForConditionalGeneration(tiny_config(decoder_deprel_weight=0.25, decoder_deprel_labels=LABELS))
+    model.save_pretrained(tmp_path)
+    loaded = SyntaxMTForConditionalGeneration.from_pretrained(tmp_path)
+    assert (loaded.config.decoder_deprel_weight, loaded.config.decoder_deprel_labels) == (0.25, LABELS)
+    assert loaded.decoder_deprel_head.out_features == len(LABELS)  # the classifier's size is the labels'
+    torch.testing.assert_close(loaded.decoder_deprel_head.weight, model.decoder_deprel_head.weight)
+    for bad in (["nsubj", "nsubj"], [], "nsubj", ["nsubj", ""], [1, 2]):
+        with pytest.raises(UserError, match="decoder_deprel_labels=.* must be a list"):
+            tiny_config(decoder_deprel_weight=0.5, decoder_deprel_labels=bad)
+    with pytest.raises(UserError, match="decoder_deprel_weight"):
+        tiny_config(decoder_deprel_weight=-1.0)

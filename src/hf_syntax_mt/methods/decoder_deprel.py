@@ -86,6 +86,8 @@ class DecoderDeprel(Method):
         target, labels = batch.get("decoder_deprel_ids"), batch.get("labels")
         if target is None or labels is None or getattr(model, "decoder_deprel_head", None) is None:
             return {}
+        # not a method of ../shared/papers (the issue's example of a new column kind): a token-level cross-entropy,
+        # -sum_t log p(r_t | s_t) over the labelled target positions, s_t the decoder's output state
         logits = model.decoder_deprel_head(outputs.last_hidden_state)  # (B, T, L): position t predicts labels[t]'s
         target = target.to(logits.device).masked_fill(labels.to(logits.device) == -100, -100)  # (B, T)
         loss = nn.functional.cross_entropy(logits.flatten(0, 1).float(), target.flatten(), ignore_index=-100,
