@@ -221,6 +221,7 @@ class DataOptions:
     ``config=``): the method options given (``max_context_length=6``), else each registered method's declared default.
     Each option given must be one a registered method declares, and passes that option's check."""
 
+    #: a config's per-method options of methods registered outside the package: none given here (their defaults)
     method_options: dict = {}
 
     def __init__(self, **options):

@@ -311,11 +311,9 @@ def freeze_sentence_level(model, config, model_args: ModelArguments) -> None:
     if not model_args.freeze_sentence_level:
         return
     if not isinstance(config, SyntaxMTConfig):
-        from ..methods.registry import document_settings
+        from ..methods.registry import registered
 
-        flags = " or ".join(
-            f"--{setting.split('=')[0]}" for setting in document_settings(config).split(", ") if setting
-        )
+        flags = " or ".join(f"--{m.document_option}" for m in registered() if m.document_option)
         raise UserError(f"--freeze_sentence_level needs a SyntaxMT model with {flags}, not --vanilla_marian")
     trainable = model.freeze_sentence_level_parameters()
     n = sum(p.numel() for p in model.parameters() if p.requires_grad)
