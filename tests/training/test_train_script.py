@@ -402,3 +402,5 @@ print("ok")
 """
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stderr[-3000:]
+    said = "--flex_attention: score_mod heads run in FlexAttention where it runs compiled (cuda)"
+    assert run.stderr.count(said) == 1, run.stderr[-3000:]  # the flagged run says what it switched on, once

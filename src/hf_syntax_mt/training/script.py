@@ -101,7 +101,10 @@ def use_flex_attention(enabled: bool) -> bool:
     `AttentionInterface`), so that the attentions built after it run their score_mod heads there where it runs
     compiled (CUDA). Returns whether it is on in this process (a user's own import counts)."""
     if enabled:
-        import hf_syntax_mt.flex  # noqa: F401  (the one place the package imports it: the user's flag)
+        import hf_syntax_mt.flex as flex  # the one place the package imports it: the user's flag
+
+        logger.warning(f"--flex_attention: score_mod heads run in FlexAttention where it runs compiled "
+                       f"({', '.join(sorted(flex.COMPILED_DEVICES))}); elsewhere they take the eager path")  # fmt: skip
     return "hf_syntax_mt.flex" in sys.modules
 
 
