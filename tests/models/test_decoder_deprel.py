@@ -1,7 +1,9 @@
 """The target dependency-relation method (`methods.decoder_deprel`): its column from a target parse, computed by its
 own `Column.compute` with the config's label vocabulary, against a hand-built example; its loss against a direct
-cross-entropy on the decoder output; no attention kept for it; its classifier dropped by the export."""
+cross-entropy on the decoder output; no attention kept for it; its classifier dropped by the export; its options
+round-trip through save_pretrained and bad ones are refused."""
 
+import pytest
 import torch
 from tiny_config import PAD, TINY
 from transformers.models.marian.modeling_marian import shift_tokens_right
@@ -9,6 +11,7 @@ from transformers.models.marian.modeling_marian import shift_tokens_right
 from hf_syntax_mt import SyntaxMTConfig, SyntaxMTForConditionalGeneration
 from hf_syntax_mt.data.parsed import ParsedSentence
 from hf_syntax_mt.data.subwords import align_parse
+from hf_syntax_mt.errors import UserError
 from hf_syntax_mt.methods import column_specs, get_method
 
 LABELS = ["nsubj", "root", "obj"]
@@ -67,10 +70,6 @@ def test_the_export_drops_the_classifier():
 
 
 def test_its_options_round_trip_through_save_pretrained_and_bad_labels_are_refused(tmp_path):
-    import pytest
-
-    from hf_syntax_mt.errors import UserError
-
     torch.manual_seed(0)
     model = SyntaxMTForConditionalGeneration(tiny_config(decoder_deprel_weight=0.25, decoder_deprel_labels=LABELS))
     model.save_pretrained(tmp_path)
