@@ -242,7 +242,7 @@ def aggregate(args, plan: list[tuple], name) -> str | None:
         s, b = c["stats"], c["cluster"]
         call = gap_verdict(c["pooled"], s["ci"]) if k == 0 else round_four.verdict(s)
         c["verdict"] = call
-        interval = "-" if s["ci"] is None else f"[{s['ci'][0]:+.2f}, {s['ci'][1]:+.2f}]"
+        interval = seed_stats.format_interval(s["ci"])
         lines.append(f"| {system} - {base} | {what} | {','.join(map(str, seeds))} | "
                      + " / ".join(f"{d:+.2f} ({_p(p)})" for d, p in zip(c["deltas"], c["per_seed_p"], strict=True))
                      + f" | {c['pooled']:+.2f} | {s['mean']:+.2f} {interval} | {_p(s['p'])} | "

@@ -250,10 +250,15 @@ def _p(p: float | None) -> str:
     return "-" if p is None else format_p(p)
 
 
+def format_interval(ci: Sequence[float] | None) -> str:
+    """The 95% interval over seeds as ``[lo, hi]``; with fewer than two seeds (or no spread) it says so in words."""
+    return "(no interval)" if ci is None else f"[{ci[0]:+.2f}, {ci[1]:+.2f}]"
+
+
 def seed_row(name: str, seeds: Sequence[int], deltas: Sequence[float], s: dict, cluster: dict | None,
              line_p: float | None, machines: str) -> str:  # fmt: skip
     """One row of `SEED_TABLE_HEADER`: ``s`` from `seed_level`, ``cluster`` from `cluster_bootstrap` (or None)."""
-    interval = "-" if s["ci"] is None else f"[{s['ci'][0]:+.2f}, {s['ci'][1]:+.2f}]"
+    interval = format_interval(s["ci"])
     boot = "-" if cluster is None else (f"{cluster['delta']:+.2f} [{cluster['ci'][0]:+.2f}, {cluster['ci'][1]:+.2f}] "
                                         f"{_p(cluster['p'])}")  # fmt: skip
     return (f"| {name} | {','.join(map(str, seeds))} | {' / '.join(f'{d:+.2f}' for d in deltas)} | "

@@ -323,7 +323,7 @@ def aggregate(args) -> str | None:
                 )
         if call == "holds" and (name, h) in adjusted and adjusted[(name, h)] >= 0.05:
             call += f" (not after Holm: p {round_two.format_p(adjusted[(name, h)])})"
-        interval = "-" if s["ci"] is None else f"[{s['ci'][0]:+.2f}, {s['ci'][1]:+.2f}]"
+        interval = seed_stats.format_interval(s["ci"])
         holm_p = round_two.format_p(adjusted[(name, h)]) if (name, h) in adjusted else "-"
         lines.append(f"| {name} | {h} {' - '.join(HYPOTHESES[h])} | {','.join(map(str, c['seeds']))} | "
                      f"{s['mean']:+.2f} {interval} | {round_two.format_p(s['p']) if s['p'] is not None else '-'} | "
