@@ -88,7 +88,9 @@ def test_seed_level_joins_the_tests_and_a_single_seed_has_no_test():
     assert s["unpaired"] == pytest.approx(stats.ttest_ind([21.0, 20.0, 21.5], [20.5, 20.1, 20.8]).pvalue)
     one = seed_stats.seed_level([0.4])
     assert one["p"] is None and one["ci"] is None and seed_stats.excludes_zero(one) is None
-    assert "| 0 | +0.40 | +0.40 (no interval) | - |" in seed_stats.seed_row("a - b", [0], [0.4], one, None, None, "same")
+    assert "| 0 | +0.40 | +0.40 (no interval) | - |" in seed_stats.seed_row(
+        "a - b", [0], [0.4], one, None, None, "same"
+    )
     assert seed_stats.format_interval([-0.125, 1.5]) == "[-0.12, +1.50]"
 
 
