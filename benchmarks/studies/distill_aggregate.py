@@ -246,7 +246,7 @@ def aggregate(args, plan: list[tuple], name) -> str | None:
         lines.append(f"| {system} - {base} | {what} | {','.join(map(str, seeds))} | "
                      + " / ".join(f"{d:+.2f} ({_p(p)})" for d, p in zip(c["deltas"], c["per_seed_p"], strict=True))
                      + f" | {c['pooled']:+.2f} | {s['mean']:+.2f} {interval} | {_p(s['p'])} | "
-                     f"{b['delta']:+.2f} [{b['ci'][0]:+.2f}, {b['ci'][1]:+.2f}] {_p(b['p'])} | {c['machines']} | "
+                     f"{b['delta']:+.2f} {seed_stats.format_interval(b['ci'])} {_p(b['p'])} | {c['machines']} | "
                      f"{call} |")  # fmt: skip
         results.append(c)
     gap = results[0]

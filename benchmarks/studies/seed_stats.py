@@ -259,7 +259,7 @@ def seed_row(name: str, seeds: Sequence[int], deltas: Sequence[float], s: dict, 
              line_p: float | None, machines: str) -> str:  # fmt: skip
     """One row of `SEED_TABLE_HEADER`: ``s`` from `seed_level`, ``cluster`` from `cluster_bootstrap` (or None)."""
     interval = format_interval(s["ci"])
-    boot = "-" if cluster is None else (f"{cluster['delta']:+.2f} [{cluster['ci'][0]:+.2f}, {cluster['ci'][1]:+.2f}] "
+    boot = "-" if cluster is None else (f"{cluster['delta']:+.2f} {format_interval(cluster['ci'])} "
                                         f"{_p(cluster['p'])}")  # fmt: skip
     return (f"| {name} | {','.join(map(str, seeds))} | {' / '.join(f'{d:+.2f}' for d in deltas)} | "
             f"{s['mean']:+.2f} {interval} | {_p(s['p'])} | {_p(s['wilcoxon'])} | {s['better']}+ {s['worse']}- "

@@ -199,7 +199,7 @@ def seed_lines(three: list[dict], two: dict, refs: dict, samples: int, pairing: 
     if DECISION in results:
         s = results[DECISION]
         decided = seed_stats.excludes_zero(s)
-        interval = "no interval" if s["ci"] is None else f"[{s['ci'][0]:+.2f}, {s['ci'][1]:+.2f}]"
+        interval = seed_stats.format_interval(s["ci"])
         lines += ["", f"Decision rule (\"stacks\" means the seed-level 95% interval of {DECISION[0]} - DBSA + sync "
                   f"excludes 0), over {s['n']} seeds: mean {s['mean']:+.2f}, interval {interval}: "
                   + ("**stacks**" if decided and s["mean"] > 0 else "does not stack (it is worse)" if decided else
