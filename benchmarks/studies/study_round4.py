@@ -330,7 +330,7 @@ def aggregate(args) -> str | None:
                      f"{holm_p} | {call} |")  # fmt: skip
     lines += ["", "## Units", "", "| unit | " + " | ".join(TESTS) + " | every test set | machine | commit | training min |",
               "|---|" + "---|" * (len(TESTS) + 4)]  # fmt: skip
-    for key in sorted(everything, key=lambda k: (k[0], k[2], list(METHODS).index(k[1]))):
+    for key in sorted(everything, key=lambda k: (list(PLACES).index(k[0]), k[2], list(METHODS).index(k[1]))):
         u, r = everything[key], refs[key[0]]
         pooled = seed_compare.corpus_bleu(seed_compare.concat([u], TESTS), seed_compare.references(r, [u], TESTS))
         lines.append(f"| {u['unit']}{'' if key in units else ' (round ' + ('three' if key[1] == 'all3' else 'two') + ')'}"
