@@ -165,8 +165,8 @@ def test_the_aggregate_tests_each_hypothesis_over_complete_blocks(tmp_path, monk
     assert "| low-all3-seed0 (round three) |" in text and "| fren-all3-seed1 |" in text
     assert "low-vanilla-seed5" in text  # listed among the units, though its block is incomplete
     # the units table: en->de first, then fr->en; within a place by seed, then method in the plan's order
-    listed = [x.split("|")[1].strip().split(" ")[0] for x in text.split("## Units")[1].splitlines() if x.startswith("| l")
-              or x.startswith("| f")]  # fmt: skip
+    rows = text.split("## Units")[1].splitlines()
+    listed = [x.split("|")[1].split()[0] for x in rows if x.startswith(("| low-", "| fren-"))]
     expected = [r2.unit_name(place, m, s) for place, seeds in (("low", range(6)), ("fren", range(2)))
                 for s in seeds for m in r4.METHODS if (place, m, s) != ("low", "dbsa_sync_full", 5)]  # fmt: skip
     assert listed == expected
