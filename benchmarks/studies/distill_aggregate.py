@@ -12,8 +12,14 @@ five models all exist.
   (`study_round4.verdict`);
 - the serving units' CTranslate2 BLEU (float32, int8) against the student's ``generate`` and their speed.
 
-``RESULTS/progress.md`` (`progress_text`) lists the planned units, done or not, from the unit files alone; the study
-page includes it.
+A teacher retrained for this study because round four's model was lost (seed 5: docs/studies/distill.md, "Seed 5
+rebuilt") is a round-four unit file under ``RESULTS/rebuilt/runs/``; where one exists it is that seed's teacher (the
+model the students learned from), in place of round four's unit. The German parser trained for a rebuilt seed is the
+``german-parser`` unit of the study results folder ``RESULTS/rebuilt/seedK/``, the ``--results`` its students ran
+with (their unit files are then moved to ``RESULTS/runs/``).
+
+``RESULTS/progress.md`` (`progress_text`) lists the planned units, done or not, and the units added by the rebuild,
+from the unit files alone; the study page includes it.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ MARGIN = 0.3
 SYSTEMS = {"teacher (all3)": ("round4", "all3"), "DBSA + sync student": ("distill", "dbsa_sync_full"),
            "vanilla student": ("distill", "vanilla"), "DBSA + sync on references": ("round4", "dbsa_sync_full"),
            "vanilla on references": ("round4", "vanilla")}  # fmt: skip
+TEACHER_METHOD = SYSTEMS["teacher (all3)"][1]
 #: (system, base, what it answers); the first is the decision rule's
 COMPARISONS = [
     ("DBSA + sync student", "teacher (all3)", "the student-teacher gap (the decision rule)"),
@@ -42,6 +49,8 @@ COMPARISONS = [
     ("vanilla student", "teacher (all3)", "the vanilla student's gap (descriptive)"),
 ]
 ENGINES = ("ct2_float32", "ct2_int8")
+#: the folder under RESULTS of teachers retrained for this study (a round-four results folder: ``runs/low-all3-seedK``)
+REBUILT = "rebuilt"
 SPEED_ROWS = ("teacher_generate+parse", "student_generate", "ct2_float32", "ct2_int8", "parse")
 
 
@@ -100,12 +109,16 @@ def load_units(results: Path, allow_unhashed: bool = False) -> dict[str, dict]:
     return units
 
 
-def seed_units(study: dict[str, dict], four: list[dict]) -> dict[tuple[str, int], dict]:
-    """(system of `SYSTEMS`, seed) -> its unit: round four's en->de units and the study's students."""
+def seed_units(study: dict[str, dict], four: list[dict], rebuilt: list[dict] = ()) -> dict[tuple[str, int], dict]:
+    """(system of `SYSTEMS`, seed) -> its unit: round four's en->de units and the study's students; a teacher in
+    ``rebuilt`` (retrained for this study, `REBUILT`) replaces round four's of its seed and is marked ``rebuilt``."""
     out = {}
     for system, (where, method) in SYSTEMS.items():
-        for u in four if where == "round4" else study.values():
+        for u in [*four, *({**r, "rebuilt": True} for r in rebuilt)] if where == "round4" else study.values():
             if where == "round4" and (u["setting"], u["method"]) == ("low", method):
+                if u.get("rebuilt") and system != "teacher (all3)":
+                    raise SystemExit(f"{u['unit']} under {REBUILT}/: only a teacher ({TEACHER_METHOD}) is retrained "
+                                     "for this study; move it away")  # fmt: skip
                 out[(system, u["seed"])] = u
             elif where == "distill" and u["unit"].startswith("distill-") and u["method"] == method:
                 out[(system, u["seed"])] = u
@@ -201,7 +214,9 @@ def aggregate(args, plan: list[tuple], name) -> str | None:
     study = load_units(Path(args.results), allow_unhashed)
     write_progress(args.results, plan, name)
     four = round_four.load_units(Path(args.round4_results), allow_unhashed)
-    units = seed_units(study, four)
+    rebuilt_dir = Path(args.results) / REBUILT
+    rebuilt = round_four.load_units(rebuilt_dir, allow_unhashed) if (rebuilt_dir / "runs").is_dir() else []
+    units = seed_units(study, four, rebuilt)
     planned = sorted({seed for _, _, seed in plan if seed is not None})
     seeds = complete_seeds(units, planned)
     if not seeds:
@@ -209,16 +224,25 @@ def aggregate(args, plan: list[tuple], name) -> str | None:
         return None
     refs = round_four.references(args, "low")
     samples = args.bootstrap_samples
-    parser = study.get("german-parser")
+    parsers = {"german-parser": study.get("german-parser")}
+    for folder in sorted(rebuilt_dir.glob("seed*/")):  # a rebuilt seed's own parser
+        parsers[f"german-parser` of `{REBUILT}/{folder.name}"] = load_units(folder, allow_unhashed).get(
+            "german-parser"
+        )
     lines = ["# Distillation study: results", "",
              f"Built by `python benchmarks/studies/study_distill.py --aggregate` from the study's unit files and round "
              f"four's `low-*` units, every hypothesis file checked against its sha256; the rules are those of "
              f"`docs/studies/distill.md`, written before the units. Complete seeds: {','.join(map(str, seeds))} of "
              f"{','.join(map(str, planned))}.", ""]  # fmt: skip
-    if parser:
+    for n, parser in ((n, u) for n, u in parsers.items() if u):
         dev = parser["dev_scores"]
-        lines += [f"The students' German target parser (`german-parser`): GSD dev UAS {dev['uas']}, LAS {dev['las']}; "
+        lines += [f"The students' German target parser (`{n}`): GSD dev UAS {dev['uas']}, LAS {dev['las']}; "
                   f"weights identical to multi30k-parsed's: {parser.get('identical_to_multi30k_parsed_weights')}.", ""]  # fmt: skip
+    retrained = sorted(s for s in seeds if units[("teacher (all3)", s)].get("rebuilt"))
+    if retrained:
+        lines += [f"The teacher of seed {','.join(map(str, retrained))} was retrained for this study (round four's "
+                  f"model was lost; `{REBUILT}/runs/`): its BLEU and lines below are the retrained model's, the one "
+                  "the students learned from.", ""]  # fmt: skip
     lines += ["## BLEU per seed and pooled", "", "Corpus BLEU of the four Multi30k test sets concatenated (pooled: "
               "every complete seed's lines too).", "",
               "| system | " + " | ".join(f"seed {s}" for s in seeds) + " | pooled |", "|---|" + "---|" * (len(seeds) + 1)]  # fmt: skip
@@ -259,7 +283,7 @@ def aggregate(args, plan: list[tuple], name) -> str | None:
     lines += ["## Units", "", "| unit | every test set | machine | commit | training min |", "|---|---|---|---|---|"]
     for (system, seed), u in sorted(units.items(), key=lambda kv: (kv[0][1], list(SYSTEMS).index(kv[0][0]))):
         if seed in seeds:
-            where = " (round four)" if SYSTEMS[system][0] == "round4" else ""
+            where = " (retrained)" if u.get("rebuilt") else " (round four)" if SYSTEMS[system][0] == "round4" else ""
             lines.append(f"| {u['unit']}{where} | {_pooled_bleu([u], refs):.2f} | {describe(u)} | "
                          f"{(u.get('commit') or '?')[:10]} | {u.get('train_minutes', '-')} |")  # fmt: skip
     record = {"seeds": seeds, "bleu": bleu, "margin": MARGIN, "serve": serve_rows, "comparisons": results}
@@ -271,19 +295,22 @@ def aggregate(args, plan: list[tuple], name) -> str | None:
 # Progress
 # ------------------------------------------------------------------------------------------------------------------
 def progress_text(results: str | Path, plan: list[tuple], name) -> str:
-    """The planned units, done or not, from the unit files alone (what each recorded: commit, machine, minutes, the
-    figure it is for); the study page includes it."""
+    """The planned units, done or not, and after them the units a rebuild added (retrained teachers and a rebuilt
+    seed's German parser, in `REBUILT`), from the unit files alone (what each recorded: commit, machine,
+    minutes, the figure it is for); the study page includes it."""
     runs = Path(results) / "runs"
-    done = common.done_units(results)
-    lines = [f"Units done: {sum(name(*u) in done for u in plan)} of {len(plan)} (built from "
+    done, planned = common.done_units(results), [name(*u) for u in plan]
+    lines = [f"Units done: {sum(n in done for n in planned)} of {len(plan)} (built from "
              "`benchmarks/results/distill/runs/*.json` by `study_distill.py`).", "",
              "| unit | state | commit | machine | wall minutes | figure |", "|---|---|---|---|---|---|"]  # fmt: skip
-    for unit in plan:
-        n = name(*unit)
-        if n not in done:
+    rebuilt = Path(results) / REBUILT
+    added = [(rebuilt / "runs", n) for n in sorted(common.done_units(rebuilt))]
+    added += [(f / "runs", n) for f in sorted(rebuilt.glob("seed*/")) for n in sorted(common.done_units(f))]
+    for folder, n in [(runs, n) for n in planned] + added:
+        if folder == runs and n not in done:
             lines.append(f"| {n} | to run | | | | |")
             continue
-        u = common.load_unit(runs / f"{n}.json", required=())
+        u = common.load_unit(folder / f"{n}.json", required=())
         minutes = sum(u.get(k) or 0 for k in ("wall_minutes", "wall_minutes_train", "wall_minutes_test"))
         if "dev_scores" in u:
             figure = f"GSD dev UAS {u['dev_scores'].get('uas')}, LAS {u['dev_scores'].get('las')}"
@@ -292,7 +319,9 @@ def progress_text(results: str | Path, plan: list[tuple], name) -> str:
             figure += f" ({TESTS[0]})"
         else:
             figure = f"BLEU {TESTS[0]} {u.get('tests', {}).get(TESTS[0], {}).get('bleu', float('nan')):.2f}"
-        lines.append(f"| {n} | done{' (quick)' if u.get('quick') else ''} | {(u.get('commit') or '?')[:10]} | "
+        where = folder.parent.relative_to(Path(results)).as_posix()
+        state, n = ("done", n) if folder == runs else ("done (rebuild)", f"{where}/{n}")
+        lines.append(f"| {n} | {state}{' (quick)' if u.get('quick') else ''} | {(u.get('commit') or '?')[:10]} | "
                      f"{describe(u) if u.get('machine') else '?'} | {minutes:.1f} | {figure} |")  # fmt: skip
     return "\n".join(lines) + "\n"
 

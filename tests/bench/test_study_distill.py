@@ -264,3 +264,49 @@ def test_the_committed_progress_page_is_the_one_the_unit_files_give():
     """docs/studies/distill.md includes results/distill/progress.md: it must say what the committed units say (the
     study rewrites it after each unit and with --aggregate; commit it with the unit files)."""
     assert (sd.RESULTS / "progress.md").read_text() == agg.progress_text(sd.RESULTS, sd.PLAN, sd.unit_name)
+
+
+def test_a_retrained_teacher_replaces_round_fours_for_its_seed_and_a_second_parser_is_listed(tmp_path):
+    """Seed 5 rebuilt (docs/studies/distill.md): a teacher under RESULTS/rebuilt/runs/ is that seed's teacher (its own
+    lines and BLEU, marked retrained); round four's lost model's unit is not read for it; a second German parser unit
+    loads beside the first; the progress table lists both added units after the plan."""
+    data = tmp_path / "data" / "multi30k"
+    data.mkdir(parents=True)
+    for t in TESTS:
+        (data / f"{t}.de").write_text("".join(r + "\n" for r in REFS))
+    four, study = tmp_path / "four" / "runs", tmp_path / "study"
+    for seed, (t, ds, vs, d, v) in {3: (3, 2, 2, 1, 0), 5: (4, 2, 1, 1, 1)}.items():
+        for method, k in (("all3", t), ("dbsa_sync_full", d), ("vanilla", v)):
+            _unit(four, f"low-{method}-seed{seed}", method, seed, k, setting="low")
+        for method, k in (("dbsa_sync_full", ds), ("vanilla", vs)):
+            _unit(study / "runs", f"distill-{method}-seed{seed}", method, seed, k, kind="distill")
+    _unit(study / "rebuilt" / "runs", "low-all3-seed5", "all3", 5, 1, setting="low", wall_minutes_train=60.0)
+    for folder, uas in ((study, 76.4), (study / "rebuilt" / "seed5", 75.0)):  # seed 5's students' own parser
+        _write(folder / "runs", "german-parser", {"dev_scores": {"uas": uas, "las": 60.0}}, {})
+    args = SimpleNamespace(results=str(study), round4_results=str(four.parent), data=str(tmp_path / "data"),
+                           bootstrap_samples=20)  # fmt: skip
+    text = agg.aggregate(args, sd.PLAN, sd.unit_name)
+
+    def bleu(k):
+        return sacrebleu.corpus_bleu(RIGHT[k] * 4, [REFS * 4]).score
+
+    teacher = next(x for x in text.splitlines() if x.startswith("| teacher (all3) |")).strip("|").split("|")
+    assert [c.strip() for c in teacher[1:3]] == [f"{bleu(3):.2f}", f"{bleu(1):.2f}"]  # seed 5: the retrained one's
+    gap = next(x for x in text.splitlines() if x.startswith("| DBSA + sync student - teacher (all3) |")).split("|")[4]
+    assert [c.split(" (")[0].strip() for c in gap.split(" / ")] == [
+        f"{bleu(2) - bleu(3):+.2f}",
+        f"{bleu(2) - bleu(1):+.2f}",
+    ]
+    assert "| low-all3-seed5 (retrained) |" in text and "| low-all3-seed3 (round four) |" in text
+    assert "The teacher of seed 5 was retrained" in text
+    assert "(`german-parser`): GSD dev UAS 76.4" in text
+    assert "(`german-parser` of `rebuilt/seed5`): GSD dev UAS 75.0" in text
+    progress = (study / "progress.md").read_text().splitlines()
+    assert progress[0].startswith("Units done: 5 of 10")
+    assert [x.split("|")[1:3] for x in progress[-2:]] == [[" rebuilt/low-all3-seed5 ", " done (rebuild) "],
+                                                         [" rebuilt/seed5/german-parser ", " done (rebuild) "]]  # fmt: skip
+    assert progress[-2].split("|")[5].strip() == "60.0" and "UAS 75.0" in progress[-1]
+    # a retrained model that is not a teacher is refused
+    _unit(study / "rebuilt" / "runs", "low-vanilla-seed5", "vanilla", 5, 1, setting="low")
+    with pytest.raises(SystemExit, match="only a teacher"):
+        agg.aggregate(args, sd.PLAN, sd.unit_name)
