@@ -90,13 +90,14 @@ WRONG = ["a woman walks a dog", "two cats sit on a wall", "a boy eats a cake", "
 RIGHT = [REFS[:k] + WRONG[k:] for k in range(5)]  # k sentences right
 
 
-def _write_unit(results: Path, place: str, method: str, seed: int, hyps: list[str]) -> None:
+def _write_unit(results: Path, place: str, method: str, seed: int, hyps: list[str], machine=None) -> None:
     name = r2.unit_name(place, method, seed)
     tests = {t: {"bleu": sacrebleu.corpus_bleu(hyps, [REFS]).score, "chrf": 0.0,
                  "hypotheses_sha256": hashlib.sha256("".join(h + "\n" for h in hyps).encode()).hexdigest()}
              for t in r2.MULTI30K_TESTS}  # fmt: skip
     record = {"unit": name, "setting": place, "method": method, "seed": seed, "precision": "fp32", "device": "cpu",
-              "steps": 10, "train_minutes": 2.0, "tokens_per_second": 100.0, "tests": tests, "commit": "abc"}  # fmt: skip
+              "steps": 10, "train_minutes": 2.0, "tokens_per_second": 100.0, "tests": tests, "commit": "abc",
+              **({"machine": machine} if machine else {})}  # fmt: skip
     (results / "runs").mkdir(parents=True, exist_ok=True)
     (results / "runs" / f"{name}.json").write_text(json.dumps(record))
     for t in r2.MULTI30K_TESTS:
@@ -125,6 +126,12 @@ def test_the_aggregate_tests_each_hypothesis_over_complete_blocks(tmp_path, monk
     for seed, (v, d, a) in fren.items():
         for method, k in zip(r4.METHODS, (v, d, a), strict=True):
             _write_unit(four, "fren", method, seed, RIGHT[k])
+    # fr->en seed 2: all three units, but its vanilla ran on another machine kind: not a block, left out and named
+    avx2 = {"device": "cpu", "cpu": "AMD EPYC", "flags": ["avx2"], "torch_cpu_capability": "AVX2", "threads": 1,
+            "torch": "2.13.0+cpu"}  # fmt: skip
+    avx512 = {**avx2, "flags": ["avx2", "avx512f", "avx512_bf16"], "torch_cpu_capability": "AVX512"}
+    for method, machine in zip(r4.METHODS, (avx2, avx512, avx512), strict=True):
+        _write_unit(four, "fren", method, 2, RIGHT[4], machine=machine)
     monkeypatch.setattr(r2, "RESULTS", two)
     monkeypatch.setattr(r3, "RESULTS", three)
     text = r4.aggregate(SimpleNamespace(results=str(four), data=str(tmp_path / "data"), bootstrap_samples=20))
@@ -137,6 +144,9 @@ def test_the_aggregate_tests_each_hypothesis_over_complete_blocks(tmp_path, monk
         return [c.strip() for c in line.strip("|").split("|")]
 
     assert "en->de, seeds 0-5: 0,1,2,3,4; en->de, blocks 3-5 alone: 3,4; fr->en, seeds 0-2: 0,1." in text
+    left = next(x for x in text.splitlines() if x.startswith("Left out"))
+    assert left.startswith("Left out, their three units on different machine kinds: fren seed 2 (different machine")
+    assert "'AVX2' vs 'AVX512'" in left and left.count("seed") == 1
     cases = [("en->de, seeds 0-5", ende, (0, 1, 2, 3, 4)), ("en->de, blocks 3-5 alone", ende, (3, 4)),
              ("fr->en, seeds 0-2", fren, (0, 1))]  # fmt: skip
     for name, plan, seeds in cases:
@@ -167,7 +177,7 @@ def test_the_aggregate_tests_each_hypothesis_over_complete_blocks(tmp_path, monk
     # the units table: en->de first, then fr->en; within a place by seed, then method in the plan's order
     rows = text.split("## Units")[1].splitlines()
     listed = [x.split("|")[1].split()[0] for x in rows if x.startswith(("| low-", "| fren-"))]
-    expected = [r2.unit_name(place, m, s) for place, seeds in (("low", range(6)), ("fren", range(2)))
+    expected = [r2.unit_name(place, m, s) for place, seeds in (("low", range(6)), ("fren", range(3)))
                 for s in seeds for m in r4.METHODS if (place, m, s) != ("low", "dbsa_sync_full", 5)]  # fmt: skip
     assert listed == expected
 
