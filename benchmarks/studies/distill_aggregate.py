@@ -49,7 +49,8 @@ COMPARISONS = [
     ("vanilla student", "teacher (all3)", "the vanilla student's gap (descriptive)"),
 ]
 ENGINES = ("ct2_float32", "ct2_int8")
-#: the folder under RESULTS of teachers retrained for this study (a round-four results folder: ``runs/low-all3-seedK``)
+#: the folder under RESULTS of a rebuilt seed: retrained teachers (a round-four results folder, ``runs/low-all3-seedK``)
+#: and each rebuilt seed's own study results folder, ``seedK/`` (its ``german-parser`` unit)
 REBUILT = "rebuilt"
 SPEED_ROWS = ("teacher_generate+parse", "student_generate", "ct2_float32", "ct2_int8", "parse")
 
