@@ -113,13 +113,15 @@ def load_units(results: Path, allow_unhashed: bool = False) -> dict[str, dict]:
 def seed_units(study: dict[str, dict], four: list[dict], rebuilt: list[dict] = ()) -> dict[tuple[str, int], dict]:
     """(system of `SYSTEMS`, seed) -> its unit: round four's en->de units and the study's students; a teacher in
     ``rebuilt`` (retrained for this study, `REBUILT`) replaces round four's of its seed and is marked ``rebuilt``."""
+    for r in rebuilt:
+        if (r["setting"], r["method"]) != ("low", TEACHER_METHOD):
+            raise SystemExit(f"{r['unit']} under {REBUILT}/: only a teacher (low-{TEACHER_METHOD}) is retrained for "
+                             "this study; move it away")  # fmt: skip
+    four = [*four, *({**r, "rebuilt": True} for r in rebuilt)]  # after round four's: a retrained teacher replaces
     out = {}
     for system, (where, method) in SYSTEMS.items():
-        for u in [*four, *({**r, "rebuilt": True} for r in rebuilt)] if where == "round4" else study.values():
+        for u in four if where == "round4" else study.values():
             if where == "round4" and (u["setting"], u["method"]) == ("low", method):
-                if u.get("rebuilt") and system != "teacher (all3)":
-                    raise SystemExit(f"{u['unit']} under {REBUILT}/: only a teacher ({TEACHER_METHOD}) is retrained "
-                                     "for this study; move it away")  # fmt: skip
                 out[(system, u["seed"])] = u
             elif where == "distill" and u["unit"].startswith("distill-") and u["method"] == method:
                 out[(system, u["seed"])] = u
