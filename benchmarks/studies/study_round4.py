@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `import benchmarks.*`
 from benchmarks import common  # noqa: E402
 from benchmarks.common import RESULTS as ALL_RESULTS  # noqa: E402
-from benchmarks.machine import describe, same_kind  # noqa: E402
+from benchmarks.machine import Pairing, describe  # noqa: E402
 from benchmarks.studies import multi30k_study as round_one  # noqa: E402
 from benchmarks.studies import (
     seed_compare,  # noqa: E402
@@ -254,21 +254,15 @@ def holm(ps: list[float]) -> list[float]:
     return out
 
 
-def blocks(units: dict, place: str, seeds, mixed=(), left_out: list[str] | None = None) -> list[int]:
-    """The seeds of ``place`` whose three units all exist and ran on one machine kind (`machine.same_kind`), except
-    for the seeds in ``mixed`` (en->de seeds 0-2, not blocks by design). A block with a unit missing is left out
-    whole; one whose units ran on different machine kinds too, and ``left_out`` gets a line naming it."""
+def blocks(units: dict, place: str, seeds, pairing: Pairing, exempt=()) -> list[int]:
+    """The seeds of ``place`` whose three units all exist and whose pairs ``pairing`` allows (one machine kind,
+    unless ``--mixed-machines``), except for the seeds in ``exempt`` (en->de seeds 0-2, not blocks by design). A block
+    with a unit missing, or with a pair on different machine kinds, is left out whole; ``pairing.lines()`` names it."""
     out = []
     for s in seeds:
         block = [units.get((place, m, s)) for m in METHODS]
-        if None in block:
-            continue
-        differ = [why for u in block[1:] for same, why in [same_kind(block[0], u)] if same is False]
-        if differ and s not in mixed:
-            if left_out is not None:
-                left_out.append(f"{place} seed {s} ({differ[0]})")
-            continue
-        out.append(s)
+        if None not in block and (s in exempt or all([pairing.ok(block[0], u) for u in block[1:]])):  # every pair seen
+            out.append(s)
     return out
 
 
@@ -295,11 +289,11 @@ def aggregate(args) -> str | None:
     refs = {place: references(args, place) for place in PLACES}
     samples = args.bootstrap_samples
     seed_compare.POOLED.clear()
-    left_out = []
-    places = [("en->de, seeds 0-5", "low", blocks(everything, "low", (*round_two.SEEDS, *ENDE_SEEDS),
-                                                  mixed=round_two.SEEDS, left_out=left_out)),
-              ("en->de, blocks 3-5 alone", "low", blocks(units, "low", ENDE_SEEDS)),
-              ("fr->en, seeds 0-2", "fren", blocks(units, "fren", FREN_SEEDS, left_out=left_out))]  # fmt: skip
+    pairing = Pairing(getattr(args, "mixed_machines", False))
+    places = [("en->de, seeds 0-5", "low", blocks(everything, "low", (*round_two.SEEDS, *ENDE_SEEDS), pairing,
+                                                  exempt=round_two.SEEDS)),
+              ("en->de, blocks 3-5 alone", "low", blocks(units, "low", ENDE_SEEDS, pairing)),
+              ("fr->en, seeds 0-2", "fren", blocks(units, "fren", FREN_SEEDS, pairing))]  # fmt: skip
     lines = ["# Study round four: results", "",
              f"Built by `python benchmarks/studies/study_round4.py --aggregate` from round four's `runs/*.json` "
              f"({len(four)} of {len(PLAN)} units), round two's `low-vanilla` and `low-dbsa_sync_full` and round "
@@ -309,8 +303,7 @@ def aggregate(args) -> str | None:
              "they enter as they are, and the blocks 3-5 are also reported alone.", "",
              "Blocks complete (all three units): " + "; ".join(f"{name}: {','.join(map(str, seeds)) or 'none'}"
                                                               for name, _, seeds in places) + ".", "",
-             *([f"Left out, their three units on different machine kinds: {'; '.join(left_out)}.", ""] if left_out
-               else []),
+             *pairing.lines(), "",
              "## The hypotheses over seeds", "", *seed_stats.SEED_TABLE_HEADER]  # fmt: skip
     tests = {}
     for name, place, seeds in places:

@@ -144,9 +144,16 @@ def test_the_aggregate_tests_each_hypothesis_over_complete_blocks(tmp_path, monk
         return [c.strip() for c in line.strip("|").split("|")]
 
     assert "en->de, seeds 0-5: 0,1,2,3,4; en->de, blocks 3-5 alone: 3,4; fr->en, seeds 0-2: 0,1." in text
-    left = next(x for x in text.splitlines() if x.startswith("Left out"))
-    assert left.startswith("Left out, their three units on different machine kinds: fren seed 2 (different machine")
-    assert "'AVX2' vs 'AVX512'" in left and left.count("seed") == 1
+    # the shared machine rule (`machine.Pairing`) names the pairs it left out: seed 2's two pairs with its vanilla
+    assert "only units of one machine kind are compared" in text and "2 on different kinds (left out)" in text
+    named = [x for x in text.splitlines() if x.startswith("- fren-")]
+    assert [x.split(":")[0] for x in named] == ["- fren-all3-seed2 / fren-vanilla-seed2",
+                                                "- fren-dbsa_sync_full-seed2 / fren-vanilla-seed2"]  # fmt: skip
+    assert all("torch_cpu_capability" in x and "'AVX2'" in x and "'AVX512'" in x for x in named)
+    # --mixed-machines compares them: seed 2 becomes a block
+    mixed = r4.aggregate(SimpleNamespace(results=str(four), data=str(tmp_path / "data"), bootstrap_samples=20,
+                                         mixed_machines=True))  # fmt: skip
+    assert "fr->en, seeds 0-2: 0,1,2." in mixed and "mixed machines allowed" in mixed
     cases = [("en->de, seeds 0-5", ende, (0, 1, 2, 3, 4)), ("en->de, blocks 3-5 alone", ende, (3, 4)),
              ("fr->en, seeds 0-2", fren, (0, 1))]  # fmt: skip
     for name, plan, seeds in cases:
